@@ -1,0 +1,118 @@
+"""Request and response codecs: the only user of kio's serializers.
+
+Each (api_key, version) pair resolves once to a cached reader or writer; the request header version
+(v1, or v2 for flexible requests) and response header version come from kio's schema classes, so
+ApiVersions keeps its v0 response header as Kafka requires.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Final
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from .errors import ErrorCode, KafkaError
+
+__all__ = (
+    "RequestHeader",
+    "UnsupportedRequest",
+    "decode_request",
+    "encode_response",
+    "peek_header",
+    "request_schema",
+    "response_schema",
+)
+
+_PEEK: Final = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+class UnsupportedRequest(KafkaError):
+    """The frame names an API key or version this broker does not parse."""
+
+    def __init__(self, header: RequestHeader, message: str) -> None:
+        super().__init__(ErrorCode.unsupported_version, message)
+        self.header = header
+
+
+def peek_header(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id): the fields every header version starts with."""
+    if len(frame) < _PEEK.size:
+        raise KafkaError(ErrorCode.invalid_request, f"frame of {len(frame)} bytes has no header")
+    return _PEEK.unpack_from(frame, 0)
+
+
+@cache
+def request_schema(api_key: int, version: int) -> type[Any]:
+    return load_request_schema(api_key, version)
+
+
+@cache
+def response_schema(api_key: int, version: int) -> type[Any]:
+    return load_response_schema(api_key, version)
+
+
+@cache
+def _request_readers(api_key: int, version: int) -> tuple[Any, Any]:
+    schema = request_schema(api_key, version)
+    return entity_reader(schema.__header_schema__), entity_reader(schema)
+
+
+@cache
+def _writer(entity_type: type[Any]) -> Any:
+    return entity_writer(entity_type)
+
+
+def decode_request(frame: bytes, supported: Any) -> tuple[RequestHeader, Any]:
+    """Parse a request frame. `supported(api_key, version) -> bool` gates what may be parsed.
+
+    Raises UnsupportedRequest (with the header) for keys/versions we do not serve, and
+    KafkaError(INVALID_REQUEST) for bodies that do not parse.
+    """
+    api_key, version, correlation_id = peek_header(frame)
+    if not supported(api_key, version):
+        header = RequestHeader(
+            api_key=api_key, api_version=version, correlation_id=correlation_id, client_id=None
+        )
+        raise UnsupportedRequest(header, f"api key {api_key} version {version} is not supported")
+    read_header, read_body = _request_readers(api_key, version)
+    try:
+        kio_header, offset = read_header(frame, 0)
+        body, end = read_body(frame, offset)
+    except Exception as exc:  # kio raises assorted errors on malformed input
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"malformed api key {api_key} v{version} request: {exc}",
+        ) from exc
+    header = RequestHeader(
+        api_key=api_key,
+        api_version=version,
+        correlation_id=correlation_id,
+        client_id=kio_header.client_id,
+    )
+    return header, body
+
+
+def encode_response(correlation_id: int, entity: Any) -> bytes:
+    """Size prefix + response header (version chosen by the schema) + body."""
+    header_type = entity.__header_schema__
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    _writer(header_type)(buf, header_type(correlation_id=correlation_id))
+    _writer(type(entity))(buf, entity)
+    out = buf.getbuffer()
+    struct.pack_into(">i", out, 0, len(out) - 4)
+    del out
+    return buf.getvalue()

@@ -1,0 +1,24 @@
+"""The one exception type domain code raises: a Kafka error code plus a human message."""
+
+from kio.schema.errors import ErrorCode
+
+__all__ = ("ErrorCode", "KafkaError", "CorruptRecordError")
+
+
+class KafkaError(Exception):
+    """Carries the ErrorCode a response should hold and the message to put in error_message."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"KafkaError({self.code.name}, {self.message!r})"
+
+
+class CorruptRecordError(KafkaError):
+    """Bytes that do not form a valid record batch (bad length, magic or CRC)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.corrupt_message, message)

@@ -1,0 +1,169 @@
+"""Record batches (magic 2) read by their 61-byte header only; records are never decoded here.
+
+Layout (big-endian), from Kafka's DefaultRecordBatch:
+base_offset i64 | batch_length i32 | partition_leader_epoch i32 | magic i8 | crc u32 |
+attributes i16 | last_offset_delta i32 | base_timestamp i64 | max_timestamp i64 |
+producer_id i64 | producer_epoch i16 | base_sequence i32 | records_count i32
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final
+
+from crc32c import crc32c
+
+from .errors import CorruptRecordError, ErrorCode, KafkaError
+
+__all__ = (
+    "BATCH_HEADER",
+    "HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "CompressionType",
+    "RecordBatchHeader",
+    "iter_batches",
+    "set_base_offset",
+    "set_max_timestamp",
+    "set_partition_leader_epoch",
+)
+
+BATCH_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE: Final = BATCH_HEADER.size  # 61
+# base_offset + batch_length: the bytes batch_length does not count.
+LOG_OVERHEAD: Final = struct.calcsize(">qi")
+_LEADER_EPOCH_AT: Final = LOG_OVERHEAD
+_MAGIC_AT: Final = _LEADER_EPOCH_AT + 4
+# CRC covers attributes .. end, so base_offset and partition_leader_epoch may be patched freely.
+_CRC_AT: Final = _MAGIC_AT + 1
+_CRC_FROM: Final = _CRC_AT + 4
+_MAX_TIMESTAMP_AT: Final = struct.calcsize(">qiibIhiq")
+_OFFSET: Final = struct.Struct(">q")
+_I32: Final = struct.Struct(">i")
+
+_COMPRESSION_MASK: Final = 0x07
+_TIMESTAMP_TYPE_BIT: Final = 0x08
+_TRANSACTIONAL_BIT: Final = 0x10
+_CONTROL_BIT: Final = 0x20
+
+
+class CompressionType(IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @classmethod
+    def parse(cls, buf: bytes | memoryview, pos: int = 0) -> RecordBatchHeader:
+        return cls(*BATCH_HEADER.unpack_from(buf, pos))
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies, including base_offset and batch_length."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & _COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def log_append_time(self) -> bool:
+        return bool(self.attributes & _TIMESTAMP_TYPE_BIT)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+
+def _check_one(buf: bytes | memoryview, pos: int, end: int, verify_crc: bool) -> RecordBatchHeader:
+    if end - pos < _MAGIC_AT + 1:
+        raise CorruptRecordError(f"truncated record batch at byte {pos}: {end - pos} bytes left")
+    magic = buf[pos + _MAGIC_AT]
+    if magic != 2:
+        raise KafkaError(
+            ErrorCode.unsupported_for_message_format,
+            f"record batch magic {magic} is not supported; this broker stores magic 2 only",
+        )
+    if end - pos < HEADER_SIZE:
+        raise CorruptRecordError(f"truncated record batch header at byte {pos}")
+    header = RecordBatchHeader.parse(buf, pos)
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + header.size > end:
+        raise CorruptRecordError(
+            f"record batch at byte {pos} claims {header.batch_length} bytes, {end - pos - LOG_OVERHEAD} left"
+        )
+    if header.last_offset_delta < 0 or header.records_count < 0:
+        raise CorruptRecordError(f"record batch at byte {pos} has negative counts")
+    if verify_crc:
+        view = memoryview(buf)[pos + _CRC_FROM : pos + header.size]
+        actual = crc32c(view)
+        if actual != header.crc:
+            raise CorruptRecordError(
+                f"record batch at byte {pos} fails its CRC32C check: "
+                f"stored {header.crc:#010x}, computed {actual:#010x}"
+            )
+    return header
+
+
+def iter_batches(
+    buf: bytes | memoryview, verify_crc: bool = True, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, RecordBatchHeader]]:
+    """Yield (position, header) for each batch in buf, validating length, magic and CRC."""
+    end = len(buf) if end is None else end
+    pos = start
+    while pos < end:
+        header = _check_one(buf, pos, end, verify_crc)
+        yield pos, header
+        pos += header.size
+
+
+def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
+    _OFFSET.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    _I32.pack_into(buf, pos + _LEADER_EPOCH_AT, epoch)
+
+
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, header: RecordBatchHeader, ts: int) -> None:
+    """For LogAppendTime topics: rewrite max_timestamp, which the CRC covers, so recompute it."""
+    _OFFSET.pack_into(buf, pos + _MAX_TIMESTAMP_AT, ts)
+    view = memoryview(buf)[pos + _CRC_FROM : pos + header.size]
+    struct.pack_into(">I", buf, pos + _CRC_AT, crc32c(view))
