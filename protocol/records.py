@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 import cramjam
 from crc32c import crc32c
 
-from .record_batch import BATCH_HEADER, LOG_OVERHEAD, CompressionType, RecordBatchHeader, iter_batches
+from .record_batch import (
+    BATCH_HEADER,
+    LOG_OVERHEAD,
+    CompressionType,
+    RecordBatchHeader,
+    iter_batches,
+)
 
 __all__ = ("Record", "build_batch", "read_records", "encode_varint", "decode_varint")
 

@@ -1,0 +1,31 @@
+"""ApiVersions v0-4.
+
+Behaviour: answers from the dispatch table, so what is advertised is what is implemented.
+Version notes: the response header is always v0 (kio's schemas encode that). A request at a version
+above 4 gets a v0 body with UNSUPPORTED_VERSION and our ApiVersions range (KIP-511); the connection
+answers that before parsing (see broker/connection.py). v3+ carries client software name/version,
+which Kafka validates; we accept what clients send and only log it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from ..handler import Handler, RequestContext
+
+
+def api_keys(ctx: RequestContext) -> list[dict[str, int]]:
+    return [
+        {"api_key": int(h.api_key), "min_version": h.min_version, "max_version": h.max_version}
+        for h in sorted(ctx.broker.handlers.values(), key=lambda h: h.api_key)
+    ]
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return ctx.respond({"error_code": ErrorCode.none, "api_keys": api_keys(ctx), "throttle_time": 0})
+
+
+HANDLER = Handler(api_key=ApiKey.API_VERSIONS, min_version=0, max_version=4, handle=handle)

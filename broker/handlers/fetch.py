@@ -1,0 +1,109 @@
+"""Fetch v4-12.
+
+Behaviour: serves stored batch bytes, whole batches from the one holding the fetch offset,
+within partition_max_bytes and the response max_bytes, but always at least one batch for the
+first partition with data (KIP-74). Long poll: while fewer than min_bytes are ready it waits, up to
+max_wait_ms, and any append to a fetched partition wakes it. READ_COMMITTED reads stop at the last
+stable offset and list the aborted transactions overlapping the returned range; READ_UNCOMMITTED
+sends no aborted list. Control batches and aborted batches are returned: consumers step over them.
+Version notes: fetch sessions (v7+) are declined with session id 0, as KIP-227 allows, so clients
+send full fetch requests; v13+ (topic ids) is not advertised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
+
+from ..handler import Handler, RequestContext
+
+
+def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> dict[str, Any]:
+    if info is None:
+        return {"partition_index": index, "error_code": code, "high_watermark": -1,
+                "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                "preferred_read_replica": -1, "records": b""}
+    aborted = None
+    if committed:
+        aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                   for a in info.aborted_transactions or ()]
+    return {
+        "partition_index": index, "error_code": code, "high_watermark": info.high_watermark,
+        "last_stable_offset": info.last_stable_offset, "log_start_offset": info.log_start_offset,
+        "aborted_transactions": aborted, "preferred_read_replica": -1,
+        "records": b"".join(info.records),
+    }
+
+
+async def _read_all(ctx: RequestContext, request: Any, isolation: IsolationLevel) -> tuple[list[Any], int]:
+    committed = isolation is IsolationLevel.READ_COMMITTED
+    remaining = request.max_bytes
+    total = 0
+    out = []
+    for topic in request.topics:
+        parts = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.topic, p.partition)
+            try:
+                plog = ctx.broker.logs.get_log(tp)
+                # KIP-74: a budget of zero still returns the first batch if nothing came before.
+                budget = max(min(p.partition_max_bytes, remaining), 0)
+                info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation)
+            except KafkaError as exc:
+                info = None
+                if exc.code is ErrorCode.offset_out_of_range:
+                    plog = ctx.broker.logs.get_log(tp)
+                    info = FetchDataInfo(high_watermark=plog.high_watermark,
+                                         last_stable_offset=plog.last_stable_offset,
+                                         log_start_offset=plog.log_start_offset)
+                parts.append(_partition(p.partition, exc.code, info, committed))
+                continue
+            size = info.size
+            total += size
+            remaining -= size
+            parts.append(_partition(p.partition, ErrorCode.none, info, committed))
+        out.append({"topic": topic.topic, "partitions": parts})
+    return out, total
+
+
+def _waiters(ctx: RequestContext, request: Any) -> list[Any]:
+    logs = []
+    for topic in request.topics:
+        for p in topic.partitions:
+            plog = ctx.broker.logs.logs.get(TopicPartition(topic.topic, p.partition))
+            if plog is not None:
+                logs.append(plog)
+    return logs
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    isolation = IsolationLevel(request.isolation_level)
+    max_wait = request.max_wait.total_seconds()
+    deadline = time.monotonic() + max_wait
+    while True:
+        waiter = asyncio.get_running_loop().create_future()
+        logs = _waiters(ctx, request)
+        for plog in logs:
+            plog.add_waiter(waiter)
+        try:
+            responses, total = await _read_all(ctx, request, isolation)
+            left = deadline - time.monotonic()
+            if total >= request.min_bytes or left <= 0 or not logs:
+                break
+            try:
+                await asyncio.wait_for(waiter, left)
+            except TimeoutError:
+                pass
+        finally:
+            for plog in logs:
+                plog.remove_waiter(waiter)
+    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
+                        "responses": responses})
+
+
+HANDLER = Handler(api_key=ApiKey.FETCH, min_version=4, max_version=12, handle=handle)

@@ -1,0 +1,60 @@
+"""ListOffsets v1-7.
+
+Behaviour: timestamp -2 gives the log start offset, -1 the end (the high watermark, or the last
+stable offset at READ_COMMITTED), -3 (v7+) the offset of the largest timestamp; any other value the
+first offset whose batch has a timestamp at or after it (offset -1 if none, as Kafka answers).
+Version notes: v2+ carries the isolation level; v4+ returns leader epochs (always 0 here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import IsolationLevel, TopicPartition
+
+from ..handler import Handler, RequestContext
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+async def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, isolation: IsolationLevel) -> dict[str, Any]:
+    plog = ctx.broker.logs.get_log(tp)
+    if timestamp == EARLIEST:
+        return {"timestamp": -1, "offset": plog.log_start_offset}
+    if timestamp == LATEST:
+        committed = isolation is IsolationLevel.READ_COMMITTED
+        return {"timestamp": -1, "offset": plog.last_stable_offset if committed else plog.high_watermark}
+    if timestamp == MAX_TIMESTAMP:
+        found = await plog.call(plog.max_timestamp_offset)
+    elif timestamp < 0:
+        raise KafkaError(ErrorCode.invalid_request, f"unsupported ListOffsets timestamp {timestamp}")
+    else:
+        found = await plog.offset_for_timestamp(timestamp)
+    if found is None:
+        return {"timestamp": -1, "offset": -1}
+    offset, ts = found
+    if isolation is IsolationLevel.READ_COMMITTED and offset >= plog.last_stable_offset:
+        return {"timestamp": -1, "offset": -1}
+    return {"timestamp": ts, "offset": offset}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    isolation = IsolationLevel(getattr(request, "isolation_level", 0))
+    topics = []
+    for topic in request.topics:
+        parts = []
+        for p in topic.partitions:
+            entry: dict[str, Any] = {"partition_index": p.partition_index, "leader_epoch": 0}
+            try:
+                entry |= await _lookup(ctx, TopicPartition(topic.name, p.partition_index), p.timestamp, isolation)
+                entry["error_code"] = ErrorCode.none
+            except KafkaError as exc:
+                entry |= {"error_code": exc.code, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            parts.append(entry)
+        topics.append({"name": topic.name, "partitions": parts})
+    return ctx.respond({"throttle_time": 0, "topics": topics})
+
+
+HANDLER = Handler(api_key=ApiKey.LIST_OFFSETS, min_version=1, max_version=7, handle=handle)

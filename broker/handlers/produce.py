@@ -1,0 +1,70 @@
+"""Produce v0-11 (v3-11 parsed).
+
+Behaviour: each partition's batches go to that partition's log actor as the request's bytes;
+the log validates headers and CRCs, assigns offsets and writes. acks=0 gets no response; acks 1
+and -1 are the same on a single node (the write is in the page cache when we answer).
+Version notes: v0-2 are advertised so that librdkafka < 2.11.1 enables compression, but they
+carry message formats 0/1 and are refused (as Kafka 4 does). Stays at v11: v12+ is Transactions V2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
+from storage.log_manager import INTERNAL_TOPICS
+
+from ..handler import NO_RESPONSE, Handler, RequestContext
+
+log = logging.getLogger(__name__)
+
+
+def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": -1,
+            "log_start_offset": -1, "error_message": message}
+
+
+async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) -> dict[str, Any]:
+    try:
+        if topic in INTERNAL_TOPICS:
+            raise KafkaError(ErrorCode.invalid_topic_exception, f"cannot append to internal topic {topic}")
+        plog = ctx.broker.logs.get_log(TopicPartition(topic, part.index))
+        if part.records is None:
+            raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
+        append = ctx.broker.extras.get("produce_append")
+        if append is not None:  # the transaction layer wraps appends with producer-state checks
+            info = await append(ctx, request, plog, part.records)
+        else:
+            info = await plog.append(part.records)
+    except KafkaError as exc:
+        log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)
+        return _error(part.index, exc.code, exc.message)
+    return {"index": part.index, "error_code": ErrorCode.none, "base_offset": info.base_offset,
+            "log_append_time": info.log_append_time, "log_start_offset": info.log_start_offset}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    if request.acks not in (0, 1, -1):
+        results = [[_error(p.index, ErrorCode.invalid_required_acks, f"acks={request.acks} is not 0, 1 or -1")
+                    for p in t.partition_data] for t in request.topic_data]
+    else:
+        results = await asyncio.gather(*(
+            asyncio.gather(*(_append_one(ctx, request, t.name, p) for p in t.partition_data))
+            for t in request.topic_data
+        ))
+    if request.acks == 0:
+        return NO_RESPONSE
+    return ctx.respond({
+        "responses": [
+            {"name": t.name, "partition_responses": list(parts)}
+            for t, parts in zip(request.topic_data, results, strict=True)
+        ],
+        "throttle_time": 0,
+    })
+
+
+HANDLER = Handler(api_key=ApiKey.PRODUCE, min_version=0, max_version=11, parse_min_version=3, handle=handle)

@@ -1,0 +1,106 @@
+"""Server lifecycle, in uvicorn's shape: load storage, start services, listen; on stop close the
+listener, close connections, stop services, flush and close the logs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Any
+
+from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
+from storage.log_manager import LogManager
+
+from .config import PROPERTY_FIELDS, BrokerConfig
+from .connection import KafkaConnection
+from .dispatch import HANDLERS
+from .state import BrokerState
+
+__all__ = ("Broker",)
+
+log = logging.getLogger("broker")
+
+
+def log_defaults(config: BrokerConfig) -> dict[str, object]:
+    """Broker-level defaults of topic configs, keyed by topic config name."""
+    out: dict[str, object] = {}
+    for topic_key, broker_key in TOPIC_CONFIG_DEFAULTS_FROM_BROKER.items():
+        name = PROPERTY_FIELDS.get(broker_key)
+        if name is not None:
+            out[topic_key] = getattr(config, name)
+    return out
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.logs = LogManager(config.data_dir, log_defaults(config))
+        self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS)
+        self.connections: set[KafkaConnection] = set()
+        self._server: asyncio.Server | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._services: list[Any] = []
+        self.port = config.port
+        self.stopped = asyncio.Event()
+
+    async def start(self) -> None:
+        self.logs.load()
+        self.logs.start()
+        for service in self._build_services():
+            await service.start()
+            self._services.append(service)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self.state, self.connections),
+            self.config.host, self.config.port, reuse_address=True, backlog=1024,
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        if self.config.advertised_port is None and not self.config.advertised_listeners and self.config.port == 0:
+            self.state.config = self.config = self.config.with_port(self.port)
+        self._tasks.append(loop.create_task(self._retention_loop(), name="retention"))
+        host, port = self.config.advertised
+        log.info("eosbroker listening on %s:%d (advertised as %s:%d), data in %s",
+                 self.config.host, self.port, host, port, self.config.data_dir)
+
+    def _build_services(self) -> list[Any]:
+        """Coordinators and other services with async start()/stop(), in start order."""
+        from .services import build_services
+
+        return build_services(self.state)
+
+    async def _retention_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.log_retention_check_interval_ms / 1000)
+            try:
+                await self.logs.enforce_retention()
+            except Exception:
+                log.exception("retention check failed")
+
+    async def stop(self) -> None:
+        log.info("shutting down")
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close("broker shutting down")
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 5)
+            except TimeoutError:
+                log.warning("connections did not close within 5 s")
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for service in reversed(self._services):
+            await service.stop()
+        await self.logs.close()
+        log.info("stopped cleanly")
+        self.stopped.set()
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await self.stop()

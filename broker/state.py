@@ -1,0 +1,32 @@
+"""The broker's shared services, handed to every handler through RequestContext."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from protocol.api_keys import ApiKey
+from storage.log_manager import LogManager
+
+from .config import BrokerConfig
+
+if TYPE_CHECKING:
+    from .handler import Handler
+
+__all__ = ("BrokerState",)
+
+
+@dataclass(slots=True, kw_only=True)
+class BrokerState:
+    config: BrokerConfig
+    logs: LogManager
+    handlers: Mapping[ApiKey, Handler]
+    # Coordinators plug in here as they are built (group, transaction).
+    group_coordinator: Any = None
+    txn_coordinator: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id

@@ -1,0 +1,102 @@
+"""Build a version-specific kio entity from plain, version-agnostic values.
+
+Handlers describe a response once, as dicts and lists with Kafka's field names (ints for
+milliseconds and timestamps); `build(cls, data)` keeps the fields that version has, fills the
+defaults of the ones the handler did not give, and converts nested lists to nested entities.
+Requests go the other way through `field_or`, for fields older versions lack.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+__all__ = ("build", "field_or")
+
+_EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+
+
+def field_or(entity: Any, name: str, default: Any) -> Any:
+    return getattr(entity, name, default)
+
+
+@cache
+def _plan(cls: type[Any]) -> tuple[tuple[str, str | None, Any, Any, bool], ...]:
+    """(name, kafka_type, nested entity type or None, default, nullable) per field."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        nullable = type(None) in typing.get_args(hint)
+        nested = None
+        for arg in (hint, *typing.get_args(hint)):
+            if typing.get_origin(arg) is tuple:
+                elem = typing.get_args(arg)[0]
+                if dataclasses.is_dataclass(elem):
+                    nested = elem
+        if nested is None and dataclasses.is_dataclass(hint):
+            nested = hint
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = _zero(f.metadata.get("kafka_type"), nested, nullable)
+        out.append((f.name, f.metadata.get("kafka_type"), nested, default, nullable))
+    return tuple(out)
+
+
+def _zero(kafka_type: str | None, nested: Any, nullable: bool) -> Any:
+    if nullable:
+        return None
+    match kafka_type:
+        case "error_code":
+            return ErrorCode.none
+        case "string":
+            return ""
+        case "bytes" | "records":
+            return b""
+        case "bool":
+            return False
+        case "timedelta_i32" | "timedelta_i64":
+            return datetime.timedelta(0)
+        case "uuid":
+            return None
+        case None:
+            return () if nested is not None else None
+    return 0
+
+
+def _convert(kafka_type: str | None, nested: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if nested is not None:
+        if isinstance(value, Mapping):
+            return build(nested, value)
+        return tuple(v if dataclasses.is_dataclass(v) else build(nested, v) for v in value)
+    if isinstance(value, list):
+        return tuple(value)
+    match kafka_type:
+        case "timedelta_i32" | "timedelta_i64" if isinstance(value, int):
+            return datetime.timedelta(milliseconds=value)
+        case "datetime_i64" if isinstance(value, int):
+            return None if value < 0 else _EPOCH + datetime.timedelta(milliseconds=value)
+        case "error_code" if not isinstance(value, ErrorCode):
+            return ErrorCode(value)
+    return value
+
+
+def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    kwargs = {}
+    for name, kafka_type, nested, default, _nullable in _plan(cls):
+        if name in data:
+            kwargs[name] = _convert(kafka_type, nested, data[name])
+        else:
+            kwargs[name] = default
+    return cls(**kwargs)

@@ -1,0 +1,218 @@
+"""All partition logs of the broker and the durable topic metadata (names, ids, partitions, configs).
+
+Topic metadata lives in <log.dirs>/topics.json, replaced atomically (write, fsync, rename) on every
+change. A clean shutdown leaves .kafka_cleanshutdown, as Kafka does, so the next start can skip
+scanning the newest segments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from protocol.errors import ErrorCode, KafkaError
+
+from .api import TopicPartition
+from .log_config import LogConfig
+from .partition_log import LocalPartitionLog
+
+__all__ = ("LogManager", "TopicMetadata", "validate_topic_name", "INTERNAL_TOPICS")
+
+log = logging.getLogger(__name__)
+_LEGAL: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
+_CLEAN_SHUTDOWN: Final = ".kafka_cleanshutdown"
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate: non-empty, at most 249 chars, [a-zA-Z0-9._-], not . or .."""
+    problem = None
+    if not name:
+        problem = "topic name is empty"
+    elif name in {".", ".."}:
+        problem = f"topic name cannot be {name!r}"
+    elif len(name) > 249:
+        problem = f"topic name is {len(name)} characters long; the maximum is 249"
+    elif not _LEGAL.match(name):
+        problem = f"topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'"
+    if problem:
+        raise KafkaError(ErrorCode.invalid_topic_exception, problem)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "topic_id": str(self.topic_id), "partitions": self.partitions,
+                "configs": dict(self.configs)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TopicMetadata:
+        return cls(name=d["name"], topic_id=uuid.UUID(d["topic_id"]), partitions=d["partitions"],
+                   configs=d.get("configs", {}))
+
+
+class LogManager:
+    def __init__(self, data_dir: Path, log_defaults: Mapping[str, object]) -> None:
+        self.data_dir = data_dir
+        self.log_defaults = log_defaults
+        self.topics: dict[str, TopicMetadata] = {}
+        self.logs: dict[TopicPartition, LocalPartitionLog] = {}
+        self._started = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        marker = self.data_dir / _CLEAN_SHUTDOWN
+        clean = marker.exists()
+        marker.unlink(missing_ok=True)
+        path = self.data_dir / "topics.json"
+        if path.exists():
+            for entry in json.loads(path.read_text())["topics"]:
+                meta = TopicMetadata.from_json(entry)
+                self.topics[meta.name] = meta
+        for meta in self.topics.values():
+            for p in range(meta.partitions):
+                self._open_log(meta, p, clean)
+        for leftover in self.data_dir.glob("*-delete"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        log.info("loaded %d topics, %d partitions from %s (%s shutdown)", len(self.topics),
+                 len(self.logs), self.data_dir, "clean" if clean else "unclean")
+
+    def start(self) -> None:
+        self._started = True
+        for plog in self.logs.values():
+            plog.start()
+
+    async def close(self) -> None:
+        await asyncio.gather(*(plog.close() for plog in self.logs.values()))
+        (self.data_dir / _CLEAN_SHUTDOWN).touch()
+
+    # -- topics ----------------------------------------------------------------------------------
+
+    def log_config(self, meta: TopicMetadata) -> LogConfig:
+        return LogConfig.from_values(self.log_defaults, meta.configs)
+
+    def _open_log(self, meta: TopicMetadata, partition: int, clean: bool) -> LocalPartitionLog:
+        tp = TopicPartition(meta.name, partition)
+        plog = LocalPartitionLog(tp, self.data_dir / str(tp), self.log_config(meta))
+        plog.open(clean_shutdown=clean)
+        if self._started:
+            plog.start()
+        self.logs[tp] = plog
+        return plog
+
+    def _persist(self) -> None:
+        path = self.data_dir / "topics.json"
+        tmp = path.with_suffix(".tmp")
+        data = json.dumps({"version": 1, "topics": [m.to_json() for m in self.topics.values()]}, indent=1)
+        with open(tmp, "w") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(self.data_dir, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+        if partitions <= 0:
+            raise KafkaError(ErrorCode.invalid_partitions, f"number of partitions must be larger than 0, got {partitions}")
+        configs = dict(configs or {})
+        self._check_configs(configs)
+        meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
+        if validate_only:
+            return meta
+        self.topics[name] = meta
+        for p in range(partitions):
+            self._open_log(meta, p, clean=True)
+        self._persist()
+        log.info("created topic %s with %d partitions (id %s)", name, partitions, meta.topic_id)
+        return meta
+
+    def _check_configs(self, configs: Mapping[str, str]) -> None:
+        try:
+            LogConfig.from_values(self.log_defaults, configs)
+        except (TypeError, ValueError) as exc:
+            raise KafkaError(ErrorCode.invalid_config, f"invalid topic config: {exc}") from exc
+
+    async def delete_topic(self, name: str) -> None:
+        meta = self.topics.get(name)
+        if meta is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        del self.topics[name]
+        self._persist()
+        for p in range(meta.partitions):
+            plog = self.logs.pop(TopicPartition(name, p))
+            await plog.close()
+            target = plog.directory.with_name(f"{plog.directory.name}.{meta.topic_id.hex}-delete")
+            plog.directory.rename(target)
+            shutil.rmtree(target, ignore_errors=True)
+        log.info("deleted topic %s", name)
+
+    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        meta = self.topics.get(name)
+        if meta is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        if count <= meta.partitions:
+            raise KafkaError(
+                ErrorCode.invalid_partitions,
+                f"topic {name!r} has {meta.partitions} partitions; the new count {count} must be larger",
+            )
+        if validate_only:
+            return
+        new = replace(meta, partitions=count)
+        self.topics[name] = new
+        for p in range(meta.partitions, count):
+            self._open_log(new, p, clean=True)
+        self._persist()
+
+    def alter_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        meta = self.topics[name]
+        self._check_configs(configs)
+        new = replace(meta, configs=dict(configs))
+        self.topics[name] = new
+        cfg = self.log_config(new)
+        for p in range(new.partitions):
+            self.logs[TopicPartition(name, p)].config = cfg
+        self._persist()
+
+    def get_log(self, tp: TopicPartition) -> LocalPartitionLog:
+        plog = self.logs.get(tp)
+        if plog is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist on this broker")
+        return plog
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return next((m for m in self.topics.values() if m.topic_id == topic_id), None)
+
+    async def enforce_retention(self) -> None:
+        now = int(time.time() * 1000)
+        for plog in list(self.logs.values()):
+            if plog.config.cleanup_policy == "delete":
+                await plog.enforce_retention(now)

@@ -1,0 +1,170 @@
+"""One segment of a partition log: the .log file of batches and its sparse indexes.
+
+File names are the segment's base offset, zero-padded to 20 digits, as Kafka names them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from protocol.errors import KafkaError
+from protocol.record_batch import HEADER_SIZE, RecordBatchHeader, iter_batches
+
+from .offset_index import OffsetIndex, TimeIndex
+
+__all__ = ("LogSegment", "BatchLocation", "segment_name")
+
+log = logging.getLogger(__name__)
+_SCAN_CHUNK: Final = 1 << 20
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLocation:
+    position: int
+    header: RecordBatchHeader
+
+
+class LogSegment:
+    """Appends go to the end of the .log file; reads use pread so they never move a file offset."""
+
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.log_path = directory / segment_name(base_offset, ".log")
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.index = OffsetIndex(directory / segment_name(base_offset, ".index"), base_offset)
+        self.time_index = TimeIndex(directory / segment_name(base_offset, ".timeindex"), base_offset)
+        self._interval = index_interval_bytes
+        self._bytes_since_index = 0
+        self.next_offset = base_offset  # one past the last offset written here
+        self.max_timestamp = -1
+        self.created_ms = int(os.stat(self.log_path).st_mtime * 1000)
+
+    # -- recovery ---------------------------------------------------------------------------
+
+    def load(self, recover: bool) -> int:
+        """Open an existing segment. With recover, scan every batch (CRC included), truncate a
+        torn or corrupt tail and rebuild the indexes; returns the bytes truncated."""
+        if not recover and self.index.load(self.size) and self.time_index.load():
+            self._load_tail_offsets()
+            return 0
+        return self.recover()
+
+    def _load_tail_offsets(self) -> None:
+        last = None
+        for loc in self.iter_from(self.index.lookup(1 << 62)):
+            last = loc.header
+        if last is not None:
+            self.next_offset = last.last_offset + 1
+        self.max_timestamp = self.time_index.max_timestamp
+
+    def recover(self) -> int:
+        self.index.reset()
+        self.time_index.reset()
+        self._bytes_since_index = 0
+        valid = 0
+        try:
+            for loc in self._scan(verify_crc=True):
+                self._index_batch(loc.position, loc.header)
+                valid = loc.position + loc.header.size
+        except KafkaError as exc:
+            log.warning("%s: corrupt batch at byte %d (%s); truncating", self.log_path, valid, exc)
+        truncated = self.size - valid
+        if truncated:
+            log.warning("%s: truncated %d bytes of torn or corrupt tail", self.log_path, truncated)
+            os.ftruncate(self._fd, valid)
+            self.size = valid
+        return truncated
+
+    def _scan(self, verify_crc: bool, start: int = 0) -> Iterator[BatchLocation]:
+        pos = start
+        while pos < self.size:
+            chunk = os.pread(self._fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
+            consumed = 0
+            try:
+                for rel, header in iter_batches(chunk, verify_crc):
+                    yield BatchLocation(pos + rel, header)
+                    consumed = rel + header.size
+            except KafkaError:
+                if consumed == 0 and len(chunk) >= self.size - pos:
+                    raise
+                if consumed == 0:  # a batch larger than the chunk: read it whole
+                    header = RecordBatchHeader.parse(chunk, 0)
+                    whole = os.pread(self._fd, header.size, pos)
+                    for _, h in iter_batches(whole, verify_crc):
+                        yield BatchLocation(pos, h)
+                    consumed = header.size
+            pos += consumed
+
+    def _index_batch(self, position: int, header: RecordBatchHeader) -> None:
+        if self._bytes_since_index >= self._interval or not position:
+            self.index.append(header.base_offset, position)
+            self._bytes_since_index = 0
+        self._bytes_since_index += header.size
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.time_index.maybe_append(header.max_timestamp, header.base_offset)
+        self.next_offset = header.last_offset + 1
+
+    # -- append and read -----------------------------------------------------------------------
+
+    def append(self, data: bytes | bytearray | memoryview, headers: list[tuple[int, RecordBatchHeader]]) -> None:
+        """Write batches whose offsets are already assigned; headers are (relative pos, header)."""
+        position = self.size
+        written = os.write(self._fd, data)
+        if written != len(data):
+            raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        self.size += written
+        for rel, header in headers:
+            self._index_batch(position + rel, header)
+
+    def iter_from(self, position: int) -> Iterator[BatchLocation]:
+        """Batch headers from a position, without CRC checks (data was validated on append)."""
+        return self._scan(verify_crc=False, start=position)
+
+    def find(self, offset: int) -> BatchLocation | None:
+        """The batch holding offset, or the first one after it."""
+        for loc in self.iter_from(self.index.lookup(offset)):
+            if loc.header.last_offset >= offset:
+                return loc
+        return None
+
+    def read_range(self, start: int, end: int) -> bytes:
+        return os.pread(self._fd, end - start, start)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch at or after offset (batches are kept or dropped whole)."""
+        loc = self.find(offset)
+        if loc is None:
+            return
+        cut = loc.position if loc.header.base_offset >= offset else loc.position + loc.header.size
+        os.ftruncate(self._fd, cut)
+        self.size = cut
+        self.index.truncate_to_position(cut)
+        self.time_index.truncate_to_offset(offset)
+        self.next_offset = min(self.next_offset, offset)
+
+    def close(self) -> None:
+        for close in (self.index.close, self.time_index.close):
+            close()
+        os.close(self._fd)
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index.path, self.time_index.path):
+            path.unlink(missing_ok=True)
+        for extra in (".txnindex", ".snapshot"):
+            (self.directory / segment_name(self.base_offset, extra)).unlink(missing_ok=True)

@@ -1,0 +1,121 @@
+"""Sparse offset and time indexes of one segment (Kafka's .index and .timeindex).
+
+Entries are appended to the file as they are made and kept in memory for bisection; an index is
+a cache of the log, so recovery rebuilds it from the segment whenever it is missing or suspect.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from pathlib import Path
+from typing import Final
+
+__all__ = ("OffsetIndex", "TimeIndex")
+
+_OFFSET_ENTRY: Final = struct.Struct(">ii")  # relative offset, file position
+_TIME_ENTRY: Final = struct.Struct(">qi")  # max timestamp so far, relative offset
+
+
+class OffsetIndex:
+    """Maps offsets to file positions at or before them."""
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._offsets: list[int] = []
+        self._positions: list[int] = []
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def load(self, log_size: int) -> bool:
+        """Read entries from disk; False if the file is inconsistent (caller rebuilds)."""
+        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        if len(data) % _OFFSET_ENTRY.size:
+            return False
+        last_off = last_pos = -1
+        for rel, pos in _OFFSET_ENTRY.iter_unpack(data):
+            if rel <= last_off or pos <= last_pos or pos >= log_size:
+                return False
+            self._offsets.append(self.base_offset + rel)
+            self._positions.append(pos)
+            last_off, last_pos = rel, pos
+        return True
+
+    def reset(self) -> None:
+        self._offsets.clear()
+        self._positions.clear()
+        os.ftruncate(self._fd, 0)
+
+    def append(self, offset: int, position: int) -> None:
+        if self._offsets and offset <= self._offsets[-1]:
+            return
+        self._offsets.append(offset)
+        self._positions.append(position)
+        os.write(self._fd, _OFFSET_ENTRY.pack(offset - self.base_offset, position))
+
+    def lookup(self, offset: int) -> int:
+        """File position of the last indexed batch starting at or before offset (0 if none)."""
+        i = bisect.bisect_right(self._offsets, offset)
+        return self._positions[i - 1] if i else 0
+
+    def truncate_to_position(self, position: int) -> None:
+        i = bisect.bisect_left(self._positions, position)
+        del self._offsets[i:], self._positions[i:]
+        os.ftruncate(self._fd, i * _OFFSET_ENTRY.size)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+class TimeIndex:
+    """Maps timestamps to the first offset whose batch may hold a timestamp at or above them."""
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._timestamps: list[int] = []
+        self._offsets: list[int] = []
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def load(self) -> bool:
+        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        if len(data) % _TIME_ENTRY.size:
+            return False
+        for ts, rel in _TIME_ENTRY.iter_unpack(data):
+            if self._timestamps and (ts <= self._timestamps[-1] or rel + self.base_offset <= self._offsets[-1]):
+                return False
+            self._timestamps.append(ts)
+            self._offsets.append(self.base_offset + rel)
+        return True
+
+    def reset(self) -> None:
+        self._timestamps.clear()
+        self._offsets.clear()
+        os.ftruncate(self._fd, 0)
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._timestamps[-1] if self._timestamps else -1
+
+    def maybe_append(self, max_timestamp: int, offset: int) -> None:
+        if self._timestamps and max_timestamp <= self._timestamps[-1]:
+            return
+        if self._offsets and offset <= self._offsets[-1]:
+            return
+        self._timestamps.append(max_timestamp)
+        self._offsets.append(offset)
+        os.write(self._fd, _TIME_ENTRY.pack(max_timestamp, offset - self.base_offset))
+
+    def lookup(self, timestamp: int) -> int:
+        """An offset at or before the first batch whose max timestamp reaches timestamp."""
+        i = bisect.bisect_left(self._timestamps, timestamp)
+        return self._offsets[i - 1] if i else self.base_offset
+
+    def truncate_to_offset(self, offset: int) -> None:
+        i = bisect.bisect_left(self._offsets, offset)
+        del self._timestamps[i:], self._offsets[i:]
+        os.ftruncate(self._fd, i * _TIME_ENTRY.size)
+
+    def close(self) -> None:
+        os.close(self._fd)

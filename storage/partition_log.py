@@ -1,0 +1,411 @@
+"""The log of one partition, owned by one task (an actor): appends, reads, roll and retention.
+
+Batches are moved as bytes. An append patches each batch's base offset and partition leader
+epoch (both outside the CRC) while writing, with writev over memoryviews, so the request's bytes
+are never copied or re-encoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import os
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, assert_never
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches
+
+from .api import AppendOrigin, FetchDataInfo, IsolationLevel, LogAppendInfo, TopicPartition
+from .log_config import LogConfig
+from .log_segment import LogSegment
+
+__all__ = ("LocalPartitionLog",)
+
+log = logging.getLogger(__name__)
+_I64: Final = struct.Struct(">q")
+_I32: Final = struct.Struct(">i")
+LEADER_EPOCH: Final = 0  # a single node never changes leader
+
+
+@dataclass(frozen=True, slots=True)
+class _Append:
+    records: bytes
+    origin: AppendOrigin
+    reply: asyncio.Future[LogAppendInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """Run a synchronous function on the log's state inside the owner task."""
+
+    fn: Callable[[], Any]
+    reply: asyncio.Future[Any]
+
+
+_Command = _Append | _Call
+
+
+@dataclass(slots=True)
+class _Pending:
+    headers: list[tuple[int, RecordBatchHeader]] = field(default_factory=list)
+
+
+class LocalPartitionLog:
+    """PartitionLog backed by segment files under <log.dirs>/<topic>-<partition>/."""
+
+    def __init__(self, tp: TopicPartition, directory: Path, config: LogConfig) -> None:
+        self.tp = tp
+        self.directory = directory
+        self.config = config
+        self.segments: list[LogSegment] = []
+        self._queue: asyncio.Queue[_Command] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._unflushed = 0
+        self._last_flush = time.monotonic()
+        self._log_start_offset = 0
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def open(self, clean_shutdown: bool) -> None:
+        """Load segments (synchronously, before serving). The newest segment is fully scanned
+        and its torn tail truncated unless the last shutdown was clean."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
+        for i, base in enumerate(bases):
+            seg = LogSegment(self.directory, base, self.config.index_interval_bytes)
+            seg.load(recover=(i == len(bases) - 1 and not clean_shutdown))
+            self.segments.append(seg)
+        if not self.segments:
+            self.segments.append(LogSegment(self.directory, 0, self.config.index_interval_bytes))
+        self._log_start_offset = self.segments[0].base_offset
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self.tp}")
+        self._task.add_done_callback(self._on_done)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            await self.call(self._close_sync)
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        else:
+            self._close_sync()
+
+    def _close_sync(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.active.flush()
+        for seg in self.segments:
+            seg.close()
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        # Supervision: if the owner task dies, nobody may wait forever on it.
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            log.error("log actor for %s died: %r", self.tp, exc)
+        while not self._queue.empty():
+            cmd = self._queue.get_nowait()
+            if not cmd.reply.done():
+                cmd.reply.set_exception(KafkaError(ErrorCode.not_leader_or_follower, f"{self.tp} is closed"))
+
+    # -- offsets (read-only views of actor state) -----------------------------------------------
+
+    @property
+    def active(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active.next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # -- public face -----------------------------------------------------------------------------
+
+    async def append(self, records: bytes, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        reply: asyncio.Future[LogAppendInfo] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Append(records, origin, reply))
+        return await reply
+
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Call(fn, reply))
+        return await reply
+
+    async def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+    ) -> FetchDataInfo:
+        return await self.call(lambda: self.read_sync(fetch_offset, max_bytes, isolation))
+
+    async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        return await self.call(lambda: self._offset_for_timestamp(timestamp))
+
+    async def enforce_retention(self, now_ms: int) -> int:
+        return await self.call(lambda: self._enforce_retention(now_ms))
+
+    async def flush(self) -> None:
+        await self.call(self._flush)
+
+    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
+        """Wake waiter (set its result) on the next change of the high watermark or LSO."""
+        self._waiters.add(waiter)
+
+    def remove_waiter(self, waiter: asyncio.Future[None]) -> None:
+        self._waiters.discard(waiter)
+
+    # -- the owner task ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            cmd = await self._queue.get()
+            wrote = False
+            while True:
+                wrote |= self._execute(cmd)
+                if self._queue.empty():
+                    break
+                cmd = self._queue.get_nowait()
+            if wrote:
+                self._maybe_flush()
+                self._wake_waiters()
+
+    def _execute(self, cmd: _Command) -> bool:
+        if cmd.reply.done():
+            return False
+        try:
+            match cmd:
+                case _Append():
+                    cmd.reply.set_result(self._append(cmd.records, cmd.origin))
+                    return True
+                case _Call():
+                    cmd.reply.set_result(cmd.fn())
+                    return False
+                case _:
+                    assert_never(cmd)
+        except Exception as exc:
+            cmd.reply.set_exception(exc)
+            return False
+
+    def _wake_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    # -- append ---------------------------------------------------------------------------------
+
+    def validate(self, records: bytes, origin: AppendOrigin) -> list[tuple[int, RecordBatchHeader]]:
+        headers = list(iter_batches(records))
+        if not headers:
+            raise KafkaError(ErrorCode.corrupt_message, "produce request holds no record batch")
+        for _, header in headers:
+            if header.size > self.config.max_message_bytes:
+                raise KafkaError(
+                    ErrorCode.message_too_large,
+                    f"record batch of {header.size} bytes exceeds max.message.bytes="
+                    f"{self.config.max_message_bytes} of {self.tp}",
+                )
+            if origin is AppendOrigin.CLIENT and header.is_control:
+                raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
+        return headers
+
+    def _append(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+        headers = self.validate(records, origin)
+        self._maybe_roll(len(records))
+        view = memoryview(records)
+        base = offset = self.log_end_offset
+        parts: list[bytes | memoryview] = []
+        assigned: list[tuple[int, RecordBatchHeader]] = []
+        now_ms = int(time.time() * 1000)
+        append_time = self.config.message_timestamp_type == "LogAppendTime"
+        for pos, header in headers:
+            end = pos + header.size
+            parts += (_I64.pack(offset), view[pos + 8 : pos + 12], _I32.pack(LEADER_EPOCH))
+            if append_time:
+                parts.append(_log_append_time_tail(view[pos:end], now_ms))
+            else:
+                parts.append(view[pos + LOG_OVERHEAD + 4 : end])
+            assigned.append((pos, _with_offset(header, offset)))
+            offset += header.last_offset_delta + 1
+        self._write(parts, assigned, len(records))
+        self._unflushed += offset - base
+        return LogAppendInfo(
+            base_offset=base,
+            last_offset=offset - 1,
+            log_append_time=now_ms if append_time else -1,
+            log_start_offset=self._log_start_offset,
+        )
+
+    def _write(self, parts: list[bytes | memoryview], assigned: list[tuple[int, RecordBatchHeader]], size: int) -> None:
+        seg = self.active
+        position = seg.size
+        written = os.writev(seg._fd, parts)  # noqa: SLF001 - the segment's own fd, owned by this actor
+        if written != size:
+            os.ftruncate(seg._fd, position)  # noqa: SLF001
+            raise OSError(f"short write to {seg.log_path}: {written} of {size} bytes")
+        seg.size += written
+        for rel, header in assigned:
+            seg._index_batch(position + rel, header)  # noqa: SLF001
+
+    def _maybe_roll(self, incoming: int) -> None:
+        seg = self.active
+        too_big = seg.size > 0 and seg.size + incoming > self.config.segment_bytes
+        too_old = seg.size > 0 and time.time() * 1000 - seg.created_ms > self.config.segment_ms
+        if too_big or too_old:
+            self.roll()
+
+    def roll(self) -> LogSegment:
+        self.active.flush()
+        seg = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes)
+        self.segments.append(seg)
+        log.debug("%s: rolled new segment at offset %d", self.tp, seg.base_offset)
+        return seg
+
+    def _maybe_flush(self) -> None:
+        due_ms = self.config.flush_ms is not None and (
+            (time.monotonic() - self._last_flush) * 1000 >= self.config.flush_ms
+        )
+        if self._unflushed >= self.config.flush_messages or due_ms:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.active.flush()
+        self._unflushed = 0
+        self._last_flush = time.monotonic()
+
+    # -- read -----------------------------------------------------------------------------------
+
+    def _segment_for(self, offset: int) -> int:
+        return max(bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1, 0)
+
+    def check_offset(self, fetch_offset: int) -> None:
+        if fetch_offset < self._log_start_offset or fetch_offset > self.log_end_offset:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"offset {fetch_offset} is outside [{self._log_start_offset}, {self.log_end_offset}] of {self.tp}",
+            )
+
+    def read_sync(self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel) -> FetchDataInfo:
+        self.check_offset(fetch_offset)
+        limit = self.last_stable_offset if isolation is IsolationLevel.READ_COMMITTED else self.high_watermark
+        records = self._read_batches(fetch_offset, max_bytes, limit)
+        return FetchDataInfo(
+            records=[records] if records else [],
+            high_watermark=self.high_watermark,
+            last_stable_offset=self.last_stable_offset,
+            log_start_offset=self._log_start_offset,
+        )
+
+    def _read_batches(self, fetch_offset: int, max_bytes: int, limit: int) -> bytes:
+        """Whole batches from the one holding fetch_offset, below limit; at least one batch."""
+        if fetch_offset >= limit:
+            return b""
+        for seg in self.segments[self._segment_for(fetch_offset) :]:
+            start = end = None
+            for loc in seg.iter_from(seg.index.lookup(fetch_offset)):
+                h = loc.header
+                if h.last_offset < fetch_offset:
+                    continue
+                if h.base_offset >= limit:
+                    break
+                if start is None:
+                    start = loc.position
+                elif loc.position + h.size - start > max_bytes:
+                    break
+                end = loc.position + h.size
+            if start is not None and end is not None:
+                return seg.read_range(start, end)
+        return b""
+
+    def _offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first batch whose max timestamp is >= timestamp."""
+        for seg in self.segments:
+            if seg.max_timestamp < timestamp:
+                continue
+            start = seg.index.lookup(seg.time_index.lookup(timestamp))
+            for loc in seg.iter_from(start):
+                if loc.header.max_timestamp >= timestamp:
+                    return max(loc.header.base_offset, self._log_start_offset), loc.header.max_timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the batch with the largest timestamp (ListOffsets -3)."""
+        best: tuple[int, int] | None = None
+        for seg in self.segments:
+            if seg.max_timestamp < 0 or (best and seg.max_timestamp <= best[1]):
+                continue
+            for loc in seg.iter_from(seg.index.lookup(seg.time_index.lookup(seg.max_timestamp))):
+                if loc.header.max_timestamp == seg.max_timestamp:
+                    best = (loc.header.last_offset, seg.max_timestamp)
+                    break
+        return best
+
+    # -- retention --------------------------------------------------------------------------------
+
+    def _enforce_retention(self, now_ms: int) -> int:
+        """Delete whole non-active segments past retention.ms or retention.bytes; count deleted."""
+        deleted = 0
+        total = self.size_bytes
+        while len(self.segments) > 1:
+            seg = self.segments[0]
+            expired = 0 <= self.config.retention_ms < now_ms - _segment_time(seg)
+            oversize = 0 <= self.config.retention_bytes < total - seg.size
+            if not (expired or oversize):
+                break
+            total -= seg.size
+            self.segments.pop(0)
+            self._log_start_offset = self.segments[0].base_offset
+            seg.delete()
+            deleted += 1
+            log.info("%s: deleted segment %d by retention; log start offset %d",
+                     self.tp, seg.base_offset, self._log_start_offset)
+        return deleted
+
+
+def _segment_time(seg: LogSegment) -> int:
+    # Kafka ages a segment by its largest record timestamp, falling back to the file's mtime.
+    return seg.max_timestamp if seg.max_timestamp > 0 else int(os.stat(seg.log_path).st_mtime * 1000)
+
+
+def _with_offset(header: RecordBatchHeader, offset: int) -> RecordBatchHeader:
+    from dataclasses import replace
+
+    return replace(header, base_offset=offset)
+
+
+def _log_append_time_tail(batch: memoryview, now_ms: int) -> bytes:
+    from protocol.record_batch import set_max_timestamp
+
+    buf = bytearray(batch)  # LogAppendTime changes CRC-covered bytes: a copy is unavoidable
+    header = RecordBatchHeader.parse(buf)
+    set_max_timestamp(buf, 0, header, now_ms)
+    struct.pack_into(">h", buf, 21, header.attributes | 0x08)
+    from crc32c import crc32c
+
+    struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[21:]))
+    return bytes(buf[LOG_OVERHEAD + 4 :])
