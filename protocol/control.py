@@ -1,8 +1,9 @@
 """Control records: the COMMIT / ABORT markers that end a transaction on a partition.
 
-Layout, from Kafka's ControlRecordType, EndTransactionMarker and MemoryRecords.writeEndTransactionalMarker:
-a batch with attributes transactional|control (0x30), no compression, CreateTime, the transaction's
-producer id and epoch, base_sequence -1, and exactly one record (offset delta 0) whose
+Layout, from Kafka's ControlRecordType, EndTransactionMarker and
+MemoryRecords.writeEndTransactionalMarker: a batch with attributes transactional|control (0x30),
+no compression, CreateTime, the transaction's producer id and epoch, base_sequence -1, and exactly
+one record (offset delta 0) whose
 
     key   = int16 version (0) + int16 type (0 = ABORT, 1 = COMMIT)
     value = int16 version (0) + int32 coordinator_epoch
@@ -92,7 +93,9 @@ def parse_control_type(key: bytes | None) -> int:
         return int(control_type)
 
 
-def _first_record_key_value(batch: bytes | memoryview, pos: int) -> tuple[bytes | None, bytes | None]:
+def _first_record_key_value(
+    batch: bytes | memoryview, pos: int
+) -> tuple[bytes | None, bytes | None]:
     view = memoryview(batch)
     p = pos + BATCH_HEADER.size
     _length, p = decode_varint(view, p)

@@ -84,7 +84,9 @@ def _decode_entry(data: bytes, pos: int) -> tuple[ProducerStateEntry, int]:
         last_seq, last_offset, delta, ts = _BATCH.unpack_from(data, pos)
         pos += _BATCH.size
         entry.batch_metadata.append(
-            BatchMetadata(last_seq=last_seq, last_offset=last_offset, offset_delta=delta, timestamp=ts)
+            BatchMetadata(
+                last_seq=last_seq, last_offset=last_offset, offset_delta=delta, timestamp=ts
+            )
         )
     return entry, pos
 

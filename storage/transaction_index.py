@@ -54,9 +54,13 @@ def decode_entries(data: bytes | memoryview) -> tuple[list[AbortedTxn], int]:
     for pos in range(0, valid, ENTRY_SIZE):
         version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
         if version != _VERSION:
-            raise CorruptRecordError(f"transaction index entry at byte {pos} has version {version}")
+            raise CorruptRecordError(
+                f"transaction index entry at byte {pos} has version {version}"
+            )
         entries.append(
-            AbortedTxn(producer_id=pid, first_offset=first, last_offset=last, last_stable_offset=lso)
+            AbortedTxn(
+                producer_id=pid, first_offset=first, last_offset=last, last_stable_offset=lso
+            )
         )
     return entries, valid
 
@@ -132,7 +136,7 @@ def collect_aborted(
 
 
 class TransactionIndexFile:
-    """A segment's .txnindex on disk with its in-memory TransactionIndex (created on first append)."""
+    """A segment's .txnindex on disk plus its in-memory index; the file appears on first append."""
 
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path

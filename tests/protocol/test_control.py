@@ -19,7 +19,9 @@ from protocol.records import Record, build_batch, read_records
 def _marker(control_type=ControlRecordType.COMMIT, coordinator_epoch=3, **kw):
     args = dict(producer_id=42, producer_epoch=7, timestamp=1_700_000_000_000)
     args.update(kw)
-    return build_end_txn_marker(control_type=control_type, coordinator_epoch=coordinator_epoch, **args)
+    return build_end_txn_marker(
+        control_type=control_type, coordinator_epoch=coordinator_epoch, **args
+    )
 
 
 def test_marker_batch_has_kafka_header_fields():

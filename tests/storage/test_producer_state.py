@@ -14,7 +14,9 @@ class Log:
         self.end = 0
         self.aborted: list[AbortedTxn] = []
 
-    def append(self, pid=1, epoch=0, seq=0, count=1, *, txn=False, origin=AppendOrigin.CLIENT, ts=1000):
+    def append(
+        self, pid=1, epoch=0, seq=0, count=1, *, txn=False, origin=AppendOrigin.CLIENT, ts=1000
+    ):
         h = header(pid, epoch, seq, count, 0, txn=txn, ts=ts)
         dup = self.state.check_append(h, origin)
         if dup is not None:
@@ -89,7 +91,8 @@ def test_unknown_producer_may_start_at_any_sequence():
 def test_new_epoch_must_start_at_zero():
     log = Log()
     log.append(epoch=0, seq=0, count=5)
-    expect(ErrorCode.out_of_order_sequence_number, log.append, epoch=1, seq=5, match="must start at 0")
+    code = ErrorCode.out_of_order_sequence_number
+    expect(code, log.append, epoch=1, seq=5, match="must start at 0")
     assert log.append(epoch=1, seq=0) == (5, False)
     assert log.state.last_entry(1).producer_epoch == 1
 

@@ -51,7 +51,8 @@ def test_unknown_entry_version_is_corrupt():
 
 
 # The log of this partition (offset: what), used below:
-#  0 p1 data | 1 p2 data | 2 p1 ABORT | 3 p3 data | 4 p2 ABORT | 5 p3 COMMIT | 6 p4 data | 7 p4 ABORT
+#  0 p1 data | 1 p2 data | 2 p1 ABORT | 3 p3 data | 4 p2 ABORT | 5 p3 COMMIT
+#  6 p4 data | 7 p4 ABORT
 INDEX = TransactionIndex(0, [txn(1, 0, 2, 1), txn(2, 1, 4, 3), txn(4, 6, 7, 8)])
 
 
