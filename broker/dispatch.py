@@ -13,7 +13,20 @@ from protocol.codec import RequestHeader
 from protocol.errors import ErrorCode, KafkaError
 
 from .handler import Handler, RequestContext
-from .handlers import api_versions, fetch, list_offsets, metadata, produce
+from .handlers import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
 
 __all__ = ("HANDLERS", "dispatch", "supported")
 
@@ -21,9 +34,16 @@ log = logging.getLogger(__name__)
 
 _MODULES = (
     api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     fetch,
+    init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 

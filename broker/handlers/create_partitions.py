@@ -1,0 +1,31 @@
+"""CreatePartitions v0-3.
+
+Behaviour: raises a topic's partition count; a count that is not larger gives
+INVALID_PARTITIONS, manual assignments INVALID_REQUEST. validate_only checks without changing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..handler import Handler, RequestContext
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    results = []
+    for topic in request.topics:
+        entry: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
+        try:
+            if topic.assignments:
+                raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
+            ctx.broker.logs.create_partitions(topic.name, topic.count, request.validate_only)
+        except KafkaError as exc:
+            entry |= {"error_code": exc.code, "error_message": exc.message}
+        results.append(entry)
+    return ctx.respond({"throttle_time": 0, "results": results})
+
+
+HANDLER = Handler(api_key=ApiKey.CREATE_PARTITIONS, min_version=0, max_version=3, handle=handle)

@@ -1,0 +1,56 @@
+"""CreateTopics v2-7.
+
+Behaviour: creates topics with the requested partition count (-1 means num.partitions) and topic
+configs; replication factor must be -1 or 1 on a single node (INVALID_REPLICATION_FACTOR
+otherwise); manual replica assignments are refused (INVALID_REQUEST). validate_only checks without
+creating. v5+ answers with the resulting partition count and configs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..handler import Handler, RequestContext
+from .describe_configs import topic_config_entries
+
+
+def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
+    if topic.replication_factor not in (-1, 1):
+        raise KafkaError(ErrorCode.invalid_replication_factor,
+                         f"replication factor {topic.replication_factor} is larger than the 1 available broker")
+    if topic.assignments:
+        raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
+    partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    configs = {c.name: c.value for c in topic.configs if c.value is not None}
+    meta = ctx.broker.logs.create_topic(topic.name, partitions, configs, validate_only=validate_only)
+    return {
+        "name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
+        "num_partitions": meta.partitions, "replication_factor": 1,
+        "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+                     "config_source": e["config_source"], "is_sensitive": False}
+                    for e in topic_config_entries(ctx, meta)],
+    }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    results = []
+    seen: set[str] = set()
+    for topic in request.topics:
+        if topic.name in seen:
+            results.append({"name": topic.name, "error_code": ErrorCode.invalid_request,
+                           "error_message": "topic named twice in one request", "num_partitions": -1,
+                           "replication_factor": -1})
+            continue
+        seen.add(topic.name)
+        try:
+            results.append(_create(ctx, topic, request.validate_only))
+        except KafkaError as exc:
+            results.append({"name": topic.name, "error_code": exc.code, "error_message": exc.message,
+                            "num_partitions": -1, "replication_factor": -1})
+    return ctx.respond({"throttle_time": 0, "topics": results})
+
+
+HANDLER = Handler(api_key=ApiKey.CREATE_TOPICS, min_version=2, max_version=7, handle=handle)

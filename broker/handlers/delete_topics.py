@@ -1,0 +1,51 @@
+"""DeleteTopics v1-6.
+
+Behaviour: deletes topics by name (or by id, v6), their logs and metadata; internal topics cannot
+be deleted. Unknown names give UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from storage.log_manager import INTERNAL_TOPICS
+
+from ..handler import Handler, RequestContext
+
+
+def _targets(ctx: RequestContext, request: Any) -> list[tuple[str | None, Any]]:
+    if ctx.version >= 6:
+        out: list[tuple[str | None, Any]] = []
+        for t in request.topics:
+            if t.name is None:
+                meta = ctx.broker.logs.topic_by_id(t.topic_id)
+                out.append((meta.name if meta else None, t.topic_id))
+            else:
+                out.append((t.name, t.topic_id))
+        return out
+    return [(name, None) for name in request.topic_names]
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    responses = []
+    for name, topic_id in _targets(ctx, request):
+        entry: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none}
+        try:
+            if name is None:
+                raise KafkaError(ErrorCode.unknown_topic_id, f"no topic has id {topic_id}")
+            if not ctx.broker.config.delete_topic_enable:
+                raise KafkaError(ErrorCode.topic_deletion_disabled, "delete.topic.enable is false")
+            if name in INTERNAL_TOPICS:
+                raise KafkaError(ErrorCode.topic_authorization_failed, f"internal topic {name} cannot be deleted")
+            meta = ctx.broker.logs.topics.get(name)
+            await ctx.broker.logs.delete_topic(name)
+            entry["topic_id"] = meta.topic_id if meta else topic_id
+        except KafkaError as exc:
+            entry |= {"error_code": exc.code, "error_message": exc.message}
+        responses.append(entry)
+    return ctx.respond({"throttle_time": 0, "responses": responses})
+
+
+HANDLER = Handler(api_key=ApiKey.DELETE_TOPICS, min_version=1, max_version=6, handle=handle)
