@@ -1,0 +1,47 @@
+# eosbroker: `make run` starts the broker on 127.0.0.1:9092 with data in ./data;
+# `make test` installs everything the tests need and runs the whole suite.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOST ?= 127.0.0.1
+PORT ?= 9092
+DATA ?= ./data
+PYTEST_ARGS ?=
+
+.PHONY: run test lint install install-test clean
+.DEFAULT_GOAL := run
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.created
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.created
+	$(PIP) install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+run: install
+	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA)
+
+# Extra targets (spark-jars, demo, bench) live in mk/*.mk; test runs after their prerequisites.
+-include mk/*.mk
+TEST_PREREQS ?=
+
+test: install-test $(TEST_PREREQS)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install-test
+	$(VENV)/bin/ruff check broker protocol storage coordinator tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info
