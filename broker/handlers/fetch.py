@@ -82,6 +82,10 @@ def _waiters(ctx: RequestContext, request: Any) -> list[Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if getattr(request, "session_id", 0) > 0:
+        # We never hand out session ids, so an incremental fetch names one we do not know.
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.fetch_session_id_not_found,
+                            "session_id": 0, "responses": []})
     isolation = IsolationLevel(request.isolation_level)
     max_wait = request.max_wait.total_seconds()
     deadline = time.monotonic() + max_wait
