@@ -1,0 +1,177 @@
+"""__transaction_state records: Kafka's TransactionLogKey / TransactionLogValue (version 0).
+
+Key   = int16 key version (0) + transactional_id (int16 length + UTF-8).
+Value = int16 value version (0) + producer_id i64 + producer_epoch i16 + txn_timeout_ms i32 +
+        status i8 (TxnState id) + partitions (nullable i32 count of: topic string + i32 count of
+        i32 partition ids) + last_update_timestamp i64 + start_timestamp i64.
+A null value (tombstone) removes an expired transactional id.
+
+eosbroker also keeps its producer-id blocks here (Kafka keeps them in its metadata log, which a
+single broker does not have): key version 1 with a fixed name, value = int16 version (0) +
+first_producer_id i64 + size i32. The fixed key lets compaction keep only the newest block.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Final
+
+from protocol.errors import CorruptRecordError
+from storage.api import TopicPartition
+
+from .metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnTransition
+from .producer_id_manager import ProducerIdBlock
+from .state import TxnState
+
+__all__ = (
+    "TRANSACTION_STATE_TOPIC",
+    "TxnLogEntry",
+    "decode_record",
+    "partition_for",
+    "producer_id_block_key",
+    "producer_id_block_value",
+    "transaction_key",
+    "transaction_value",
+)
+
+TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
+TXN_KEY_VERSION: Final = 0
+PRODUCER_ID_BLOCK_KEY_VERSION: Final = 1
+_PRODUCER_ID_BLOCK_NAME: Final = b"producer-id-block"
+_I16: Final = struct.Struct(">h")
+_I32: Final = struct.Struct(">i")
+_VALUE_HEAD: Final = struct.Struct(">hqhib")
+_TIMESTAMPS: Final = struct.Struct(">qq")
+_BLOCK: Final = struct.Struct(">hqi")
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode: over UTF-16 code units, wrapping at 32 bits."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+def partition_for(transactional_id: str, num_partitions: int) -> int:
+    """Kafka's Utils.abs(hashCode) % transaction.state.log.num.partitions (abs(MIN) is 0)."""
+    h = java_string_hash(transactional_id)
+    return (0 if h == -(2**31) else abs(h)) % num_partitions
+
+
+def _string(s: str | bytes) -> bytes:
+    data = s.encode() if isinstance(s, str) else s
+    return _I16.pack(len(data)) + data
+
+
+def transaction_key(transactional_id: str) -> bytes:
+    return _I16.pack(TXN_KEY_VERSION) + _string(transactional_id)
+
+
+def transaction_value(t: TxnTransition) -> bytes | None:
+    if t.state is TxnState.DEAD:
+        return None
+    if t.state is TxnState.EMPTY and t.topic_partitions:
+        raise ValueError("an Empty transaction cannot hold partitions")
+    head = _VALUE_HEAD.pack(0, t.producer_id, t.producer_epoch, t.txn_timeout_ms, t.state.value)
+    out = bytearray(head)
+    if t.state is TxnState.EMPTY:
+        out += _I32.pack(-1)
+    else:
+        by_topic: dict[str, list[int]] = {}
+        for tp in t.topic_partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        out += _I32.pack(len(by_topic))
+        for topic in sorted(by_topic):
+            ids = sorted(by_topic[topic])
+            out += _string(topic) + _I32.pack(len(ids)) + struct.pack(f">{len(ids)}i", *ids)
+    out += _TIMESTAMPS.pack(t.txn_last_update_timestamp, t.txn_start_timestamp)
+    return bytes(out)
+
+
+def producer_id_block_key() -> bytes:
+    return _I16.pack(PRODUCER_ID_BLOCK_KEY_VERSION) + _string(_PRODUCER_ID_BLOCK_NAME)
+
+
+def producer_id_block_value(block: ProducerIdBlock) -> bytes:
+    return _BLOCK.pack(0, block.first_producer_id, block.size)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnLogEntry:
+    """A decoded transaction record; transition None means the id was removed."""
+
+    transactional_id: str
+    transition: TxnTransition | None
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: struct.Struct) -> tuple[int, ...]:
+        values = fmt.unpack_from(self.data, self.pos)
+        self.pos += fmt.size
+        return values
+
+    def string(self) -> str:
+        (n,) = self.take(_I16)
+        if n < 0 or self.pos + n > len(self.data):
+            raise CorruptRecordError(f"string of length {n} at byte {self.pos} does not fit")
+        s = self.data[self.pos : self.pos + n].decode()
+        self.pos += n
+        return s
+
+
+def _decode_partitions(r: _Reader) -> frozenset[TopicPartition]:
+    (topics,) = r.take(_I32)
+    partitions = set()
+    for _ in range(max(topics, 0)):
+        topic = r.string()
+        (n,) = r.take(_I32)
+        for _ in range(n):
+            partitions.add(TopicPartition(topic, r.take(_I32)[0]))
+    return frozenset(partitions)
+
+
+def _decode_value(data: bytes) -> TxnTransition:
+    r = _Reader(data)
+    version, pid, epoch, timeout, status = r.take(_VALUE_HEAD)
+    if version != 0:
+        raise CorruptRecordError(f"__transaction_state value version {version} is not supported")
+    partitions = _decode_partitions(r)
+    last_update, start = r.take(_TIMESTAMPS)
+    return TxnTransition(
+        state=TxnState(status),
+        producer_id=pid,
+        last_producer_id=NO_PRODUCER_ID,
+        producer_epoch=epoch,
+        last_producer_epoch=NO_PRODUCER_EPOCH,
+        txn_timeout_ms=timeout,
+        topic_partitions=partitions,
+        txn_start_timestamp=start,
+        txn_last_update_timestamp=last_update,
+    )
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> TxnLogEntry | ProducerIdBlock:
+    """One __transaction_state record; CorruptRecordError for anything unreadable."""
+    try:
+        if key is None:
+            raise CorruptRecordError("__transaction_state record without a key")
+        r = _Reader(key)
+        (version,) = r.take(_I16)
+        if version == PRODUCER_ID_BLOCK_KEY_VERSION:
+            if value is None:
+                raise CorruptRecordError("producer id block record without a value")
+            _v, first, size = _BLOCK.unpack_from(value)
+            return ProducerIdBlock(first_producer_id=first, size=size)
+        if version != TXN_KEY_VERSION:
+            raise CorruptRecordError(f"__transaction_state key version {version} is unknown")
+        transactional_id = r.string()
+        transition = None if value is None else _decode_value(value)
+        return TxnLogEntry(transactional_id=transactional_id, transition=transition)
+    except (struct.error, ValueError) as exc:
+        raise CorruptRecordError(f"unreadable __transaction_state record: {exc}") from exc
