@@ -21,9 +21,18 @@ from typing import Any, Final, assert_never
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches
 
-from .api import AppendOrigin, FetchDataInfo, IsolationLevel, LogAppendInfo, TopicPartition
+from .api import (
+    AbortedTxn,
+    AppendOrigin,
+    FetchDataInfo,
+    IsolationLevel,
+    LogAppendInfo,
+    TopicPartition,
+)
 from .log_config import LogConfig
 from .log_segment import LogSegment
+from .log_transactions import LogTransactions, PendingBatch
+from .producer_state import BatchMetadata
 
 __all__ = ("LocalPartitionLog",)
 
@@ -59,11 +68,19 @@ class _Pending:
 class LocalPartitionLog:
     """PartitionLog backed by segment files under <log.dirs>/<topic>-<partition>/."""
 
-    def __init__(self, tp: TopicPartition, directory: Path, config: LogConfig) -> None:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        directory: Path,
+        config: LogConfig,
+        producer_id_expiration_ms: int = 86_400_000,
+    ) -> None:
         self.tp = tp
         self.directory = directory
         self.config = config
         self.segments: list[LogSegment] = []
+        # Producer state, LSO and aborted-transaction indexes (storage/log_transactions.py).
+        self.txns = LogTransactions(str(tp), directory, producer_id_expiration_ms)
         self._queue: asyncio.Queue[_Command] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._waiters: set[asyncio.Future[None]] = set()
@@ -86,6 +103,7 @@ class LocalPartitionLog:
         if not self.segments:
             self.segments.append(LogSegment(self.directory, 0, self.config.index_interval_bytes))
         self._log_start_offset = self.segments[0].base_offset
+        self.txns.recover(self.segments, self.log_end_offset)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self.tp}")
@@ -104,6 +122,7 @@ class LocalPartitionLog:
             return
         self._closed = True
         self.active.flush()
+        self.txns.close(self.log_end_offset)
         for seg in self.segments:
             seg.close()
 
@@ -137,7 +156,7 @@ class LocalPartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        return self.txns.last_stable_offset(self.high_watermark)
 
     @property
     def size_bytes(self) -> int:
@@ -236,8 +255,12 @@ class LocalPartitionLog:
 
     def _append(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
         headers = self.validate(records, origin)
-        self._maybe_roll(len(records))
         view = memoryview(records)
+        batches = self.txns.pending(view, headers)
+        duplicate = self.txns.check(batches, origin)
+        if duplicate is not None:  # a retry of a written batch: answer as before, write nothing
+            return self._duplicate_info(duplicate)
+        self._maybe_roll(len(records))
         base = offset = self.log_end_offset
         parts: list[bytes | memoryview] = []
         assigned: list[tuple[int, RecordBatchHeader]] = []
@@ -253,12 +276,25 @@ class LocalPartitionLog:
             assigned.append((pos, _with_offset(header, offset)))
             offset += header.last_offset_delta + 1
         self._write(parts, assigned, len(records))
+        self.txns.after_write(
+            [PendingBatch(h, b.marker) for (_, h), b in zip(assigned, batches, strict=True)]
+        )
         self._unflushed += offset - base
         return LogAppendInfo(
             base_offset=base,
             last_offset=offset - 1,
             log_append_time=now_ms if append_time else -1,
             log_start_offset=self._log_start_offset,
+        )
+
+    def _duplicate_info(self, duplicate: BatchMetadata) -> LogAppendInfo:
+        append_time = self.config.message_timestamp_type == "LogAppendTime"
+        return LogAppendInfo(
+            base_offset=duplicate.first_offset,
+            last_offset=duplicate.last_offset,
+            log_append_time=duplicate.timestamp if append_time else -1,
+            log_start_offset=self._log_start_offset,
+            duplicate=True,
         )
 
     def _write(self, parts: list[bytes | memoryview], assigned: list[tuple[int, RecordBatchHeader]], size: int) -> None:
@@ -283,6 +319,7 @@ class LocalPartitionLog:
         self.active.flush()
         seg = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes)
         self.segments.append(seg)
+        self.txns.on_roll(seg.base_offset)
         log.debug("%s: rolled new segment at offset %d", self.tp, seg.base_offset)
         return seg
 
@@ -314,12 +351,27 @@ class LocalPartitionLog:
         self.check_offset(fetch_offset)
         limit = self.last_stable_offset if isolation is IsolationLevel.READ_COMMITTED else self.high_watermark
         records = self._read_batches(fetch_offset, max_bytes, limit)
+        aborted = None
+        if isolation is IsolationLevel.READ_COMMITTED:
+            aborted = self._aborted_in(fetch_offset, records)
         return FetchDataInfo(
             records=[records] if records else [],
             high_watermark=self.high_watermark,
             last_stable_offset=self.last_stable_offset,
             log_start_offset=self._log_start_offset,
+            aborted_transactions=aborted,
         )
+
+    def _aborted_in(self, fetch_offset: int, records: bytes) -> list[AbortedTxn]:
+        """Aborted transactions overlapping the returned batches (Kafka's upper bound: the
+        offset after the last returned batch)."""
+        if not records:
+            return []
+        last = None
+        for _, header in iter_batches(records, verify_crc=False):
+            last = header
+        assert last is not None
+        return self.txns.collect_aborted(fetch_offset, last.last_offset + 1)
 
     def _read_batches(self, fetch_offset: int, max_bytes: int, limit: int) -> bytes:
         """Whole batches from the one holding fetch_offset, below limit; at least one batch."""
@@ -371,6 +423,7 @@ class LocalPartitionLog:
         """Delete whole non-active segments past retention.ms or retention.bytes; count deleted."""
         deleted = 0
         total = self.size_bytes
+        self.txns.remove_expired_producers(now_ms)
         while len(self.segments) > 1:
             seg = self.segments[0]
             expired = 0 <= self.config.retention_ms < now_ms - _segment_time(seg)
@@ -380,6 +433,7 @@ class LocalPartitionLog:
             total -= seg.size
             self.segments.pop(0)
             self._log_start_offset = self.segments[0].base_offset
+            self.txns.on_delete_segment(seg.base_offset)
             seg.delete()
             deleted += 1
             log.info("%s: deleted segment %d by retention; log start offset %d",

@@ -1,0 +1,168 @@
+"""Producer state, LSO and aborted transactions as the partition log actor applies them."""
+
+from pathlib import Path
+
+import pytest
+
+from protocol.control import ControlRecordType, build_end_txn_marker
+from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import iter_batches
+from protocol.records import Record, build_batch
+from storage.api import AbortedTxn, AppendOrigin, IsolationLevel, TopicPartition
+from storage.log_config import LogConfig
+from storage.partition_log import LocalPartitionLog
+from storage.producer_snapshot import list_snapshot_offsets
+
+COMMITTED, UNCOMMITTED = IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED
+
+
+def batch(pid=1, epoch=0, seq=0, n=1, txn=False, value=b"v"):
+    records = [Record(value=value + str(i).encode(), timestamp=1000 + i) for i in range(n)]
+    return bytes(build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                             transactional=txn))
+
+
+def marker(pid=1, epoch=0, commit=True, coordinator_epoch=0):
+    kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    return bytes(build_end_txn_marker(producer_id=pid, producer_epoch=epoch, control_type=kind,
+                                      coordinator_epoch=coordinator_epoch, timestamp=2000))
+
+
+def open_log(directory: Path, clean=False, **config) -> LocalPartitionLog:
+    plog = LocalPartitionLog(TopicPartition("t", 0), directory, LogConfig(**config))
+    plog.open(clean_shutdown=clean)
+    plog.start()
+    return plog
+
+
+def crash(plog: LocalPartitionLog) -> None:
+    """Leave the files as a kill -9 would: no snapshot at the end, no clean shutdown."""
+    plog._task.cancel()
+    for seg in plog.segments:
+        seg.close()
+
+
+def offsets(info):
+    return [h.base_offset for data in info.records for _, h in iter_batches(data)]
+
+
+@pytest.fixture
+async def plog(tmp_path):
+    plog = open_log(tmp_path)
+    yield plog
+    await plog.close()
+
+
+async def test_retried_batch_gets_original_offset_and_is_not_written(plog):
+    first = await plog.append(batch(seq=0, n=3))
+    await plog.append(batch(seq=3))
+    again = await plog.append(batch(seq=0, n=3))
+    assert (again.base_offset, again.last_offset, again.duplicate) == (0, 2, True)
+    assert plog.log_end_offset == 4 and not first.duplicate
+
+
+async def test_sequence_gap_is_refused_and_nothing_written(plog):
+    await plog.append(batch(seq=0))
+    with pytest.raises(KafkaError) as info:
+        await plog.append(batch(seq=2))
+    assert info.value.code is ErrorCode.out_of_order_sequence_number
+    assert plog.log_end_offset == 1
+
+
+async def test_open_transaction_holds_back_read_committed(plog):
+    await plog.append(batch(pid=7, seq=0))  # 0: plain
+    await plog.append(batch(pid=1, seq=0, txn=True))  # 1: txn begins
+    await plog.append(batch(pid=7, seq=1))  # 2: plain, after the open txn
+    assert (plog.high_watermark, plog.last_stable_offset) == (3, 1)
+    committed = await plog.read(0, 1 << 20, COMMITTED)
+    assert offsets(committed) == [0] and committed.last_stable_offset == 1
+    assert committed.aborted_transactions == []
+    assert offsets(await plog.read(1, 1 << 20, COMMITTED)) == []
+    uncommitted = await plog.read(0, 1 << 20, UNCOMMITTED)
+    assert offsets(uncommitted) == [0, 1, 2] and uncommitted.aborted_transactions is None
+    await plog.append(marker(pid=1, commit=True), AppendOrigin.COORDINATOR)  # 3
+    assert plog.last_stable_offset == 4
+    assert offsets(await plog.read(1, 1 << 20, COMMITTED)) == [1, 2, 3]
+
+
+async def test_aborted_transactions_are_listed_for_overlapping_reads(plog):
+    await plog.append(batch(pid=1, seq=0, txn=True))  # 0
+    await plog.append(batch(pid=2, seq=0, txn=True))  # 1
+    await plog.append(marker(pid=1, commit=False), AppendOrigin.COORDINATOR)  # 2
+    await plog.append(marker(pid=2, commit=True), AppendOrigin.COORDINATOR)  # 3
+    await plog.append(batch(pid=3, seq=0))  # 4
+    info = await plog.read(0, 1 << 20, COMMITTED)
+    assert offsets(info) == [0, 1, 2, 3, 4]
+    assert info.aborted_transactions == [
+        AbortedTxn(producer_id=1, first_offset=0, last_offset=2, last_stable_offset=1)
+    ]
+    assert (await plog.read(3, 1 << 20, COMMITTED)).aborted_transactions == []
+
+
+async def test_non_transactional_write_inside_open_transaction_is_refused(plog):
+    await plog.append(batch(pid=1, seq=0, txn=True))
+    with pytest.raises(KafkaError) as info:
+        await plog.append(batch(pid=1, seq=1, txn=False))
+    assert info.value.code is ErrorCode.invalid_txn_state
+
+
+async def test_marker_from_fenced_epoch_is_refused(plog):
+    await plog.append(batch(pid=1, epoch=3, seq=0, txn=True))
+    with pytest.raises(KafkaError) as info:
+        await plog.append(marker(pid=1, epoch=2), AppendOrigin.COORDINATOR)
+    assert info.value.code is ErrorCode.invalid_producer_epoch
+    assert plog.last_stable_offset == 0
+
+
+async def test_clients_cannot_write_markers(plog):
+    with pytest.raises(KafkaError) as info:
+        await plog.append(marker())
+    assert info.value.code is ErrorCode.invalid_record
+
+
+async def _history(plog):
+    await plog.append(batch(pid=1, seq=0, n=2, txn=True))  # 0-1
+    await plog.append(batch(pid=2, seq=0, txn=True))  # 2
+    await plog.append(marker(pid=1, commit=False), AppendOrigin.COORDINATOR)  # 3
+    await plog.append(batch(pid=3, seq=0))  # 4
+    await plog.append(batch(pid=3, seq=1))  # 5
+
+
+@pytest.mark.parametrize("clean", [True, False])
+async def test_restart_rebuilds_producer_state_lso_and_index(tmp_path, clean):
+    plog = open_log(tmp_path, segment_bytes=200)  # a few batches per segment: rolls happen
+    await _history(plog)
+    assert len(plog.segments) > 1 and list_snapshot_offsets(tmp_path)
+    if clean:
+        await plog.close()
+    else:
+        crash(plog)
+    plog = open_log(tmp_path, clean=clean, segment_bytes=200)
+    try:
+        assert plog.last_stable_offset == 2  # pid 2 is still open
+        info = await plog.read(0, 1 << 20, COMMITTED)
+        assert info.aborted_transactions == [
+            AbortedTxn(producer_id=1, first_offset=0, last_offset=3, last_stable_offset=2)
+        ]
+        dup = await plog.append(batch(pid=3, seq=1))
+        assert (dup.base_offset, dup.duplicate) == (5, True)
+        await plog.append(marker(pid=2, commit=True), AppendOrigin.COORDINATOR)
+        assert plog.last_stable_offset == plog.high_watermark == 7
+    finally:
+        await plog.close()
+
+
+async def test_lost_snapshots_and_index_are_rebuilt_from_the_log(tmp_path):
+    plog = open_log(tmp_path, segment_bytes=200)
+    await _history(plog)
+    crash(plog)
+    for p in [*tmp_path.glob("*.snapshot"), *tmp_path.glob("*.txnindex")]:
+        p.unlink()
+    plog = open_log(tmp_path, segment_bytes=200)
+    try:
+        assert plog.last_stable_offset == 2
+        info = await plog.read(0, 1 << 20, COMMITTED)
+        assert [a.producer_id for a in info.aborted_transactions] == [1]
+        assert list(tmp_path.glob("*.txnindex"))
+    finally:
+        await plog.close()
