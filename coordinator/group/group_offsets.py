@@ -1,0 +1,87 @@
+"""What a group's membership decides about its offsets: who may commit, and when offsets expire.
+
+Kafka keeps these in GroupCoordinator.validateOffsetCommit / doCommitOffsets and
+GroupMetadata.removeExpiredOffsets; they read the group's state and members but only change the
+OffsetStore, so they live apart from the rebalance logic in metadata.py.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from protocol.errors import KafkaError
+from storage.api import TopicPartition
+
+from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
+from .state import GroupState
+
+__all__ = ("check_offset_commit", "remove_expired_offsets", "validate_offset_commit")
+
+
+def validate_offset_commit(
+    group: GroupMetadata,
+    *,
+    member_id: str,
+    group_instance_id: str | None,
+    generation_id: int,
+    transactional: bool = False,
+) -> ErrorCode | None:
+    """Kafka's validateOffsetCommit; also the KIP-447 check of TxnOffsetCommit v3+."""
+    if group.state is GroupState.DEAD:
+        return ErrorCode.coordinator_not_available
+    if generation_id >= 0 or member_id or group_instance_id is not None:
+        error = group.validate_member(member_id, group_instance_id)
+        if error is None and generation_id != group.generation_id:
+            error = ErrorCode.illegal_generation
+        return error
+    if not transactional and group.state is not GroupState.EMPTY:
+        # Once the group has members, only they may commit. Transactional commits are exempt:
+        # TxnOffsetCommit before v3 carries no member id or generation.
+        return ErrorCode.unknown_member_id
+    return None
+
+
+def check_offset_commit(
+    group: GroupMetadata,
+    *,
+    member_id: str,
+    group_instance_id: str | None,
+    generation_id: int,
+    now_ms: int,
+) -> None:
+    """Raise KafkaError unless a plain OffsetCommit may be written now; a commit counts as a
+    heartbeat of the committing member."""
+    error = validate_offset_commit(
+        group, member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id
+    )
+    if error is not None:
+        raise KafkaError(error)
+    if group.state is GroupState.COMPLETING_REBALANCE:
+        # The member has its new generation but not its assignment yet.
+        raise KafkaError(ErrorCode.rebalance_in_progress)
+    member = group.members.get(member_id)
+    if member is not None:
+        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+
+
+def remove_expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
+    """Expire offsets past offsets.retention.minutes, as Kafka 2.1+ (KIP-211) does.
+
+    - Empty group with a protocol type: retention counts from when the group became Empty.
+    - Stable consumer group: offsets of topics nobody subscribes to any more, from their commit.
+    - Group that never had members (offsets only, e.g. assign() consumers): from each commit.
+    Other states keep everything.
+    """
+    retention = group.config.offsets_retention_ms
+    store = group.offsets
+    if group.protocol_type is not None and group.state is GroupState.EMPTY:
+        return store.remove_expired(now_ms, retention, base_timestamp=group.current_state_timestamp)
+    if (
+        group.protocol_type == CONSUMER_PROTOCOL_TYPE
+        and group.subscribed_topics is not None
+        and group.state is GroupState.STABLE
+    ):
+        return store.remove_expired(now_ms, retention, keep_topics=group.subscribed_topics)
+    if group.protocol_type is None:
+        return store.remove_expired(now_ms, retention)
+    return []
