@@ -1,0 +1,341 @@
+"""TransactionCoordinator: the actor that owns every transactional id of this broker.
+
+One task runs commands from a queue, one at a time: decide with TransactionMetadata (pure),
+append the transition to __transaction_state, then apply it and answer. EndTxn answers once
+PREPARE_COMMIT / PREPARE_ABORT is persisted; the markers are written by a separate task, which
+queues a completion that persists COMPLETE_COMMIT / COMPLETE_ABORT. Until then the id answers
+CONCURRENT_TRANSACTIONS. Timers queue a scan for timed-out transactions (aborted with a bumped
+epoch, so the zombie is fenced) and for ids idle past transactional.id.expiration.ms. Start-up
+replays __transaction_state through the same apply and finishes any transaction that was
+preparing when the broker stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
+
+from .log import partition_for
+from .marker_writer import CONSUMER_OFFSETS, GroupTxnParticipant, MarkerWriter
+from .metadata import ProducerIdAndEpoch, TransactionMetadata, TxnTransition, is_epoch_exhausted
+from .state import TxnState
+from .state_store import TransactionStateStore
+
+__all__ = ("TransactionCoordinator", "TxnCoordinatorConfig")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnCoordinatorConfig:
+    num_partitions: int = 50  # transaction.state.log.num.partitions
+    max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
+    transactional_id_expiration_ms: int = 604_800_000
+    abort_timed_out_interval_ms: int = 10_000
+    remove_expired_interval_ms: int = 3_600_000
+    offsets_num_partitions: int = 50  # offsets.topic.num.partitions, for AddOffsetsToTxn
+    producer_id_block_size: int = 1000
+    # A single node never hands the coordinator role to another broker, so one epoch serves.
+    coordinator_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """Run a coroutine function inside the actor; its result answers the caller."""
+
+    fn: Callable[[], Coroutine[Any, Any, Any]]
+    reply: asyncio.Future[Any] | None
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def _noop() -> None:
+    return None
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        logs: Any,
+        config: TxnCoordinatorConfig,
+        group: GroupTxnParticipant | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.config = config
+        self._now = clock
+        self.store = TransactionStateStore(logs, config.num_partitions, config.producer_id_block_size)
+        self.markers = MarkerWriter(logs, config.coordinator_epoch, group)
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self._queue: asyncio.Queue[_Call] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._marker_tasks: set[asyncio.Task[None]] = set()
+        self._run_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.transactions = await self.store.load()
+        loop = asyncio.get_running_loop()
+        self._run_task = loop.create_task(self._run(), name="txn-coordinator")
+        self._run_task.add_done_callback(self._on_done)
+        self._spawn(self._timer(self.config.abort_timed_out_interval_ms, self._abort_timed_out))
+        self._spawn(self._timer(self.config.remove_expired_interval_ms, self._expire_ids))
+        for md in self.transactions.values():
+            if md.state.is_preparing:  # the broker stopped while markers were being written
+                log.info("resuming %s of '%s' after restart", md.state.display_name,
+                         md.transactional_id)
+                self._send_markers(md)
+
+    async def stop(self) -> None:
+        if self._run_task is not None and not self._run_task.done():
+            try:  # let markers in flight finish; a restart would resume them anyway
+                await asyncio.wait_for(self.quiesce(), 5)
+            except (TimeoutError, KafkaError):
+                log.warning("stopping with transaction markers still in flight")
+        tasks = [*self._tasks, *([self._run_task] if self._run_task else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            log.error("transaction coordinator died: %r", exc)
+        while not self._queue.empty():
+            reply = self._queue.get_nowait().reply
+            if reply is not None and not reply.done():
+                reply.set_exception(
+                    KafkaError(ErrorCode.coordinator_not_available, "transaction coordinator stopped")
+                )
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def quiesce(self) -> None:
+        """Wait until every marker write in flight has finished and its completion is persisted
+        (shutdown, and tests that need the end state without sleeping)."""
+        while self._marker_tasks:
+            await asyncio.gather(*self._marker_tasks, return_exceptions=True)
+            await self._call(_noop)
+
+    async def abort_timed_out_transactions(self) -> None:
+        await self._call(self._abort_timed_out)
+
+    async def expire_transactional_ids(self) -> None:
+        await self._call(self._expire_ids)
+
+    async def _timer(self, interval_ms: int, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            self._queue.put_nowait(_Call(action, None))
+
+    async def _call(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Call(fn, reply))
+        return await reply
+
+    async def _run(self) -> None:
+        while True:
+            cmd = await self._queue.get()
+            match cmd:
+                case _Call(fn, reply):
+                    try:
+                        result = await fn()
+                    except Exception as exc:
+                        if reply is None:
+                            log.exception("transaction coordinator task failed")
+                        elif not reply.done():
+                            reply.set_exception(exc)
+                        continue
+                    if reply is not None and not reply.done():
+                        reply.set_result(result)
+                case _:
+                    assert_never(cmd)
+
+    # -- public face ---------------------------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.config.num_partitions)
+
+    async def init_producer_id(
+        self, transactional_id: str | None, txn_timeout_ms: int,
+        expected: ProducerIdAndEpoch | None = None,
+    ) -> ProducerIdAndEpoch:
+        return await self._call(lambda: self._init_producer_id(transactional_id, txn_timeout_ms,
+                                                               expected))
+
+    async def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> None:
+        added = frozenset(partitions)
+        await self._call(lambda: self._add_partitions(transactional_id, producer_id,
+                                                      producer_epoch, added))
+
+    async def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> None:
+        tp = TopicPartition(CONSUMER_OFFSETS,
+                            partition_for(group_id, self.config.offsets_num_partitions))
+        await self.add_partitions(transactional_id, producer_id, producer_epoch, [tp])
+
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        await self._call(lambda: self._end_txn(transactional_id, producer_id, producer_epoch,
+                                               commit))
+
+    def describe(self, transactional_id: str) -> TransactionMetadata | None:
+        md = self.transactions.get(transactional_id)
+        return None if md is None or md.state is TxnState.DEAD else md
+
+    def list_transactions(
+        self, states: frozenset[TxnState] = frozenset(), producer_ids: frozenset[int] = frozenset(),
+        min_duration_ms: int = -1,
+    ) -> list[TransactionMetadata]:
+        now = self._now()
+        return [
+            md for md in self.transactions.values()
+            if (not states or md.state in states)
+            and (not producer_ids or md.producer_id in producer_ids)
+            and (min_duration_ms < 0 or (md.state is TxnState.ONGOING
+                                          and now - md.txn_start_timestamp >= min_duration_ms))
+        ]
+
+    # -- commands (run inside the actor) -----------------------------------------------------
+
+    async def _persist(self, md: TransactionMetadata, t: TxnTransition) -> None:
+        md.mark_pending(t)
+        try:
+            await self.store.append(md.transactional_id, t)
+        except Exception as exc:
+            md.cancel_pending()
+            raise KafkaError(
+                ErrorCode.coordinator_not_available,
+                f"could not persist the transaction state of '{md.transactional_id}': {exc}",
+            ) from exc
+        md.complete_transition(t)
+
+    def _known(self, transactional_id: str) -> TransactionMetadata:
+        if not transactional_id:
+            raise KafkaError(ErrorCode.invalid_request, "the transactional id is empty")
+        md = self.transactions.get(transactional_id)
+        if md is None or md.state is TxnState.DEAD:
+            raise KafkaError(
+                ErrorCode.invalid_producer_id_mapping,
+                f"transactional id '{transactional_id}' is unknown to the coordinator; "
+                "call InitProducerId first",
+            )
+        return md
+
+    async def _init_producer_id(
+        self, transactional_id: str | None, timeout_ms: int, expected: ProducerIdAndEpoch | None
+    ) -> ProducerIdAndEpoch:
+        if transactional_id is None:  # idempotent producer: always a fresh id
+            return ProducerIdAndEpoch(producer_id=await self.store.generate_producer_id(), epoch=0)
+        if not transactional_id:
+            raise KafkaError(ErrorCode.invalid_request, "the transactional id is empty")
+        if not 0 < timeout_ms <= self.config.max_timeout_ms:
+            raise KafkaError(
+                ErrorCode.invalid_transaction_timeout,
+                f"transaction.timeout.ms={timeout_ms} of '{transactional_id}' must be in "
+                f"(0, {self.config.max_timeout_ms}] (transaction.max.timeout.ms)",
+            )
+        md = self.transactions.get(transactional_id)
+        if md is None or md.state is TxnState.DEAD:
+            pid = await self.store.generate_producer_id()
+            md = TransactionMetadata.new(transactional_id, pid, timeout_ms, self._now())
+            self.transactions[transactional_id] = md
+        # Deciding is synchronous, so a rotation's new id is allocated (durably) beforehand.
+        spare = [await self.store.generate_producer_id()] if is_epoch_exhausted(md.producer_epoch) else []
+        t = md.prepare_init_producer_id(txn_timeout_ms=timeout_ms, expected=expected,
+                                        now_ms=self._now(), new_producer_id=spare.pop)
+        await self._persist(md, t)
+        if t.state is TxnState.PREPARE_ABORT:
+            log.warning("'%s': InitProducerId fenced producer %d epoch %d with an open "
+                        "transaction; aborting it with epoch %d", transactional_id,
+                        t.producer_id, t.producer_epoch - 1, t.producer_epoch)
+            self._send_markers(md)
+            raise KafkaError(
+                ErrorCode.concurrent_transactions,
+                f"the open transaction of the previous producer of '{transactional_id}' is being "
+                "aborted; retry InitProducerId",
+            )
+        log.info("'%s': producer id %d epoch %d initialised", transactional_id,
+                 t.producer_id, t.producer_epoch)
+        return ProducerIdAndEpoch(producer_id=t.producer_id, epoch=t.producer_epoch)
+
+    async def _add_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> None:
+        md = self._known(transactional_id)
+        t = md.prepare_add_partitions(producer_id=producer_id, producer_epoch=epoch,
+                                      partitions=partitions, now_ms=self._now())
+        if t is not None:
+            await self._persist(md, t)
+
+    async def _end_txn(self, transactional_id: str, producer_id: int, epoch: int,
+                       commit: bool) -> None:
+        md = self._known(transactional_id)
+        t = md.prepare_end_txn(producer_id=producer_id, producer_epoch=epoch, commit=commit,
+                               now_ms=self._now())
+        if t is None:
+            return  # a retry of a completed EndTxn
+        await self._persist(md, t)
+        self._send_markers(md)
+
+    def _send_markers(self, md: TransactionMetadata) -> None:
+        commit = md.state is TxnState.PREPARE_COMMIT
+        txn_id, pid, epoch = md.transactional_id, md.producer_id, md.producer_epoch
+
+        async def write_then_complete() -> None:
+            await self.markers.write(txn_id, pid, epoch, commit, md.topic_partitions)
+            self._queue.put_nowait(_Call(lambda: self._complete(txn_id, epoch), None))
+
+        task = self._spawn(write_then_complete())
+        self._marker_tasks.add(task)
+        task.add_done_callback(self._marker_tasks.discard)
+
+    async def _complete(self, transactional_id: str, epoch: int) -> None:
+        md = self.transactions.get(transactional_id)
+        if md is None or not md.state.is_preparing or md.producer_epoch != epoch:
+            return
+        await self._persist(md, md.prepare_complete(self._now()))
+        log.debug("'%s': %s", transactional_id, md.state.display_name)
+
+    async def _abort_timed_out(self) -> None:
+        now = self._now()
+        for md in [md for md in self.transactions.values() if md.is_timed_out(now)]:
+            old_epoch = md.producer_epoch
+            t = md.prepare_timeout_abort(now)
+            try:
+                await self._persist(md, t)
+            except KafkaError:
+                log.exception("could not abort timed-out transaction of '%s'", md.transactional_id)
+                continue
+            log.warning("transaction of '%s' (producer %d epoch %d) timed out after %d ms; "
+                        "aborting it, producer epoch is now %d", md.transactional_id,
+                        md.producer_id, old_epoch, md.txn_timeout_ms, md.producer_epoch)
+            self._send_markers(md)
+
+    async def _expire_ids(self) -> None:
+        now = self._now()
+        expiration = self.config.transactional_id_expiration_ms
+        for md in [md for md in self.transactions.values() if md.is_expired(now, expiration)]:
+            await self._persist(md, md.prepare_dead())
+            del self.transactions[md.transactional_id]
+            log.info("transactional id '%s' expired after %d ms idle", md.transactional_id,
+                     expiration)

@@ -1,0 +1,88 @@
+"""Writing the COMMIT / ABORT markers of a transaction to every partition it touched.
+
+Kafka's TransactionMarkerChannelManager sends WriteTxnMarkers to each partition leader; on a
+single node the coordinator appends the control batch to each partition log itself. A marker goes
+to every added partition, also one that received no data (protocol-notes §4), including the group's
+__consumer_offsets partition, after which the group coordinator applies or drops the pending
+transactional offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from protocol.control import ControlRecordType, build_end_txn_marker
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import AppendOrigin, TopicPartition
+
+__all__ = ("CONSUMER_OFFSETS", "GroupTxnParticipant", "LogSource", "MarkerWriter")
+
+log = logging.getLogger(__name__)
+CONSUMER_OFFSETS = "__consumer_offsets"
+
+
+class LogSource(Protocol):
+    def get_log(self, tp: TopicPartition) -> Any: ...
+
+
+class GroupTxnParticipant(Protocol):
+    """What the group coordinator offers the transaction coordinator (Kafka's
+    GroupCoordinator.onTransactionCompleted): after the marker is in the offsets partitions,
+    make the producer's pending offsets visible (commit) or drop them (abort)."""
+
+    def on_transaction_completed(
+        self, producer_id: int, offsets_partitions: frozenset[int], commit: bool
+    ) -> Any: ...
+
+
+class MarkerWriter:
+    def __init__(
+        self, logs: LogSource, coordinator_epoch: int, group: GroupTxnParticipant | None = None
+    ) -> None:
+        self.logs = logs
+        self.coordinator_epoch = coordinator_epoch
+        self.group = group
+
+    async def write(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        partitions: Iterable[TopicPartition],
+    ) -> None:
+        """Write one marker per partition, concurrently; then tell the group coordinator."""
+        kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        batch = bytes(build_end_txn_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=self.coordinator_epoch,
+            control_type=kind,
+            timestamp=int(time.time() * 1000),
+        ))
+        partitions = sorted(partitions)
+        await asyncio.gather(*(
+            self._write_one(transactional_id, tp, batch, kind) for tp in partitions
+        ))
+        offsets = frozenset(tp.partition for tp in partitions if tp.topic == CONSUMER_OFFSETS)
+        if offsets and self.group is not None:
+            done = self.group.on_transaction_completed(producer_id, offsets, commit)
+            if inspect.isawaitable(done):
+                await done
+
+    async def _write_one(
+        self, transactional_id: str, tp: TopicPartition, batch: bytes, kind: ControlRecordType
+    ) -> None:
+        try:
+            await self.logs.get_log(tp).append(batch, AppendOrigin.COORDINATOR)
+        except KafkaError as exc:
+            # A deleted topic needs no marker; anything else would leave the partition's LSO
+            # stuck, so say so loudly rather than retry forever (Kafka drops these too).
+            level = logging.INFO if exc.code is ErrorCode.unknown_topic_or_partition else logging.ERROR
+            log.log(level, "%s marker of '%s' not written to %s: %r", kind.name,
+                    transactional_id, tp, exc)

@@ -1,0 +1,130 @@
+"""The coordinator's durable side: __transaction_state and producer-id blocks.
+
+append() writes one transaction record to the partition of its id; load() replays every partition
+into TransactionMetadata (the last record of an id wins, a tombstone removes it) and the newest
+producer-id block. Records are written as ordinary batches through the partition log actor.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from protocol.records import Record, build_batch, read_records
+from storage.api import AppendOrigin, TopicPartition
+
+from .log import (
+    TRANSACTION_STATE_TOPIC,
+    TxnLogEntry,
+    decode_record,
+    partition_for,
+    producer_id_block_key,
+    producer_id_block_value,
+    transaction_key,
+    transaction_value,
+)
+from .metadata import TransactionMetadata, TxnTransition
+from .producer_id_manager import ProducerIdBlock, ProducerIdManager
+
+__all__ = ("TransactionStateStore",)
+
+log = logging.getLogger(__name__)
+_READ_CHUNK = 1 << 20
+
+
+class TransactionStateStore:
+    def __init__(self, logs: Any, num_partitions: int, block_size: int) -> None:
+        self.logs = logs
+        self.num_partitions = num_partitions
+        self.producer_ids = ProducerIdManager(block_size)
+
+    def _log(self, partition: int) -> Any:
+        return self.logs.get_log(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
+
+    def _ensure_topic(self) -> None:
+        meta = self.logs.topics.get(TRANSACTION_STATE_TOPIC)
+        if meta is None:
+            self.logs.create_topic(
+                TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"}
+            )
+        elif meta.partitions != self.num_partitions:
+            # Kafka keeps the existing count too: ids must keep mapping to their old partition.
+            log.warning("%s has %d partitions, not transaction.state.log.num.partitions=%d; "
+                        "keeping %d", TRANSACTION_STATE_TOPIC, meta.partitions,
+                        self.num_partitions, meta.partitions)
+            self.num_partitions = meta.partitions
+
+    async def _write(self, partition: int, key: bytes, value: bytes | None) -> None:
+        batch = build_batch([Record(key=key, value=value, timestamp=int(time.time() * 1000))])
+        await self._log(partition).append(bytes(batch), AppendOrigin.COORDINATOR)
+
+    async def append(self, transactional_id: str, t: TxnTransition) -> None:
+        partition = partition_for(transactional_id, self.num_partitions)
+        await self._write(partition, transaction_key(transactional_id), transaction_value(t))
+
+    async def generate_producer_id(self) -> int:
+        pid = self.producer_ids.try_generate()
+        if pid is None:
+            block = self.producer_ids.next_block()
+            await self._write(0, producer_id_block_key(), producer_id_block_value(block))
+            self.producer_ids.apply_block(block)
+            log.info("allocated producer ids %d-%d", block.first_producer_id,
+                     block.last_producer_id)
+            pid = self.producer_ids.try_generate()
+            assert pid is not None
+        return pid
+
+    # -- loading -------------------------------------------------------------------------------
+
+    async def load(self) -> dict[str, TransactionMetadata]:
+        self._ensure_topic()
+        self._honour_legacy_block_file()
+        transactions: dict[str, TransactionMetadata] = {}
+        records = 0
+        for partition in range(self.num_partitions):
+            plog = self._log(partition)
+            offset = plog.log_start_offset
+            while offset < plog.log_end_offset:
+                info = await plog.read(offset, _READ_CHUNK)
+                data = b"".join(info.records)
+                if not data:
+                    break
+                for header, recs in read_records(data):
+                    for rec in recs:
+                        if rec.offset >= offset:
+                            self._apply(transactions, decode_record(rec.key, rec.value))
+                            records += 1
+                    offset = header.last_offset + 1
+        self.producer_ids.finish_loading()
+        log.info("loaded %d transactional ids from %d %s records", len(transactions), records,
+                 TRANSACTION_STATE_TOPIC)
+        return transactions
+
+    def _apply(
+        self, transactions: dict[str, TransactionMetadata], entry: TxnLogEntry | ProducerIdBlock
+    ) -> None:
+        if isinstance(entry, ProducerIdBlock):
+            self.producer_ids.apply_block(entry)
+            return
+        if entry.transition is None:
+            transactions.pop(entry.transactional_id, None)
+            return
+        md = transactions.get(entry.transactional_id)
+        if md is None:
+            transactions[entry.transactional_id] = TransactionMetadata(
+                entry.transactional_id, entry.transition
+            )
+        else:
+            md.load(entry.transition)
+
+    def _honour_legacy_block_file(self) -> None:
+        # The interim InitProducerId handler kept its high mark in <data-dir>/producer_id_block;
+        # ids below it may be in use, so they are never handed out again.
+        data_dir = getattr(self.logs, "data_dir", None)
+        path = Path(data_dir) / "producer_id_block" if data_dir is not None else None
+        if path is not None and path.exists():
+            mark = int(path.read_text().strip() or 0)
+            if mark > 0:
+                self.producer_ids.apply_block(ProducerIdBlock(first_producer_id=0, size=mark))
