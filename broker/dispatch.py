@@ -14,15 +14,21 @@ from protocol.errors import ErrorCode, KafkaError
 
 from .handler import Handler, RequestContext
 from .handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     api_versions,
     create_partitions,
     create_topics,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     init_producer_id,
     list_offsets,
+    list_transactions,
     metadata,
     offset_for_leader_epoch,
     produce,
@@ -33,15 +39,21 @@ __all__ = ("HANDLERS", "dispatch", "supported")
 log = logging.getLogger(__name__)
 
 _MODULES = (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     api_versions,
     create_partitions,
     create_topics,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     init_producer_id,
     list_offsets,
+    list_transactions,
     metadata,
     offset_for_leader_epoch,
     produce,

@@ -4,8 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
+
 from .state import BrokerState
 
 
+def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
+    c = state.config
+    config = TxnCoordinatorConfig(
+        num_partitions=c.transaction_state_log_num_partitions,
+        max_timeout_ms=c.transaction_max_timeout_ms,
+        transactional_id_expiration_ms=c.transactional_id_expiration_ms,
+        abort_timed_out_interval_ms=c.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+        remove_expired_interval_ms=c.transaction_remove_expired_transaction_cleanup_interval_ms,
+        offsets_num_partitions=c.offsets_topic_num_partitions,
+    )
+    coordinator = TransactionCoordinator(state.logs, config, group=lambda: state.group_coordinator)
+    state.txn_coordinator = coordinator
+    return coordinator
+
+
 def build_services(state: BrokerState) -> list[Any]:
-    return []
+    return [transaction_coordinator(state)]

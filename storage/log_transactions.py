@@ -128,7 +128,9 @@ class LogTransactions:
             ix.truncate_to(start)
         replayed = self._replay(segments, start)
         self.state.map_end_offset = log_end_offset
-        log.info("%s: producer state from offset %d, %d batches replayed, %d producers, LSO %s",
+        level = logging.INFO if replayed or self.state.producers else logging.DEBUG
+        log.log(level, "%s: producer state from offset %d, %d batches replayed, %d producers, "
+                "first unstable offset %s",
                  self.state.partition, start, replayed, len(self.state.producers),
                  self.state.first_unstable_offset())
 

@@ -1,44 +1,48 @@
-"""InitProducerId v0-5 (interim: idempotent producers only).
+"""InitProducerId v0-5.
 
-Behaviour: a request without a transactional id gets a fresh producer id with epoch 0. Ids come
-from blocks of 1000 whose high mark is persisted before use, so ids are never reused across
-restarts. Transactional ids are answered COORDINATOR_NOT_AVAILABLE until the transaction
-coordinator serves them.
+Behaviour: without a transactional id (idempotent producers) a fresh producer id with epoch 0,
+from blocks persisted in __transaction_state. With one, the transaction coordinator bumps the
+epoch (or rotates to a new producer id when the epoch is exhausted), aborting and fencing an open
+transaction of an older epoch first, which answers CONCURRENT_TRANSACTIONS until done.
+transaction.timeout.ms above transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT.
+Version notes: v3+ may carry the current producer id and epoch (KIP-360: a producer recovering
+from an error keeps its id); both or neither must be set. v4+ knows PRODUCER_FENCED, older
+versions get INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from coordinator.transaction.metadata import ProducerIdAndEpoch
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.build import field_or
+from protocol.errors import ErrorCode, KafkaError
 
 from ..handler import Handler, RequestContext
+from .txn_errors import txn_error_code
 
-_BLOCK = 1000
 
-
-def _next_producer_id(ctx: RequestContext) -> int:
-    state = ctx.broker.extras.setdefault("pid_block", {"next": 0, "end": 0})
-    if state["next"] >= state["end"]:
-        path = ctx.broker.config.data_dir / "producer_id_block"
-        start = int(path.read_text()) if path.exists() else 0
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(str(start + _BLOCK))
-        os.replace(tmp, path)
-        state["next"], state["end"] = start, start + _BLOCK
-    pid = state["next"]
-    state["next"] += 1
-    return pid
+def _expected(request: Any) -> ProducerIdAndEpoch | None:
+    pid, epoch = field_or(request, "producer_id", -1), field_or(request, "producer_epoch", -1)
+    if pid == -1 and epoch == -1:
+        return None
+    if pid == -1 or epoch == -1:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"producer id {pid} and epoch {epoch} must both be set or both be -1")
+    return ProducerIdAndEpoch(producer_id=pid, epoch=epoch)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.transactional_id is not None:
-        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.coordinator_not_available,
-                            "producer_id": -1, "producer_epoch": -1})
-    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none,
-                        "producer_id": _next_producer_id(ctx), "producer_epoch": 0})
+    txn_id = request.transactional_id
+    timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+    try:
+        result = await ctx.broker.txn_coordinator.init_producer_id(txn_id, timeout_ms, _expected(request))
+    except KafkaError as exc:
+        code = txn_error_code(exc, ctx.version, 4, "InitProducerId", txn_id)
+        return ctx.respond({"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1})
+    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": result.producer_id,
+                        "producer_epoch": result.epoch})
 
 
 HANDLER = Handler(api_key=ApiKey.INIT_PRODUCER_ID, min_version=0, max_version=5, handle=handle)

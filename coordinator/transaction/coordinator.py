@@ -67,7 +67,7 @@ class TransactionCoordinator:
         self,
         logs: Any,
         config: TxnCoordinatorConfig,
-        group: GroupTxnParticipant | None = None,
+        group: Callable[[], GroupTxnParticipant | None] = lambda: None,
         clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.config = config
@@ -210,8 +210,8 @@ class TransactionCoordinator:
             md for md in self.transactions.values()
             if (not states or md.state in states)
             and (not producer_ids or md.producer_id in producer_ids)
-            and (min_duration_ms < 0 or (md.state is TxnState.ONGOING
-                                          and now - md.txn_start_timestamp >= min_duration_ms))
+            # Kafka's filter: running longer than the duration (ids without a start pass too)
+            and (min_duration_ms < 0 or now - md.txn_start_timestamp > min_duration_ms)
         ]
 
     # -- commands (run inside the actor) -----------------------------------------------------

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from protocol.control import ControlRecordType, build_end_txn_marker
@@ -42,10 +42,12 @@ class GroupTxnParticipant(Protocol):
 
 class MarkerWriter:
     def __init__(
-        self, logs: LogSource, coordinator_epoch: int, group: GroupTxnParticipant | None = None
+        self, logs: LogSource, coordinator_epoch: int,
+        group: Callable[[], GroupTxnParticipant | None] = lambda: None,
     ) -> None:
         self.logs = logs
         self.coordinator_epoch = coordinator_epoch
+        # Looked up per transaction: the group coordinator may start after this one.
         self.group = group
 
     async def write(
@@ -70,8 +72,9 @@ class MarkerWriter:
             self._write_one(transactional_id, tp, batch, kind) for tp in partitions
         ))
         offsets = frozenset(tp.partition for tp in partitions if tp.topic == CONSUMER_OFFSETS)
-        if offsets and self.group is not None:
-            done = self.group.on_transaction_completed(producer_id, offsets, commit)
+        group = self.group()
+        if offsets and group is not None:
+            done = group.on_transaction_completed(producer_id, offsets, commit)
             if inspect.isawaitable(done):
                 await done
 

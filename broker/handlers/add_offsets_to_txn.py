@@ -1,0 +1,30 @@
+"""AddOffsetsToTxn v0-4.
+
+Behaviour: adds the group's __consumer_offsets partition (abs(hash(group_id)) %
+offsets.topic.num.partitions) to the transaction, so that EndTxn writes a marker there and the
+group coordinator then applies or drops the offsets sent with TxnOffsetCommit.
+Version notes: v2+ knows PRODUCER_FENCED; v4 TRANSACTION_ABORTABLE is never sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..handler import Handler, RequestContext
+from .txn_errors import txn_error_code
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    try:
+        await ctx.broker.txn_coordinator.add_offsets(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
+        code = ErrorCode.none
+    except KafkaError as exc:
+        code = txn_error_code(exc, ctx.version, 2, "AddOffsetsToTxn", request.transactional_id)
+    return ctx.respond({"throttle_time": 0, "error_code": code})
+
+
+HANDLER = Handler(api_key=ApiKey.ADD_OFFSETS_TO_TXN, min_version=0, max_version=4, handle=handle)

@@ -1,0 +1,46 @@
+"""DescribeProducers v0 (KIP-664).
+
+Behaviour: the active producers of each partition as its log's producer state holds them: id,
+epoch, last sequence and timestamp, coordinator epoch and the first offset of an open
+transaction (-1 if none), which is what holds the partition's last stable offset back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
+
+from ..handler import Handler, RequestContext
+
+
+def _producers(plog: Any) -> list[dict[str, Any]]:
+    return [
+        {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch, "last_sequence": e.last_seq,
+         "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
+         "current_txn_start_offset": -1 if e.current_txn_first_offset is None else e.current_txn_first_offset}
+        for e in plog.txns.state.producers.values()
+    ]
+
+
+async def _partition(ctx: RequestContext, tp: TopicPartition) -> dict[str, Any]:
+    try:
+        plog = ctx.broker.logs.get_log(tp)
+        producers = await plog.call(lambda: _producers(plog))
+    except KafkaError as exc:
+        return {"partition_index": tp.partition, "error_code": exc.code, "error_message": exc.message,
+                "active_producers": []}
+    return {"partition_index": tp.partition, "error_code": ErrorCode.none, "active_producers": producers}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    topics = []
+    for t in request.topics:
+        parts = [await _partition(ctx, TopicPartition(t.name, p)) for p in t.partition_indexes]
+        topics.append({"name": t.name, "partitions": parts})
+    return ctx.respond({"throttle_time": 0, "topics": topics})
+
+
+HANDLER = Handler(api_key=ApiKey.DESCRIBE_PRODUCERS, min_version=0, max_version=0, handle=handle)

@@ -1,0 +1,42 @@
+"""DescribeTransactions v0 (KIP-664).
+
+Behaviour: per transactional id its state (Kafka's names: Ongoing, PrepareCommit, ...), producer
+id and epoch, timeout, start time and partitions, so an operator can find a hanging transaction
+with kafka-transactions.sh. Unknown (or expired) ids get TRANSACTIONAL_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from ..handler import Handler, RequestContext
+
+
+def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
+    md = ctx.broker.txn_coordinator.describe(txn_id) if txn_id else None
+    if md is None:
+        code = ErrorCode.invalid_request if not txn_id else ErrorCode.transactional_id_not_found
+        return {"error_code": code, "transactional_id": txn_id, "transaction_state": "",
+                "transaction_timeout": 0, "transaction_start_time": -1, "producer_id": -1,
+                "producer_epoch": -1, "topics": []}
+    topics: dict[str, list[int]] = {}
+    for tp in sorted(md.topic_partitions):
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return {
+        "error_code": ErrorCode.none, "transactional_id": txn_id,
+        "transaction_state": md.state.display_name, "transaction_timeout": md.txn_timeout_ms,
+        "transaction_start_time": md.txn_start_timestamp, "producer_id": md.producer_id,
+        "producer_epoch": md.producer_epoch,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+    }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return ctx.respond({"throttle_time": 0,
+                        "transaction_states": [_state(ctx, t) for t in request.transactional_ids]})
+
+
+HANDLER = Handler(api_key=ApiKey.DESCRIBE_TRANSACTIONS, min_version=0, max_version=0, handle=handle)
