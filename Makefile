@@ -22,8 +22,9 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.created
 	$(PIP) install -q -e .
 	touch $@
 
+# Everything the suite drives for real: the clients, PySpark (same version as spark/pom.xml).
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.created
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[test,spark]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -35,9 +36,8 @@ run: install
 
 # Extra targets (spark-jars, demo, bench) live in mk/*.mk; test runs after their prerequisites.
 -include mk/*.mk
-TEST_PREREQS ?=
 
-test: install-test $(TEST_PREREQS)
+test: install-test spark-jars
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install-test
