@@ -35,11 +35,7 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) 
         plog = ctx.broker.logs.get_log(TopicPartition(topic, part.index))
         if part.records is None:
             raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
-        append = ctx.broker.extras.get("produce_append")
-        if append is not None:  # the transaction layer wraps appends with producer-state checks
-            info = await append(ctx, request, plog, part.records)
-        else:
-            info = await plog.append(part.records)
+        info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)
         return _error(part.index, exc.code, exc.message)
