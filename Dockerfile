@@ -1,0 +1,39 @@
+# syntax=docker/dockerfile:1
+# Two images from one file (see docker-compose.yml):
+#   target "broker": eosbroker itself;
+#   target "spark":  Java 17 + pyspark + Spark's Kafka connector jars, running `python -m pipeline`.
+
+FROM python:3.11-slim-bookworm AS broker
+WORKDIR /app
+COPY pyproject.toml ./
+COPY protocol ./protocol
+COPY storage ./storage
+COPY coordinator ./coordinator
+COPY broker ./broker
+RUN pip install --no-cache-dir .
+VOLUME /data
+EXPOSE 9092
+ENTRYPOINT ["python", "-m", "broker"]
+CMD ["--host", "0.0.0.0", "--port", "9092", "--data-dir", "/data"]
+
+# The connector and what it needs beyond pyspark's own jars, resolved from spark/pom.xml.
+FROM maven:3.9-eclipse-temurin-17 AS spark-jars
+COPY spark/pom.xml /build/pom.xml
+RUN mvn -B -q -f /build/pom.xml dependency:copy-dependencies -DoutputDirectory=/spark-jars
+
+FROM python:3.11-slim-bookworm AS spark
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY pyproject.toml ./
+COPY protocol ./protocol
+COPY storage ./storage
+COPY coordinator ./coordinator
+COPY broker ./broker
+# the `spark` extra pins pyspark to the connector's version; confluent-kafka for the demo producer
+RUN pip install --no-cache-dir ".[spark]" "confluent-kafka==2.16.1"
+COPY pipeline ./pipeline
+COPY --from=spark-jars /spark-jars ./spark-jars
+ENV SPARK_LOCAL_IP=127.0.0.1
+ENTRYPOINT ["python", "-m", "pipeline"]

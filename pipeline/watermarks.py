@@ -1,0 +1,42 @@
+"""Waiting for a topic to become stable: every partition's last stable offset (what a
+read_committed reader may see) has caught up with its high watermark, so no transaction is open
+and every marker is written. Transaction markers are written after EndTxn is answered, so a
+producer's commit returning does not yet mean a reader can see the records."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+
+def end_offsets(bootstrap: str, topic: str, isolation_level: str) -> dict[int, int]:
+    """The latest offset per partition as ListOffsets reports it at `isolation_level`
+    (the high watermark at read_uncommitted, the last stable offset at read_committed)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "pipeline-watermarks",
+            "isolation.level": isolation_level,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        meta = consumer.list_topics(topic, timeout=30).topics[topic]
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)[1]
+            for p in sorted(meta.partitions)
+        }
+    finally:
+        consumer.close()
+
+
+def wait_until_stable(bootstrap: str, topic: str, timeout: float = 120.0) -> dict[int, int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        committed = end_offsets(bootstrap, topic, "read_committed")
+        if committed == end_offsets(bootstrap, topic, "read_uncommitted"):
+            return committed
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic} still has open transactions: LSO {committed}")
+        time.sleep(0.2)  # polling a condition with a deadline, not a timed assumption
