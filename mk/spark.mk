@@ -1,8 +1,9 @@
 # Spark side: the Kafka connector jars and the demo pipeline.
 # Included by the top-level Makefile (`include mk/*.mk`).
 
-PYTHON ?= python
 MVN ?= mvn
+# the project venv's python once the top-level Makefile has defined it
+DEMO_PY = $(or $(PY),python3)
 SPARK_JARS_DIR := $(CURDIR)/spark-jars
 SPARK_POM := spark/pom.xml
 
@@ -18,8 +19,8 @@ $(SPARK_JARS_DIR)/.stamp: $(SPARK_POM)
 	  || $(MVN) -B -q -f $(SPARK_POM) dependency:copy-dependencies -DoutputDirectory=$(SPARK_JARS_DIR)
 	touch $@
 
-demo: spark-jars
-	$(PYTHON) -m pipeline.demo --jars-dir $(SPARK_JARS_DIR)
+demo: install-test spark-jars
+	$(DEMO_PY) -m pipeline.demo --jars-dir $(SPARK_JARS_DIR)
 
-demo-small: spark-jars
-	$(PYTHON) -m pipeline.demo --jars-dir $(SPARK_JARS_DIR) --small
+demo-small: install-test spark-jars
+	$(DEMO_PY) -m pipeline.demo --jars-dir $(SPARK_JARS_DIR) --small

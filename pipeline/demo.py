@@ -103,13 +103,6 @@ def compare(expected: dict[str, int], from_files: dict[str, int], from_topic: di
     return ok
 
 
-def files_as_transfers(rows: list[dict[str, Any]]) -> list[Transfer]:
-    return [
-        Transfer(txn=r["txn"], from_account=r["from_account"], to_account=r["to_account"], amount=r["amount"])
-        for r in rows
-    ]
-
-
 def start_broker(stack: ExitStack, work: Path) -> str:
     broker = stack.enter_context(LocalBroker(work / "broker-data", work / "broker.log"))
     print(f"broker on {broker.bootstrap} (log: {work / 'broker.log'})")
@@ -140,7 +133,7 @@ def check(spark: Any, cfg: JobConfig, plan: list[PlannedTxn]) -> bool:
     """The job's two outputs against the committed transactions."""
     assert cfg.output_topic is not None
     expected = committed_transfers(plan)
-    from_files = files_as_transfers(read_transfer_files(spark, cfg))
+    from_files = [Transfer.from_row(r) for r in read_transfer_files(spark, cfg)]
     ok = compare(balances(expected), balances(from_files), read_balances_topic(spark, cfg.bootstrap, cfg.output_topic))
     if multiset(from_files) != multiset(expected):
         print(f"events differ: parquet has {len(from_files)}, committed transactions {len(expected)}")

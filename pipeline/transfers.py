@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,6 +28,11 @@ class Transfer:
             {"txn": self.txn, "from": self.from_account, "to": self.to_account, "amount": self.amount},
             separators=(",", ":"),
         ).encode()
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Transfer:
+        """From a row of the job's parsed output (parquet or a DataFrame)."""
+        return cls(txn=row["txn"], from_account=row["from_account"], to_account=row["to_account"], amount=row["amount"])
 
     @classmethod
     def from_json(cls, value: bytes | str) -> Transfer:
