@@ -33,11 +33,10 @@ class LogSource(Protocol):
 class GroupTxnParticipant(Protocol):
     """What the group coordinator offers the transaction coordinator (Kafka's
     GroupCoordinator.onTransactionCompleted): after the marker is in the offsets partitions,
-    make the producer's pending offsets visible (commit) or drop them (abort)."""
+    make the producer's pending offsets visible (commit) or drop them (abort). A producer has one
+    transaction at a time, so group_ids=None (every group) is exact."""
 
-    def on_transaction_completed(
-        self, producer_id: int, offsets_partitions: frozenset[int], commit: bool
-    ) -> Any: ...
+    def complete_txn(self, producer_id: int, group_ids: Any, commit: bool) -> Any: ...
 
 
 class MarkerWriter:
@@ -71,10 +70,9 @@ class MarkerWriter:
         await asyncio.gather(*(
             self._write_one(transactional_id, tp, batch, kind) for tp in partitions
         ))
-        offsets = frozenset(tp.partition for tp in partitions if tp.topic == CONSUMER_OFFSETS)
         group = self.group()
-        if offsets and group is not None:
-            done = group.on_transaction_completed(producer_id, offsets, commit)
+        if group is not None and any(tp.topic == CONSUMER_OFFSETS for tp in partitions):
+            done = group.complete_txn(producer_id, None, commit)
             if inspect.isawaitable(done):
                 await done
 

@@ -31,8 +31,8 @@ class Group:
     def __init__(self):
         self.completed = []
 
-    async def on_transaction_completed(self, producer_id, offsets_partitions, commit):
-        self.completed.append((producer_id, offsets_partitions, commit))
+    async def complete_txn(self, producer_id, group_ids, commit):
+        self.completed.append((producer_id, group_ids, commit))
 
 
 class Broker:
@@ -153,7 +153,7 @@ async def test_offsets_partition_joins_the_transaction_and_group_hears_the_resul
     assert tp.topic == "__consumer_offsets"
     await c.end_txn("tx", p.producer_id, p.epoch, commit=False)
     await c.quiesce()
-    assert broker.group.completed == [(p.producer_id, frozenset({tp.partition}), False)]
+    assert broker.group.completed == [(p.producer_id, None, False)]
 
 
 async def test_prepared_transaction_is_finished_after_a_restart(tmp_path):
