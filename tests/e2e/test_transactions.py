@@ -19,6 +19,7 @@ from tests.e2e.txn_clients import (
     create_topics,
     high_watermarks,
     kafka_admin,
+    kafka_module,
     kafka_python_read,
     kafka_tp,
     last_stable_offsets,
@@ -209,3 +210,35 @@ def test_operator_finds_an_open_transaction_with_admin_tools(txn_broker):
         admin.close()
     txn.abort_transaction(30)
     assert confluent_read(bs, {"described": 2}, "read_committed", 0) == []
+
+
+def test_kafka_python_transactional_producer_commits_aborts_and_is_fenced(txn_broker):
+    """kafka-python 3 speaks InitProducerId v4, AddPartitionsToTxn v3, EndTxn v3, Produce v9."""
+    bs = txn_broker.bootstrap
+    create_topics(bs, ["kp"], 3)
+    kafka = kafka_module()
+    p = kafka.KafkaProducer(bootstrap_servers=bs, transactional_id="kp-1")
+    p.init_transactions()
+    p.begin_transaction()
+    for i in range(5):
+        p.send("kp", value=b"c%d" % i)
+    p.commit_transaction()
+    p.begin_transaction()
+    for i in range(5):
+        p.send("kp", value=b"a%d" % i)
+    p.flush()
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send("kp", value=b"zombie")
+    p.flush()
+    successor = txn_producer(bs, "kp-1")  # confluent-kafka takes the id over
+    successor.begin_transaction()
+    successor.produce("kp", value=b"successor")
+    successor.commit_transaction(30)
+    with pytest.raises(kafka.errors.KafkaError) as info:
+        p.commit_transaction()
+    assert "Fenced" in type(info.value).__name__ or "Epoch" in type(info.value).__name__
+    p.close(timeout=5)
+    expected = [b"c0", b"c1", b"c2", b"c3", b"c4", b"successor"]
+    assert values(confluent_read(bs, {"kp": 3}, "read_committed", 6)) == expected
+    assert values(kafka_python_read(bs, {"kp": 3}, 6)) == expected

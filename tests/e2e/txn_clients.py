@@ -12,7 +12,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def _kafka() -> Any:
+def kafka_module() -> Any:
     # kafka-python 3 reads its schemas with a deprecated importlib API on first import.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -73,7 +73,7 @@ def confluent_read(bootstrap: str, topics: dict[str, int], isolation: str, expec
 
 
 def kafka_python_read(bootstrap: str, topics: dict[str, int], expected: int) -> list[tuple[str, int, int, bytes]]:
-    kafka = _kafka()
+    kafka = kafka_module()
     c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed", group_id=None,
                             enable_auto_commit=False, auto_offset_reset="earliest")
     parts = [kafka.TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
@@ -95,7 +95,7 @@ def kafka_python_read(bootstrap: str, topics: dict[str, int], expected: int) -> 
 
 def last_stable_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     """ListOffsets(latest, READ_COMMITTED) per partition, through kafka-python."""
-    kafka = _kafka()
+    kafka = kafka_module()
     c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed", group_id=None)
     try:
         parts = [kafka.TopicPartition(topic, p) for p in range(partitions)]
@@ -105,7 +105,7 @@ def last_stable_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    kafka = _kafka()
+    kafka = kafka_module()
     c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_uncommitted", group_id=None)
     try:
         parts = [kafka.TopicPartition(topic, p) for p in range(partitions)]
@@ -123,11 +123,11 @@ def wait_until(predicate, what: str, timeout: float = WAIT_S) -> None:  # type: 
 
 
 def kafka_admin(bootstrap: str) -> Any:
-    _kafka()  # imports kafka with its deprecation warning silenced
+    kafka_module()  # imports kafka with its deprecation warning silenced
     from kafka.admin import KafkaAdminClient
 
     return KafkaAdminClient(bootstrap_servers=bootstrap)
 
 
 def kafka_tp(topic: str, partition: int) -> Any:
-    return _kafka().TopicPartition(topic, partition)
+    return kafka_module().TopicPartition(topic, partition)
