@@ -7,6 +7,7 @@ with kafka-transactions.sh. Unknown (or expired) ids get TRANSACTIONAL_ID_NOT_FO
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from protocol.api_keys import ApiKey
@@ -15,12 +16,17 @@ from protocol.errors import ErrorCode
 from ..handler import Handler, RequestContext
 
 
+def _start_time(ms: int) -> datetime.datetime:
+    # Kafka sends -1 when no transaction has started; kio types the field as a datetime.
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+
+
 def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
     md = ctx.broker.txn_coordinator.describe(txn_id) if txn_id else None
     if md is None:
         code = ErrorCode.invalid_request if not txn_id else ErrorCode.transactional_id_not_found
         return {"error_code": code, "transactional_id": txn_id, "transaction_state": "",
-                "transaction_timeout": 0, "transaction_start_time": -1, "producer_id": -1,
+                "transaction_timeout": 0, "transaction_start_time": _start_time(-1), "producer_id": -1,
                 "producer_epoch": -1, "topics": []}
     topics: dict[str, list[int]] = {}
     for tp in sorted(md.topic_partitions):
@@ -28,7 +34,7 @@ def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none, "transactional_id": txn_id,
         "transaction_state": md.state.display_name, "transaction_timeout": md.txn_timeout_ms,
-        "transaction_start_time": md.txn_start_timestamp, "producer_id": md.producer_id,
+        "transaction_start_time": _start_time(md.txn_start_timestamp), "producer_id": md.producer_id,
         "producer_epoch": md.producer_epoch,
         "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
     }
