@@ -1,0 +1,32 @@
+"""Entry point of one load-generator process: python -m bench.load NAME --bootstrap B --params JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from bench.load import ctp, e2e_latency, produce, read_committed, txn_latency, txn_produce
+
+WORKLOADS = {
+    "produce": produce.run,
+    "txn_produce": txn_produce.run,
+    "read_committed": read_committed.run,
+    "ctp": ctp.run,
+    "txn_latency": txn_latency.run,
+    "e2e_latency": e2e_latency.run,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.load")
+    parser.add_argument("name", choices=sorted(WORKLOADS))
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--params", required=True, help="JSON object of the workload's parameters")
+    args = parser.parse_args(argv)
+    WORKLOADS[args.name](args.bootstrap, json.loads(args.params))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Pieces the load generators share: timing, output lines, topic set-up."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+RECORD_BYTES = 1024
+SETUP_TIMEOUT_S = 60.0
+
+
+def payload(size: int = RECORD_BYTES) -> bytes:
+    # Random bytes, so that neither side gains from compressible data (no
+    # compression is configured anyway).
+    return os.urandom(size)
+
+
+def base_config(bootstrap: str, **extra: object) -> dict[str, object]:
+    config: dict[str, object] = {"bootstrap.servers": bootstrap, "client.id": "bench"}
+    config.update(extra)
+    return config
+
+
+def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
+    """Create topics (replication 1) and wait until each is known to the broker."""
+    admin = AdminClient(base_config(bootstrap))
+    new = [NewTopic(name, num_partitions=count, replication_factor=1)
+           for name, count in partitions.items()]
+    for future in admin.create_topics(new, operation_timeout=30).values():
+        future.result(timeout=SETUP_TIMEOUT_S)
+    wait_for_leaders(admin, partitions)
+
+
+def wait_for_leaders(admin: AdminClient, partitions: dict[str, int]) -> None:
+    deadline = time.monotonic() + SETUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(timeout=10)
+        ready = all(
+            name in meta.topics and meta.topics[name].error is None
+            and len(meta.topics[name].partitions) == count
+            and all(p.leader >= 0 for p in meta.topics[name].partitions.values())
+            for name, count in partitions.items()
+        )
+        if ready:
+            return
+        time.sleep(0.05)  # polling the broker's metadata, not synchronising on time
+    raise TimeoutError(f"topics not ready: {sorted(partitions)}")
+
+
+def mark(name: str) -> None:
+    """Tell the harness that a phase begins (it samples the broker's CPU then)."""
+    print(f"MARK {name}", flush=True)
+
+
+@dataclass(slots=True)
+class Meter:
+    """Wall time and this process's CPU time (all threads, librdkafka's too)."""
+
+    wall0: float = field(default_factory=time.perf_counter)
+    cpu0: float = field(default_factory=time.process_time)
+
+    def restart(self) -> None:
+        self.wall0 = time.perf_counter()
+        self.cpu0 = time.process_time()
+
+    def read(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall0, time.process_time() - self.cpu0
+
+
+def emit(metrics: dict[str, float], meter: Meter, **info: object) -> None:
+    wall, cpu = meter.read()
+    result = {"metrics": metrics, "wall_s": wall, "client_cpu_s": cpu,
+              "client_cores": cpu / wall if wall > 0 else 0.0, "info": info}
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """Nearest-rank percentile; q in [0, 100]."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = min(len(ordered), max(1, math.ceil(q / 100 * len(ordered))))
+    return ordered[rank - 1]
+
+
+def fail(message: str) -> None:
+    print(f"bench.load: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(1)
+
+
+class DeliveryCounter:
+    """Delivery callback that counts acknowledgements and remembers the first error."""
+
+    __slots__ = ("acked", "error")
+
+    def __init__(self) -> None:
+        self.acked = 0
+        self.error: object = None
+
+    def __call__(self, err: object, _msg: object) -> None:
+        if err is not None:
+            if self.error is None:
+                self.error = err
+        else:
+            self.acked += 1

@@ -1,0 +1,94 @@
+"""Run one load-generator process against a running broker and watch the broker meanwhile.
+
+Between the load's `MARK start` line and its `RESULT` line the harness samples
+the broker's CPU time and peak resident memory, so every figure comes with the
+CPU the client and the broker spent on it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from bench.servers import REPO_DIR, Running
+
+RSS_SAMPLE_S = 0.1
+
+
+@dataclass(slots=True)
+class RssSampler:
+    """Samples a process's RSS from a thread until stopped; keeps the peak."""
+
+    proc: psutil.Process
+    peak_mb: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                self.peak_mb = max(self.peak_mb, self.proc.memory_info().rss / 2**20)
+            except psutil.Error:
+                return
+            if self._stop.wait(RSS_SAMPLE_S):
+                return
+
+    def stop(self) -> float:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return self.peak_mb
+
+
+class LoadFailed(RuntimeError):
+    pass
+
+
+def run_load(load: str, params: dict, broker: Running, log_path: Path, timeout: float) -> dict:
+    """Run `python -m bench.load LOAD`; return its RESULT plus the broker's CPU and peak RSS."""
+    argv = [sys.executable, "-m", "bench.load", load, "--bootstrap", broker.bootstrap,
+            "--params", json.dumps(params)]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, cwd=REPO_DIR,
+                                stdin=subprocess.DEVNULL, text=True)
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    try:
+        result = _follow(proc, broker)
+    finally:
+        watchdog.cancel()
+        proc.wait()
+    if result is None or proc.returncode != 0:
+        tail = log_path.read_text(errors="replace")[-1500:]
+        raise LoadFailed(f"{load} exited {proc.returncode}: {tail.strip()}")
+    return result
+
+
+def _follow(proc: subprocess.Popen, broker: Running) -> dict | None:
+    sampler, cpu0, wall0, result = None, 0.0, 0.0, None
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("MARK start"):
+            cpu0, wall0 = broker.cpu_s(), time.perf_counter()
+            sampler = RssSampler(broker.process())
+            sampler.start()
+        elif line.startswith("RESULT "):
+            wall = time.perf_counter() - wall0
+            result = json.loads(line.removeprefix("RESULT "))
+            result["broker_cores"] = (broker.cpu_s() - cpu0) / wall if wall > 0 else 0.0
+            result["broker_rss_peak_mb"] = sampler.stop() if sampler else 0.0
+            sampler = None
+    if sampler is not None:
+        sampler.stop()
+    return result

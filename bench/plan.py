@@ -1,0 +1,99 @@
+"""What a run does: the sizes, and the cases of each workload with their parameters.
+
+A case is one load-generator invocation; a metric says which way is better so
+the report can tell whether a ratio ours/Kafka favours us.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+HIGHER, LOWER = "higher", "lower"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Size:
+    rounds: int
+    warmup_records: int
+    produce_records: int
+    txn_records: int
+    read_committed_mb: int
+    ctp_records: int
+    txns_one: int
+    txns_each_of_8: int
+    e2e_rate: int
+    e2e_seconds: float
+
+
+SIZES = {
+    "tiny": Size(rounds=1, warmup_records=500, produce_records=2_000, txn_records=2_000,
+                 read_committed_mb=2, ctp_records=2_000, txns_one=20, txns_each_of_8=5,
+                 e2e_rate=50, e2e_seconds=2),
+    "small": Size(rounds=3, warmup_records=20_000, produce_records=60_000, txn_records=30_000,
+                  read_committed_mb=128, ctp_records=20_000, txns_one=300, txns_each_of_8=60,
+                  e2e_rate=200, e2e_seconds=10),
+    "full": Size(rounds=5, warmup_records=50_000, produce_records=300_000, txn_records=200_000,
+                 read_committed_mb=1024, ctp_records=100_000, txns_one=1_000, txns_each_of_8=200,
+                 e2e_rate=500, e2e_seconds=30),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    key: str            # short id used in the JSON and the table
+    title: str
+    load: str           # bench.load module name
+    params: Callable[[Size, str], dict]  # (size, topic prefix) -> load parameters
+    metrics: dict[str, str]  # metric name -> HIGHER or LOWER
+
+
+CASES = (
+    Case(key="w1-p1", title="1 produce idempotent acks=all, 1 partition", load="produce",
+         params=lambda s, t: {"topic": t, "partitions": 1, "records": s.produce_records},
+         metrics={"MB/s": HIGHER, "records/s": HIGHER}),
+    Case(key="w1-p6", title="1 produce idempotent acks=all, 6 partitions", load="produce",
+         params=lambda s, t: {"topic": t, "partitions": 6, "records": s.produce_records},
+         metrics={"MB/s": HIGHER, "records/s": HIGHER}),
+    Case(key="w2-100ms", title="2 txn produce, commit every 100 ms", load="txn_produce",
+         params=lambda s, t: {"topic": t, "partitions": 1, "records": s.txn_records,
+                              "commit_ms": 100},
+         metrics={"MB/s": HIGHER, "txns/s": HIGHER}),
+    Case(key="w2-1000rec", title="2 txn produce, commit every 1000 records", load="txn_produce",
+         params=lambda s, t: {"topic": t, "partitions": 1, "records": s.txn_records,
+                              "commit_records": 1000},
+         metrics={"MB/s": HIGHER, "txns/s": HIGHER}),
+    Case(key="w3", title="3 read_committed consume (20% aborted)", load="read_committed",
+         params=lambda s, t: {"topic": t, "partitions": 1, "total_mb": s.read_committed_mb,
+                              "txn_records": 500, "abort_every": 5},
+         metrics={"MB/s": HIGHER}),
+    Case(key="w4", title="4 consume-transform-produce", load="ctp",
+         params=lambda s, t: {"input": t + "-in", "output": t + "-out", "partitions": 1,
+                              "records": s.ctp_records, "batch_records": 500},
+         metrics={"txns/s": HIGHER, "records/s": HIGHER}),
+    Case(key="w5-1", title="5 one-record txns, 1 producer", load="txn_latency",
+         params=lambda s, t: {"topic": t, "partitions": 1, "producers": 1,
+                              "txns_each": s.txns_one},
+         metrics={"p50 ms": LOWER, "p99 ms": LOWER, "txns/s": HIGHER}),
+    Case(key="w5-8", title="5 one-record txns, 8 producers", load="txn_latency",
+         params=lambda s, t: {"topic": t, "partitions": 1, "producers": 8,
+                              "txns_each": s.txns_each_of_8},
+         metrics={"p50 ms": LOWER, "p99 ms": LOWER, "txns/s": HIGHER}),
+    Case(key="w6", title="6 end-to-end latency, read_committed", load="e2e_latency",
+         params=lambda s, t: {"topic": t, "rate": s.e2e_rate, "seconds": s.e2e_seconds},
+         metrics={"p50 ms": LOWER, "p99 ms": LOWER}),
+)
+
+# Workload 7 is measured by the harness around the others, not by a load process.
+W7_KEY = "w7"
+W7_TITLE = "7 start-up and resident memory"
+W7_METRICS = {"start-up s": LOWER, "idle RSS MB": LOWER, "RSS under w1 MB": LOWER}
+WARMUP = Case(key="warmup", title="warm-up (not reported)", load="produce",
+              params=lambda s, t: {"topic": t, "partitions": 1, "records": s.warmup_records},
+              metrics={})
+
+
+def metric_directions() -> dict[tuple[str, str], str]:
+    table = {(case.key, name): way for case in CASES for name, way in case.metrics.items()}
+    table.update({(W7_KEY, name): way for name, way in W7_METRICS.items()})
+    return table

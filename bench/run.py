@@ -1,0 +1,150 @@
+"""The harness: python -m bench [--size tiny|small|full] [--only eosbroker|kafka].
+
+Each round starts one broker at a time on loopback (the order alternates from
+round to round), measures start-up and idle memory, runs an untimed warm-up and
+then every workload in turn as a separate confluent-kafka process, and stops
+the broker. A single broker runs at a time, so on this 2-core machine the idle
+one never takes CPU from the one being measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from bench import report
+from bench.loadrun import LoadFailed, run_load
+from bench.plan import CASES, SIZES, W7_KEY, WARMUP, Case, Size
+from bench.servers import BENCH_DIR, Running, kafka_version, machine, start_eosbroker, start_kafka
+
+BROKERS = ("eosbroker", "kafka")
+LOAD_TIMEOUT_S = {"tiny": 120.0, "small": 900.0, "full": 3600.0}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", choices=sorted(SIZES), default="small")
+    p.add_argument("--rounds", type=int, help="override the size's number of rounds")
+    p.add_argument("--only", choices=BROKERS, help="run against one broker only")
+    p.add_argument("--cases", help="comma-separated case keys (default: all), e.g. w1-p1,w6")
+    p.add_argument("--out", type=Path, default=BENCH_DIR / "results")
+    p.add_argument("--kafka-heap", default="512m")
+    p.add_argument("--idle-settle", type=float, default=2.0,
+                   help="seconds between start-up and the idle RSS reading")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any workload failed")
+    return p.parse_args(argv)
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def select_cases(spec: str | None) -> tuple[Case, ...]:
+    if not spec:
+        return CASES
+    wanted = set(spec.split(","))
+    unknown = wanted - {c.key for c in CASES}
+    if unknown:
+        raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}")
+    return tuple(c for c in CASES if c.key in wanted)
+
+
+def start(name: str, workdir: Path, args: argparse.Namespace) -> Running:
+    if name == "kafka":
+        return start_kafka(workdir, heap=args.kafka_heap)
+    return start_eosbroker(workdir)
+
+
+def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
+             timeout: float) -> dict:
+    entry: dict = {"round": rnd, "broker": broker.name, "case": case.key}
+    t0 = time.perf_counter()
+    try:
+        result = run_load(case.load, case.params(size, f"{case.key}-r{rnd}"), broker,
+                          logs / f"{broker.name}-r{rnd}-{case.key}.log", timeout)
+    except LoadFailed as exc:
+        entry["error"] = str(exc)
+        progress(f"  {case.key:<11} FAILED after {time.perf_counter() - t0:.1f} s "
+                 f"(see {logs})")
+        return entry
+    entry.update({k: result[k] for k in ("metrics", "wall_s", "client_cores", "broker_cores",
+                                          "broker_rss_peak_mb")})
+    shown = ", ".join(f"{v:,.1f} {k}" for k, v in result["metrics"].items())
+    progress(f"  {case.key:<11} {shown}  (client {result['client_cores']:.2f} cores, "
+             f"broker {result['broker_cores']:.2f} cores, {result['wall_s']:.1f} s)")
+    return entry
+
+
+def broker_round(name: str, rnd: int, size: Size, cases: tuple[Case, ...],
+                 args: argparse.Namespace, logs: Path) -> list[dict]:
+    """Start one broker, run every case against it, stop it; return the entries."""
+    work = BENCH_DIR / ".work"
+    work.mkdir(exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work))
+    progress(f"round {rnd + 1}: starting {name}")
+    try:
+        try:
+            broker = start(name, workdir, args)
+        except (RuntimeError, TimeoutError, OSError) as exc:
+            if (workdir / f"{name}.log").exists():
+                shutil.copy(workdir / f"{name}.log", logs / f"{name}-r{rnd}-startup.log")
+            progress(f"  {name} did not start: {str(exc).splitlines()[0]}")
+            return [{"round": rnd, "broker": name, "case": W7_KEY, "error": str(exc)}]
+        try:
+            return measure(broker, rnd, size, cases, args, logs)
+        finally:
+            broker.stop()
+            shutil.copy(broker.log_path, logs / f"{name}-r{rnd}-broker.log")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def measure(broker: Running, rnd: int, size: Size, cases: tuple[Case, ...],
+            args: argparse.Namespace, logs: Path) -> list[dict]:
+    timeout = LOAD_TIMEOUT_S[args.size]
+    progress(f"  {broker.name} answered after {broker.startup_s:.2f} s")
+    time.sleep(args.idle_settle)  # let start-up work finish before reading idle memory
+    w7 = {"round": rnd, "broker": broker.name, "case": W7_KEY,
+          "metrics": {"start-up s": broker.startup_s, "idle RSS MB": broker.rss_mb()}}
+    warm = run_case(WARMUP, broker, size, rnd, logs, timeout)
+    entries = [w7] + ([warm] if "error" in warm else [])
+    for case in cases:
+        entries.append(run_case(case, broker, size, rnd, logs, timeout))
+    under_w1 = [e["broker_rss_peak_mb"] for e in entries
+                if e["case"].startswith("w1-") and "broker_rss_peak_mb" in e]
+    if under_w1:
+        w7["metrics"]["RSS under w1 MB"] = max(under_w1)
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    size = SIZES[args.size]
+    if args.rounds:
+        size = replace(size, rounds=args.rounds)
+    brokers = (args.only,) if args.only else BROKERS
+    cases = select_cases(args.cases)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = args.out / f"{stamp}-{args.size}"
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True)
+    meta = {"size": args.size, "rounds": size.rounds, "brokers": list(brokers),
+            "kafka_version": kafka_version() if "kafka" in brokers else None,
+            "kafka_heap": args.kafka_heap, "machine": machine(), "started": stamp,
+            "cases": {c.key: c.title for c in cases}}
+    entries: list[dict] = []
+    for rnd in range(size.rounds):
+        order = brokers if rnd % 2 == 0 else tuple(reversed(brokers))
+        for name in order:
+            entries.extend(broker_round(name, rnd, size, cases, args, logs))
+    paths = report.write(run_dir, meta, entries)
+    print(paths["table"].read_text())
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    failed = [e for e in entries if "error" in e]
+    return 1 if failed and args.strict else 0

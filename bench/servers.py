@@ -1,0 +1,159 @@
+"""Start and stop the two brokers under test on loopback ports.
+
+Apache Kafka: a single-node KRaft broker+controller formatted with
+kafka.tools.StorageTool and run with kafka.Kafka from the jars that
+bench/pom.xml copies into bench/kafka-dist/. eosbroker: `python -m broker`
+from this checkout. Each start gets a fresh data directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from bench.probe import wait_answering
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+KAFKA_DIST = BENCH_DIR / "kafka-dist"
+HOST = "127.0.0.1"
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+# The flags bin/kafka-server-start.sh passes, with a smaller heap.
+KAFKA_JVM_FLAGS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                   "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                   "-Djava.awt.headless=true")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(slots=True)
+class Running:
+    """A started broker: its process, where it listens, and how long it took."""
+
+    name: str
+    proc: subprocess.Popen
+    port: int
+    startup_s: float
+    log_path: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def process(self) -> psutil.Process:
+        return psutil.Process(self.proc.pid)
+
+    def rss_mb(self) -> float:
+        return self.process().memory_info().rss / 2**20
+
+    def cpu_s(self) -> float:
+        times = self.process().cpu_times()
+        return times.user + times.system
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _spawn_and_wait(name: str, argv: list[str], port: int, log_path: Path, cwd: Path) -> Running:
+    with open(log_path, "wb") as log:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
+                                stdin=subprocess.DEVNULL)
+    running = Running(name, proc, port, 0.0, log_path)
+    try:
+        wait_answering(proc, HOST, port, START_TIMEOUT_S)
+    except BaseException as exc:
+        running.stop()
+        tail = log_path.read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"{name} did not start: {exc}\n--- {log_path} ---\n{tail}") from exc
+    running.startup_s = time.perf_counter() - t0
+    return running
+
+
+def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, extra: tuple[str, ...] = ()) -> Running:
+    port = free_port()
+    data = workdir / "eos-data"
+    data.mkdir(parents=True)
+    argv = [sys.executable, "-m", "broker", "--host", HOST, "--port", str(port),
+            "--data-dir", str(data), *extra]
+    return _spawn_and_wait("eosbroker", argv, port, workdir / "eosbroker.log", repo)
+
+
+def ensure_kafka_dist() -> None:
+    """Copy the Kafka jars with Maven unless they are there already."""
+    if not list(KAFKA_DIST.glob("kafka_2.13-*.jar")):
+        subprocess.run(["mvn", "-B", "-q", "-f", str(BENCH_DIR / "pom.xml"),
+                        "dependency:copy-dependencies"], check=True)
+
+
+def kafka_version() -> str:
+    jars = sorted(KAFKA_DIST.glob("kafka_2.13-*.jar"))
+    return jars[-1].name.removeprefix("kafka_2.13-").removesuffix(".jar") if jars else "?"
+
+
+def kafka_properties(port: int, controller_port: int, log_dir: Path) -> str:
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@{HOST}:{controller_port}",
+        "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "num.partitions": "1",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "min.insync.replicas": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def start_kafka(workdir: Path, heap: str = "512m") -> Running:
+    ensure_kafka_dist()
+    port, controller_port = free_port(), free_port()
+    props = workdir / "server.properties"
+    props.write_text(kafka_properties(port, controller_port, workdir / "kafka-logs"))
+    classpath = str(KAFKA_DIST / "*")
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    fmt = subprocess.run(["java", "-cp", classpath, "kafka.tools.StorageTool", "format",
+                          "-t", cluster_id, "-c", str(props)], capture_output=True, text=True)
+    if fmt.returncode != 0:
+        raise RuntimeError(f"StorageTool format failed:\n{fmt.stdout}{fmt.stderr}")
+    argv = ["java", f"-Xmx{heap}", f"-Xms{heap}", *KAFKA_JVM_FLAGS, "-cp", classpath,
+            "kafka.Kafka", str(props)]
+    return _spawn_and_wait("kafka", argv, port, workdir / "kafka.log", workdir)
+
+
+def java_version() -> str:
+    out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return out.splitlines()[0] if out else "?"
+
+
+def machine() -> dict[str, object]:
+    return {"cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "python": sys.version.split()[0], "java": java_version()}
