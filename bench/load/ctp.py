@@ -14,7 +14,14 @@ import time
 from confluent_kafka import Consumer, Producer
 
 from bench.load.common import (
-    DeliveryCounter, Meter, base_config, create_topics, emit, fail, mark, payload,
+    DeliveryCounter,
+    Meter,
+    base_config,
+    create_topics,
+    emit,
+    fail,
+    mark,
+    payload,
 )
 from bench.load.produce import PRODUCER_SETTINGS, produce_all
 from bench.load.txn_produce import TXN_TIMEOUT_S, transactional_producer

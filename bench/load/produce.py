@@ -9,7 +9,15 @@ from __future__ import annotations
 from confluent_kafka import Producer
 
 from bench.load.common import (
-    RECORD_BYTES, DeliveryCounter, Meter, base_config, create_topics, emit, fail, mark, payload,
+    RECORD_BYTES,
+    DeliveryCounter,
+    Meter,
+    base_config,
+    create_topics,
+    emit,
+    fail,
+    mark,
+    payload,
 )
 
 PRODUCER_SETTINGS = {

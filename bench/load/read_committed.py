@@ -15,7 +15,15 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from bench.load.common import (
-    RECORD_BYTES, DeliveryCounter, Meter, base_config, create_topics, emit, fail, mark, payload,
+    RECORD_BYTES,
+    DeliveryCounter,
+    Meter,
+    base_config,
+    create_topics,
+    emit,
+    fail,
+    mark,
+    payload,
 )
 from bench.load.txn_produce import TXN_TIMEOUT_S, transactional_producer
 

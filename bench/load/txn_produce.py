@@ -12,7 +12,15 @@ import time
 from confluent_kafka import Producer
 
 from bench.load.common import (
-    RECORD_BYTES, DeliveryCounter, Meter, base_config, create_topics, emit, fail, mark, payload,
+    RECORD_BYTES,
+    DeliveryCounter,
+    Meter,
+    base_config,
+    create_topics,
+    emit,
+    fail,
+    mark,
+    payload,
 )
 
 TXN_TIMEOUT_S = 60

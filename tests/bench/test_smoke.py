@@ -1,0 +1,58 @@
+"""`python -m bench` at the tiny size against eosbroker alone: it runs and writes its files.
+
+No timing is asserted (speed belongs in `make bench`); this only checks that
+the harness starts the broker, drives every workload, and writes the table,
+the JSON of every figure and the PNG chart.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.plan import CASES, W7_KEY
+
+REPO = Path(__file__).resolve().parents[2]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--size", "tiny", "--only", "eosbroker",
+         "--out", str(out), "--idle-settle", "0"],
+        cwd=REPO, capture_output=True, text=True, timeout=280, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (run_dir,) = out.iterdir()
+    return run_dir
+
+
+def test_writes_table_json_and_png(tiny_run: Path) -> None:
+    assert (tiny_run / "chart.png").read_bytes()[:8] == PNG_MAGIC
+    data = json.loads((tiny_run / "results.json").read_text())
+    assert data["meta"]["brokers"] == ["eosbroker"]
+    assert data["meta"]["size"] == "tiny"
+    assert "w1-p1" in (tiny_run / "table.txt").read_text()
+
+
+def test_every_workload_has_an_entry(tiny_run: Path) -> None:
+    runs = json.loads((tiny_run / "results.json").read_text())["runs"]
+    seen = {e["case"] for e in runs if e["broker"] == "eosbroker"}
+    assert seen >= {c.key for c in CASES} | {W7_KEY}
+
+
+def test_startup_memory_and_plain_produce_are_measured(tiny_run: Path) -> None:
+    runs = json.loads((tiny_run / "results.json").read_text())["runs"]
+    by_case = {e["case"]: e for e in runs}
+    assert set(by_case[W7_KEY]["metrics"]) == {"start-up s", "idle RSS MB", "RSS under w1 MB"}
+    for key in ("w1-p1", "w1-p6", "w6"):
+        assert "error" not in by_case[key], by_case[key].get("error")
+        assert by_case[key]["metrics"], key
