@@ -24,6 +24,8 @@ __all__ = ("CONSUMER_OFFSETS", "GroupTxnParticipant", "LogSource", "MarkerWriter
 
 log = logging.getLogger(__name__)
 CONSUMER_OFFSETS = "__consumer_offsets"
+_ATTEMPTS = 5
+_BACKOFF_S = 0.1
 
 
 class LogSource(Protocol):
@@ -79,11 +81,18 @@ class MarkerWriter:
     async def _write_one(
         self, transactional_id: str, tp: TopicPartition, batch: bytes, kind: ControlRecordType
     ) -> None:
-        try:
-            await self.logs.get_log(tp).append(batch, AppendOrigin.COORDINATOR)
-        except KafkaError as exc:
-            # A deleted topic needs no marker; anything else would leave the partition's LSO
-            # stuck, so say so loudly rather than retry forever (Kafka drops these too).
-            level = logging.INFO if exc.code is ErrorCode.unknown_topic_or_partition else logging.ERROR
-            log.log(level, "%s marker of '%s' not written to %s: %r", kind.name,
-                    transactional_id, tp, exc)
+        for attempt in range(_ATTEMPTS):
+            try:
+                await self.logs.get_log(tp).append(batch, AppendOrigin.COORDINATOR)
+                return
+            except KafkaError as exc:
+                # The partition refused the marker (deleted topic, fenced epoch): retrying cannot
+                # help. Kafka drops these too; anything but a deleted topic is worth an error.
+                level = logging.INFO if exc.code is ErrorCode.unknown_topic_or_partition else logging.ERROR
+                log.log(level, "%s marker of '%s' not written to %s: %r", kind.name,
+                        transactional_id, tp, exc)
+                return
+            except Exception:  # an I/O failure may pass; the partition's LSO waits on this marker
+                log.exception("%s marker of '%s' to %s failed (attempt %d of %d)", kind.name,
+                              transactional_id, tp, attempt + 1, _ATTEMPTS)
+                await asyncio.sleep(_BACKOFF_S * 2**attempt)
