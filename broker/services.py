@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
-from coordinator.transaction.verification import verified_append
 
 from .state import BrokerState
 
@@ -22,7 +21,6 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
     )
     coordinator = TransactionCoordinator(state.logs, config, group=lambda: state.group_coordinator)
     state.txn_coordinator = coordinator
-    state.extras["produce_append"] = verified_append  # KIP-890 part 1 checks on transactional produce
     return coordinator
 
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
+from coordinator.transaction.verification import verify_transactional_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
@@ -35,6 +36,7 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) 
         plog = ctx.broker.logs.get_log(TopicPartition(topic, part.index))
         if part.records is None:
             raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
+        verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, plog, part.records)
         info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)

@@ -15,11 +15,11 @@ from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import RecordBatchHeader, iter_batches
-from storage.api import LogAppendInfo, TopicPartition
+from storage.api import TopicPartition
 
 from .state import TxnState
 
-__all__ = ("verify_transactional_produce", "verified_append")
+__all__ = ("verify_transactional_batches", "verify_transactional_produce")
 
 
 def verify_transactional_produce(
@@ -43,12 +43,11 @@ def verify_transactional_produce(
         )
 
 
-async def verified_append(ctx: Any, request: Any, plog: Any, records: bytes) -> LogAppendInfo:
-    """The produce handler's append hook: verify, then append through the partition's actor."""
-    coordinator = ctx.broker.txn_coordinator
-    if coordinator is not None:
-        for _, header in iter_batches(records, verify_crc=False):
-            entry = plog.txns.state.producers.get(header.producer_id)
-            is_open = entry is not None and entry.current_txn_first_offset is not None
-            verify_transactional_produce(coordinator, request.transactional_id, plog.tp, header, is_open)
-    return await plog.append(records)
+def verify_transactional_batches(coordinator: Any, transactional_id: str | None, plog: Any, records: bytes) -> None:
+    """Check a produce request's batches for one partition before they go to its log actor."""
+    if coordinator is None:
+        return
+    for _, header in iter_batches(records, verify_crc=False):
+        entry = plog.txns.state.producers.get(header.producer_id)
+        is_open = entry is not None and entry.current_txn_first_offset is not None
+        verify_transactional_produce(coordinator, transactional_id, plog.tp, header, is_open)

@@ -155,3 +155,25 @@ async def test_describe_producers_shows_the_open_transaction(state):
     [producer] = p0.active_producers
     assert (producer.producer_id, producer.current_txn_start_offset, producer.last_sequence) == (r.producer_id, 0, 0)
     assert p1.active_producers == ()
+
+
+async def produce(state, txn_id, pid, epoch, partition, seq=0):  # type: ignore[no-untyped-def]
+    from protocol.records import Record, build_batch
+
+    batch = bytes(build_batch([Record(value=b"x")], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                              transactional=True))
+    r = await call(state, ApiKey.PRODUCE, 9, transactional_id=txn_id, acks=-1, timeout=1000,
+                   topic_data=[{"name": "t", "partition_data": [{"index": partition, "records": batch}]}])
+    [part] = r.responses[0].partition_responses
+    return part.error_code, part.error_message
+
+
+async def test_transactional_produce_to_a_partition_not_in_the_transaction(state):
+    r = await init(state)
+    await add(state, r.producer_id, r.producer_epoch, {"t": [0]})
+    assert (await produce(state, "tx", r.producer_id, 0, 0))[0] is E.none
+    code, message = await produce(state, "tx", r.producer_id, 0, 1)
+    assert code is E.invalid_txn_state and "t-1 was not added to the transaction of 'tx'" in message
+    assert state.logs.get_log(("t", 1)).log_end_offset == 0  # nothing was written there
+    code, _ = await produce(state, "tx", r.producer_id, 0, 0, seq=1)  # the open one continues
+    assert code is E.none
