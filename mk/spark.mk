@@ -15,8 +15,8 @@ spark-jars: $(SPARK_JARS_DIR)/.stamp
 
 $(SPARK_JARS_DIR)/.stamp: $(SPARK_POM)
 	rm -rf $(SPARK_JARS_DIR)
-	$(MVN) -B -q -o -f $(SPARK_POM) dependency:copy-dependencies -DoutputDirectory=$(SPARK_JARS_DIR) \
-	  || $(MVN) -B -q -f $(SPARK_POM) dependency:copy-dependencies -DoutputDirectory=$(SPARK_JARS_DIR)
+	$(MVN) -B -q -Dstyle.color=never -o -f $(SPARK_POM) dependency:copy-dependencies -DoutputDirectory=$(SPARK_JARS_DIR) \
+	  || $(MVN) -B -q -Dstyle.color=never -f $(SPARK_POM) dependency:copy-dependencies -DoutputDirectory=$(SPARK_JARS_DIR)
 	touch $@
 
 demo: install-test spark-jars

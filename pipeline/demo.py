@@ -56,6 +56,7 @@ class Progress:
         self.stats = ProduceStats()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._tty = sys.stdout.isatty()
 
     def __enter__(self) -> Progress:
         self._thread.start()
@@ -67,19 +68,24 @@ class Progress:
     def line(self) -> str:
         s = self.stats
         read = sum(p["numInputRows"] for p in self.query.recentProgress)
+        start = "\r" if self._tty else ""
         return (
-            f"\rproduced {s.committed + s.aborted}/{self.total} transactions "
+            f"{start}produced {s.committed + s.aborted}/{self.total} transactions "
             f"({s.committed} committed, {s.aborted} aborted) | spark read {read} events"
         )
 
     def _run(self) -> None:
+        last = ""
         while not self._done.wait(0.5):  # display refresh only; nothing waits on it
-            print(self.line(), end="", flush=True)
+            line = self.line()
+            if line != last:
+                print(line, end="" if self._tty else "\n", flush=True)
+                last = line
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
-        print(self.line(), flush=True)
+        print(self.line().lstrip("\r") if not self._tty else self.line(), flush=True)
 
 
 def read_rate(query: Any) -> tuple[int, float]:
