@@ -32,6 +32,7 @@ from .handlers import (
     metadata,
     offset_for_leader_epoch,
     produce,
+    txn_offset_commit,
 )
 
 __all__ = ("HANDLERS", "dispatch", "supported")
@@ -57,6 +58,7 @@ _MODULES = (
     metadata,
     offset_for_leader_epoch,
     produce,
+    txn_offset_commit,
 )
 
 

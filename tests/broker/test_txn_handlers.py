@@ -177,3 +177,38 @@ async def test_transactional_produce_to_a_partition_not_in_the_transaction(state
     assert state.logs.get_log(("t", 1)).log_end_offset == 0  # nothing was written there
     code, _ = await produce(state, "tx", r.producer_id, 0, 0, seq=1)  # the open one continues
     assert code is E.none
+
+
+class Group:
+    """The group coordinator's side of TxnOffsetCommit, as its actor exposes it."""
+
+    def __init__(self):
+        self.calls = []
+
+    async def add_pending_txn_offsets(self, group_id, producer_id, producer_epoch, generation, member_id,
+                                      group_instance_id, offsets):
+        plain = {tp: (o.committed_offset, o.committed_leader_epoch, o.metadata) for tp, o in offsets.items()}
+        self.calls.append((group_id, producer_id, producer_epoch, generation, member_id, group_instance_id, plain))
+        return dict.fromkeys(offsets, E.none)
+
+
+def txn_offsets(version, **extra):  # type: ignore[no-untyped-def]
+    return dict(transactional_id="tx", group_id="g", producer_id=5, producer_epoch=1,
+                topics=[{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 42,
+                                                      "committed_leader_epoch": 3, "committed_metadata": "m"}]}],
+                **extra)
+
+
+async def test_txn_offset_commit_without_group_coordinator(state):
+    r = await call(state, ApiKey.TXN_OFFSET_COMMIT, 0, **txn_offsets(0))
+    assert r.topics[0].partitions[0].error_code is E.coordinator_not_available
+
+
+async def test_txn_offset_commit_hands_kip447_fields_to_the_group_coordinator(state):
+    state.group_coordinator = group = Group()
+    r = await call(state, ApiKey.TXN_OFFSET_COMMIT, 3,
+                   **txn_offsets(3, generation_id=7, member_id="m-1", group_instance_id=None))
+    assert r.topics[0].partitions[0].error_code is E.none
+    assert group.calls == [("g", 5, 1, 7, "m-1", None, {("t", 0): (42, 3, "m")})]
+    await call(state, ApiKey.TXN_OFFSET_COMMIT, 0, **txn_offsets(0))
+    assert group.calls[-1][3:5] == (-1, "")  # v0-2 carry no generation or member
