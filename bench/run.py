@@ -20,6 +20,7 @@ from pathlib import Path
 from bench import report
 from bench.loadrun import LoadFailed, run_load
 from bench.plan import CASES, SIZES, W7_KEY, WARMUP, Case, Size
+from bench.profile import summarize as summarize_profile
 from bench.servers import BENCH_DIR, Running, kafka_version, machine, start_eosbroker, start_kafka
 
 BROKERS = ("eosbroker", "kafka")
@@ -37,6 +38,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--idle-settle", type=float, default=2.0,
                    help="seconds between start-up and the idle RSS reading")
     p.add_argument("--strict", action="store_true", help="exit 1 if any workload failed")
+    p.add_argument("--profile", action="store_true",
+                   help="run eosbroker under py-spy and write its top frames (figures then "
+                        "include the profiler's overhead)")
     return p.parse_args(argv)
 
 
@@ -54,10 +58,11 @@ def select_cases(spec: str | None) -> tuple[Case, ...]:
     return tuple(c for c in CASES if c.key in wanted)
 
 
-def start(name: str, workdir: Path, args: argparse.Namespace) -> Running:
+def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path, rnd: int) -> Running:
     if name == "kafka":
         return start_kafka(workdir, heap=args.kafka_heap)
-    return start_eosbroker(workdir)
+    return start_eosbroker(workdir, profile=logs / f"eosbroker-r{rnd}-pyspy.txt"
+                           if args.profile else None)
 
 
 def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
@@ -89,7 +94,7 @@ def broker_round(name: str, rnd: int, size: Size, cases: tuple[Case, ...],
     progress(f"round {rnd + 1}: starting {name}")
     try:
         try:
-            broker = start(name, workdir, args)
+            broker = start(name, workdir, args, logs, rnd)
         except (RuntimeError, TimeoutError, OSError) as exc:
             if (workdir / f"{name}.log").exists():
                 shutil.copy(workdir / f"{name}.log", logs / f"{name}-r{rnd}-startup.log")
@@ -100,6 +105,10 @@ def broker_round(name: str, rnd: int, size: Size, cases: tuple[Case, ...],
         finally:
             broker.stop()
             shutil.copy(broker.log_path, logs / f"{name}-r{rnd}-broker.log")
+            profiled = logs / f"{name}-r{rnd}-pyspy.txt"
+            if profiled.exists():
+                top = summarize_profile(profiled, logs.parent / f"profile-{name}-r{rnd}.txt")
+                progress("  profile top frames:\n" + "\n".join(top.splitlines()[:14]))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -136,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"size": args.size, "rounds": size.rounds, "brokers": list(brokers),
             "kafka_version": kafka_version() if "kafka" in brokers else None,
             "kafka_heap": args.kafka_heap, "machine": machine(), "started": stamp,
-            "cases": {c.key: c.title for c in cases}}
+            "cases": {c.key: c.title for c in cases}, "profiled": args.profile}
     entries: list[dict] = []
     for rnd in range(size.rounds):
         order = brokers if rnd % 2 == 0 else tuple(reversed(brokers))

@@ -50,13 +50,14 @@ class Running:
     port: int
     startup_s: float
     log_path: Path
+    pid: int = 0  # the broker's own process (proc may be a profiler wrapping it)
 
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
 
     def process(self) -> psutil.Process:
-        return psutil.Process(self.proc.pid)
+        return psutil.Process(self.pid or self.proc.pid)
 
     def rss_mb(self) -> float:
         return self.process().memory_info().rss / 2**20
@@ -67,7 +68,8 @@ class Running:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            # SIGTERM to the broker itself: a wrapping profiler then writes its file and exits.
+            os.kill(self.pid or self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
@@ -88,15 +90,28 @@ def _spawn_and_wait(name: str, argv: list[str], port: int, log_path: Path, cwd: 
         tail = log_path.read_text(errors="replace")[-2000:]
         raise RuntimeError(f"{name} did not start: {exc}\n--- {log_path} ---\n{tail}") from exc
     running.startup_s = time.perf_counter() - t0
+    running.pid = _innermost(proc.pid)
     return running
 
 
-def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, extra: tuple[str, ...] = ()) -> Running:
+def _innermost(pid: int) -> int:
+    """The process at the bottom of a wrapper chain (py-spy -> python), or pid itself."""
+    proc = psutil.Process(pid)
+    while children := proc.children():
+        proc = children[0]
+    return proc.pid
+
+
+def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None = None) -> Running:
+    """Start `python -m broker`; with `profile`, under py-spy writing collapsed stacks there."""
     port = free_port()
     data = workdir / "eos-data"
     data.mkdir(parents=True)
     argv = [sys.executable, "-m", "broker", "--host", HOST, "--port", str(port),
-            "--data-dir", str(data), *extra]
+            "--data-dir", str(data)]
+    if profile is not None:
+        argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
+                "--rate", "200", "--nonblocking", "-o", str(profile), "--", *argv]
     return _spawn_and_wait("eosbroker", argv, port, workdir / "eosbroker.log", repo)
 
 

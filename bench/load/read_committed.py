@@ -43,6 +43,9 @@ def fill(bootstrap: str, params: dict) -> int:
         for _ in range(params["txn_records"]):
             _produce(producer, params["topic"], b"a" if abort else b"c", value, counter)
         if abort:
+            # Deliver first: abort_transaction() purges records still queued in
+            # the client, and the point is to have aborted records in the log.
+            producer.flush(TXN_TIMEOUT_S)
             producer.abort_transaction(TXN_TIMEOUT_S)
         else:
             producer.commit_transaction(TXN_TIMEOUT_S)
