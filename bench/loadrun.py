@@ -83,6 +83,9 @@ def _follow(proc: subprocess.Popen, broker: Running) -> dict | None:
             cpu0, wall0 = broker.cpu_s(), time.perf_counter()
             sampler = RssSampler(broker.process())
             sampler.start()
+        elif line.startswith("PROGRESS "):
+            print(f"[{time.strftime('%H:%M:%S')}]     {line.removeprefix('PROGRESS ').strip()}",
+                  file=sys.stderr, flush=True)
         elif line.startswith("RESULT "):
             wall = time.perf_counter() - wall0
             result = json.loads(line.removeprefix("RESULT "))

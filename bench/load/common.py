@@ -59,6 +59,11 @@ def mark(name: str) -> None:
     print(f"MARK {name}", flush=True)
 
 
+def report_progress(message: str) -> None:
+    """A line the harness shows while a long set-up or run goes on."""
+    print(f"PROGRESS {message}", flush=True)
+
+
 @dataclass(slots=True)
 class Meter:
     """Wall time and this process's CPU time (all threads, librdkafka's too)."""

@@ -24,6 +24,7 @@ from bench.load.common import (
     fail,
     mark,
     payload,
+    report_progress,
 )
 from bench.load.txn_produce import TXN_TIMEOUT_S, transactional_producer
 
@@ -37,7 +38,10 @@ def fill(bootstrap: str, params: dict) -> int:
     value = payload()
     txns = max(1, round(params["total_mb"] * 1e6 / RECORD_BYTES / params["txn_records"]))
     committed = 0
+    tenth = max(1, txns // 10)
     for n in range(txns):
+        if n and n % tenth == 0:
+            report_progress(f"filling {n * 100 // txns}% of {params['total_mb']} MB")
         abort = (n + 1) % params["abort_every"] == 0
         producer.begin_transaction()
         for _ in range(params["txn_records"]):
