@@ -1,7 +1,8 @@
 """Produce v0-11 (v3-11 parsed).
 
 Behaviour: each partition's batches go to that partition's log actor as the request's bytes;
-the log validates headers and CRCs, assigns offsets and writes. acks=0 gets no response; acks 1
+the log validates headers and CRCs, assigns offsets and writes. acks=0 gets no response (and a
+failure closes the connection, as in Kafka); acks 1
 and -1 are the same on a single node (the write is in the page cache when we answer).
 Version notes: v0-2 are advertised so that librdkafka < 2.11.1 enables compression, but they
 carry message formats 0/1 and are refused (as Kafka 4 does). Stays at v11: v12+ is Transactions V2.
@@ -55,6 +56,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             for t in request.topic_data
         ))
     if request.acks == 0:
+        failed = [p for parts in results for p in parts if p["error_code"] != ErrorCode.none]
+        if failed:
+            # As Kafka does: with no response to carry the error, closing the connection makes
+            # the client refresh its metadata and notice.
+            raise KafkaError(failed[0]["error_code"], f"acks=0 produce failed: {failed[0]['error_message']}")
         return NO_RESPONSE
     return ctx.respond({
         "responses": [
