@@ -41,6 +41,8 @@ class BrokerConfig:
     queued_max_requests: int = 500
     offsets_topic_num_partitions: int = 50
     offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000

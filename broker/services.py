@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.group.config import GroupConfig
+from coordinator.group.coordinator import GroupCoordinator
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 
 from .state import BrokerState
@@ -24,5 +26,22 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
     return coordinator
 
 
+def group_coordinator(state: BrokerState) -> GroupCoordinator:
+    c = state.config
+    config = GroupConfig(
+        min_session_timeout_ms=c.group_min_session_timeout_ms,
+        max_session_timeout_ms=c.group_max_session_timeout_ms,
+        initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+        max_size=c.group_max_size,
+        offsets_retention_ms=c.offsets_retention_minutes * 60_000,
+        offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
+        offset_metadata_max_bytes=c.offset_metadata_max_bytes,
+        offsets_topic_num_partitions=c.offsets_topic_num_partitions,
+    )
+    coordinator = GroupCoordinator(state.logs, config)
+    state.group_coordinator = coordinator
+    return coordinator
+
+
 def build_services(state: BrokerState) -> list[Any]:
-    return [transaction_coordinator(state)]
+    return [group_coordinator(state), transaction_coordinator(state)]

@@ -1,0 +1,55 @@
+"""Helpers shared by the consumer-group handlers (not a handler: it has no HANDLER)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from coordinator.group.coordinator import GroupCoordinator
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
+
+from ..handler import RequestContext
+
+__all__ = ("by_topic", "client_host", "group_coordinator", "ms")
+
+T = TypeVar("T")
+
+
+def group_coordinator(ctx: RequestContext) -> GroupCoordinator:
+    coordinator = ctx.broker.group_coordinator
+    if coordinator is None:
+        raise KafkaError(ErrorCode.coordinator_not_available, "the group coordinator is not running")
+    return coordinator  # type: ignore[no-any-return]
+
+
+def ms(value: datetime.timedelta | int) -> int:
+    """kio hands timeouts over as timedeltas; the coordinator counts milliseconds."""
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    return int(value)
+
+
+def client_host(ctx: RequestContext) -> str:
+    # Kafka reports the client's address as InetAddress.toString(): "/127.0.0.1".
+    host = ctx.peer.rsplit(":", 1)[0]
+    return f"/{host}"
+
+
+def by_topic(
+    results: Mapping[TopicPartition, T], entry: Callable[[int, T], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Group per-partition results into Kafka's [{name, partitions: [...]}] shape, in order."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, value in results.items():
+        topics.setdefault(tp.topic, []).append(entry(tp.partition, value))
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+def partitions_of(topics: Iterable[Any], field: str = "partitions") -> list[TopicPartition]:
+    out = []
+    for topic in topics:
+        for p in getattr(topic, field):
+            out.append(TopicPartition(topic.name, int(getattr(p, "partition_index", p))))
+    return out

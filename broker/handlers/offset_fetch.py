@@ -1,0 +1,57 @@
+"""OffsetFetch v1-9.
+
+Behaviour: the last committed offset of each requested partition, -1 (and no error) for none;
+a null topic list (v2+) returns every offset the group has. With require_stable (v7+,
+read_committed consumers) a partition with transactional offsets still awaiting their marker
+answers UNSTABLE_OFFSET_COMMIT, and the client retries (KIP-447).
+Version notes: v1-7 name one group; v8+ name several (groups array), each answered apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
+
+from ..handler import Handler, RequestContext
+from .group_common import by_topic, group_coordinator
+
+
+def _partitions(topics: Any) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes]
+
+
+async def _group(ctx: RequestContext, group_id: str, topics: Any, stable: bool) -> dict[str, Any]:
+    try:
+        fetched = await group_coordinator(ctx).fetch_offsets(group_id, _partitions(topics), stable)
+    except KafkaError as exc:
+        return {"group_id": group_id, "error_code": exc.code, "topics": []}
+    results = {f.topic_partition: f for f in fetched}
+    return {
+        "group_id": group_id,
+        "error_code": ErrorCode.none,
+        "topics": by_topic(results, lambda p, f: {
+            "partition_index": p,
+            "committed_offset": f.committed_offset,
+            "committed_leader_epoch": f.committed_leader_epoch,
+            "metadata": f.metadata,
+            "error_code": f.error,
+        }),
+    }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    stable = bool(getattr(request, "require_stable", False))
+    if ctx.version >= 8:
+        groups = [await _group(ctx, g.group_id, g.topics, stable) for g in request.groups]
+        return ctx.respond({"throttle_time": 0, "groups": groups})
+    group = await _group(ctx, request.group_id, request.topics, stable)
+    return ctx.respond({"throttle_time": 0, "topics": group["topics"],
+                        "error_code": group["error_code"]})
+
+
+HANDLER = Handler(api_key=ApiKey.OFFSET_FETCH, min_version=1, max_version=9, handle=handle)

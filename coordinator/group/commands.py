@@ -1,0 +1,162 @@
+"""The group coordinator's commands: frozen values, each with the Future its reply goes to.
+
+JoinGroup's and SyncGroup's reply futures double as the waiters GroupMetadata parks, so a
+parked request is answered by whichever later command or timer completes the rebalance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from storage.api import TopicPartition
+
+from .member import JoinParams
+from .offsets import OffsetAndMetadata
+
+__all__ = (
+    "AddPendingTxnOffsets",
+    "Command",
+    "CommitOffsets",
+    "CompleteTxn",
+    "DeleteGroups",
+    "DeleteOffsets",
+    "DescribeGroups",
+    "FetchOffsets",
+    "FetchedOffset",
+    "Heartbeat",
+    "JoinGroup",
+    "LeaveGroup",
+    "ListGroups",
+    "SyncGroup",
+)
+
+_Reply = asyncio.Future[Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinGroup:
+    group_id: str
+    params: JoinParams
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncGroup:
+    group_id: str
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: dict[str, bytes]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    group_id: str
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveGroup:
+    group_id: str
+    members: tuple[tuple[str, str | None], ...]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitOffsets:
+    group_id: str
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    # OffsetCommit v2-4 retention_time_ms (-1 or None: the broker's offsets.retention.minutes).
+    retention_ms: int | None
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchOffsets:
+    group_id: str
+    partitions: tuple[TopicPartition, ...] | None
+    require_stable: bool
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchedOffset:
+    topic_partition: TopicPartition
+    committed_offset: int = -1
+    committed_leader_epoch: int = -1
+    metadata: str = ""
+    error: ErrorCode = ErrorCode.none
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroups:
+    group_ids: tuple[str, ...]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGroups:
+    states: frozenset[str]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroups:
+    group_ids: tuple[str, ...]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteOffsets:
+    group_id: str
+    partitions: tuple[TopicPartition, ...]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPendingTxnOffsets:
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteTxn:
+    producer_id: int
+    group_ids: frozenset[str] | None
+    commit: bool
+    reply: _Reply
+
+
+Command = (
+    JoinGroup
+    | SyncGroup
+    | Heartbeat
+    | LeaveGroup
+    | CommitOffsets
+    | FetchOffsets
+    | DescribeGroups
+    | ListGroups
+    | DeleteGroups
+    | DeleteOffsets
+    | AddPendingTxnOffsets
+    | CompleteTxn
+)

@@ -1,0 +1,374 @@
+"""GroupCoordinator: the actor that owns every classic group and its committed offsets.
+
+One task runs _run() over a queue of typed commands; the public methods only enqueue a command
+and await its reply, so group state is touched by one task and needs no locks. The pure rules
+live in GroupMetadata (metadata.py) and OffsetStore (offsets.py); this module sequences the
+__consumer_offsets writes around them, Kafka's way:
+
+- decide (validate, compute the outcome), persist (append the records), then apply and reply.
+  A commit is acknowledged only once its records are in the log; a SyncGroup or a group emptying
+  out is answered only once the group record is.
+- at start-up every partition of __consumer_offsets is replayed (loader.py) before the broker
+  listens, so a restarted broker answers OffsetFetch with what it acknowledged before.
+- session, rebalance and sync timeouts run off the queue's wait: the loop sleeps until the
+  earliest group deadline (or the next offset-retention check) and then calls tick().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, assert_never
+
+from kio.schema.errors import ErrorCode
+
+from protocol.errors import KafkaError
+from storage.api import TopicPartition
+
+from . import commands as c
+from .config import GroupConfig
+from .group_offsets import remove_expired_offsets
+from .loader import PartitionLoader
+from .log import CONSUMER_OFFSETS_TOPIC, partition_for
+from .member import JoinGroupResult, JoinParams, SyncGroupResult
+from .offsets import OffsetAndMetadata
+from .operations import GroupOperations
+from .snapshot import GroupSummary
+from .state import GroupState
+
+__all__ = ("GroupCoordinator",)
+
+log = logging.getLogger(__name__)
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupCoordinator(GroupOperations):
+    """Public face: one coroutine per group API; see commands.py for what each carries."""
+
+    def __init__(
+        self,
+        logs: Any,
+        config: GroupConfig | None = None,
+        *,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        super().__init__(logs, config or GroupConfig(), clock_ms)
+        self._queue: asyncio.Queue[c.Command] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._next_retention_check_ms = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create __consumer_offsets if needed, replay it, then start serving."""
+        meta = self._logs.topics.get(CONSUMER_OFFSETS_TOPIC)
+        if meta is None:
+            meta = self._logs.create_topic(
+                CONSUMER_OFFSETS_TOPIC,
+                self.config.offsets_topic_num_partitions,
+                {"cleanup.policy": "compact"},
+            )
+        self.num_partitions = meta.partitions
+        now = self._clock_ms()
+        loader = PartitionLoader(self.groups, self.config, now)
+        records = 0
+        for p in range(self.num_partitions):
+            records += await loader.load(
+                self._logs.get_log(TopicPartition(CONSUMER_OFFSETS_TOPIC, p))
+            )
+        for group_id in [g for g, group in self.groups.items() if self._removable(group)]:
+            del self.groups[group_id]
+        log.info(
+            "loaded %d groups from %d records of %s",
+            len(self.groups),
+            records,
+            CONSUMER_OFFSETS_TOPIC,
+        )
+        self._next_retention_check_ms = now + self.config.offsets_retention_check_interval_ms
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="group-coordinator")
+        self._task.add_done_callback(self._on_done)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        # Supervision: nobody may wait forever on a dead actor, parked joins and syncs included.
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            log.error("group coordinator died: %r", exc, exc_info=exc)
+        error = KafkaError(ErrorCode.coordinator_not_available, "group coordinator stopped")
+        while not self._queue.empty():
+            cmd = self._queue.get_nowait()
+            if not cmd.reply.done():
+                cmd.reply.set_exception(error)
+        for group in self.groups.values():
+            for member in group.members.values():
+                for waiter in (member.join_waiter, member.sync_waiter):
+                    if isinstance(waiter, asyncio.Future) and not waiter.done():
+                        waiter.set_exception(error)
+
+    # -- public face -------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> TopicPartition:
+        """The __consumer_offsets partition holding the group (where txn markers must go)."""
+        return TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
+
+    async def _call(self, make: Callable[[asyncio.Future[Any]], c.Command]) -> Any:
+        if self._task is None or self._task.done():
+            raise KafkaError(
+                ErrorCode.coordinator_not_available, "group coordinator is not running"
+            )
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(make(reply))
+        return await reply
+
+    async def join_group(self, group_id: str, params: JoinParams) -> JoinGroupResult:
+        return await self._call(lambda r: c.JoinGroup(group_id=group_id, params=params, reply=r))
+
+    async def sync_group(
+        self,
+        group_id: str,
+        *,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        assignments: Mapping[str, bytes] | None = None,
+    ) -> SyncGroupResult:
+        return await self._call(
+            lambda r: c.SyncGroup(
+                group_id=group_id,
+                member_id=member_id,
+                generation_id=generation_id,
+                group_instance_id=group_instance_id,
+                protocol_type=protocol_type,
+                protocol_name=protocol_name,
+                assignments=dict(assignments or {}),
+                reply=r,
+            )
+        )
+
+    async def heartbeat(
+        self,
+        group_id: str,
+        *,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None = None,
+    ) -> ErrorCode:
+        return await self._call(
+            lambda r: c.Heartbeat(
+                group_id=group_id,
+                member_id=member_id,
+                generation_id=generation_id,
+                group_instance_id=group_instance_id,
+                reply=r,
+            )
+        )
+
+    async def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        return await self._call(
+            lambda r: c.LeaveGroup(group_id=group_id, members=tuple(members), reply=r)
+        )
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        *,
+        member_id: str = "",
+        generation_id: int = -1,
+        group_instance_id: str | None = None,
+        retention_ms: int | None = None,
+    ) -> dict[TopicPartition, ErrorCode]:
+        return await self._call(
+            lambda r: c.CommitOffsets(
+                group_id=group_id,
+                member_id=member_id,
+                generation_id=generation_id,
+                group_instance_id=group_instance_id,
+                offsets=dict(offsets),
+                retention_ms=retention_ms,
+                reply=r,
+            )
+        )
+
+    async def fetch_offsets(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartition] | None,
+        require_stable: bool = False,
+    ) -> list[c.FetchedOffset]:
+        return await self._call(
+            lambda r: c.FetchOffsets(
+                group_id=group_id,
+                partitions=None if partitions is None else tuple(partitions),
+                require_stable=require_stable,
+                reply=r,
+            )
+        )
+
+    async def describe_groups(self, group_ids: Sequence[str]) -> list[GroupSummary]:
+        return await self._call(lambda r: c.DescribeGroups(group_ids=tuple(group_ids), reply=r))
+
+    async def list_groups(self, states: Collection[str] = ()) -> list[tuple[str, str, GroupState]]:
+        """(group id, protocol type, state) of every live group, optionally filtered by state name."""
+        return await self._call(lambda r: c.ListGroups(states=frozenset(states), reply=r))
+
+    async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, ErrorCode]:
+        return await self._call(lambda r: c.DeleteGroups(group_ids=tuple(group_ids), reply=r))
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        return await self._call(
+            lambda r: c.DeleteOffsets(group_id=group_id, partitions=tuple(partitions), reply=r)
+        )
+
+    async def add_pending_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: write the offsets as a transactional batch of the producer and hold
+        them pending until complete_txn. KIP-447: a known member id or generation is checked."""
+        return await self._call(
+            lambda r: c.AddPendingTxnOffsets(
+                group_id=group_id,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                generation_id=generation,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                offsets=dict(offsets),
+                reply=r,
+            )
+        )
+
+    async def complete_txn(
+        self, producer_id: int, group_ids: Collection[str] | None, commit: bool
+    ) -> None:
+        """Apply (commit) or drop (abort) the producer's pending offsets in these groups (all
+        groups if None). Call it after the marker is in the group's __consumer_offsets partition:
+        the marker is what replay uses to reach the same result after a restart."""
+        return await self._call(
+            lambda r: c.CompleteTxn(
+                producer_id=producer_id,
+                group_ids=None if group_ids is None else frozenset(group_ids),
+                commit=commit,
+                reply=r,
+            )
+        )
+
+    # -- the owner task ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            timeout = max(self._next_deadline_ms() - self._clock_ms(), 0) / 1000
+            try:
+                cmd: c.Command | None = await asyncio.wait_for(self._queue.get(), timeout)
+            except TimeoutError:
+                cmd = None
+            # Expire what is due first: a command arriving late must see the expiry.
+            await self._run_timers()
+            if cmd is not None and not cmd.reply.done():
+                try:
+                    await self._execute(cmd)
+                except Exception as exc:
+                    log.exception("group coordinator failed on %s", type(cmd).__name__)
+                    if not cmd.reply.done():
+                        cmd.reply.set_exception(exc)
+            await self._run_timers()
+
+    def _next_deadline_ms(self) -> int:
+        deadlines = [self._next_retention_check_ms]
+        for group in self.groups.values():
+            d = group.next_deadline_ms()
+            if d is not None:
+                deadlines.append(d)
+        return min(deadlines)
+
+    async def _run_timers(self) -> None:
+        now = self._clock_ms()
+        for group in list(self.groups.values()):
+            deadline = group.next_deadline_ms()
+            if deadline is not None and deadline <= now:
+                await self.complete(group, group.tick(now), now)
+                self._maybe_forget(group)
+        if now >= self._next_retention_check_ms:
+            self._next_retention_check_ms = now + self.config.offsets_retention_check_interval_ms
+            await self._expire_offsets(now)
+
+    async def _expire_offsets(self, now: int) -> None:
+        for group in list(self.groups.values()):
+            expired = remove_expired_offsets(group, now)
+            dead = group.state is GroupState.EMPTY and not group.offsets.has_offsets()
+            if not expired and not dead:
+                continue
+            try:
+                await self.write_tombstones(group, expired, group_too=dead, now=now)
+            except KafkaError as exc:
+                log.warning("could not expire offsets of group %s: %s", group.group_id, exc)
+                continue
+            if dead:
+                group.state = GroupState.DEAD
+                del self.groups[group.group_id]
+            log.info(
+                "group %s: expired %d offsets%s",
+                group.group_id,
+                len(expired),
+                " and removed the group" if dead else "",
+            )
+
+    async def _execute(self, cmd: c.Command) -> None:
+        match cmd:
+            # Join and Sync may be parked: their replies come when the rebalance step completes.
+            case c.JoinGroup():
+                await self.do_join(cmd)
+            case c.SyncGroup():
+                await self.do_sync(cmd)
+            case c.LeaveGroup():
+                await self.do_leave(cmd)
+            case _:
+                cmd.reply.set_result(await self._answer(cmd))
+
+    async def _answer(self, cmd: c.Command) -> Any:
+        match cmd:
+            case c.Heartbeat():
+                return self.do_heartbeat(cmd)
+            case c.CommitOffsets():
+                return await self.do_commit(cmd)
+            case c.FetchOffsets():
+                return self.do_fetch(cmd)
+            case c.DescribeGroups():
+                return self.do_describe(cmd)
+            case c.ListGroups():
+                return self.do_list(cmd)
+            case c.DeleteGroups():
+                return await self.do_delete_groups(cmd)
+            case c.DeleteOffsets():
+                return await self.do_delete_offsets(cmd)
+            case c.AddPendingTxnOffsets():
+                return await self.do_add_pending(cmd)
+            case c.CompleteTxn():
+                return self.do_complete_txn(cmd)
+            case c.JoinGroup() | c.SyncGroup() | c.LeaveGroup():
+                raise AssertionError("parked commands are executed by _execute")
+            case _:
+                assert_never(cmd)

@@ -1,0 +1,140 @@
+"""Replaying one __consumer_offsets partition into groups at start-up.
+
+The same records the coordinator writes are read back in log order, as Kafka's
+GroupMetadataManager.doLoadGroupsAndOffsets does:
+- plain offset commits set (or, as tombstones, delete) committed offsets;
+- offset commits inside a transactional batch are held as pending under the batch's producer id,
+  and the COMMIT or ABORT marker that follows in the same partition applies or drops them;
+- a group metadata record replaces the group (members, generation, assignment), keeping its
+  offsets; a group tombstone removes the group.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from protocol.control import ControlRecordType, parse_control_type
+from protocol.errors import CorruptRecordError
+from protocol.record_batch import RecordBatchHeader
+from protocol.records import Record, read_records
+from storage.api import PartitionLog
+
+from .config import GroupConfig
+from .log import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, parse_record
+from .metadata import GroupMetadata
+from .offsets import OffsetAndMetadata
+from .snapshot import load_group
+
+__all__ = ("PartitionLoader",)
+
+log = logging.getLogger(__name__)
+_READ_BYTES = 1 << 20
+
+
+class PartitionLoader:
+    """Rebuilds the groups of one partition into `groups` (shared across partitions)."""
+
+    def __init__(self, groups: dict[str, GroupMetadata], config: GroupConfig, now_ms: int) -> None:
+        self.groups = groups
+        self._config = config
+        self._now_ms = now_ms
+        self._pending: dict[int, set[str]] = {}  # producer id -> groups with pending offsets
+
+    async def load(self, plog: PartitionLog) -> int:
+        """Replay the whole partition; return the number of records read."""
+        offset, end, count = plog.log_start_offset, plog.log_end_offset, 0
+        while offset < end:
+            info = await plog.read(offset, _READ_BYTES)
+            if not info.records:
+                break
+            data = b"".join(bytes(r) for r in info.records)
+            for header, records in read_records(data):
+                if header.last_offset >= offset:
+                    self._apply_batch(header, records)
+                    count += len(records)
+                offset = max(offset, header.last_offset + 1)
+        return count
+
+    def _apply_batch(self, header: RecordBatchHeader, records: list[Record]) -> None:
+        if header.is_control:
+            self._apply_marker(header, records)
+            return
+        for record in records:
+            try:
+                key, value = parse_record(record)
+            except ValueError as exc:
+                log.warning(
+                    "skipping unreadable __consumer_offsets record at %d: %s", record.offset, exc
+                )
+                continue
+            if isinstance(key, OffsetCommitKey):
+                assert value is None or isinstance(value, OffsetAndMetadata)
+                self._apply_offset(header, record, key, value)
+            else:
+                assert value is None or isinstance(value, GroupMetadataValue)
+                self._apply_group(key, value)
+
+    def _apply_marker(self, header: RecordBatchHeader, records: list[Record]) -> None:
+        try:
+            control_type = parse_control_type(records[0].key if records else None)
+        except CorruptRecordError as exc:
+            log.warning("skipping unreadable control record at %d: %s", header.base_offset, exc)
+            return
+        if not isinstance(control_type, ControlRecordType):
+            return
+        for group_id in self._pending.pop(header.producer_id, set()):
+            group = self.groups.get(group_id)
+            if group is not None:
+                group.offsets.complete_txn(
+                    header.producer_id, control_type is ControlRecordType.COMMIT
+                )
+
+    def _new_group(self, group_id: str) -> GroupMetadata:
+        return GroupMetadata(group_id, self._config, now_ms=self._now_ms)
+
+    def _group(self, group_id: str) -> GroupMetadata:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = self._new_group(group_id)
+        return group
+
+    def _apply_offset(
+        self,
+        header: RecordBatchHeader,
+        record: Record,
+        key: OffsetCommitKey,
+        value: OffsetAndMetadata | None,
+    ) -> None:
+        group = self._group(key.group)
+        tp = key.topic_partition
+        if value is None:
+            group.offsets.delete([tp])
+            return
+        value = OffsetAndMetadata(
+            committed_offset=value.committed_offset,
+            committed_leader_epoch=value.committed_leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp=value.commit_timestamp,
+            expire_timestamp=value.expire_timestamp,
+            record_offset=record.offset,
+        )
+        if header.is_transactional:
+            group.offsets.add_pending(header.producer_id, {tp: value})
+            self._pending.setdefault(header.producer_id, set()).add(key.group)
+        else:
+            group.offsets.commit({tp: value})
+
+    def _apply_group(self, key: GroupMetadataKey, value: GroupMetadataValue | None) -> None:
+        old = self.groups.get(key.group)
+        if value is None:
+            if old is not None and old.offsets.has_offsets():
+                fresh = self._new_group(key.group)
+                fresh.offsets = old.offsets
+                self.groups[key.group] = fresh
+            else:
+                self.groups.pop(key.group, None)
+            return
+        group = load_group(key.group, value, self._config, self._now_ms)
+        if old is not None:
+            group.offsets = old.offsets
+        self.groups[key.group] = group

@@ -1,0 +1,431 @@
+"""What the GroupCoordinator actor does with each command, inside its owner task.
+
+Every method here runs in GroupCoordinator._run, one at a time; the only awaits are appends to
+__consumer_offsets, so no other command sees a half-applied change. Errors that belong in a
+response are returned (or set as results), never raised out of the actor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from protocol.errors import KafkaError
+from protocol.records import Record, build_batch
+from storage.api import AppendOrigin, LogAppendInfo, TopicPartition
+
+from . import commands as c
+from .config import GroupConfig
+from .group_offsets import check_offset_commit, validate_offset_commit
+from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, offset_commit_record, partition_for
+from .member import JoinGroupResult, Outcome, SyncGroupResult
+from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
+from .offsets import OffsetAndMetadata
+from .snapshot import GroupSummary, describe, to_value
+from .state import GroupState
+
+__all__ = ("GroupOperations", "append_error")
+
+log = logging.getLogger(__name__)
+
+# How Kafka's GroupMetadataManager reports a failed __consumer_offsets append to clients.
+_APPEND_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.request_timed_out: ErrorCode.rebalance_in_progress,
+}
+_TOO_LARGE = {
+    ErrorCode.message_too_large,
+    ErrorCode.record_list_too_large,
+    ErrorCode.invalid_fetch_size,
+}
+
+
+def append_error(exc: Exception, *, offsets: bool) -> ErrorCode:
+    if not isinstance(exc, KafkaError):
+        return ErrorCode.unknown_server_error
+    if exc.code in _TOO_LARGE:
+        return ErrorCode.invalid_commit_offset_size if offsets else ErrorCode.unknown_server_error
+    return _APPEND_ERRORS.get(exc.code, exc.code)
+
+
+def _resolve(waiter: object, result: Any) -> None:
+    if isinstance(waiter, asyncio.Future) and not waiter.done():
+        waiter.set_result(result)
+
+
+def _with_error(result: JoinGroupResult | SyncGroupResult, error: ErrorCode) -> Any:
+    if isinstance(result, JoinGroupResult):
+        return JoinGroupResult(member_id=result.member_id, error=error)
+    return SyncGroupResult(error=error)
+
+
+class GroupOperations:
+    def __init__(self, logs: Any, config: GroupConfig, clock_ms: Callable[[], int]) -> None:
+        self._logs = logs
+        self.config = config
+        self._clock_ms = clock_ms
+        self.groups: dict[str, GroupMetadata] = {}
+        self.num_partitions = config.offsets_topic_num_partitions
+
+    # -- persistence -------------------------------------------------------------------------------
+
+    async def _append(
+        self,
+        group_id: str,
+        records: Sequence[Record],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> LogAppendInfo:
+        tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
+        batch = build_batch(
+            records,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=0 if transactional else -1,
+            transactional=transactional,
+        )
+        return await self._logs.get_log(tp).append(bytes(batch), AppendOrigin.COORDINATOR)
+
+    async def complete(self, group: GroupMetadata, outcome: Outcome, now: int) -> None:
+        """Persist the group if the outcome asks, then deliver its replies."""
+        replies = outcome.replies
+        if outcome.store_group:
+            record = group_metadata_record(group.group_id, to_value(group), timestamp=now)
+            try:
+                await self._append(group.group_id, [record])
+            except Exception as exc:
+                error = append_error(exc, offsets=False)
+                log.warning("could not store group %s: %r", group.group_id, exc)
+                replies = [(w, _with_error(r, error)) for w, r in replies]
+                replies += group.store_failed(now).replies
+        for waiter, result in replies:
+            _resolve(waiter, result)
+
+    async def write_tombstones(
+        self,
+        group: GroupMetadata,
+        partitions: Iterable[TopicPartition],
+        *,
+        group_too: bool,
+        now: int,
+    ) -> None:
+        records = [
+            offset_commit_record(group.group_id, tp, None, timestamp=now) for tp in partitions
+        ]
+        if group_too:
+            records.append(group_metadata_record(group.group_id, None, timestamp=now))
+        if records:
+            await self._append(group.group_id, records)
+
+    def _removable(self, group: GroupMetadata) -> bool:
+        """A group that only exists in memory and holds nothing worth keeping."""
+        return (
+            group.state is GroupState.EMPTY
+            and group.generation_id == 0
+            and not group.pending_members
+            and not group.offsets.has_offsets()
+        )
+
+    def _maybe_forget(self, group: GroupMetadata) -> None:
+        if self._removable(group) and self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+
+    # -- membership ----------------------------------------------------------------------------------
+
+    async def do_join(self, cmd: c.JoinGroup) -> None:
+        params = cmd.params
+        if not cmd.group_id:
+            cmd.reply.set_result(
+                JoinGroupResult(member_id=params.member_id, error=ErrorCode.invalid_group_id)
+            )
+            return
+        group = self.groups.get(cmd.group_id)
+        now = self._clock_ms()
+        if group is None:
+            if params.member_id:
+                cmd.reply.set_result(
+                    JoinGroupResult(member_id=params.member_id, error=ErrorCode.unknown_member_id)
+                )
+                return
+            group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
+        await self.complete(group, group.join(params, now, cmd.reply), now)
+        self._maybe_forget(group)
+
+    async def do_sync(self, cmd: c.SyncGroup) -> None:
+        group = self.groups.get(cmd.group_id)
+        if not cmd.group_id or group is None:
+            error = ErrorCode.invalid_group_id if not cmd.group_id else ErrorCode.unknown_member_id
+            cmd.reply.set_result(SyncGroupResult(error=error))
+            return
+        now = self._clock_ms()
+        outcome = group.sync(
+            member_id=cmd.member_id,
+            generation_id=cmd.generation_id,
+            group_instance_id=cmd.group_instance_id,
+            protocol_type=cmd.protocol_type,
+            protocol_name=cmd.protocol_name,
+            assignments=cmd.assignments,
+            now_ms=now,
+            waiter=cmd.reply,
+        )
+        await self.complete(group, outcome, now)
+
+    def do_heartbeat(self, cmd: c.Heartbeat) -> ErrorCode:
+        if not cmd.group_id:
+            return ErrorCode.invalid_group_id
+        group = self.groups.get(cmd.group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id
+        try:
+            group.heartbeat(
+                cmd.member_id, cmd.generation_id, cmd.group_instance_id, self._clock_ms()
+            )
+        except KafkaError as exc:
+            return exc.code
+        return ErrorCode.none
+
+    async def do_leave(self, cmd: c.LeaveGroup) -> None:
+        if not cmd.group_id:
+            cmd.reply.set_result((ErrorCode.invalid_group_id, []))
+            return
+        group = self.groups.get(cmd.group_id)
+        if group is None:
+            cmd.reply.set_result((ErrorCode.none, [ErrorCode.unknown_member_id] * len(cmd.members)))
+            return
+        now = self._clock_ms()
+        try:
+            errors, outcome = group.leave(cmd.members, now)
+        except KafkaError as exc:
+            cmd.reply.set_result((exc.code, []))
+            return
+        await self.complete(group, outcome, now)
+        cmd.reply.set_result((ErrorCode.none, errors))
+
+    # -- offsets -------------------------------------------------------------------------------------
+
+    def _split_by_metadata_size(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> tuple[dict[TopicPartition, OffsetAndMetadata], dict[TopicPartition, ErrorCode]]:
+        limit = self.config.offset_metadata_max_bytes
+        ok, errors = {}, {}
+        for tp, value in offsets.items():
+            if len(value.metadata.encode()) > limit:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                ok[tp] = value
+        return ok, errors
+
+    async def _write_offsets(
+        self,
+        group_id: str,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        now: int,
+        **batch: Any,
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Append one record per offset; return the offsets stamped with their log positions."""
+        tps = list(offsets)
+        records = [offset_commit_record(group_id, tp, offsets[tp], timestamp=now) for tp in tps]
+        info = await self._append(group_id, records, **batch)
+        return {
+            tp: dataclasses.replace(offsets[tp], record_offset=info.base_offset + i)
+            for i, tp in enumerate(tps)
+        }
+
+    def _stamp(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata], now: int, retention_ms: int | None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        expire = None if retention_ms is None or retention_ms < 0 else now + retention_ms
+        return {
+            tp: dataclasses.replace(v, commit_timestamp=now, expire_timestamp=expire)
+            for tp, v in offsets.items()
+        }
+
+    async def do_commit(self, cmd: c.CommitOffsets) -> dict[TopicPartition, ErrorCode]:
+        now = self._clock_ms()
+        group = self.groups.get(cmd.group_id)
+        if group is None:
+            if cmd.generation_id >= 0:
+                # A member of a group this broker does not know: an older generation.
+                return dict.fromkeys(cmd.offsets, ErrorCode.illegal_generation)
+            group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
+        try:
+            check_offset_commit(
+                group,
+                member_id=cmd.member_id,
+                group_instance_id=cmd.group_instance_id,
+                generation_id=cmd.generation_id,
+                now_ms=now,
+            )
+        except KafkaError as exc:
+            self._maybe_forget(group)
+            return dict.fromkeys(cmd.offsets, exc.code)
+        ok, result = self._split_by_metadata_size(self._stamp(cmd.offsets, now, cmd.retention_ms))
+        if ok:
+            try:
+                group.offsets.commit(await self._write_offsets(cmd.group_id, ok, now))
+            except Exception as exc:
+                log.warning("could not commit offsets of group %s: %r", cmd.group_id, exc)
+                result.update(dict.fromkeys(ok, append_error(exc, offsets=True)))
+                self._maybe_forget(group)
+                return result
+        result.update(dict.fromkeys(ok, ErrorCode.none))
+        self._maybe_forget(group)
+        return result
+
+    def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset]:
+        group = self.groups.get(cmd.group_id)
+        if cmd.partitions is None:
+            if group is None:
+                return []
+            return [self._fetched(tp, group) for tp in group.offsets.committed]
+        out = []
+        for tp in cmd.partitions:
+            if group is not None and cmd.require_stable and group.offsets.is_pending(tp):
+                out.append(
+                    c.FetchedOffset(topic_partition=tp, error=ErrorCode.unstable_offset_commit)
+                )
+            else:
+                out.append(self._fetched(tp, group))
+        return out
+
+    @staticmethod
+    def _fetched(tp: TopicPartition, group: GroupMetadata | None) -> c.FetchedOffset:
+        value = group.offsets.get(tp) if group is not None else None
+        if value is None:
+            return c.FetchedOffset(topic_partition=tp)
+        return c.FetchedOffset(
+            topic_partition=tp,
+            committed_offset=value.committed_offset,
+            committed_leader_epoch=value.committed_leader_epoch,
+            metadata=value.metadata,
+        )
+
+    async def do_add_pending(self, cmd: c.AddPendingTxnOffsets) -> dict[TopicPartition, ErrorCode]:
+        if not cmd.group_id:
+            return dict.fromkeys(cmd.offsets, ErrorCode.invalid_group_id)
+        now = self._clock_ms()
+        group = self.groups.get(cmd.group_id)
+        if group is None:
+            group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
+        error = validate_offset_commit(
+            group,
+            member_id=cmd.member_id,
+            group_instance_id=cmd.group_instance_id,
+            generation_id=cmd.generation_id,
+            transactional=True,
+        )
+        if error is not None:
+            self._maybe_forget(group)
+            return dict.fromkeys(cmd.offsets, error)
+        ok, result = self._split_by_metadata_size(self._stamp(cmd.offsets, now, None))
+        if ok:
+            try:
+                written = await self._write_offsets(
+                    cmd.group_id,
+                    ok,
+                    now,
+                    producer_id=cmd.producer_id,
+                    producer_epoch=cmd.producer_epoch,
+                    transactional=True,
+                )
+            except Exception as exc:
+                log.warning("could not write txn offsets of group %s: %r", cmd.group_id, exc)
+                result.update(dict.fromkeys(ok, append_error(exc, offsets=True)))
+                self._maybe_forget(group)
+                return result
+            group.offsets.add_pending(cmd.producer_id, written)
+        result.update(dict.fromkeys(ok, ErrorCode.none))
+        return result
+
+    def do_complete_txn(self, cmd: c.CompleteTxn) -> None:
+        ids = self.groups.keys() if cmd.group_ids is None else cmd.group_ids
+        for group_id in list(ids):
+            group = self.groups.get(group_id)
+            if group is not None:
+                group.offsets.complete_txn(cmd.producer_id, cmd.commit)
+                self._maybe_forget(group)
+
+    # -- admin ---------------------------------------------------------------------------------------
+
+    def do_describe(self, cmd: c.DescribeGroups) -> list[GroupSummary]:
+        out = []
+        for group_id in cmd.group_ids:
+            group = self.groups.get(group_id)
+            if group is None:
+                out.append(
+                    GroupSummary(
+                        group_id=group_id,
+                        state=GroupState.DEAD,
+                        protocol_type="",
+                        protocol="",
+                        members=(),
+                    )
+                )
+            else:
+                out.append(describe(group))
+        return out
+
+    def do_list(self, cmd: c.ListGroups) -> list[tuple[str, str, GroupState]]:
+        wanted = {s.lower() for s in cmd.states}
+        return [
+            (g.group_id, g.protocol_type or "", g.state)
+            for g in self.groups.values()
+            if g.state is not GroupState.DEAD and (not wanted or g.state.value.lower() in wanted)
+        ]
+
+    async def do_delete_groups(self, cmd: c.DeleteGroups) -> dict[str, ErrorCode]:
+        now = self._clock_ms()
+        result = {}
+        for group_id in cmd.group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.state is GroupState.DEAD:
+                result[group_id] = ErrorCode.group_id_not_found
+            elif group.state is not GroupState.EMPTY:
+                result[group_id] = ErrorCode.non_empty_group
+            else:
+                try:
+                    await self.write_tombstones(
+                        group, list(group.offsets.committed), group_too=True, now=now
+                    )
+                except Exception as exc:
+                    result[group_id] = append_error(exc, offsets=False)
+                    continue
+                group.state = GroupState.DEAD
+                del self.groups[group_id]
+                result[group_id] = ErrorCode.none
+        return result
+
+    async def do_delete_offsets(
+        self, cmd: c.DeleteOffsets
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        group = self.groups.get(cmd.group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.group_id_not_found, {}
+        if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return ErrorCode.non_empty_group, {}
+        result, deletable = {}, []
+        for tp in cmd.partitions:
+            subscribed = group.subscribed_topics is None or tp.topic in group.subscribed_topics
+            if group.state is not GroupState.EMPTY and subscribed:
+                result[tp] = ErrorCode.group_subscribed_to_topic
+            else:
+                result[tp] = ErrorCode.none
+                if group.offsets.get(tp) is not None:
+                    deletable.append(tp)
+        try:
+            await self.write_tombstones(group, deletable, group_too=False, now=self._clock_ms())
+        except Exception as exc:
+            return append_error(exc, offsets=False), {}
+        group.offsets.delete(deletable)
+        return ErrorCode.none, result
