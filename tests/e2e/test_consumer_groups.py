@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from tests.broker_process import REPO
-from tests.e2e.txn_clients import create_topics, wait_until
+from tests.e2e.txn_clients import create_topics, kafka_module, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -102,9 +102,7 @@ def test_three_consumers_split_and_rebalance_when_one_closes(group_broker, strat
 
 
 def test_kafka_python_group_consumer(group_broker) -> None:
-    from tests.e2e.txn_clients import _kafka
-
-    kafka = _kafka()
+    kafka = kafka_module()
     bs = group_broker.bootstrap
     produce(bs, 30)
     c = kafka.KafkaConsumer(bootstrap_servers=bs, group_id="kp", auto_offset_reset="earliest",
