@@ -26,7 +26,7 @@ __all__ = (
     "RecordBatchHeader",
     "iter_batches",
     "set_base_offset",
-    "set_max_timestamp",
+    "stamp_log_append_time",
     "set_partition_leader_epoch",
 )
 
@@ -42,6 +42,8 @@ _CRC_FROM: Final = _CRC_AT + 4
 _MAX_TIMESTAMP_AT: Final = struct.calcsize(">qiibIhiq")
 _OFFSET: Final = struct.Struct(">q")
 _I32: Final = struct.Struct(">i")
+_I16: Final = struct.Struct(">h")
+_ATTRIBUTES_AT: Final = _CRC_FROM
 
 _COMPRESSION_MASK: Final = 0x07
 _TIMESTAMP_TYPE_BIT: Final = 0x08
@@ -162,8 +164,14 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
     _I32.pack_into(buf, pos + _LEADER_EPOCH_AT, epoch)
 
 
-def set_max_timestamp(buf: bytearray | memoryview, pos: int, header: RecordBatchHeader, ts: int) -> None:
-    """For LogAppendTime topics: rewrite max_timestamp, which the CRC covers, so recompute it."""
-    _OFFSET.pack_into(buf, pos + _MAX_TIMESTAMP_AT, ts)
-    view = memoryview(buf)[pos + _CRC_FROM : pos + header.size]
-    struct.pack_into(">I", buf, pos + _CRC_AT, crc32c(view))
+def stamp_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytearray:
+    """A copy of one batch marked LogAppendTime with max_timestamp = now_ms and a fresh CRC.
+
+    Both fields are covered by the CRC, so unlike offsets they cannot be patched while writing;
+    LogAppendTime topics pay for this one copy."""
+    buf = bytearray(batch)
+    (attributes,) = _I16.unpack_from(buf, _ATTRIBUTES_AT)
+    _I16.pack_into(buf, _ATTRIBUTES_AT, attributes | _TIMESTAMP_TYPE_BIT)
+    _OFFSET.pack_into(buf, _MAX_TIMESTAMP_AT, now_ms)
+    struct.pack_into(">I", buf, _CRC_AT, crc32c(memoryview(buf)[_CRC_FROM:]))
+    return buf

@@ -142,7 +142,8 @@ class LogManager:
         if name in self.topics:
             raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         if partitions <= 0:
-            raise KafkaError(ErrorCode.invalid_partitions, f"number of partitions must be larger than 0, got {partitions}")
+            raise KafkaError(ErrorCode.invalid_partitions,
+                             f"number of partitions must be larger than 0, got {partitions}")
         configs = dict(configs or {})
         self._check_configs(configs)
         meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)

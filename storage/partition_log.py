@@ -8,21 +8,19 @@ are never copied or re-encoded.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import os
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, assert_never
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches
+from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
 
 from .api import (
-    AbortedTxn,
     AppendOrigin,
     FetchDataInfo,
     IsolationLevel,
@@ -33,6 +31,7 @@ from .log_config import LogConfig
 from .log_segment import LogSegment
 from .log_transactions import LogTransactions, PendingBatch
 from .producer_state import BatchMetadata
+from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches
 
 __all__ = ("LocalPartitionLog",)
 
@@ -58,11 +57,6 @@ class _Call:
 
 
 _Command = _Append | _Call
-
-
-@dataclass(slots=True)
-class _Pending:
-    headers: list[tuple[int, RecordBatchHeader]] = field(default_factory=list)
 
 
 class LocalPartitionLog:
@@ -270,7 +264,7 @@ class LocalPartitionLog:
             end = pos + header.size
             parts += (_I64.pack(offset), view[pos + 8 : pos + 12], _I32.pack(LEADER_EPOCH))
             if append_time:
-                parts.append(_log_append_time_tail(view[pos:end], now_ms))
+                parts.append(memoryview(stamp_log_append_time(view[pos:end], now_ms))[LOG_OVERHEAD + 4 :])
             else:
                 parts.append(view[pos + LOG_OVERHEAD + 4 : end])
             assigned.append((pos, _with_offset(header, offset)))
@@ -337,9 +331,6 @@ class LocalPartitionLog:
 
     # -- read -----------------------------------------------------------------------------------
 
-    def _segment_for(self, offset: int) -> int:
-        return max(bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1, 0)
-
     def check_offset(self, fetch_offset: int) -> None:
         if fetch_offset < self._log_start_offset or fetch_offset > self.log_end_offset:
             raise KafkaError(
@@ -350,10 +341,11 @@ class LocalPartitionLog:
     def read_sync(self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel) -> FetchDataInfo:
         self.check_offset(fetch_offset)
         limit = self.last_stable_offset if isolation is IsolationLevel.READ_COMMITTED else self.high_watermark
-        records = self._read_batches(fetch_offset, max_bytes, limit)
+        records, upper_bound = read_batches(self.segments, fetch_offset, max_bytes, limit)
         aborted = None
         if isolation is IsolationLevel.READ_COMMITTED:
-            aborted = self._aborted_in(fetch_offset, records)
+            # Kafka's upper bound: the offset after the last returned batch.
+            aborted = self.txns.collect_aborted(fetch_offset, upper_bound) if records else []
         return FetchDataInfo(
             records=[records] if records else [],
             high_watermark=self.high_watermark,
@@ -362,60 +354,11 @@ class LocalPartitionLog:
             aborted_transactions=aborted,
         )
 
-    def _aborted_in(self, fetch_offset: int, records: bytes) -> list[AbortedTxn]:
-        """Aborted transactions overlapping the returned batches (Kafka's upper bound: the
-        offset after the last returned batch)."""
-        if not records:
-            return []
-        last = None
-        for _, header in iter_batches(records, verify_crc=False):
-            last = header
-        assert last is not None
-        return self.txns.collect_aborted(fetch_offset, last.last_offset + 1)
-
-    def _read_batches(self, fetch_offset: int, max_bytes: int, limit: int) -> bytes:
-        """Whole batches from the one holding fetch_offset, below limit; at least one batch."""
-        if fetch_offset >= limit:
-            return b""
-        for seg in self.segments[self._segment_for(fetch_offset) :]:
-            start = end = None
-            for loc in seg.iter_from(seg.index.lookup(fetch_offset)):
-                h = loc.header
-                if h.last_offset < fetch_offset:
-                    continue
-                if h.base_offset >= limit:
-                    break
-                if start is None:
-                    start = loc.position
-                elif loc.position + h.size - start > max_bytes:
-                    break
-                end = loc.position + h.size
-            if start is not None and end is not None:
-                return seg.read_range(start, end)
-        return b""
-
     def _offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first batch whose max timestamp is >= timestamp."""
-        for seg in self.segments:
-            if seg.max_timestamp < timestamp:
-                continue
-            start = seg.index.lookup(seg.time_index.lookup(timestamp))
-            for loc in seg.iter_from(start):
-                if loc.header.max_timestamp >= timestamp:
-                    return max(loc.header.base_offset, self._log_start_offset), loc.header.max_timestamp
-        return None
+        return offset_for_timestamp(self.segments, timestamp, self._log_start_offset)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the batch with the largest timestamp (ListOffsets -3)."""
-        best: tuple[int, int] | None = None
-        for seg in self.segments:
-            if seg.max_timestamp < 0 or (best and seg.max_timestamp <= best[1]):
-                continue
-            for loc in seg.iter_from(seg.index.lookup(seg.time_index.lookup(seg.max_timestamp))):
-                if loc.header.max_timestamp == seg.max_timestamp:
-                    best = (loc.header.last_offset, seg.max_timestamp)
-                    break
-        return best
+        return max_timestamp_offset(self.segments)
 
     # -- retention --------------------------------------------------------------------------------
 
@@ -447,19 +390,4 @@ def _segment_time(seg: LogSegment) -> int:
 
 
 def _with_offset(header: RecordBatchHeader, offset: int) -> RecordBatchHeader:
-    from dataclasses import replace
-
     return replace(header, base_offset=offset)
-
-
-def _log_append_time_tail(batch: memoryview, now_ms: int) -> bytes:
-    from protocol.record_batch import set_max_timestamp
-
-    buf = bytearray(batch)  # LogAppendTime changes CRC-covered bytes: a copy is unavoidable
-    header = RecordBatchHeader.parse(buf)
-    set_max_timestamp(buf, 0, header, now_ms)
-    struct.pack_into(">h", buf, 21, header.attributes | 0x08)
-    from crc32c import crc32c
-
-    struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[21:]))
-    return bytes(buf[LOG_OVERHEAD + 4 :])

@@ -15,7 +15,7 @@ from protocol.record_batch import (
     RecordBatchHeader,
     iter_batches,
     set_base_offset,
-    set_max_timestamp,
+    stamp_log_append_time,
     set_partition_leader_epoch,
 )
 from protocol.records import Record, build_batch, read_records
@@ -104,12 +104,12 @@ def test_patching_offset_and_leader_epoch_keeps_the_crc_valid():
     assert (header.base_offset, header.partition_leader_epoch, header.last_offset) == (123_456_789, 7, 123_456_793)
 
 
-def test_set_max_timestamp_recomputes_the_crc():
-    buf = bytearray(vector("confluent-gzip"))
-    header = RecordBatchHeader.parse(buf)
-    set_max_timestamp(buf, 0, header, CREATE_TIME + 99)
-    [(_, patched)] = list(iter_batches(buf))
+def test_stamp_log_append_time_sets_the_flag_and_recomputes_the_crc():
+    original = vector("confluent-gzip")
+    buf = stamp_log_append_time(original, CREATE_TIME + 99)
+    [(_, patched)] = list(iter_batches(buf))  # iter_batches verifies the CRC
     assert patched.max_timestamp == CREATE_TIME + 99
+    assert patched.log_append_time and not RecordBatchHeader.parse(original).log_append_time
 
 
 @pytest.mark.parametrize("keep", [1, 16, 17, 30, HEADER_SIZE - 1, HEADER_SIZE, 100, -1])
