@@ -1,0 +1,104 @@
+// Drives eosbroker with the stock Java kafka-clients (the version Spark's connector ships):
+// admin calls, an idempotent zstd producer, a transactional producer that commits and aborts,
+// and read_committed / read_uncommitted consumers. Prints one "CHECK name value" line per result.
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.*;
+
+public class ClientCheck {
+    static String bootstrap;
+
+    public static void main(String[] args) throws Exception {
+        bootstrap = args[0];
+        String topic = args[1];
+        int n = Integer.parseInt(args[2]);
+        boolean transactions = args.length > 3 && args[3].equals("txn");
+        Properties ap = new Properties();
+        ap.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(ap)) {
+            admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
+            check("topic_listed", admin.listTopics().names().get().contains(topic));
+            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            check("partitions", d.partitions().size());
+        }
+        produce(topic, n);
+        List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+        int expected = n;
+        if (transactions) {
+            transact(topic, n, true);
+            transact(topic, n, false);
+            expected += n;
+        }
+        check("read_committed", consume(tps, "read_committed", expected));
+        check("read_uncommitted", consume(tps, "read_uncommitted", transactions ? expected + n : expected));
+    }
+
+    static void check(String name, Object value) {
+        System.out.println("CHECK " + name + " " + value);
+    }
+
+    static Properties producerProps() {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        p.put("compression.type", "zstd");
+        return p;
+    }
+
+    static void produce(String topic, int n) {
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps())) {
+            for (int i = 0; i < n; i++) p.send(new ProducerRecord<>(topic, i % 2, "k" + i, "plain-" + i));
+            p.flush();
+        }
+    }
+
+    static void transact(String topic, int n, boolean commit) {
+        Properties props = producerProps();
+        props.put("transactional.id", "java-check-" + topic);
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(props)) {
+            p.initTransactions();
+            p.beginTransaction();
+            String tag = commit ? "committed-" : "aborted-";
+            for (int i = 0; i < n; i++) p.send(new ProducerRecord<>(topic, i % 2, "k" + i, tag + i));
+            if (commit) p.commitTransaction();
+            else {
+                p.flush();
+                p.abortTransaction();
+            }
+        }
+    }
+
+    static int consume(List<TopicPartition> tps, String isolation, int expected) {
+        Properties cp = new Properties();
+        cp.put("bootstrap.servers", bootstrap);
+        cp.put("key.deserializer", StringDeserializer.class.getName());
+        cp.put("value.deserializer", StringDeserializer.class.getName());
+        cp.put("isolation.level", isolation);
+        cp.put("auto.offset.reset", "none");
+        cp.put("enable.auto.commit", "false");
+        int got = 0;
+        int aborted = 0;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps);
+            long deadline = System.currentTimeMillis() + 30000;
+            while (System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    got++;
+                    if (r.value().startsWith("aborted-")) aborted++;
+                }
+                boolean atEnd = true;
+                for (TopicPartition tp : tps) atEnd &= c.position(tp) >= end.get(tp);
+                if (atEnd && got >= expected) break;
+            }
+        }
+        check(isolation + "_aborted_seen", aborted);
+        return got;
+    }
+}
