@@ -66,7 +66,7 @@ CASES = (
     Case(key="w3", title="3 read_committed consume (20% aborted)", load="read_committed",
          params=lambda s, t: {"topic": t, "partitions": 1, "total_mb": s.read_committed_mb,
                               "txn_records": 500, "abort_every": 5},
-         metrics={"MB/s": HIGHER}),
+         metrics={"MB/s": HIGHER, "records/s": HIGHER}),
     Case(key="w4", title="4 consume-transform-produce", load="ctp",
          params=lambda s, t: {"input": t + "-in", "output": t + "-out", "partitions": 1,
                               "records": s.ctp_records, "batch_records": 500},

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -133,6 +134,8 @@ def measure(broker: Running, rnd: int, size: Size, cases: tuple[Case, ...],
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the finally blocks stop the broker under test.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     size = SIZES[args.size]
     if args.rounds:
         size = replace(size, rounds=args.rounds)
