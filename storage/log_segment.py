@@ -42,8 +42,11 @@ class LogSegment:
         self.log_path = directory / segment_name(base_offset, ".log")
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = os.fstat(self._fd).st_size
-        self.index = OffsetIndex(directory / segment_name(base_offset, ".index"), base_offset)
-        self.time_index = TimeIndex(directory / segment_name(base_offset, ".timeindex"), base_offset)
+        index_paths = [directory / segment_name(base_offset, s) for s in (".index", ".timeindex")]
+        # As Kafka's LogLoader does, a missing index file means the segment must be rebuilt.
+        self._index_missing = not all(p.exists() for p in index_paths)
+        self.index = OffsetIndex(index_paths[0], base_offset)
+        self.time_index = TimeIndex(index_paths[1], base_offset)
         self._interval = index_interval_bytes
         self._bytes_since_index = 0
         self.next_offset = base_offset  # one past the last offset written here
@@ -55,10 +58,17 @@ class LogSegment:
     def load(self, recover: bool) -> int:
         """Open an existing segment. With recover, scan every batch (CRC included), truncate a
         torn or corrupt tail and rebuild the indexes; returns the bytes truncated."""
-        if not recover and self.index.load(self.size) and self.time_index.load():
+        if not recover and not self._index_missing and self._indexes_load():
             self._load_tail_offsets()
             return 0
         return self.recover()
+
+    def _indexes_load(self) -> bool:
+        if not (self.index.load(self.size) and self.time_index.load()):
+            return False
+        # The first batch of a segment is always indexed, so an empty index of a non-empty
+        # log is a lost write: rebuild it rather than scan the whole segment on every lookup.
+        return self.size == 0 or len(self.index) > 0
 
     def _load_tail_offsets(self) -> None:
         last = None
@@ -96,14 +106,16 @@ class LogSegment:
                     yield BatchLocation(pos + rel, header)
                     consumed = rel + header.size
             except KafkaError:
-                if consumed == 0 and len(chunk) >= self.size - pos:
-                    raise
-                if consumed == 0:  # a batch larger than the chunk: read it whole
-                    header = RecordBatchHeader.parse(chunk, 0)
-                    whole = os.pread(self._fd, header.size, pos)
+                if consumed == 0:  # a batch larger than the chunk (read it whole), or corruption
+                    size = RecordBatchHeader.parse(chunk, 0).size if len(chunk) >= HEADER_SIZE else 0
+                    # Bound the size by the file so a garbage length can neither be negative
+                    # nor make us allocate gigabytes.
+                    if not len(chunk) < size <= self.size - pos:
+                        raise
+                    whole = os.pread(self._fd, size, pos)
                     for _, h in iter_batches(whole, verify_crc):
                         yield BatchLocation(pos, h)
-                    consumed = header.size
+                    consumed = size
             pos += consumed
 
     def _index_batch(self, position: int, header: RecordBatchHeader) -> None:

@@ -42,6 +42,9 @@ class OffsetIndex:
             last_off, last_pos = rel, pos
         return True
 
+    def __len__(self) -> int:
+        return len(self._offsets)
+
     def reset(self) -> None:
         self._offsets.clear()
         self._positions.clear()
