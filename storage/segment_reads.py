@@ -6,7 +6,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from .log_segment import LogSegment
+from protocol.records import read_records
+
+from .log_segment import BatchLocation, LogSegment
 
 __all__ = ("read_batches", "offset_for_timestamp", "max_timestamp_offset", "segment_index")
 
@@ -46,25 +48,40 @@ def read_batches(
 def offset_for_timestamp(
     segments: Sequence[LogSegment], timestamp: int, log_start_offset: int
 ) -> tuple[int, int] | None:
-    """(offset, timestamp) of the first batch whose max timestamp is >= timestamp."""
+    """(offset, timestamp) of the first record whose timestamp is >= timestamp."""
     for seg in segments:
         if seg.max_timestamp < timestamp:
             continue
         start = seg.index.lookup(seg.time_index.lookup(timestamp))
         for loc in seg.iter_from(start):
             if loc.header.max_timestamp >= timestamp:
-                return max(loc.header.base_offset, log_start_offset), loc.header.max_timestamp
+                offset, ts = _first_record_at(seg, loc, timestamp)
+                return max(offset, log_start_offset), ts
     return None
 
 
 def max_timestamp_offset(segments: Sequence[LogSegment]) -> tuple[int, int] | None:
-    """(offset, timestamp) of the batch with the largest timestamp (ListOffsets -3)."""
+    """(offset, timestamp) of the first record with the largest timestamp (ListOffsets -3)."""
     best: tuple[int, int] | None = None
     for seg in segments:
         if seg.max_timestamp < 0 or (best and seg.max_timestamp <= best[1]):
             continue
         for loc in seg.iter_from(seg.index.lookup(seg.time_index.lookup(seg.max_timestamp))):
             if loc.header.max_timestamp == seg.max_timestamp:
-                best = (loc.header.last_offset, seg.max_timestamp)
+                best = _first_record_at(seg, loc, seg.max_timestamp)
                 break
     return best
+
+
+def _first_record_at(seg: LogSegment, loc: BatchLocation, timestamp: int) -> tuple[int, int]:
+    """(offset, timestamp) of the batch's first record at or after timestamp. Kafka answers
+    ListOffsets by time per record, so this one batch is decoded: ListOffsets is rare, and the
+    produce and fetch paths still never decode records."""
+    header = loc.header
+    if header.log_append_time:  # every record carries the batch's append time
+        return header.base_offset, header.max_timestamp
+    for _, records in read_records(seg.read_range(loc.position, loc.position + header.size)):
+        for record in records:
+            if record.timestamp >= timestamp:
+                return record.offset, record.timestamp
+    return header.base_offset, header.max_timestamp

@@ -143,11 +143,12 @@ async def test_offset_for_timestamp_across_segments(tmp_path):
     for i in range(20):
         await plog.append(batch(2, ts=10_000 + 100 * i, size=50))  # offsets 2i, 2i+1 at ts, ts+1
     assert len(plog.segments) > 3
-    assert await plog.offset_for_timestamp(0) == (0, 10_001)
-    assert await plog.offset_for_timestamp(10_001) == (0, 10_001)
-    assert await plog.offset_for_timestamp(10_002) == (2, 10_101)
-    assert await plog.offset_for_timestamp(10_750) == (16, 10_801)
-    assert await plog.offset_for_timestamp(11_901) == (38, 11_901)
+    # Kafka answers with the first *record* at or after the timestamp, inside its batch.
+    assert await plog.offset_for_timestamp(0) == (0, 10_000)
+    assert await plog.offset_for_timestamp(10_001) == (1, 10_001)
+    assert await plog.offset_for_timestamp(10_002) == (2, 10_100)
+    assert await plog.offset_for_timestamp(10_750) == (16, 10_800)
+    assert await plog.offset_for_timestamp(11_901) == (39, 11_901)
     assert await plog.offset_for_timestamp(11_902) is None
     assert await plog.call(plog.max_timestamp_offset) == (39, 11_901)
     await plog.close()
