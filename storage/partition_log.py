@@ -370,7 +370,7 @@ class LocalPartitionLog:
         while len(self.segments) > 1:
             seg = self.segments[0]
             expired = 0 <= self.config.retention_ms < now_ms - _segment_time(seg)
-            oversize = 0 <= self.config.retention_bytes < total - seg.size
+            oversize = 0 <= self.config.retention_bytes <= total - seg.size  # Kafka: diff - size >= 0
             if not (expired or oversize):
                 break
             total -= seg.size
