@@ -73,12 +73,14 @@ def test_continuous_query_keeps_up_across_kill_9_of_the_broker(spark, spark_brok
         before = plan(30, seed=5, prefix="p")
         write_transactions(bs, topic, before, "spark-kill")
         queries[0].processAllAvailable()
-        hanging = leave_transaction_open(bs, topic, "spark-kill", plan(1, seed=6, prefix="h")[0].transfers)
+        hanging = plan(1, seed=6, prefix="h")[0].transfers
+        zombie = leave_transaction_open(bs, topic, "spark-kill", hanging)  # kept alive: it never ends its txn
         spark_broker.restart(kill=True)
         after = plan(30, seed=7, prefix="q")
         write_transactions(bs, topic, after, "spark-kill")
         queries[0].processAllAvailable()
         assert queries[0].exception() is None
+        del zombie
     finally:
         for q in queries:
             q.stop()
@@ -87,8 +89,9 @@ def test_continuous_query_keeps_up_across_kill_9_of_the_broker(spark, spark_brok
     assert not set(hanging) & set(got)
 
 
-def leave_transaction_open(bs: str, topic: str, txn_id: str, transfers: tuple[Transfer, ...]) -> list[Transfer]:
-    """Produce a transaction's records and leave it open (they are in the log, beyond the LSO)."""
+def leave_transaction_open(bs: str, topic: str, txn_id: str, transfers: tuple[Transfer, ...]) -> Producer:
+    """Produce a transaction's records and leave it open (they are in the log, beyond the LSO).
+    Returns the producer, which the caller keeps until another one has fenced it."""
     producer = Producer({"bootstrap.servers": bs, "transactional.id": txn_id})
     producer.init_transactions(60)
     producer.begin_transaction()
@@ -97,4 +100,4 @@ def leave_transaction_open(bs: str, topic: str, txn_id: str, transfers: tuple[Tr
     assert producer.flush(60) == 0
     stable = end_offsets(bs, topic, "read_committed")
     assert stable != end_offsets(bs, topic, "read_uncommitted"), "the open transaction must hold back the LSO"
-    return list(transfers)
+    return producer
