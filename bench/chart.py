@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter  # noqa: E402
 
 GOOD, BAD, PLAIN = "#2a9d5b", "#c8553d", "#4a6fa5"
 
@@ -29,17 +30,25 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
 
 
 def _ratios(ax, rows: list[dict], labels: list[str]) -> None:  # type: ignore[no-untyped-def]
-    values = [r.get("ratio") or 0.0 for r in rows]
+    values = [r.get("ratio") or 1.0 for r in rows]
     colors = [PLAIN if r.get("ratio") is None else (GOOD if r["favours_ours"] else BAD)
               for r in rows]
-    ax.barh(labels, values, color=colors)
+    # Bars grow from 1.0 (parity) on a log axis, so 2x and 0.5x look the same size.
+    ax.barh(labels, [v - 1.0 for v in values], left=1.0, color=colors)
     ax.axvline(1.0, color="black", linewidth=0.8)
-    if any(v > 0 for v in values):
-        ax.set_xscale("log")
-    for y, (v, r) in enumerate(zip(values, rows, strict=True)):
-        text = f"{v:.2f}x ({r['better']} is better)" if v else "no ratio (failed)"
-        ax.text(v if v else 1.0, y, " " + text, va="center", fontsize=8)
-    ax.set_xlabel("eosbroker / Kafka (green favours eosbroker)")
+    ax.set_xscale("log")
+    lo, hi = min(values + [0.5]) / 1.5, max(values + [2.0]) * 3
+    ax.set_xlim(lo, hi)
+    ticks = [t for t in (0.01, 0.03, 0.1, 0.25, 0.5, 1, 2, 4, 10, 30, 100) if lo <= t <= hi]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FixedFormatter([f"{t:g}x" for t in ticks]))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    for y, r in enumerate(rows):
+        ratio = r.get("ratio")
+        text = f"{ratio:.2f}x ({r['better']} is better)" if ratio else "no ratio (failed)"
+        x = max(ratio or 1.0, 1.0)
+        ax.text(x, y, " " + text, va="center", fontsize=8)
+    ax.set_xlabel("eosbroker / Kafka, medians (green favours eosbroker)")
 
 
 def _medians(ax, rows: list[dict], labels: list[str], broker: str) -> None:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ one never takes CPU from the one being measured.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
 import sys
@@ -68,7 +69,9 @@ def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path, rnd: i
 
 def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
              timeout: float) -> dict:
-    entry: dict = {"round": rnd, "broker": broker.name, "case": case.key}
+    # The machine may be shared: keep its load next to each figure.
+    entry: dict = {"round": rnd, "broker": broker.name, "case": case.key,
+                   "loadavg_1m": os.getloadavg()[0]}
     t0 = time.perf_counter()
     try:
         result = run_load(case.load, case.params(size, f"{case.key}-r{rnd}"), broker,
@@ -148,12 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"size": args.size, "rounds": size.rounds, "brokers": list(brokers),
             "kafka_version": kafka_version() if "kafka" in brokers else None,
             "kafka_heap": args.kafka_heap, "machine": machine(), "started": stamp,
-            "cases": {c.key: c.title for c in cases}, "profiled": args.profile}
+            "cases": {c.key: c.title for c in cases}, "profiled": args.profile,
+            "loadavg_start": os.getloadavg()}
     entries: list[dict] = []
     for rnd in range(size.rounds):
         order = brokers if rnd % 2 == 0 else tuple(reversed(brokers))
         for name in order:
             entries.extend(broker_round(name, rnd, size, cases, args, logs))
+    meta["loadavg_end"] = os.getloadavg()
     paths = report.write(run_dir, meta, entries)
     print(paths["table"].read_text())
     for kind, path in paths.items():
