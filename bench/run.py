@@ -43,6 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true",
                    help="run eosbroker under py-spy and write its top frames (figures then "
                         "include the profiler's overhead)")
+    p.add_argument("--profile-native", action="store_true",
+                   help="as --profile, with C frames (uvloop, kio's readers) in the stacks")
     return p.parse_args(argv)
 
 
@@ -63,8 +65,9 @@ def select_cases(spec: str | None) -> tuple[Case, ...]:
 def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path, rnd: int) -> Running:
     if name == "kafka":
         return start_kafka(workdir, heap=args.kafka_heap)
+    profiled = args.profile or args.profile_native
     return start_eosbroker(workdir, profile=logs / f"eosbroker-r{rnd}-pyspy.txt"
-                           if args.profile else None)
+                           if profiled else None, native=args.profile_native)
 
 
 def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
@@ -82,7 +85,7 @@ def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
                  f"(see {logs})")
         return entry
     entry.update({k: result[k] for k in ("metrics", "wall_s", "client_cores", "broker_cores",
-                                          "broker_rss_peak_mb")})
+                                          "broker_rss_peak_mb", "client_main_thread_cores")})
     shown = ", ".join(f"{v:,.1f} {k}" for k, v in result["metrics"].items())
     progress(f"  {case.key:<11} {shown}  (client {result['client_cores']:.2f} cores, "
              f"broker {result['broker_cores']:.2f} cores, {result['wall_s']:.1f} s)")
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"size": args.size, "rounds": size.rounds, "brokers": list(brokers),
             "kafka_version": kafka_version() if "kafka" in brokers else None,
             "kafka_heap": args.kafka_heap, "machine": machine(), "started": stamp,
-            "cases": {c.key: c.title for c in cases}, "profiled": args.profile,
+            "cases": {c.key: c.title for c in cases}, "profiled": args.profile or args.profile_native,
             "loadavg_start": os.getloadavg()}
     entries: list[dict] = []
     for rnd in range(size.rounds):

@@ -102,7 +102,8 @@ def _innermost(pid: int) -> int:
     return proc.pid
 
 
-def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None = None) -> Running:
+def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None = None,
+                    native: bool = False) -> Running:
     """Start `python -m broker`; with `profile`, under py-spy writing collapsed stacks there."""
     port = free_port()
     data = workdir / "eos-data"
@@ -111,7 +112,8 @@ def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None =
             "--data-dir", str(data)]
     if profile is not None:
         argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
-                "--rate", "200", "--nonblocking", "-o", str(profile), "--", *argv]
+                "--rate", "200", *(["--native"] if native else ["--nonblocking"]),
+                "-o", str(profile), "--", *argv]
     return _spawn_and_wait("eosbroker", argv, port, workdir / "eosbroker.log", repo)
 
 

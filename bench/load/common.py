@@ -66,14 +66,15 @@ def report_progress(message: str) -> None:
 
 @dataclass(slots=True)
 class Meter:
-    """Wall time and this process's CPU time (all threads, librdkafka's too)."""
+    """Wall time and this process's CPU time (all threads, librdkafka's too).
+
+    emit() must run on the thread that made the Meter (its thread_time).
+    """
 
     wall0: float = field(default_factory=time.perf_counter)
     cpu0: float = field(default_factory=time.process_time)
-
-    def restart(self) -> None:
-        self.wall0 = time.perf_counter()
-        self.cpu0 = time.process_time()
+    # The calling thread alone: the Python loop that calls produce()/consume().
+    thread0: float = field(default_factory=time.thread_time)
 
     def read(self) -> tuple[float, float]:
         return time.perf_counter() - self.wall0, time.process_time() - self.cpu0
@@ -81,8 +82,10 @@ class Meter:
 
 def emit(metrics: dict[str, float], meter: Meter, **info: object) -> None:
     wall, cpu = meter.read()
+    thread = time.thread_time() - meter.thread0
     result = {"metrics": metrics, "wall_s": wall, "client_cpu_s": cpu,
-              "client_cores": cpu / wall if wall > 0 else 0.0, "info": info}
+              "client_cores": cpu / wall if wall > 0 else 0.0,
+              "client_main_thread_cores": thread / wall if wall > 0 else 0.0, "info": info}
     print("RESULT " + json.dumps(result), flush=True)
 
 

@@ -6,7 +6,7 @@ import math
 
 from bench.load.common import percentile
 from bench.probe import CORRELATION_ID, SIZE, api_versions_request
-from bench.report import summarize, table
+from bench.report import cpu_note, summarize, table
 
 
 def entry(broker: str, case: str, rnd: int = 0, **metrics: float) -> dict:
@@ -53,3 +53,13 @@ def test_probe_request_is_a_sized_api_versions_v0_frame() -> None:
     assert SIZE.unpack_from(frame)[0] == len(frame) - 4
     assert frame[4:8] == b"\x00\x12\x00\x00"  # api key 18, version 0
     assert int.from_bytes(frame[8:12], "big") == CORRELATION_ID
+
+
+def test_client_bound_follows_the_loads_python_thread() -> None:
+    def s(x: float) -> dict:
+        return {"median": x}
+
+    assert cpu_note(s(1.3), s(0.95), s(0.2)) == "client-bound"
+    assert cpu_note(s(1.3), s(0.4), s(0.2)) == ""
+    assert cpu_note(s(0.8), s(0.5), s(1.1)) == "CPU-saturated"
+    assert cpu_note(None, None, s(1.5)) == ""
