@@ -41,7 +41,7 @@ test: install-test spark-jars
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install-test
-	$(VENV)/bin/ruff check broker protocol storage coordinator tests
+	$(VENV)/bin/ruff check broker protocol storage coordinator pipeline bench tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -15,8 +15,8 @@ from protocol.record_batch import (
     RecordBatchHeader,
     iter_batches,
     set_base_offset,
-    stamp_log_append_time,
     set_partition_leader_epoch,
+    stamp_log_append_time,
 )
 from protocol.records import Record, build_batch, read_records
 
