@@ -34,7 +34,7 @@ def log_defaults(config: BrokerConfig) -> dict[str, object]:
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.logs = LogManager(config.data_dir, log_defaults(config))
+        self.logs = LogManager(config.data_dir, log_defaults(config), config.producer_id_expiration_ms)
         self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS)
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.Server | None = None

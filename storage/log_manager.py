@@ -71,9 +71,11 @@ class TopicMetadata:
 
 
 class LogManager:
-    def __init__(self, data_dir: Path, log_defaults: Mapping[str, object]) -> None:
+    def __init__(self, data_dir: Path, log_defaults: Mapping[str, object],
+                 producer_id_expiration_ms: int = 86_400_000) -> None:
         self.data_dir = data_dir
         self.log_defaults = log_defaults
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[TopicPartition, LocalPartitionLog] = {}
         self._started = False
@@ -114,7 +116,8 @@ class LogManager:
 
     def _open_log(self, meta: TopicMetadata, partition: int, clean: bool) -> LocalPartitionLog:
         tp = TopicPartition(meta.name, partition)
-        plog = LocalPartitionLog(tp, self.data_dir / str(tp), self.log_config(meta))
+        plog = LocalPartitionLog(tp, self.data_dir / str(tp), self.log_config(meta),
+                                 producer_id_expiration_ms=self.producer_id_expiration_ms)
         plog.open(clean_shutdown=clean)
         if self._started:
             plog.start()
