@@ -175,3 +175,27 @@ def test_member_that_stops_heartbeating_is_expired(group_broker) -> None:
     finally:
         proc.kill()
         survivor.close()
+
+
+def test_static_member_restart_keeps_its_partitions_without_a_rebalance(group_broker) -> None:
+    bs = group_broker.bootstrap
+    conf = {"bootstrap.servers": bs, "group.id": "static", "session.timeout.ms": 30000,
+            "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"}
+    revoked: list[object] = []
+    a = Consumer(conf | {"group.instance.id": "a"})
+    a.subscribe([TOPIC], on_revoke=lambda c, parts: revoked.append(parts))
+    b = Consumer(conf | {"group.instance.id": "b"})
+    b.subscribe([TOPIC])
+    received: list[bytes] = []
+    settle([a, b], [3, 3], received)
+    a_owned, b_owned = owned(a), owned(b)
+    revoked.clear()
+    b.close()  # a static member sends no LeaveGroup: its place is kept for the session timeout
+    b2 = Consumer(conf | {"group.instance.id": "b"})
+    b2.subscribe([TOPIC])
+    wait_until(lambda: (poll_all([a, b2], received), owned(b2) == b_owned)[1],
+               "the restarted static member's old partitions")
+    poll_all([a], received)
+    assert owned(a) == a_owned and revoked == []  # the other member never rebalanced
+    a.close()
+    b2.close()
