@@ -18,20 +18,25 @@ public class GroupCheck {
         String topic = args[1];
         int n = Integer.parseInt(args[2]);
         String group = topic + "-group";
-        produce(topic, n);
         Set<String> seen = new HashSet<>();
         KafkaConsumer<String, String> c1 = consumer(group);
         KafkaConsumer<String, String> c2 = consumer(group);
         c1.subscribe(List.of(topic));
         c2.subscribe(List.of(topic));
         long deadline = System.currentTimeMillis() + 90_000;
-        while ((c1.assignment().size() != 3 || c2.assignment().size() != 3 || seen.size() < n)
+        // Settle the split first and produce afterwards, so every record is consumed (and
+        // committed) by the member that owns its partition in the final generation.
+        while ((c1.assignment().size() != 3 || c2.assignment().size() != 3)
                 && System.currentTimeMillis() < deadline) {
+            for (KafkaConsumer<String, String> c : List.of(c1, c2)) c.poll(Duration.ofMillis(100));
+        }
+        check("split", c1.assignment().size() + "/" + c2.assignment().size());
+        produce(topic, n);
+        while (seen.size() < n && System.currentTimeMillis() < deadline) {
             for (KafkaConsumer<String, String> c : List.of(c1, c2)) {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) seen.add(r.value());
             }
         }
-        check("split", c1.assignment().size() + "/" + c2.assignment().size());
         check("consumed", seen.size());
         c1.commitSync();
         c2.commitSync();
