@@ -17,6 +17,7 @@ __consumer_offsets writes around them, Kafka's way:
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -61,6 +62,7 @@ class GroupCoordinator(GroupOperations):
         self._queue: asyncio.Queue[c.Command] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._next_retention_check_ms = 0
+        self._timers: list[tuple[int, str]] = []  # (deadline ms, group id), a lazy heap
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -90,6 +92,8 @@ class GroupCoordinator(GroupOperations):
             CONSUMER_OFFSETS_TOPIC,
         )
         self._next_retention_check_ms = now + self.config.offsets_retention_check_interval_ms
+        for group_id in self.groups:
+            self._schedule(group_id)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="group-coordinator")
         self._task.add_done_callback(self._on_done)
 
@@ -294,23 +298,40 @@ class GroupCoordinator(GroupOperations):
                     log.exception("group coordinator failed on %s", type(cmd).__name__)
                     if not cmd.reply.done():
                         cmd.reply.set_exception(exc)
+                group_id = getattr(cmd, "group_id", None)
+                if group_id is not None:
+                    self._schedule(group_id)
             await self._run_timers()
 
+    def _schedule(self, group_id: str) -> None:
+        """Remember the group's next deadline. Entries go stale when a heartbeat moves the
+        deadline; _run_timers re-checks each against the group and drops the stale ones."""
+        group = self.groups.get(group_id)
+        deadline = None if group is None else group.next_deadline_ms()
+        if deadline is not None:
+            heapq.heappush(self._timers, (deadline, group_id))
+
     def _next_deadline_ms(self) -> int:
-        deadlines = [self._next_retention_check_ms]
-        for group in self.groups.values():
-            d = group.next_deadline_ms()
-            if d is not None:
-                deadlines.append(d)
-        return min(deadlines)
+        if self._timers:
+            return min(self._timers[0][0], self._next_retention_check_ms)
+        return self._next_retention_check_ms
 
     async def _run_timers(self) -> None:
         now = self._clock_ms()
-        for group in list(self.groups.values()):
-            deadline = group.next_deadline_ms()
-            if deadline is not None and deadline <= now:
-                await self.complete(group, group.tick(now), now)
-                self._maybe_forget(group)
+        while self._timers and self._timers[0][0] <= now:
+            _, group_id = heapq.heappop(self._timers)
+            group = self.groups.get(group_id)
+            deadline = None if group is None else group.next_deadline_ms()
+            if group is None or deadline is None or deadline > now:
+                continue  # stale: the group's real deadline has its own entry
+            before = set(group.members)
+            await self.complete(group, group.tick(now), now)
+            gone = before - set(group.members)
+            if gone:
+                log.info("group %s: removed %s after their session or rebalance timeout; %s, "
+                         "generation %d", group_id, sorted(gone), group.state, group.generation_id)
+            self._maybe_forget(group)
+            self._schedule(group_id)
         if now >= self._next_retention_check_ms:
             self._next_retention_check_ms = now + self.config.offsets_retention_check_interval_ms
             await self._expire_offsets(now)

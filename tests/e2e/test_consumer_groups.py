@@ -172,6 +172,8 @@ def test_member_that_stops_heartbeating_is_expired(group_broker) -> None:
         proc.wait(10)
         wait_until(lambda: (poll_all([survivor], received), len(owned(survivor)) == 6)[1],
                    "the silent member's partitions back", timeout=60)
+        # It was the session timeout that removed it (not a LeaveGroup, which a kill cannot send).
+        wait_until(lambda: group_broker.logged("group expiry: removed"), "the expiry in the log")
     finally:
         proc.kill()
         survivor.close()

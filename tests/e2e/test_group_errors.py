@@ -157,3 +157,37 @@ def test_find_coordinator_every_version(wire: WireClient) -> None:
     ]
     bad = wire.send(FindV4(key_type=i8(7), coordinator_keys=("a",)))
     assert bad.coordinators[0].error_code is ErrorCode.invalid_request
+
+
+def test_member_metadata_too_large_for_the_group_record(wire: WireClient) -> None:
+    """A subscription bigger than __consumer_offsets' max.message.bytes: the group record cannot
+    be written, so SyncGroup fails as Kafka fails it (UNKNOWN_SERVER_ERROR) and the group goes
+    back to rebalancing instead of handing out an assignment it could not persist."""
+    import datetime
+
+    huge = SUBSCRIPTION + b"\x00" * (2 << 20)
+    request = JoinGroupRequest(
+        group_id="big", session_timeout=datetime.timedelta(seconds=10),
+        rebalance_timeout=datetime.timedelta(seconds=10), member_id="", group_instance_id=None,
+        protocol_type="consumer", protocols=(JoinGroupRequestProtocol(name="range", metadata=huge),),
+    )
+    first = wire.send(request)
+    assert first.error_code is ErrorCode.member_id_required
+    joined = wire.send(JoinGroupRequest(
+        group_id="big", session_timeout=request.session_timeout,
+        rebalance_timeout=request.rebalance_timeout, member_id=first.member_id,
+        group_instance_id=None, protocol_type="consumer", protocols=request.protocols,
+    ))
+    assert joined.error_code is ErrorCode.none and len(joined.members[0].metadata) == len(huge)
+    sync = wire.send(SyncGroupRequest(
+        group_id="big", generation_id=joined.generation_id, member_id=joined.member_id,
+        group_instance_id=None, protocol_type="consumer", protocol_name="range",
+        assignments=(SyncGroupRequestAssignment(member_id=joined.member_id, assignment=b"a"),),
+    ))
+    assert sync.error_code is ErrorCode.unknown_server_error
+    assert heartbeat(wire, "big", joined.member_id, joined.generation_id) is (
+        ErrorCode.rebalance_in_progress
+    )
+    # A normal-sized member still gets a working group.
+    member, generation = stable_member(wire, "small")
+    assert heartbeat(wire, "small", member, generation) is ErrorCode.none
