@@ -109,6 +109,10 @@ class GroupOperations:
                 log.warning("could not store group %s: %r", group.group_id, exc)
                 replies = [(w, _with_error(r, error)) for w, r in replies]
                 replies += group.store_failed(now).replies
+            else:
+                log.info("group %s: %s at generation %d with %d members (protocol %s)",
+                         group.group_id, group.state, group.generation_id, len(group.members),
+                         group.protocol_name)
         for waiter, result in replies:
             _resolve(waiter, result)
 

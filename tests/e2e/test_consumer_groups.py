@@ -201,3 +201,17 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(group_br
     assert owned(a) == a_owned and revoked == []  # the other member never rebalanced
     a.close()
     b2.close()
+
+
+def test_initial_rebalance_delay_gathers_a_starting_group(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    """With Kafka's default group.initial.rebalance.delay.ms (3 s) consumers that start together
+    join one rebalance of the new group and split the topic."""
+    broker = broker_factory({"offsets.topic.num.partitions": "5"})
+    create_topics(broker.bootstrap, [TOPIC], 6)
+    members = [consumer(broker.bootstrap, "delayed") for _ in range(2)]
+    received: list[bytes] = []
+    settle(members, [3, 3], received)
+    wait_until(lambda: broker.logged("group delayed: Stable at generation 1 with 2 members"),
+               "one first generation holding both members")
+    for c in members:
+        c.close()

@@ -40,4 +40,5 @@ def test_java_consumer_group(compiled: str, broker_factory) -> None:  # type: ig
     assert checks == {
         "split": "3/3", "consumed": "600", "after_leave": "6", "committed_total": "600",
         "admin_committed_total": "600", "state": "Empty", "listed": "true", "deleted": "true",
+        "internal_hidden": "true", "internal_listed": "true",
     }

@@ -64,6 +64,10 @@ public class GroupCheck {
             ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
             check("state", d.state());
             check("listed", admin.listConsumerGroups().all().get().stream().anyMatch(l -> l.groupId().equals(group)));
+            // The internal topic exists but is hidden from listings unless asked for.
+            check("internal_hidden", !admin.listTopics().names().get().contains("__consumer_offsets"));
+            check("internal_listed", admin.listTopics(new ListTopicsOptions().listInternal(true))
+                    .names().get().contains("__consumer_offsets"));
             admin.deleteConsumerGroups(List.of(group)).all().get();
             check("deleted", !admin.listConsumerGroups().all().get().stream().anyMatch(l -> l.groupId().equals(group)));
         }
