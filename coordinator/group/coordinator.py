@@ -29,13 +29,13 @@ from protocol.errors import KafkaError
 from storage.api import TopicPartition
 
 from . import commands as c
+from .admin import AdminOperations
 from .config import GroupConfig
 from .group_offsets import remove_expired_offsets
 from .loader import PartitionLoader
 from .log import CONSUMER_OFFSETS_TOPIC, partition_for
 from .member import JoinGroupResult, JoinParams, SyncGroupResult
 from .offsets import OffsetAndMetadata
-from .operations import GroupOperations
 from .snapshot import GroupSummary
 from .state import GroupState
 
@@ -48,7 +48,7 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class GroupCoordinator(GroupOperations):
+class GroupCoordinator(AdminOperations):
     """Public face: one coroutine per group API; see commands.py for what each carries."""
 
     def __init__(

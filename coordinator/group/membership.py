@@ -16,6 +16,7 @@ from .config import GroupConfig
 from .member import (
     JoinedMember,
     JoinGroupResult,
+    JoinParams,
     MemberMetadata,
     Outcome,
     SyncGroupResult,
@@ -172,6 +173,55 @@ class GroupMembership:
                 return ErrorCode.unknown_member_id
             return ErrorCode.fenced_instance_id if current != member_id else None
         return None if member_id in self.members else ErrorCode.unknown_member_id
+
+    def _update_member(self, member: MemberMetadata, params: JoinParams, waiter: object) -> None:
+        if member.join_waiter is not None:
+            # A second join while one is parked: the first can never be answered usefully.
+            self._reply(
+                member.join_waiter,
+                JoinGroupResult(member_id=member.member_id, error=ErrorCode.rebalance_in_progress),
+            )
+        member.supported_protocols = tuple(params.protocols)
+        member.rebalance_timeout_ms = params.rebalance_timeout_ms
+        member.session_timeout_ms = params.session_timeout_ms
+        member.join_waiter = waiter
+
+    def _swap_static_member(self, old_id: str, new_id: str, instance_id: str) -> MemberMetadata:
+        """Give a static member a new member id; the old id is fenced from now on."""
+        member = self.members.pop(old_id)
+        # Whoever still waits under the old id is a duplicate of this instance: fence it now.
+        if member.join_waiter is not None:
+            self._reply(
+                member.join_waiter,
+                JoinGroupResult(member_id=old_id, error=ErrorCode.fenced_instance_id),
+            )
+            member.join_waiter = None
+        if member.sync_waiter is not None:
+            self._reply(member.sync_waiter, SyncGroupResult(error=ErrorCode.fenced_instance_id))
+            member.sync_waiter = None
+        member.member_id = new_id
+        self.members[new_id] = member
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
+        self.static_members[instance_id] = new_id
+        return member
+
+    def _reset_and_propagate_assignment_error(self, error: ErrorCode) -> None:
+        for member in self.members.values():
+            member.assignment = b""
+            if member.sync_waiter is not None:
+                self._reply(member.sync_waiter, SyncGroupResult(error=error))
+                member.sync_waiter = None
+
+    def _propagate_assignment(self, now_ms: int) -> None:
+        for member in self.members.values():
+            if member.sync_waiter is not None:
+                self._reply(member.sync_waiter, self._sync_result(member))
+                member.sync_waiter = None
+                member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
 
     def _remove_member(self, member_id: str) -> None:
         member = self.members.pop(member_id)

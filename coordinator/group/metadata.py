@@ -138,18 +138,6 @@ class GroupMetadata(GroupMembership):
         self.pending_members.pop(member_id, None)
         self._maybe_prepare_rebalance(now_ms)
 
-    def _update_member(self, member: MemberMetadata, params: JoinParams, waiter: object) -> None:
-        if member.join_waiter is not None:
-            # A second join while one is parked: the first can never be answered usefully.
-            self._reply(
-                member.join_waiter,
-                JoinGroupResult(member_id=member.member_id, error=ErrorCode.rebalance_in_progress),
-            )
-        member.supported_protocols = tuple(params.protocols)
-        member.rebalance_timeout_ms = params.rebalance_timeout_ms
-        member.session_timeout_ms = params.session_timeout_ms
-        member.join_waiter = waiter
-
     def _update_member_and_rebalance(
         self, member: MemberMetadata, params: JoinParams, now_ms: int, waiter: object
     ) -> None:
@@ -160,26 +148,8 @@ class GroupMetadata(GroupMembership):
         self, old_id: str, new_id: str, params: JoinParams, now_ms: int, waiter: object
     ) -> None:
         old_leader = self.leader_id
-        member = self.members.pop(old_id)
-        # Whoever still waits under the old id is a duplicate of this instance: fence it now.
-        if member.join_waiter is not None:
-            self._reply(
-                member.join_waiter,
-                JoinGroupResult(member_id=old_id, error=ErrorCode.fenced_instance_id),
-            )
-            member.join_waiter = None
-        if member.sync_waiter is not None:
-            self._reply(member.sync_waiter, SyncGroupResult(error=ErrorCode.fenced_instance_id))
-            member.sync_waiter = None
-        member.member_id = new_id
-        self.members[new_id] = member
-        if old_leader == old_id:
-            self.leader_id = new_id
-        if old_id in self.pending_sync:
-            self.pending_sync.discard(old_id)
-            self.pending_sync.add(new_id)
         assert params.group_instance_id is not None
-        self.static_members[params.group_instance_id] = new_id
+        member = self._swap_static_member(old_id, new_id, params.group_instance_id)
         member.heartbeat_deadline_ms = now_ms + params.session_timeout_ms
         self._update_member(member, params, waiter)
         match self.state:
@@ -227,13 +197,6 @@ class GroupMetadata(GroupMembership):
             self._join_deadline_ms = now_ms + self.rebalance_timeout_ms
         self.state = transition_to(self.state, _S.PREPARING_REBALANCE, self.group_id)
         self._try_complete_join(now_ms)
-
-    def _reset_and_propagate_assignment_error(self, error: ErrorCode) -> None:
-        for member in self.members.values():
-            member.assignment = b""
-            if member.sync_waiter is not None:
-                self._reply(member.sync_waiter, SyncGroupResult(error=error))
-                member.sync_waiter = None
 
     def _try_complete_join(self, now_ms: int) -> None:
         if (
@@ -352,13 +315,6 @@ class GroupMetadata(GroupMembership):
         if self.state is _S.PREPARING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return None
-
-    def _propagate_assignment(self, now_ms: int) -> None:
-        for member in self.members.values():
-            if member.sync_waiter is not None:
-                self._reply(member.sync_waiter, self._sync_result(member))
-                member.sync_waiter = None
-                member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
 
     def store_failed(self, now_ms: int) -> Outcome:
         """The group record could not be written: drop the assignment and rebalance again."""

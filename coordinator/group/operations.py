@@ -24,9 +24,9 @@ from .config import GroupConfig
 from .group_offsets import check_offset_commit, validate_offset_commit
 from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, offset_commit_record, partition_for
 from .member import JoinGroupResult, Outcome, SyncGroupResult
-from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
+from .metadata import GroupMetadata
 from .offsets import OffsetAndMetadata
-from .snapshot import GroupSummary, describe, to_value
+from .snapshot import to_value
 from .state import GroupState
 
 __all__ = ("GroupOperations", "append_error")
@@ -110,9 +110,14 @@ class GroupOperations:
                 replies = [(w, _with_error(r, error)) for w, r in replies]
                 replies += group.store_failed(now).replies
             else:
-                log.info("group %s: %s at generation %d with %d members (protocol %s)",
-                         group.group_id, group.state, group.generation_id, len(group.members),
-                         group.protocol_name)
+                log.info(
+                    "group %s: %s at generation %d with %d members (protocol %s)",
+                    group.group_id,
+                    group.state,
+                    group.generation_id,
+                    len(group.members),
+                    group.protocol_name,
+                )
         for waiter, result in replies:
             _resolve(waiter, result)
 
@@ -359,77 +364,3 @@ class GroupOperations:
             if group is not None:
                 group.offsets.complete_txn(cmd.producer_id, cmd.commit)
                 self._maybe_forget(group)
-
-    # -- admin ---------------------------------------------------------------------------------------
-
-    def do_describe(self, cmd: c.DescribeGroups) -> list[GroupSummary]:
-        out = []
-        for group_id in cmd.group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                out.append(
-                    GroupSummary(
-                        group_id=group_id,
-                        state=GroupState.DEAD,
-                        protocol_type="",
-                        protocol="",
-                        members=(),
-                    )
-                )
-            else:
-                out.append(describe(group))
-        return out
-
-    def do_list(self, cmd: c.ListGroups) -> list[tuple[str, str, GroupState]]:
-        wanted = {s.lower() for s in cmd.states}
-        return [
-            (g.group_id, g.protocol_type or "", g.state)
-            for g in self.groups.values()
-            if g.state is not GroupState.DEAD and (not wanted or g.state.value.lower() in wanted)
-        ]
-
-    async def do_delete_groups(self, cmd: c.DeleteGroups) -> dict[str, ErrorCode]:
-        now = self._clock_ms()
-        result = {}
-        for group_id in cmd.group_ids:
-            group = self.groups.get(group_id)
-            if group is None or group.state is GroupState.DEAD:
-                result[group_id] = ErrorCode.group_id_not_found
-            elif group.state is not GroupState.EMPTY:
-                result[group_id] = ErrorCode.non_empty_group
-            else:
-                try:
-                    await self.write_tombstones(
-                        group, list(group.offsets.committed), group_too=True, now=now
-                    )
-                except Exception as exc:
-                    result[group_id] = append_error(exc, offsets=False)
-                    continue
-                group.state = GroupState.DEAD
-                del self.groups[group_id]
-                result[group_id] = ErrorCode.none
-        return result
-
-    async def do_delete_offsets(
-        self, cmd: c.DeleteOffsets
-    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        group = self.groups.get(cmd.group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return ErrorCode.group_id_not_found, {}
-        if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return ErrorCode.non_empty_group, {}
-        result, deletable = {}, []
-        for tp in cmd.partitions:
-            subscribed = group.subscribed_topics is None or tp.topic in group.subscribed_topics
-            if group.state is not GroupState.EMPTY and subscribed:
-                result[tp] = ErrorCode.group_subscribed_to_topic
-            else:
-                result[tp] = ErrorCode.none
-                if group.offsets.get(tp) is not None:
-                    deletable.append(tp)
-        try:
-            await self.write_tombstones(group, deletable, group_too=False, now=self._clock_ms())
-        except Exception as exc:
-            return append_error(exc, offsets=False), {}
-        group.offsets.delete(deletable)
-        return ErrorCode.none, result
