@@ -6,6 +6,7 @@ be deleted. Unknown names give UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_T
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from protocol.api_keys import ApiKey
@@ -13,6 +14,8 @@ from protocol.errors import ErrorCode, KafkaError
 from storage.log_manager import INTERNAL_TOPICS
 
 from ..handler import Handler, RequestContext
+
+log = logging.getLogger(__name__)
 
 
 def _targets(ctx: RequestContext, request: Any) -> list[tuple[str | None, Any]]:
@@ -28,6 +31,17 @@ def _targets(ctx: RequestContext, request: Any) -> list[tuple[str | None, Any]]:
     return [(name, None) for name in request.topic_names]
 
 
+async def _forget_committed_offsets(ctx: RequestContext, topic: str) -> None:
+    """Groups lose their offsets of a deleted topic (Kafka's handleDeletedPartitions), so a topic
+    created again under the name is not read from stale positions. The deletion stands either way."""
+    groups = ctx.broker.group_coordinator
+    if groups is not None:
+        try:
+            await groups.topics_deleted([topic])
+        except KafkaError as exc:
+            log.warning("offsets of deleted topic %s not dropped: %s", topic, exc)
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     responses = []
     for name, topic_id in _targets(ctx, request):
@@ -41,6 +55,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise KafkaError(ErrorCode.topic_authorization_failed, f"internal topic {name} cannot be deleted")
             meta = ctx.broker.logs.topics.get(name)
             await ctx.broker.logs.delete_topic(name)
+            await _forget_committed_offsets(ctx, name)
             entry["topic_id"] = meta.topic_id if meta else topic_id
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}

@@ -3,6 +3,8 @@ OffsetDelete, run inside the owner task like every other command (see operations
 
 from __future__ import annotations
 
+import logging
+
 from kio.schema.errors import ErrorCode
 
 from storage.api import TopicPartition
@@ -14,6 +16,8 @@ from .snapshot import GroupSummary, describe
 from .state import GroupState
 
 __all__ = ("AdminOperations",)
+
+log = logging.getLogger(__name__)
 
 
 class AdminOperations(GroupOperations):
@@ -88,3 +92,19 @@ class AdminOperations(GroupOperations):
             return append_error(exc, offsets=False), {}
         group.offsets.delete(deletable)
         return ErrorCode.none, result
+
+    async def do_topics_deleted(self, cmd: c.TopicsDeleted) -> int:
+        now, removed = self._clock_ms(), 0
+        for group in list(self.groups.values()):
+            gone = [tp for tp in group.offsets.committed if tp.topic in cmd.topics]
+            if not gone:
+                continue
+            try:
+                await self.write_tombstones(group, gone, group_too=False, now=now)
+            except Exception as exc:  # the offsets stay; the next deletion or expiry retries
+                log.warning("could not drop offsets of deleted topics in %s: %r", group.group_id, exc)
+                continue
+            group.offsets.delete(gone)
+            removed += len(gone)
+            self._maybe_forget(group)
+        return removed

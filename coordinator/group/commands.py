@@ -32,6 +32,7 @@ __all__ = (
     "LeaveGroup",
     "ListGroups",
     "SyncGroup",
+    "TopicsDeleted",
 )
 
 _Reply = asyncio.Future[Any]
@@ -127,6 +128,12 @@ class DeleteOffsets:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TopicsDeleted:
+    topics: frozenset[str]
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AddPendingTxnOffsets:
     group_id: str
     producer_id: int
@@ -157,6 +164,7 @@ Command = (
     | ListGroups
     | DeleteGroups
     | DeleteOffsets
+    | TopicsDeleted
     | AddPendingTxnOffsets
     | CompleteTxn
 )

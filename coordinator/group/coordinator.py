@@ -240,6 +240,11 @@ class GroupCoordinator(AdminOperations):
             lambda r: c.DeleteOffsets(group_id=group_id, partitions=tuple(partitions), reply=r)
         )
 
+    async def topics_deleted(self, topics: Collection[str]) -> int:
+        """Drop every group's offsets of deleted topics, as Kafka's handleDeletedPartitions does,
+        so a topic created again under the name starts without stale offsets; return how many."""
+        return await self._call(lambda r: c.TopicsDeleted(topics=frozenset(topics), reply=r))
+
     async def add_pending_txn_offsets(
         self,
         group_id: str,
@@ -385,6 +390,8 @@ class GroupCoordinator(AdminOperations):
                 return await self.do_delete_groups(cmd)
             case c.DeleteOffsets():
                 return await self.do_delete_offsets(cmd)
+            case c.TopicsDeleted():
+                return await self.do_topics_deleted(cmd)
             case c.AddPendingTxnOffsets():
                 return await self.do_add_pending(cmd)
             case c.CompleteTxn():

@@ -215,3 +215,19 @@ def test_initial_rebalance_delay_gathers_a_starting_group(broker_factory) -> Non
                "one first generation holding both members")
     for c in members:
         c.close()
+
+
+def test_deleting_a_topic_drops_its_committed_offsets(group_broker) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    bs = group_broker.bootstrap
+    c = Consumer({"bootstrap.servers": bs, "group.id": "gone", "enable.auto.commit": False})
+    tps = [CTopicPartition(TOPIC, p, 5) for p in range(6)]
+    c.commit(offsets=tps, asynchronous=False)
+    assert {tp.offset for tp in c.committed(tps, timeout=30)} == {5}
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.delete_topics([TOPIC])[TOPIC].result(30)
+    create_topics(bs, [TOPIC], 6)
+    # OFFSET_INVALID (-1001): the recreated topic starts without the old positions.
+    assert {tp.offset for tp in c.committed(tps, timeout=30)} == {-1001}
+    c.close()

@@ -311,3 +311,17 @@ async def test_join_errors(node: Node) -> None:
     assert await coord.leave_group("zz", [("m", None)]) == (
         ErrorCode.none, [ErrorCode.unknown_member_id]
     )
+
+
+async def test_deleted_topics_lose_their_offsets(node: Node) -> None:
+    coord = node.coordinator
+    assert coord is not None
+    other = TopicPartition("u", 0)
+    await coord.commit_offsets("g", {TP0: oam(1), other: oam(2)})
+    await coord.commit_offsets("h", {TP1: oam(3)})
+    assert await coord.topics_deleted(["t"]) == 2
+    coord = await node.restart()
+    assert await fetched(coord, "g", [TP0, other]) == {
+        TP0: (-1, ErrorCode.none), other: (2, ErrorCode.none),
+    }
+    assert await coord.fetch_offsets("h", None) == []
