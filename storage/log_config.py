@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import IntEnum
 
-__all__ = ("LogConfig", "TOPIC_CONFIG_DEFAULTS_FROM_BROKER")
+from protocol.errors import ErrorCode, KafkaError
+
+__all__ = (
+    "AlterConfigOp",
+    "KAFKA_TOPIC_DEFAULTS",
+    "LogConfig",
+    "TOPIC_CONFIG_DEFAULTS_FROM_BROKER",
+    "TOPIC_CONFIG_TYPES",
+    "incremental_alter",
+    "validate_topic_configs",
+)
 
 # topic config name -> broker property that supplies its default
 TOPIC_CONFIG_DEFAULTS_FROM_BROKER: Mapping[str, str] = {
@@ -49,3 +60,121 @@ class LogConfig:
             kind = str(cls.__dataclass_fields__[name].type)
             values[name] = int(raw) if "int" in kind else str(raw)
         return cls(**values)  # type: ignore[arg-type]
+
+
+# Every topic config name Kafka knows (TopicConfig plus the throttled-replica lists), with its type
+# as DescribeConfigs reports it. Names outside this table are refused, as Kafka refuses them; the
+# ones LogConfig does not act on are still stored and described, so tools that set them work.
+TOPIC_CONFIG_TYPES: Mapping[str, str] = {
+    "cleanup.policy": "list", "compression.type": "string", "compression.gzip.level": "int",
+    "compression.lz4.level": "int", "compression.zstd.level": "int", "delete.retention.ms": "long",
+    "file.delete.delay.ms": "long", "flush.messages": "long", "flush.ms": "long",
+    "follower.replication.throttled.replicas": "list", "index.interval.bytes": "int",
+    "leader.replication.throttled.replicas": "list", "local.retention.bytes": "long",
+    "local.retention.ms": "long", "max.compaction.lag.ms": "long", "max.message.bytes": "int",
+    "message.downconversion.enable": "boolean", "message.format.version": "string",
+    "message.timestamp.after.max.ms": "long", "message.timestamp.before.max.ms": "long",
+    "message.timestamp.difference.max.ms": "long", "message.timestamp.type": "string",
+    "min.cleanable.dirty.ratio": "double", "min.compaction.lag.ms": "long", "min.insync.replicas": "int",
+    "preallocate": "boolean", "remote.log.copy.disable": "boolean", "remote.log.delete.on.disable": "boolean",
+    "remote.storage.enable": "boolean", "retention.bytes": "long", "retention.ms": "long",
+    "segment.bytes": "int", "segment.index.bytes": "int", "segment.jitter.ms": "long", "segment.ms": "long",
+    "unclean.leader.election.enable": "boolean",
+}
+# Kafka's defaults for the topic configs (4.x), used where no broker property supplies one.
+KAFKA_TOPIC_DEFAULTS: Mapping[str, str] = {
+    "cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
+    "compression.lz4.level": "9", "compression.zstd.level": "3", "delete.retention.ms": "86400000",
+    "file.delete.delay.ms": "60000", "flush.messages": str((1 << 63) - 1), "flush.ms": str((1 << 63) - 1),
+    "follower.replication.throttled.replicas": "", "index.interval.bytes": "4096",
+    "leader.replication.throttled.replicas": "", "local.retention.bytes": "-2", "local.retention.ms": "-2",
+    "max.compaction.lag.ms": str((1 << 63) - 1), "max.message.bytes": "1048588",
+    "message.timestamp.after.max.ms": "3600000", "message.timestamp.before.max.ms": str((1 << 63) - 1),
+    "message.timestamp.type": "CreateTime", "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0",
+    "min.insync.replicas": "1", "preallocate": "false", "remote.log.copy.disable": "false",
+    "remote.log.delete.on.disable": "false", "remote.storage.enable": "false", "retention.bytes": "-1",
+    "retention.ms": "604800000", "segment.bytes": "1073741824", "segment.index.bytes": "10485760",
+    "segment.jitter.ms": "0", "segment.ms": "604800000", "unclean.leader.election.enable": "false",
+}
+_CHOICES: Mapping[str, frozenset[str]] = {
+    "cleanup.policy": frozenset({"compact", "delete"}),
+    "compression.type": frozenset({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}),
+    "message.timestamp.type": frozenset({"CreateTime", "LogAppendTime"}),
+}
+
+
+class AlterConfigOp(IntEnum):
+    """IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+def _invalid(message: str) -> KafkaError:
+    return KafkaError(ErrorCode.invalid_config, message)
+
+
+def _check_value(name: str, value: str) -> None:
+    kind = TOPIC_CONFIG_TYPES[name]
+    try:
+        if kind in ("int", "long"):
+            int(value)
+        elif kind == "double":
+            float(value)
+    except ValueError:
+        raise _invalid(f"invalid value {value!r} for topic config {name}: expected {kind}") from None
+    if kind == "boolean" and value.lower() not in ("true", "false"):
+        raise _invalid(f"invalid value {value!r} for topic config {name}: expected true or false")
+    choices = _CHOICES.get(name)
+    items = _split(value) if kind == "list" else [value]
+    if choices is not None and not set(items) <= choices:
+        raise _invalid(f"invalid value {value!r} for topic config {name}: allowed are {sorted(choices)}")
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+    """Kafka's LogConfig.validate for the names and values a client sends."""
+    for name, value in configs.items():
+        if name not in TOPIC_CONFIG_TYPES:
+            raise _invalid(f"unknown topic config name: {name}")
+        if value is None:
+            raise KafkaError(ErrorCode.invalid_request, f"null value not supported for topic config {name}")
+        _check_value(name, value)
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def incremental_alter(
+    current: Mapping[str, str], changes: Iterable[tuple[str, int, str | None]], defaults: Mapping[str, object]
+) -> dict[str, str]:
+    """The topic's own configs after IncrementalAlterConfigs operations (name, op, value).
+    APPEND and SUBTRACT work on list configs only, starting from the effective value."""
+    out = dict(current)
+    for name, op, value in changes:
+        if name not in TOPIC_CONFIG_TYPES:
+            raise _invalid(f"unknown topic config name: {name}")
+        try:
+            op = AlterConfigOp(op)
+        except ValueError:
+            raise KafkaError(ErrorCode.invalid_request, f"unknown config operation {op} for {name}") from None
+        if op is AlterConfigOp.DELETE:
+            out.pop(name, None)
+            continue
+        if value is None:
+            raise KafkaError(ErrorCode.invalid_request, f"null value not supported for {op.name} of {name}")
+        if op is AlterConfigOp.SET:
+            out[name] = value
+            continue
+        if TOPIC_CONFIG_TYPES[name] != "list":
+            raise _invalid(f"config value {op.name.lower()} is not allowed for config key {name}")
+        old = out.get(name, defaults.get(name))
+        items = _split(str(old)) if old is not None else []
+        if op is AlterConfigOp.APPEND:
+            items += [v for v in _split(value) if v not in items]
+        else:
+            items = [v for v in items if v not in _split(value)]
+        out[name] = ",".join(items)
+    return out

@@ -23,7 +23,7 @@ from typing import Any, Final
 from protocol.errors import ErrorCode, KafkaError
 
 from .api import TopicPartition
-from .log_config import LogConfig
+from .log_config import KAFKA_TOPIC_DEFAULTS, LogConfig, validate_topic_configs
 from .partition_log import LocalPartitionLog
 
 __all__ = ("LogManager", "TopicMetadata", "validate_topic_name", "INTERNAL_TOPICS")
@@ -111,6 +111,15 @@ class LogManager:
 
     # -- topics ----------------------------------------------------------------------------------
 
+    def topic_defaults(self) -> dict[str, str]:
+        """The value every topic config has where the topic sets none: the broker's property
+        (log.retention.ms, ...) if it has one, else Kafka's default."""
+        out = dict(KAFKA_TOPIC_DEFAULTS)
+        for name, value in self.log_defaults.items():
+            if value is not None:
+                out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+
     def log_config(self, meta: TopicMetadata) -> LogConfig:
         return LogConfig.from_values(self.log_defaults, meta.configs)
 
@@ -160,6 +169,7 @@ class LogManager:
         return meta
 
     def _check_configs(self, configs: Mapping[str, str]) -> None:
+        validate_topic_configs(configs)
         try:
             LogConfig.from_values(self.log_defaults, configs)
         except (TypeError, ValueError) as exc:
@@ -196,9 +206,14 @@ class LogManager:
             self._open_log(new, p, clean=True)
         self._persist()
 
-    def alter_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        meta = self.topics[name]
+    def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
+        """Replace the topic's own configs (those not given fall back to the broker defaults)."""
+        meta = self.topics.get(name)
+        if meta is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         self._check_configs(configs)
+        if validate_only:
+            return
         new = replace(meta, configs=dict(configs))
         self.topics[name] = new
         cfg = self.log_config(new)
@@ -218,5 +233,5 @@ class LogManager:
     async def enforce_retention(self) -> None:
         now = int(time.time() * 1000)
         for plog in list(self.logs.values()):
-            if plog.config.cleanup_policy == "delete":
+            if "delete" in plog.config.cleanup_policy.split(","):
                 await plog.enforce_retention(now)

@@ -1,10 +1,10 @@
 """DescribeConfigs v1-4.
 
-Behaviour: topic resources (type 2) list every topic config with its effective value and whether
-it is the topic's own (DYNAMIC_TOPIC_CONFIG) or the broker default (DEFAULT_CONFIG, or
-STATIC_BROKER_CONFIG when set in server.properties); broker resources (type 4) list the broker's
-properties. configuration_keys filters. Unknown topics give UNKNOWN_TOPIC_OR_PARTITION.
-"""
+Behaviour: topic resources (type 2) list every Kafka topic config with its effective value and
+whether it is the topic's own (DYNAMIC_TOPIC_CONFIG) or a default (DEFAULT_CONFIG: the broker's
+property if it has one, else Kafka's default), typed as Kafka types them; broker resources
+(type 4) list the broker's properties. configuration_keys filters (null or empty: all). Unknown
+topics give UNKNOWN_TOPIC_OR_PARTITION."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from storage.log_config import TOPIC_CONFIG_TYPES
 from storage.log_manager import TopicMetadata
 
 from ..config import PROPERTY_FIELDS
@@ -19,7 +20,9 @@ from ..handler import Handler, RequestContext
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
-_STRING, _INT, _LONG, _BOOLEAN = 2, 3, 4, 1
+# DescribeConfigs v3+ config_type (Kafka's ConfigEntry.ConfigType)
+_STRING = 2
+_CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
 
 
 def _render(value: object) -> str | None:
@@ -30,18 +33,18 @@ def _render(value: object) -> str | None:
     return str(value)
 
 
+def _config_type(name: str) -> int:
+    return _CONFIG_TYPES.get(TOPIC_CONFIG_TYPES.get(name, "string"), _STRING)
+
+
 def topic_config_entries(ctx: RequestContext, meta: TopicMetadata) -> list[dict[str, Any]]:
+    defaults = ctx.broker.logs.topic_defaults()
     out = []
-    for name, default in sorted(ctx.broker.logs.log_defaults.items()):
+    for name in sorted(defaults.keys() | meta.configs.keys()):
         own = name in meta.configs
-        value = meta.configs[name] if own else _render(default)
-        out.append({"name": name, "value": value, "read_only": False,
+        out.append({"name": name, "value": meta.configs[name] if own else defaults[name], "read_only": False,
                     "config_source": DYNAMIC_TOPIC_CONFIG if own else DEFAULT_CONFIG,
-                    "is_sensitive": False, "synonyms": [], "config_type": _STRING})
-    for name, value in meta.configs.items():
-        if name not in ctx.broker.logs.log_defaults:
-            out.append({"name": name, "value": value, "read_only": False, "config_source": DYNAMIC_TOPIC_CONFIG,
-                        "is_sensitive": False, "synonyms": [], "config_type": _STRING})
+                    "is_sensitive": False, "synonyms": [], "config_type": _config_type(name)})
     return out
 
 
@@ -74,8 +77,9 @@ def _describe(ctx: RequestContext, resource: Any) -> dict[str, Any]:
     else:
         return entry | {"error_code": ErrorCode.invalid_request,
                         "error_message": f"resource type {resource.resource_type} is not supported"}
+    # Kafka's ConfigHelper: a null and an empty key list both mean every config.
     keys = resource.configuration_keys
-    if keys is not None:
+    if keys:
         configs = [c for c in configs if c["name"] in keys]
     return entry | {"configs": configs}
 

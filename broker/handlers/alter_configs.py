@@ -1,0 +1,76 @@
+"""AlterConfigs v0-2.
+
+Behaviour: a topic resource (type 2) gets exactly the configs in the request as its own; any it
+had before and the request leaves out fall back to the broker default, as Kafka's legacy
+AlterConfigs replaces the whole set. Names and values are validated as CreateTopics does (unknown
+name or bad value: INVALID_CONFIG; null value: INVALID_REQUEST) and persisted in topics.json.
+validate_only checks without changing. Broker and broker-logger resources are refused with
+INVALID_REQUEST: broker properties are static (server.properties, --set). A resource named twice
+gives INVALID_REQUEST for each.
+Version notes: v1 and v2 only differ in throttling and flexible encoding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..handler import Handler, RequestContext
+
+__all__ = ("HANDLER", "alter_all")
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+# (resource, the topic's current own configs) -> its new own configs
+Compute = Callable[[Any, Mapping[str, str]], dict[str, str]]
+
+
+def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool) -> None:
+    kind = resource.resource_type
+    if kind in (BROKER, BROKER_LOGGER):
+        raise KafkaError(ErrorCode.invalid_request,
+                         "broker configs cannot be changed at run time on eosbroker: set them in "
+                         "server.properties (or --set) and restart")
+    if kind != TOPIC:
+        raise KafkaError(ErrorCode.invalid_request, f"resource type {kind} is not supported")
+    logs = ctx.broker.logs
+    meta = logs.topics.get(resource.resource_name)
+    if meta is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {resource.resource_name!r} does not exist")
+    logs.alter_configs(meta.name, compute(resource, meta.configs), validate_only=validate_only)
+
+
+def alter_all(ctx: RequestContext, request: Any, compute: Compute) -> Any:
+    """Apply compute to each resource of an (Incremental)AlterConfigs request and answer."""
+    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        entry: dict[str, Any] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
+                                 "error_code": ErrorCode.none, "error_message": None}
+        try:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise KafkaError(ErrorCode.invalid_request, f"resource {resource.resource_name!r} is named twice")
+            _alter_one(ctx, resource, compute, request.validate_only)
+        except KafkaError as exc:
+            entry |= {"error_code": exc.code, "error_message": exc.message}
+        responses.append(entry)
+    return ctx.respond({"throttle_time": 0, "responses": responses})
+
+
+def _replace(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
+    new: dict[str, Any] = {c.name: c.value for c in resource.configs}
+    nulls = sorted(name for name, value in new.items() if value is None)
+    if nulls:
+        raise KafkaError(ErrorCode.invalid_request, f"null value not supported for topic configs: {', '.join(nulls)}")
+    return new
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return alter_all(ctx, request, _replace)
+
+
+HANDLER = Handler(api_key=ApiKey.ALTER_CONFIGS, min_version=0, max_version=2, handle=handle)

@@ -1,0 +1,38 @@
+"""IncrementalAlterConfigs v0-1.
+
+Behaviour: per topic resource, applies each operation to the topic's own configs: SET (0) and
+DELETE (1, back to the broker default) for any topic config, APPEND (2) and SUBTRACT (3) for list
+configs (cleanup.policy, the throttled-replica lists; INVALID_CONFIG on others), starting from the
+effective value. The result is validated as a whole (unknown name or bad value: INVALID_CONFIG),
+then persisted; validate_only checks without changing. A config key named twice in one resource
+gives INVALID_REQUEST. Broker resources are refused as in AlterConfigs (alter_configs.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from storage.log_config import incremental_alter
+
+from ..handler import Handler, RequestContext
+from .alter_configs import alter_all
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    defaults = ctx.broker.logs.topic_defaults()
+
+    def compute(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
+        twice = sorted(n for n, k in Counter(c.name for c in resource.configs).items() if k > 1)
+        if twice:
+            raise KafkaError(ErrorCode.invalid_request, f"duplicate config keys: {', '.join(twice)}")
+        changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
+        return incremental_alter(current, changes, defaults)
+
+    return alter_all(ctx, request, compute)
+
+
+HANDLER = Handler(api_key=ApiKey.INCREMENTAL_ALTER_CONFIGS, min_version=0, max_version=1, handle=handle)
