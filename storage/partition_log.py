@@ -28,7 +28,9 @@ from .api import (
     TopicPartition,
 )
 from .log_config import LogConfig
+from .log_retention import deletable_segments
 from .log_segment import LogSegment
+from .log_start_offset import read_log_start_offset, write_log_start_offset
 from .log_transactions import LogTransactions, PendingBatch
 from .producer_state import BatchMetadata
 from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches
@@ -96,7 +98,9 @@ class LocalPartitionLog:
             self.segments.append(seg)
         if not self.segments:
             self.segments.append(LogSegment(self.directory, 0, self.config.index_interval_bytes))
-        self._log_start_offset = self.segments[0].base_offset
+        # DeleteRecords may have moved the start into the first segment (log_start_offset.py).
+        checkpoint = min(read_log_start_offset(self.directory) or 0, self.log_end_offset)
+        self._log_start_offset = max(self.segments[0].base_offset, checkpoint)
         self.txns.recover(self.segments, self.log_end_offset)
 
     def start(self) -> None:
@@ -150,7 +154,9 @@ class LocalPartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.txns.last_stable_offset(self.high_watermark)
+        # Never below the log start: DeleteRecords may cut into an open transaction (Kafka's
+        # updateFirstUnstableOffset takes the same max).
+        return max(self.txns.last_stable_offset(self.high_watermark), self._log_start_offset)
 
     @property
     def size_bytes(self) -> int:
@@ -181,6 +187,11 @@ class LocalPartitionLog:
 
     async def enforce_retention(self, now_ms: int) -> int:
         return await self.call(lambda: self._enforce_retention(now_ms))
+
+    async def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to offset (-1: the high watermark), durably,
+        and drop the segments wholly below it. Returns the log start offset (the low watermark)."""
+        return await self.call(lambda: self._increment_log_start_offset(offset))
 
     async def flush(self) -> None:
         await self.call(self._flush)
@@ -362,31 +373,35 @@ class LocalPartitionLog:
 
     # -- retention --------------------------------------------------------------------------------
 
+    def _increment_log_start_offset(self, offset: int) -> int:
+        if "delete" not in self.config.cleanup_policy.split(","):
+            raise KafkaError(ErrorCode.policy_violation, f"records of {self.tp} cannot be deleted: "
+                             f"cleanup.policy is {self.config.cleanup_policy}")
+        target = self.high_watermark if offset == -1 else offset
+        if not 0 <= target <= self.high_watermark:
+            raise KafkaError(ErrorCode.offset_out_of_range, f"cannot move the log start offset of {self.tp} to "
+                             f"{offset}: it is outside [0, {self.high_watermark}]")
+        if target > self._log_start_offset:
+            write_log_start_offset(self.directory, self.tp.topic, self.tp.partition, target)
+            self._log_start_offset = target
+            self._delete_segments(deletable_segments(self.segments, self.config, 0, target, retention=False))
+        return self._log_start_offset
+
     def _enforce_retention(self, now_ms: int) -> int:
         """Delete whole non-active segments past retention.ms or retention.bytes; count deleted."""
-        deleted = 0
-        total = self.size_bytes
         self.txns.remove_expired_producers(now_ms)
-        while len(self.segments) > 1:
-            seg = self.segments[0]
-            expired = 0 <= self.config.retention_ms < now_ms - _segment_time(seg)
-            oversize = 0 <= self.config.retention_bytes <= total - seg.size  # Kafka: diff - size >= 0
-            if not (expired or oversize):
-                break
-            total -= seg.size
-            self.segments.pop(0)
-            self._log_start_offset = self.segments[0].base_offset
+        count = deletable_segments(self.segments, self.config, now_ms, self._log_start_offset, retention=True)
+        self._delete_segments(count)
+        return count
+
+    def _delete_segments(self, count: int) -> None:
+        for _ in range(count):
+            seg = self.segments.pop(0)
+            # Retention moves the start to the first kept segment; DeleteRecords may be past it.
+            self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
             self.txns.on_delete_segment(seg.base_offset)
             seg.delete()
-            deleted += 1
-            log.info("%s: deleted segment %d by retention; log start offset %d",
-                     self.tp, seg.base_offset, self._log_start_offset)
-        return deleted
-
-
-def _segment_time(seg: LogSegment) -> int:
-    # Kafka ages a segment by its largest record timestamp, falling back to the file's mtime.
-    return seg.max_timestamp if seg.max_timestamp > 0 else int(os.stat(seg.log_path).st_mtime * 1000)
+            log.info("%s: deleted segment %d; log start offset %d", self.tp, seg.base_offset, self._log_start_offset)
 
 
 def _with_offset(header: RecordBatchHeader, offset: int) -> RecordBatchHeader:

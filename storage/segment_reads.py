@@ -4,7 +4,9 @@ lookups by timestamp. Synchronous; the partition log's owner task calls them."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from protocol.records import read_records
 
@@ -48,15 +50,18 @@ def read_batches(
 def offset_for_timestamp(
     segments: Sequence[LogSegment], timestamp: int, log_start_offset: int
 ) -> tuple[int, int] | None:
-    """(offset, timestamp) of the first record whose timestamp is >= timestamp."""
+    """(offset, timestamp) of the first record at or after the log start whose timestamp is >=
+    timestamp (Kafka's searchForTimestamp: batches are found by their max timestamp, then their
+    records searched)."""
     for seg in segments:
         if seg.max_timestamp < timestamp:
             continue
-        start = seg.index.lookup(seg.time_index.lookup(timestamp))
+        start = seg.index.lookup(max(seg.time_index.lookup(timestamp), log_start_offset))
         for loc in seg.iter_from(start):
-            if loc.header.max_timestamp >= timestamp:
-                offset, ts = _first_record_at(seg, loc, timestamp)
-                return max(offset, log_start_offset), ts
+            if loc.header.max_timestamp >= timestamp and loc.header.last_offset >= log_start_offset:
+                found = _first_record(seg, loc, log_start_offset, partial(operator.le, timestamp))
+                if found is not None:
+                    return found
     return None
 
 
@@ -68,20 +73,22 @@ def max_timestamp_offset(segments: Sequence[LogSegment]) -> tuple[int, int] | No
             continue
         for loc in seg.iter_from(seg.index.lookup(seg.time_index.lookup(seg.max_timestamp))):
             if loc.header.max_timestamp == seg.max_timestamp:
-                best = _first_record_at(seg, loc, seg.max_timestamp)
+                best = _first_record(seg, loc, 0, partial(operator.eq, seg.max_timestamp))
                 break
     return best
 
 
-def _first_record_at(seg: LogSegment, loc: BatchLocation, timestamp: int) -> tuple[int, int]:
-    """(offset, timestamp) of the batch's first record at or after timestamp. Kafka answers
-    ListOffsets by time per record, so this one batch is decoded: ListOffsets is rare, and the
-    produce and fetch paths still never decode records."""
-    header = loc.header
-    if header.log_append_time:  # every record carries the batch's append time
-        return header.base_offset, header.max_timestamp
-    for _, records in read_records(seg.read_range(loc.position, loc.position + header.size)):
-        for record in records:
-            if record.timestamp >= timestamp:
-                return record.offset, record.timestamp
-    return header.base_offset, header.max_timestamp
+def _first_record(
+    seg: LogSegment, loc: BatchLocation, min_offset: int, match: Callable[[int], bool]
+) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of the batch at loc, at or after min_offset, whose
+    timestamp matches. Decoding (and decompressing) one batch is what Kafka does here too."""
+    h = loc.header
+    data = seg.read_range(loc.position, loc.position + h.size)
+    for _, records in read_records(data):
+        for rec in records:
+            # LogAppendTime batches stamp every record with the batch's max timestamp.
+            ts = h.max_timestamp if h.log_append_time else rec.timestamp
+            if rec.offset >= min_offset and match(ts):
+                return rec.offset, ts
+    return None
