@@ -37,7 +37,8 @@ run: install
 # Extra targets (spark-jars, demo, bench) live in mk/*.mk; test runs after their prerequisites.
 -include mk/*.mk
 
-test: install-test spark-jars
+# kafka-dist: kafka-clients 4.4 for the Java admin check (tests/e2e/test_java_admin.py).
+test: install-test spark-jars kafka-dist
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install-test
