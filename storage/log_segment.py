@@ -59,8 +59,13 @@ class LogSegment:
         """Open an existing segment. With recover, scan every batch (CRC included), truncate a
         torn or corrupt tail and rebuild the indexes; returns the bytes truncated."""
         if not recover and not self._index_missing and self._indexes_load():
-            self._load_tail_offsets()
-            return 0
+            try:
+                self._load_tail_offsets()
+                return 0
+            except KafkaError as exc:
+                # A segment believed sound is corrupt past its last index entry: recover it
+                # (truncating at the corruption) rather than refuse to start.
+                log.error("%s: corrupt batch after the last index entry (%s); recovering", self.log_path, exc)
         return self.recover()
 
     def _indexes_load(self) -> bool:

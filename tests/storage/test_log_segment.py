@@ -294,3 +294,29 @@ def test_segment_append_indexes_every_interval(tmp_path):
     assert 1 < entries < 10
     assert seg.next_offset == 10
     seg.close()
+
+
+def test_corrupt_tail_of_a_segment_with_sound_indexes_is_recovered_not_fatal(tmp_path):
+    """A segment loaded without recovery (an older one, or after a clean shutdown) whose bytes
+    past the last index entry are corrupt is recovered instead of failing the start-up."""
+    from protocol.records import Record, build_batch
+    from storage.log_segment import LogSegment
+
+    seg = LogSegment(tmp_path, 0, index_interval_bytes=1 << 20)
+    batches = [build_batch([Record(value=b"v" * 50, timestamp=1000 + i)], base_offset=i) for i in range(5)]
+    from protocol.record_batch import iter_batches
+
+    for b in batches:
+        seg.append(bytes(b), list(iter_batches(bytes(b))))
+    good = sum(len(b) for b in batches[:3])
+    seg.close()
+    with open(tmp_path / "00000000000000000000.log", "r+b") as f:
+        f.seek(good + 20)
+        f.write(b"\xff" * 8)  # inside the 4th batch: its CRC no longer matches... and the magic is gone
+        f.seek(good + 16)
+        f.write(b"\x07")
+    reopened = LogSegment(tmp_path, 0, index_interval_bytes=1 << 20)
+    reopened.load(recover=False)
+    assert reopened.size == good
+    assert reopened.next_offset == 3
+    reopened.close()
