@@ -43,6 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true",
                    help="run eosbroker under py-spy and write its top frames (figures then "
                         "include the profiler's overhead)")
+    p.add_argument("--render", type=Path, metavar="RESULTS_JSON",
+                   help="only write the table and chart again from an earlier results.json")
     p.add_argument("--profile-native", action="store_true",
                    help="as --profile, with C frames (uvloop, kio's readers) in the stacks")
     return p.parse_args(argv)
@@ -140,6 +142,10 @@ def measure(broker: Running, rnd: int, size: Size, cases: tuple[Case, ...],
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        paths = report.rerender(args.render)
+        print(paths["table"].read_text())
+        return 0
     # SIGTERM unwinds like Ctrl-C, so the finally blocks stop the broker under test.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     size = SIZES[args.size]
