@@ -117,7 +117,7 @@ def broker_round(name: str, rnd: int, size: Size, cases: tuple[Case, ...],
             profiled = logs / f"{name}-r{rnd}-pyspy.txt"
             if profiled.exists():
                 top = summarize_profile(profiled, logs.parent / f"profile-{name}-r{rnd}.txt")
-                progress("  profile top frames:\n" + "\n".join(top.splitlines()[:14]))
+                progress("  profile top frames:\n" + "\n".join(top.splitlines()[:16]))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -63,3 +63,21 @@ def test_client_bound_follows_the_loads_python_thread() -> None:
     assert cpu_note(s(1.3), s(0.4), s(0.2)) == ""
     assert cpu_note(s(0.8), s(0.5), s(1.1)) == "CPU-saturated"
     assert cpu_note(None, None, s(1.5)) == ""
+
+
+def test_profile_summary_sets_imports_apart_and_ranks_project_frames() -> None:
+    from collections import Counter
+
+    from bench.profile import top_frames
+
+    stacks = Counter({
+        ("main (m.py:1)", "_find_and_load (<frozen>:1)", "exec (x.py:2)"): 50,
+        ("main (m.py:1)", "handle (broker/connection.py:9)", "write (libc)"): 30,
+        ("main (m.py:1)", "append (storage/log.py:5)"): 20,
+    })
+    text = top_frames(stacks)
+    assert "50.0% were start-up imports" in text
+    project = text.split("total %  project frame")[1]
+    assert project.index("broker/connection.py") < project.index("storage/log.py")
+    assert " 60.0   handle (broker/connection.py:9)" in project
+    assert "exec (x.py:2)" not in text
