@@ -87,7 +87,7 @@ def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
                  f"(see {logs})")
         return entry
     entry.update({k: result[k] for k in ("metrics", "wall_s", "client_cores", "broker_cores",
-                                          "broker_rss_peak_mb", "client_main_thread_cores")})
+                                          "broker_rss_peak_mb", "client_main_thread_cores", "info")})
     shown = ", ".join(f"{v:,.1f} {k}" for k, v in result["metrics"].items())
     progress(f"  {case.key:<11} {shown}  (client {result['client_cores']:.2f} cores, "
              f"broker {result['broker_cores']:.2f} cores, {result['wall_s']:.1f} s)")
