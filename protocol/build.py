@@ -40,6 +40,8 @@ def _plan(cls: type[Any]) -> tuple[tuple[str, str | None, Any, Any, bool], ...]:
                 elem = typing.get_args(arg)[0]
                 if dataclasses.is_dataclass(elem):
                     nested = elem
+            elif dataclasses.is_dataclass(arg):  # a single, nullable entity (Cursor | None)
+                nested = arg
         if nested is None and dataclasses.is_dataclass(hint):
             nested = hint
         if f.default is not dataclasses.MISSING:

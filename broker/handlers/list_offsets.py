@@ -1,9 +1,12 @@
-"""ListOffsets v1-7.
+"""ListOffsets v1-10.
 
 Behaviour: timestamp -2 gives the log start offset, -1 the end (the high watermark, or the last
 stable offset at READ_COMMITTED), -3 (v7+) the offset of the largest timestamp; any other value the
 first offset whose batch has a timestamp at or after it (offset -1 if none, as Kafka answers).
-Version notes: v2+ carries the isolation level; v4+ returns leader epochs (always 0 here).
+-4 (v8+, earliest local) is the log start offset too, there being no remote storage; -5 (v9+,
+latest tiered) is offset -1, as Kafka answers for a topic without tiered storage.
+Version notes: v2+ carries the isolation level; v4+ returns leader epochs (always 0 here); v10
+adds a timeout for remote reads, not needed here.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from storage.api import IsolationLevel, TopicPartition
 
 from ..handler import Handler, RequestContext
 
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
 
 async def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, isolation: IsolationLevel) -> dict[str, Any]:
     plog = ctx.broker.logs.get_log(tp)
-    if timestamp == EARLIEST:
+    if timestamp == LATEST_TIERED:
+        return {"timestamp": -1, "offset": -1}
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return {"timestamp": -1, "offset": plog.log_start_offset}
     if timestamp == LATEST:
         committed = isolation is IsolationLevel.READ_COMMITTED
@@ -57,4 +62,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({"throttle_time": 0, "topics": topics})
 
 
-HANDLER = Handler(api_key=ApiKey.LIST_OFFSETS, min_version=1, max_version=7, handle=handle)
+HANDLER = Handler(api_key=ApiKey.LIST_OFFSETS, min_version=1, max_version=10, handle=handle)
