@@ -19,6 +19,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -27,6 +31,8 @@ from confluent_kafka.admin import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ResourcePatternType,
+    ResourceType,
 )
 
 from tests.broker_process import BrokerProcess
@@ -297,3 +303,17 @@ def test_describe_cluster(small_broker: BrokerProcess) -> None:
     assert cluster.controller.id == 1
     assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(1, "127.0.0.1", small_broker.port)]
     assert cluster.cluster_id
+
+
+def test_acl_calls_report_security_disabled(small_broker: BrokerProcess) -> None:
+    # As Kafka answers without an authorizer: tools learn ACLs are off, not that the API is missing.
+    a = admin(small_broker.bootstrap)
+    any_filter = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    # librdkafka drops DescribeAcls' top-level error code: an empty listing is all it shows
+    # (kafka-python sees SECURITY_DISABLED: test_admin_compat_kafka_python.py).
+    assert results(a.describe_acls(any_filter)) == []
+    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:a", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    assert error_of(a.create_acls([binding])[binding]).code() == KafkaError.SECURITY_DISABLED
+    assert error_of(a.delete_acls([any_filter])[any_filter]).code() == KafkaError.SECURITY_DISABLED

@@ -14,7 +14,18 @@ from tests.e2e.txn_clients import kafka_module
 pytestmark = pytest.mark.e2e
 
 kafka = kafka_module()
-from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic  # noqa: E402
+from kafka.admin import (  # noqa: E402
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ConfigResource,
+    ConfigResourceType,
+    NewPartitions,
+    NewTopic,
+    ResourcePatternFilter,
+    ResourceType,
+)
 
 TP = kafka.TopicPartition
 SETTINGS = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
@@ -125,3 +136,11 @@ def test_groups_transactions_and_cluster(admin: tuple[BrokerProcess, Any]) -> No
     cluster = a.describe_cluster()
     assert cluster["controller_id"] == 1
     assert [(b["broker_id"], b["port"]) for b in cluster["brokers"]] == [(1, broker.port)]
+
+
+def test_describe_acls_reports_security_disabled(admin: tuple[BrokerProcess, Any]) -> None:
+    _, a = admin
+    pattern = ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY)
+    acl_filter = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY, pattern)
+    with pytest.raises(kafka.errors.SecurityDisabledError):
+        a.describe_acls(acl_filter)
