@@ -16,6 +16,7 @@ from typing import Any, Final
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from .bounds import request_walker
 from .errors import ErrorCode, KafkaError
 
 __all__ = (
@@ -65,9 +66,10 @@ def response_schema(api_key: int, version: int) -> type[Any]:
 
 
 @cache
-def _request_readers(api_key: int, version: int) -> tuple[Any, Any]:
+def _request_readers(api_key: int, version: int) -> tuple[Any, Any, Any]:
     schema = request_schema(api_key, version)
-    return entity_reader(schema.__header_schema__), entity_reader(schema)
+    header_type = schema.__header_schema__
+    return request_walker(header_type, schema), entity_reader(header_type), entity_reader(schema)
 
 
 @cache
@@ -79,7 +81,8 @@ def decode_request(frame: bytes, supported: Any) -> tuple[RequestHeader, Any]:
     """Parse a request frame. `supported(api_key, version) -> bool` gates what may be parsed.
 
     Raises UnsupportedRequest (with the header) for keys/versions we do not serve, and
-    KafkaError(INVALID_REQUEST) for bodies that do not parse.
+    KafkaError(INVALID_REQUEST) for bodies that do not parse or whose lengths and counts reach
+    past the end of the frame.
     """
     api_key, version, correlation_id = peek_header(frame)
     if not supported(api_key, version):
@@ -87,7 +90,9 @@ def decode_request(frame: bytes, supported: Any) -> tuple[RequestHeader, Any]:
             api_key=api_key, api_version=version, correlation_id=correlation_id, client_id=None
         )
         raise UnsupportedRequest(header, f"api key {api_key} version {version} is not supported")
-    read_header, read_body = _request_readers(api_key, version)
+    check_bounds, read_header, read_body = _request_readers(api_key, version)
+    # Before kio reads anything: its array readers allocate what a count claims (see bounds.py).
+    check_bounds(frame)
     try:
         kio_header, offset = read_header(frame, 0)
         body, end = read_body(frame, offset)
