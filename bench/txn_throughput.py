@@ -29,4 +29,4 @@ try:
         el = time.perf_counter() - start
         print(f"{size}-record transactions: {n / el:.1f} txn/s ({n * size / el:.0f} records/s) over {el:.1f}s")
 finally:
-    b.stop()
+    b.close()

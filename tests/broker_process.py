@@ -1,5 +1,10 @@
 """A real eosbroker process for end-to-end tests: started on 127.0.0.1:0, ready when it logs the
-port it listens on, and killable with SIGKILL to test crash recovery."""
+port it listens on, and killable with SIGKILL to test crash recovery.
+
+A broker that misbehaves without the test noticing is a failed test: `check()` (called by the
+fixtures at teardown, and by `close()`) raises when the process logged an ERROR or CRITICAL line or a
+traceback that the test did not declare with `expect_log(regex)`, or exited non-zero other than by
+the SIGKILL of `kill()` (a SIGTERM shutdown must exit 0)."""
 
 from __future__ import annotations
 
@@ -9,10 +14,35 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 _LISTENING = re.compile(r"listening on [^ ]+:(\d+)")
+# broker/__main__.py's format: "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?P<level>[A-Z]+) ")
+_BAD_LEVELS = {"ERROR", "CRITICAL"}
+# Output that means something broke at any level: a traceback, an exception in a __del__ or a
+# callback that Python printed to stderr, a fatal error in native code.
+_BAD_OUTPUT = re.compile(r"Traceback \(most recent call last\)|^Exception ignored|^Fatal Python error", re.M)
+
+
+def log_records(lines: list[str]) -> Iterator[str]:
+    """Each log record with its continuation lines (a logged traceback follows its record); what
+    Python wrote to stderr outside logging joins the record before it."""
+    record: list[str] = []
+    for line in lines:
+        if _RECORD.match(line) and record:
+            yield "".join(record)
+            record = []
+        record.append(line)
+    if record:
+        yield "".join(record)
+
+
+def is_problem(record: str) -> bool:
+    m = _RECORD.match(record)
+    return bool(m and m.group("level") in _BAD_LEVELS or _BAD_OUTPUT.search(record))
 
 
 class BrokerProcess:
@@ -23,10 +53,25 @@ class BrokerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.log_lines: list[str] = []
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
+        self.expected: list[re.Pattern[str]] = []
+        self.bad_exits: list[str] = []
+        self._pump_thread: threading.Thread | None = None
+        self._ended = True  # no process running that kill() or stop() should end
+
+    def __enter__(self) -> BrokerProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close(check=exc_info[0] is None)
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def expect_log(self, pattern: str) -> None:
+        """Declare that an ERROR line or traceback matching `pattern` (re.search over the record,
+        traceback included) is what this test provokes on purpose."""
+        self.expected.append(re.compile(pattern))
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         cmd = [sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", str(self.port),
@@ -36,16 +81,19 @@ class BrokerProcess:
         env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
+        self._ended = False
         ready = threading.Event()
-        threading.Thread(target=self._pump, args=(self.proc, ready), daemon=True).start()
+        self._pump_thread = threading.Thread(target=self._pump, args=(self.proc, ready), daemon=True)
+        self._pump_thread.start()
         if not ready.wait(timeout) or self.proc.poll() is not None:
             self.stop()
+            self.bad_exits.clear()  # the RuntimeError says it all
             raise RuntimeError("broker did not start:\n" + "".join(self.log_lines[-50:]))
         return self
 
     def _pump(self, proc: subprocess.Popen[str], ready: threading.Event) -> None:
         assert proc.stdout is not None
-        with open(self.log_path, "a") as out:
+        with proc.stdout, open(self.log_path, "a") as out:
             for line in proc.stdout:
                 self.log_lines.append(line)
                 out.write(line)
@@ -56,20 +104,34 @@ class BrokerProcess:
                     ready.set()
         ready.set()
 
+    def _end(self, sig: signal.Signals) -> None:
+        """Send `sig` to a running process and wait for it and its last output. Note an exit it
+        should not have had: anything but 0 after SIGTERM, and any exit it took by itself first."""
+        proc = self.proc
+        if proc is None or self._ended:
+            return
+        self._ended = True
+        if proc.poll() is not None:
+            self.bad_exits.append(f"the broker exited by itself with code {proc.returncode}")
+        else:
+            proc.send_signal(sig)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+            if sig == signal.SIGTERM and proc.returncode != 0:
+                self.bad_exits.append(f"the broker exited with code {proc.returncode} after SIGTERM (expected 0)")
+        if self._pump_thread is not None:
+            self._pump_thread.join(10)
+
     def kill(self) -> None:
         """SIGKILL: no flush, no clean shutdown marker (the page cache survives, as in a crash)."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
+        self._end(signal.SIGKILL)
 
     def stop(self) -> int | None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        """SIGTERM and wait; returns the exit code (0 for a clean shutdown)."""
+        self._end(signal.SIGTERM)
         return self.proc.returncode if self.proc else None
 
     def restart(self, kill: bool = True) -> BrokerProcess:
@@ -78,3 +140,21 @@ class BrokerProcess:
 
     def logged(self, text: str) -> bool:
         return any(text in line for line in self.log_lines)
+
+    def problems(self) -> list[str]:
+        """Unexpected exits, then every ERROR/CRITICAL record or traceback no expect_log() matches."""
+        unexpected = [r for r in log_records(self.log_lines)
+                      if is_problem(r) and not any(p.search(r) for p in self.expected)]
+        return self.bad_exits + unexpected
+
+    def check(self) -> None:
+        found = self.problems()
+        if found:
+            raise AssertionError(f"broker at {self.data_dir} misbehaved (log: {self.log_path}); declare "
+                                 "what the test provokes with broker.expect_log(regex):\n" + "\n".join(found))
+
+    def close(self, check: bool = True) -> None:
+        """Stop (SIGTERM) and, unless told otherwise, check() the whole run."""
+        self.stop()
+        if check:
+            self.check()

@@ -47,7 +47,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         p.produce(WITNESS, b"w%d" % i, partition=0)
     assert p.flush(WAIT_S) == 0
     yield proc
-    proc.stop()
+    proc.close()
 
 
 @pytest.fixture(autouse=True)

@@ -176,6 +176,7 @@ def test_member_that_stops_heartbeating_is_expired(group_broker) -> None:
         wait_until(lambda: group_broker.logged("group expiry: removed"), "the expiry in the log")
     finally:
         proc.kill()
+        proc.communicate()  # reap it and close its pipe
         survivor.close()
 
 

@@ -137,7 +137,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
                                   expected_rows(client, codec))
         yield broker
     finally:
-        broker.stop()
+        broker.close()
 
 
 def stored_codecs(data_dir: Path, topic: str) -> set[int]:

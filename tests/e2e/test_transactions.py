@@ -163,7 +163,7 @@ def test_killed_producer_is_cleaned_up_by_its_successor(txn_broker):
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     finally:
         proc.kill()
-        proc.wait(10)
+        proc.communicate(timeout=10)  # reap it and close its pipe
     assert sum(last_stable_offsets(bs, "crash", 2).values()) < 20
     successor = txn_producer(bs, "crashy")  # aborts the dead producer's open transaction
     successor.begin_transaction()

@@ -57,7 +57,7 @@ def main() -> None:
                 _confluent(broker.bootstrap, f"confluent-{codec}", codec)
                 _kafka_python(broker.bootstrap, f"kafka-python-{codec}", codec)
         finally:
-            broker.stop()
+            broker.close()
         for name in names:
             src = Path(tmp) / "data" / f"{name}-0" / f"{0:020d}.log"
             shutil.copyfile(src, HERE / f"{name}.bin")
