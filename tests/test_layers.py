@@ -1,7 +1,7 @@
 """Imports point one way: broker -> coordinator -> storage -> protocol (asyncpg runs its linters as
 tests; this is the one architectural rule checked the same way). Every import counts, at module
 level or lazily inside a function, absolute or relative. protocol/ is also sans-I/O (no asyncio,
-socket, selectors or uvloop), and only protocol/codec.py touches kio's serializers. pipeline/, bench/
+socket, selectors or uvloop), and only protocol/ touches kio's serializers (kio.serial). pipeline/, bench/
 and tests/ may import anything, but no layer may import them."""
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ REPO = Path(__file__).resolve().parents[1]
 LAYERS = ("protocol", "storage", "coordinator", "broker")
 OUTSIDE = {"pipeline", "bench", "tests"}  # may import the layers, never the other way round
 IO_MODULES = {"asyncio", "socket", "selectors", "uvloop"}
-KIO_SERIAL_USER = "protocol/codec.py"
 MODULES = sorted(p.relative_to(REPO).as_posix() for layer in LAYERS for p in (REPO / layer).glob("**/*.py"))
 
 
@@ -56,8 +55,8 @@ def violations(rel_path: str, root: Path = REPO) -> list[str]:
             bad.append(f"{layer} imports {name}")
         elif layer == "protocol" and top in IO_MODULES:
             bad.append(f"protocol (sans-I/O) imports {name}")
-        elif name.startswith("kio.serial") and rel_path != KIO_SERIAL_USER:
-            bad.append(f"only {KIO_SERIAL_USER} may import {name}")
+        elif name.startswith("kio.serial") and layer != "protocol":
+            bad.append(f"{layer} imports {name}: only protocol/ may use kio's serializers")
     return bad
 
 
