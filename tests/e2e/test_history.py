@@ -16,6 +16,7 @@ pytestmark = pytest.mark.e2e
 
 CYCLES = int(os.environ.get("HISTORY_CYCLES", "5"))
 SEED = int(os.environ.get("HISTORY_SEED", "0"))
+HOLD_S = float(os.environ.get("HISTORY_HOLD_S", "1.0"))  # longest time the broker stays down
 SETTINGS = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3",
             "log.segment.bytes": "16384"}  # small segments: rolls and their recovery are part of it
 
@@ -23,7 +24,7 @@ SETTINGS = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.part
 @pytest.mark.timeout(300 + 60 * CYCLES)
 def test_history_under_kill_and_restart(broker_factory):
     broker = broker_factory(SETTINGS)
-    history = run(broker, [KillRestart(broker)], WorkloadConfig(cycles=CYCLES, seed=SEED))
+    history = run(broker, [KillRestart(broker)], WorkloadConfig(cycles=CYCLES, seed=SEED, hold_s=HOLD_S))
     summary = history.summary()
     print("history:", summary)
     assert summary["transactions acknowledged"] > 0 and summary["sends acknowledged"] > 0

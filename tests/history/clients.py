@@ -134,7 +134,7 @@ class IdempotentWriter:
         self.incarnation += 1
         self.fatal = False
         return Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 2, "error_cb": self._error, **RECONNECT})
+                         "linger.ms": 2, "message.timeout.ms": 5000, "error_cb": self._error, **RECONNECT})
 
     def _error(self, error: KafkaError) -> None:
         if error.fatal():

@@ -67,6 +67,9 @@ class WorkloadConfig:
     # every idempotent writer gets this many sends acknowledged (so each cycle proves recovery)
     progress: int = 5
     commit_ratio: float = 0.7
+    # how long a fault lasts, drawn for each cycle from [0, hold_s]: the writers run against it
+    # (a pause, not synchronisation)
+    hold_s: float = 1.0
     seed: int = 0
 
     @property
@@ -95,6 +98,7 @@ def run(cluster: Cluster, faults: Sequence[Fault], config: WorkloadConfig) -> Hi
             _await_progress(progress, config.progress, errors, f"before fault {cycle + 1}")
             fault = faults[cycle % len(faults)]
             fault.inject(cluster)
+            time.sleep(rng.uniform(0, config.hold_s))
             fault.heal(cluster)
             for isolation in Isolation:
                 history.add_read(read_all(cluster.bootstrap, tps, isolation, f"after {fault.name} #{cycle + 1}"))
