@@ -6,8 +6,8 @@ unknown; for a transactional write, what became of its transaction), and whole-p
 taken at read_committed or read_uncommitted between faults and at the end. `check()` names every
 anomaly it finds:
 
-- lost: an acknowledged write (an acked idempotent send, or a write of a committed transaction)
-  missing from a final read;
+- lost: an acknowledged write (an acked idempotent send, or a write of a committed transaction),
+  or a record an earlier read showed, missing from a final read;
 - aborted-read: a write of an aborted transaction, or a failed send, visible at read_committed (a
   failed send anywhere);
 - duplicate: one value at two offsets of a partition (within one read or across reads);
@@ -158,12 +158,30 @@ def _visible(read: Read) -> set[bytes]:
 
 
 def _lost(history: History) -> Iterable[Anomaly]:
+    """A final read must hold every acknowledged write, and every record an earlier read showed at
+    the same isolation level or a stricter one (a record once visible never goes away: nothing here
+    deletes, and a crash keeps what the page cache holds)."""
     for read in (r for r in history.reads if r.final):
         seen = _visible(read)
         for w in history.writes:
             if w.tp in read.records and history.outcome(w) is Outcome.ACKNOWLEDGED and w.value not in seen:
                 what = f"of committed transaction {w.txn}" if w.txn else "acknowledged"
                 yield Anomaly("lost", f"{read.label} ({read.isolation.value}): {w.value!r} {what} at {w.tp}")
+        for earlier in history.reads:
+            if not earlier.final and _at_least_as_strict(earlier.isolation, read.isolation):
+                yield from _lost_since(earlier, read, seen)
+
+
+def _at_least_as_strict(a: Isolation, b: Isolation) -> bool:
+    return a is Isolation.READ_COMMITTED or b is Isolation.READ_UNCOMMITTED
+
+
+def _lost_since(earlier: Read, read: Read, seen: set[bytes]) -> Iterable[Anomaly]:
+    for tp, records in earlier.records.items():
+        for offset, value in records:
+            if tp in read.records and value not in seen:
+                yield Anomaly("lost", f"{read.label} ({read.isolation.value}): {value!r} that "
+                                      f"{earlier.label} ({earlier.isolation.value}) read at {tp}@{offset}")
 
 
 def _aborted_reads(history: History, by_value: Mapping[bytes, Write]) -> Iterable[Anomaly]:

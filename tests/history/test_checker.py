@@ -62,6 +62,22 @@ def test_lost_acknowledged_send():
     assert kinds(check(h)) == {"lost"}
 
 
+@pytest.mark.parametrize("isolation", [RU, RC])
+def test_lost_record_that_an_earlier_read_showed(isolation):
+    h = clean_history()  # i2's fate is unknown, but once read it must stay
+    mid = h.reads[0]
+    h.reads[0] = Read(label=mid.label, isolation=isolation, final=False,
+                      records={**mid.records, A1: [(0, b"i1"), (1, b"i2")]})
+    replace_read(h, final_read(h, isolation), a1=[(0, b"i1")])
+    assert kinds(check(h)) == {"lost"}
+
+
+def test_a_record_read_uncommitted_may_be_missing_at_read_committed():
+    h = clean_history()  # t2-a is aborted: read_uncommitted shows it, read_committed must not
+    h.reads[0] = Read(label="mid", isolation=RU, final=False, records={A0: [(0, b"t1-a"), (2, b"t2-a")]})
+    assert check(h) == []
+
+
 def test_lost_write_of_a_committed_transaction_is_also_torn():
     h = clean_history()
     replace_read(h, final_read(h, RC), b0=[])
