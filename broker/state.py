@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
-from storage.log_manager import LogManager
+from storage.api import LogSource
 
 from .config import BrokerConfig
 
@@ -20,7 +20,7 @@ __all__ = ("BrokerState",)
 @dataclass(slots=True, kw_only=True)
 class BrokerState:
     config: BrokerConfig
-    logs: LogManager
+    logs: LogSource
     handlers: Mapping[ApiKey, Handler]
     # Coordinators plug in here as they are built (group, transaction).
     group_coordinator: Any = None

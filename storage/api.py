@@ -6,19 +6,34 @@ transaction_index.py) that every backend composes; a backend only stores and ser
 
 from __future__ import annotations
 
+import asyncio
+import re
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
-from typing import NamedTuple, Protocol
+from pathlib import Path
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
+
+from protocol.errors import ErrorCode, KafkaError
 
 __all__ = (
     "AbortedTxn",
+    "ActiveProducer",
     "AppendOrigin",
     "FetchDataInfo",
+    "INTERNAL_TOPICS",
     "IsolationLevel",
     "LogAppendInfo",
+    "LogSource",
     "PartitionLog",
+    "TopicMetadata",
     "TopicPartition",
+    "validate_topic_name",
 )
+
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+_LEGAL: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
 class TopicPartition(NamedTuple):
@@ -75,6 +90,55 @@ class FetchDataInfo:
         return sum(len(r) for r in self.records)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActiveProducer:
+    """One producer the log holds state for (DescribeProducers; Kafka's ProducerStateEntry)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int  # -1: no open transaction on this partition
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "topic_id": str(self.topic_id), "partitions": self.partitions,
+                "configs": dict(self.configs)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TopicMetadata:
+        return cls(name=d["name"], topic_id=uuid.UUID(d["topic_id"]), partitions=d["partitions"],
+                   configs=d.get("configs", {}))
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate: non-empty, at most 249 chars, [a-zA-Z0-9._-], not . or .."""
+    problem = None
+    if not name:
+        problem = "topic name is empty"
+    elif name in {".", ".."}:
+        problem = f"topic name cannot be {name!r}"
+    elif len(name) > 249:
+        problem = f"topic name is {len(name)} characters long; the maximum is 249"
+    elif not _LEGAL.match(name):
+        problem = f"topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'"
+    if problem:
+        raise KafkaError(ErrorCode.invalid_topic_exception, problem)
+
+
+@runtime_checkable
 class PartitionLog(Protocol):
     """One partition's log, owned by one task; every method is safe to call from any task."""
 
@@ -99,6 +163,68 @@ class PartitionLog(Protocol):
         isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> FetchDataInfo: ...
 
-    async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
+    async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first batch at or after timestamp, None past the end."""
+        ...
+
+    async def offset_for_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        ...
+
+    async def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: raise the log start offset to offset (-1: the high watermark)."""
+        ...
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    async def active_producers(self) -> list[ActiveProducer]: ...
+
+    def has_open_transaction(self, producer_id: int) -> bool:
+        """Whether the producer has a transaction open on this partition (KIP-890 verification:
+        read on the event loop just before the append is queued)."""
+        ...
+
+    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
+        """Set waiter's result on the next change of the high watermark or LSO (Fetch max_wait)."""
+        ...
+
+    def remove_waiter(self, waiter: asyncio.Future[None]) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    """Every partition log of the broker and the topics they belong to (the local LogManager;
+    the next backends too). Handlers and coordinators reach logs only through this."""
+
+    @property
+    def data_dir(self) -> Path: ...
+
+    @property
+    def topics(self) -> Mapping[str, TopicMetadata]: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
+
+    def topic_defaults(self) -> dict[str, str]:
+        """The value of every topic config where the topic sets none."""
+        ...
+
+    def get_log(self, tp: TopicPartition) -> PartitionLog:
+        """The partition's log; UNKNOWN_TOPIC_OR_PARTITION if it has none."""
+        ...
+
+    def find_log(self, tp: TopicPartition) -> PartitionLog | None: ...
+
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                     validate_only: bool = False) -> TopicMetadata: ...
+
+    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None: ...
+
+    async def alter_configs(self, name: str, configs: Mapping[str, str],
+                            validate_only: bool = False) -> None:
+        """Replace the topic's own configs; each log adopts them inside its own task."""
+        ...
+
+    async def delete_topic(self, name: str) -> None: ...

@@ -11,63 +11,24 @@ import asyncio
 import json
 import logging
 import os
-import re
 import shutil
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
-from .api import TopicPartition
+from .api import INTERNAL_TOPICS, LogSource, PartitionLog, TopicMetadata, TopicPartition, validate_topic_name
 from .log_config import KAFKA_TOPIC_DEFAULTS, LogConfig, validate_topic_configs
 from .partition_log import LocalPartitionLog
 
 __all__ = ("LogManager", "TopicMetadata", "validate_topic_name", "INTERNAL_TOPICS")
 
 log = logging.getLogger(__name__)
-_LEGAL: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
 _CLEAN_SHUTDOWN: Final = ".kafka_cleanshutdown"
-INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: non-empty, at most 249 chars, [a-zA-Z0-9._-], not . or .."""
-    problem = None
-    if not name:
-        problem = "topic name is empty"
-    elif name in {".", ".."}:
-        problem = f"topic name cannot be {name!r}"
-    elif len(name) > 249:
-        problem = f"topic name is {len(name)} characters long; the maximum is 249"
-    elif not _LEGAL.match(name):
-        problem = f"topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'"
-    if problem:
-        raise KafkaError(ErrorCode.invalid_topic_exception, problem)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TopicMetadata:
-    name: str
-    topic_id: uuid.UUID
-    partitions: int
-    configs: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def internal(self) -> bool:
-        return self.name in INTERNAL_TOPICS
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "topic_id": str(self.topic_id), "partitions": self.partitions,
-                "configs": dict(self.configs)}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> TopicMetadata:
-        return cls(name=d["name"], topic_id=uuid.UUID(d["topic_id"]), partitions=d["partitions"],
-                   configs=d.get("configs", {}))
 
 
 class LogManager:
@@ -206,7 +167,7 @@ class LogManager:
             self._open_log(new, p, clean=True)
         self._persist()
 
-    def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
+    async def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
         """Replace the topic's own configs (those not given fall back to the broker defaults)."""
         meta = self.topics.get(name)
         if meta is None:
@@ -217,15 +178,18 @@ class LogManager:
         new = replace(meta, configs=dict(configs))
         self.topics[name] = new
         cfg = self.log_config(new)
-        for p in range(new.partitions):
-            self.logs[TopicPartition(name, p)].config = cfg
         self._persist()
+        for p in range(new.partitions):  # each log adopts it between two of its commands
+            await self.logs[TopicPartition(name, p)].update_config(cfg)
 
     def get_log(self, tp: TopicPartition) -> LocalPartitionLog:
         plog = self.logs.get(tp)
         if plog is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist on this broker")
         return plog
+
+    def find_log(self, tp: TopicPartition) -> LocalPartitionLog | None:
+        return self.logs.get(tp)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return next((m for m in self.topics.values() if m.topic_id == topic_id), None)
@@ -235,3 +199,8 @@ class LogManager:
         for plog in list(self.logs.values()):
             if "delete" in plog.config.cleanup_policy.split(","):
                 await plog.enforce_retention(now)
+
+
+if TYPE_CHECKING:  # the local backend is the seam's first implementation (storage/api.py)
+    _source: type[LogSource] = LogManager
+    _log: type[PartitionLog] = LocalPartitionLog

@@ -21,6 +21,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
 
 from .api import (
+    ActiveProducer,
     AppendOrigin,
     FetchDataInfo,
     IsolationLevel,
@@ -32,7 +33,7 @@ from .log_retention import deletable_segments
 from .log_segment import LogSegment
 from .log_start_offset import read_log_start_offset, write_log_start_offset
 from .log_transactions import LogTransactions, PendingBatch
-from .producer_state import BatchMetadata
+from .producer_state import BatchMetadata, ProducerStateEntry
 from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches
 
 __all__ = ("LocalPartitionLog",)
@@ -195,6 +196,23 @@ class LocalPartitionLog:
 
     async def flush(self) -> None:
         await self.call(self._flush)
+
+    async def offset_for_max_timestamp(self) -> tuple[int, int] | None:
+        return await self.call(self.max_timestamp_offset)
+
+    async def update_config(self, config: LogConfig) -> None:
+        """Adopt new topic configs between two commands, never in the middle of one."""
+        await self.call(lambda: self._set_config(config))
+
+    def _set_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    async def active_producers(self) -> list[ActiveProducer]:
+        return await self.call(lambda: [_active_producer(e) for e in self.txns.state.producers.values()])
+
+    def has_open_transaction(self, producer_id: int) -> bool:
+        entry = self.txns.state.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None
 
     def add_waiter(self, waiter: asyncio.Future[None]) -> None:
         """Wake waiter (set its result) on the next change of the high watermark or LSO."""
@@ -402,6 +420,14 @@ class LocalPartitionLog:
             self.txns.on_delete_segment(seg.base_offset)
             seg.delete()
             log.info("%s: deleted segment %d; log start offset %d", self.tp, seg.base_offset, self._log_start_offset)
+
+
+def _active_producer(e: ProducerStateEntry) -> ActiveProducer:
+    return ActiveProducer(
+        producer_id=e.producer_id, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
+        last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+        current_txn_start_offset=-1 if e.current_txn_first_offset is None else e.current_txn_first_offset,
+    )
 
 
 def _with_offset(header: RecordBatchHeader, offset: int) -> RecordBatchHeader:

@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = request.v3_and_below_topics
     txn_id = request.v3_and_below_transactional_id
     partitions = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
-    missing = {tp for tp in partitions if tp not in ctx.broker.logs.logs}
+    missing = {tp for tp in partitions if ctx.broker.logs.find_log(tp) is None}
     if missing:
         def code_for(tp: TopicPartition) -> ErrorCode:
             return ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted

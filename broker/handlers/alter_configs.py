@@ -29,7 +29,7 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 Compute = Callable[[Any, Mapping[str, str]], dict[str, str]]
 
 
-def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool) -> None:
+async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool) -> None:
     kind = resource.resource_type
     if kind in (BROKER, BROKER_LOGGER):
         raise KafkaError(ErrorCode.invalid_request,
@@ -41,10 +41,10 @@ def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_on
     meta = logs.topics.get(resource.resource_name)
     if meta is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {resource.resource_name!r} does not exist")
-    logs.alter_configs(meta.name, compute(resource, meta.configs), validate_only=validate_only)
+    await logs.alter_configs(meta.name, compute(resource, meta.configs), validate_only=validate_only)
 
 
-def alter_all(ctx: RequestContext, request: Any, compute: Compute) -> Any:
+async def alter_all(ctx: RequestContext, request: Any, compute: Compute) -> Any:
     """Apply compute to each resource of an (Incremental)AlterConfigs request and answer."""
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
@@ -54,7 +54,7 @@ def alter_all(ctx: RequestContext, request: Any, compute: Compute) -> Any:
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise KafkaError(ErrorCode.invalid_request, f"resource {resource.resource_name!r} is named twice")
-            _alter_one(ctx, resource, compute, request.validate_only)
+            await _alter_one(ctx, resource, compute, request.validate_only)
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}
         responses.append(entry)
@@ -70,7 +70,7 @@ def _replace(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return alter_all(ctx, request, _replace)
+    return await alter_all(ctx, request, _replace)
 
 
 HANDLER = Handler(api_key=ApiKey.ALTER_CONFIGS, min_version=0, max_version=2, handle=handle)

@@ -11,7 +11,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.log_manager import INTERNAL_TOPICS
+from storage.api import INTERNAL_TOPICS
 
 from ..handler import Handler, RequestContext
 

@@ -11,24 +11,20 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicPartition
+from storage.api import ActiveProducer, TopicPartition
 
 from ..handler import Handler, RequestContext
 
 
-def _producers(plog: Any) -> list[dict[str, Any]]:
-    return [
-        {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch, "last_sequence": e.last_seq,
-         "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
-         "current_txn_start_offset": -1 if e.current_txn_first_offset is None else e.current_txn_first_offset}
-        for e in plog.txns.state.producers.values()
-    ]
+def _producer(p: ActiveProducer) -> dict[str, Any]:
+    return {"producer_id": p.producer_id, "producer_epoch": p.producer_epoch, "last_sequence": p.last_sequence,
+            "last_timestamp": p.last_timestamp, "coordinator_epoch": p.coordinator_epoch,
+            "current_txn_start_offset": p.current_txn_start_offset}
 
 
 async def _partition(ctx: RequestContext, tp: TopicPartition) -> dict[str, Any]:
     try:
-        plog = ctx.broker.logs.get_log(tp)
-        producers = await plog.call(lambda: _producers(plog))
+        producers = [_producer(p) for p in await ctx.broker.logs.get_log(tp).active_producers()]
     except KafkaError as exc:
         return {"partition_index": tp.partition, "error_code": exc.code, "error_message": exc.message,
                 "active_producers": []}

@@ -75,7 +75,7 @@ def _waiters(ctx: RequestContext, request: Any) -> list[Any]:
     logs = []
     for topic in request.topics:
         for p in topic.partitions:
-            plog = ctx.broker.logs.logs.get(TopicPartition(topic.topic, p.partition))
+            plog = ctx.broker.logs.find_log(TopicPartition(topic.topic, p.partition))
             if plog is not None:
                 logs.append(plog)
     return logs

@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return incremental_alter(current, changes, defaults)
 
-    return alter_all(ctx, request, compute)
+    return await alter_all(ctx, request, compute)
 
 
 HANDLER = Handler(api_key=ApiKey.INCREMENTAL_ALTER_CONFIGS, min_version=0, max_version=1, handle=handle)

@@ -32,7 +32,7 @@ async def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, isola
         committed = isolation is IsolationLevel.READ_COMMITTED
         return {"timestamp": -1, "offset": plog.last_stable_offset if committed else plog.high_watermark}
     if timestamp == MAX_TIMESTAMP:
-        found = await plog.call(plog.max_timestamp_offset)
+        found = await plog.offset_for_max_timestamp()
     elif timestamp < 0:
         raise KafkaError(ErrorCode.invalid_request, f"unsupported ListOffsets timestamp {timestamp}")
     else:

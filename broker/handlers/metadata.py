@@ -14,7 +14,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.log_manager import TopicMetadata, validate_topic_name
+from storage.api import TopicMetadata, validate_topic_name
 
 from ..handler import Handler, RequestContext
 

@@ -17,8 +17,7 @@ from typing import Any
 from coordinator.transaction.verification import verify_transactional_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicPartition
-from storage.log_manager import INTERNAL_TOPICS
+from storage.api import INTERNAL_TOPICS, TopicPartition
 
 from ..handler import NO_RESPONSE, Handler, RequestContext
 
@@ -34,10 +33,12 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) 
     try:
         if topic in INTERNAL_TOPICS:
             raise KafkaError(ErrorCode.invalid_topic_exception, f"cannot append to internal topic {topic}")
-        plog = ctx.broker.logs.get_log(TopicPartition(topic, part.index))
+        tp = TopicPartition(topic, part.index)
+        plog = ctx.broker.logs.get_log(tp)
         if part.records is None:
             raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
-        verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, plog, part.records)
+        verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
+                                     part.records)
         info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)

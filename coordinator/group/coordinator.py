@@ -26,7 +26,7 @@ from typing import Any, assert_never
 from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
-from storage.api import TopicPartition
+from storage.api import LogSource, TopicPartition
 
 from . import commands as c
 from .admin import AdminOperations
@@ -53,7 +53,7 @@ class GroupCoordinator(AdminOperations):
 
     def __init__(
         self,
-        logs: Any,
+        logs: LogSource,
         config: GroupConfig | None = None,
         *,
         clock_ms: Callable[[], int] = _wall_clock_ms,

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 from protocol.records import Record, build_batch
-from storage.api import AppendOrigin, LogAppendInfo, TopicPartition
+from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
 
 from . import commands as c
 from .config import GroupConfig
@@ -69,7 +69,7 @@ def _with_error(result: JoinGroupResult | SyncGroupResult, error: ErrorCode) -> 
 
 
 class GroupOperations:
-    def __init__(self, logs: Any, config: GroupConfig, clock_ms: Callable[[], int]) -> None:
+    def __init__(self, logs: LogSource, config: GroupConfig, clock_ms: Callable[[], int]) -> None:
         self._logs = logs
         self.config = config
         self._clock_ms = clock_ms

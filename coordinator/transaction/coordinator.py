@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicPartition
+from storage.api import LogSource, TopicPartition
 
+from ..tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
 from .log import partition_for
-from .marker_writer import CONSUMER_OFFSETS, GroupTxnParticipant, MarkerWriter
+from .marker_writer import CONSUMER_OFFSETS, GroupTxnParticipant, MarkerWriter, TxnMarker
 from .metadata import ProducerIdAndEpoch, TransactionMetadata, TxnTransition, is_epoch_exhausted
 from .state import TxnState
 from .state_store import TransactionStateStore
@@ -44,6 +45,8 @@ class TxnCoordinatorConfig:
     producer_id_block_size: int = 1000
     # A single node never hands the coordinator role to another broker, so one epoch serves.
     coordinator_epoch: int = 0
+    # Between attempts at a marker (or any failed background work): doubled up to the cap.
+    retry_backoff: Backoff = DEFAULT_BACKOFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +68,7 @@ async def _noop() -> None:
 class TransactionCoordinator:
     def __init__(
         self,
-        logs: Any,
+        logs: LogSource,
         config: TxnCoordinatorConfig,
         group: Callable[[], GroupTxnParticipant | None] = lambda: None,
         clock: Callable[[], int] = wall_clock_ms,
@@ -73,11 +76,11 @@ class TransactionCoordinator:
         self.config = config
         self._now = clock
         self.store = TransactionStateStore(logs, config.num_partitions, config.producer_id_block_size)
-        self.markers = MarkerWriter(logs, config.coordinator_epoch, group)
+        self.markers = MarkerWriter(logs, config.coordinator_epoch, group, config.retry_backoff)
         self.transactions: dict[str, TransactionMetadata] = {}
         self._queue: asyncio.Queue[_Call] = asyncio.Queue()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._marker_tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSupervisor("transaction coordinator", config.retry_backoff)
+        self._marker_tasks: set[asyncio.Task[Any]] = set()
         self._run_task: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -87,8 +90,10 @@ class TransactionCoordinator:
         loop = asyncio.get_running_loop()
         self._run_task = loop.create_task(self._run(), name="txn-coordinator")
         self._run_task.add_done_callback(self._on_done)
-        self._spawn(self._timer(self.config.abort_timed_out_interval_ms, self._abort_timed_out))
-        self._spawn(self._timer(self.config.remove_expired_interval_ms, self._expire_ids))
+        self._tasks.spawn("timed-out transaction scan",
+                          lambda: self._timer(self.config.abort_timed_out_interval_ms, self._abort_timed_out))
+        self._tasks.spawn("transactional id expiration",
+                          lambda: self._timer(self.config.remove_expired_interval_ms, self._expire_ids))
         for md in self.transactions.values():
             if md.state.is_preparing:  # the broker stopped while markers were being written
                 log.info("resuming %s of '%s' after restart", md.state.display_name,
@@ -101,15 +106,15 @@ class TransactionCoordinator:
                 await asyncio.wait_for(self.quiesce(), 5)
             except (TimeoutError, KafkaError):
                 log.warning("stopping with transaction markers still in flight")
-        tasks = [*self._tasks, *([self._run_task] if self._run_task else [])]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._tasks.stop()
+        if self._run_task is not None:
+            self._run_task.cancel()
+            await asyncio.gather(self._run_task, return_exceptions=True)
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         exc = None if task.cancelled() else task.exception()
         if exc is not None:
-            log.error("transaction coordinator died: %r", exc)
+            log.error("transaction coordinator died: %r", exc, exc_info=exc)
         while not self._queue.empty():
             reply = self._queue.get_nowait().reply
             if reply is not None and not reply.done():
@@ -117,17 +122,12 @@ class TransactionCoordinator:
                     KafkaError(ErrorCode.coordinator_not_available, "transaction coordinator stopped")
                 )
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     async def quiesce(self) -> None:
         """Wait until every marker write in flight has finished and its completion is persisted
         (shutdown, and tests that need the end state without sleeping)."""
         while self._marker_tasks:
-            await asyncio.gather(*self._marker_tasks, return_exceptions=True)
+            # wait, not gather: a caller that stops waiting must not cancel the markers
+            await asyncio.wait(self._marker_tasks)
             await self._call(_noop)
 
     async def abort_timed_out_transactions(self) -> None:
@@ -298,14 +298,18 @@ class TransactionCoordinator:
         self._send_markers(md)
 
     def _send_markers(self, md: TransactionMetadata) -> None:
-        commit = md.state is TxnState.PREPARE_COMMIT
-        txn_id, pid, epoch = md.transactional_id, md.producer_id, md.producer_epoch
+        """Write the markers, then persist COMPLETE_*: supervised, so a failure of either is
+        logged and tried again; the id answers CONCURRENT_TRANSACTIONS until both are done."""
+        txn = TxnMarker(transactional_id=md.transactional_id, producer_id=md.producer_id,
+                        producer_epoch=md.producer_epoch, commit=md.state is TxnState.PREPARE_COMMIT,
+                        partitions=md.topic_partitions)
+        written: set[TopicPartition] = set()  # kept across reruns: a rerun skips them
 
         async def write_then_complete() -> None:
-            await self.markers.write(txn_id, pid, epoch, commit, md.topic_partitions)
-            self._queue.put_nowait(_Call(lambda: self._complete(txn_id, epoch), None))
+            await self.markers.write(txn, written)
+            await self._call(lambda: self._complete(txn.transactional_id, txn.producer_epoch))
 
-        task = self._spawn(write_then_complete())
+        task = self._tasks.spawn(f"markers of '{txn.transactional_id}'", write_then_complete)
         self._marker_tasks.add(task)
         task.add_done_callback(self._marker_tasks.discard)
 

@@ -5,6 +5,13 @@ single node the coordinator appends the control batch to each partition log itse
 to every added partition, also one that received no data (protocol-notes §4), including the group's
 __consumer_offsets partition, after which the group coordinator applies or drops the pending
 transactional offsets.
+
+A marker is never given up while its partition exists: until it is written the partition's LSO
+stays at the transaction's first offset, so read_committed consumers of it would stop for good.
+An append that fails with a retriable error (KAFKA_STORAGE_ERROR on a full disk, an OSError,
+NOT_LEADER_OR_FOLLOWER from a closing log) is retried with a capped exponential back-off, as
+Kafka's marker channel retries such partitions; write() returns only when every marker is durable.
+A partition of a deleted topic is dropped, as Kafka drops it.
 """
 
 from __future__ import annotations
@@ -13,23 +20,20 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from protocol.control import ControlRecordType, build_end_txn_marker
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import AppendOrigin, TopicPartition
+from storage.api import AppendOrigin, LogSource, TopicPartition
 
-__all__ = ("CONSUMER_OFFSETS", "GroupTxnParticipant", "LogSource", "MarkerWriter")
+from ..tasks import DEFAULT_BACKOFF, Backoff, RateLimitedLog
+
+__all__ = ("CONSUMER_OFFSETS", "GroupTxnParticipant", "MarkerWriter", "TxnMarker")
 
 log = logging.getLogger(__name__)
 CONSUMER_OFFSETS = "__consumer_offsets"
-_ATTEMPTS = 5
-_BACKOFF_S = 0.1
-
-
-class LogSource(Protocol):
-    def get_log(self, tp: TopicPartition) -> Any: ...
 
 
 class GroupTxnParticipant(Protocol):
@@ -41,58 +45,88 @@ class GroupTxnParticipant(Protocol):
     def complete_txn(self, producer_id: int, group_ids: Any, commit: bool) -> Any: ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnMarker:
+    """The markers one transaction needs: who, which outcome, where."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    partitions: frozenset[TopicPartition]
+
+    def describe(self, tp: TopicPartition) -> str:
+        kind = "COMMIT" if self.commit else "ABORT"
+        return (f"{kind} marker of '{self.transactional_id}' (producer {self.producer_id} "
+                f"epoch {self.producer_epoch}) to {tp}")
+
+
 class MarkerWriter:
     def __init__(
         self, logs: LogSource, coordinator_epoch: int,
         group: Callable[[], GroupTxnParticipant | None] = lambda: None,
+        backoff: Backoff = DEFAULT_BACKOFF,
     ) -> None:
         self.logs = logs
         self.coordinator_epoch = coordinator_epoch
         # Looked up per transaction: the group coordinator may start after this one.
         self.group = group
+        self.backoff = backoff
 
-    async def write(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        partitions: Iterable[TopicPartition],
-    ) -> None:
-        """Write one marker per partition, concurrently; then tell the group coordinator."""
-        kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    async def write(self, txn: TxnMarker, written: set[TopicPartition] | None = None) -> None:
+        """Write one marker per partition, concurrently, each until it is durable; then tell the
+        group coordinator. written collects the partitions done, so a rerun skips them."""
+        written = set() if written is None else written
+        kind = ControlRecordType.COMMIT if txn.commit else ControlRecordType.ABORT
         batch = bytes(build_end_txn_marker(
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
+            producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
             coordinator_epoch=self.coordinator_epoch,
             control_type=kind,
             timestamp=int(time.time() * 1000),
         ))
-        partitions = sorted(partitions)
-        await asyncio.gather(*(
-            self._write_one(transactional_id, tp, batch, kind) for tp in partitions
-        ))
+        async with asyncio.TaskGroup() as tasks:  # one failing task cancels its siblings
+            for tp in sorted(txn.partitions - written):
+                tasks.create_task(self._write_one(txn, tp, batch, written))
         group = self.group()
-        if group is not None and any(tp.topic == CONSUMER_OFFSETS for tp in partitions):
-            done = group.complete_txn(producer_id, None, commit)
+        if group is not None and any(tp.topic == CONSUMER_OFFSETS for tp in txn.partitions):
+            done = group.complete_txn(txn.producer_id, None, txn.commit)
             if inspect.isawaitable(done):
                 await done
 
     async def _write_one(
-        self, transactional_id: str, tp: TopicPartition, batch: bytes, kind: ControlRecordType
+        self, txn: TxnMarker, tp: TopicPartition, batch: bytes, written: set[TopicPartition]
     ) -> None:
-        for attempt in range(_ATTEMPTS):
+        failures, limiter = 0, RateLimitedLog()
+        while True:
             try:
                 await self.logs.get_log(tp).append(batch, AppendOrigin.COORDINATOR)
-                return
             except KafkaError as exc:
-                # The partition refused the marker (deleted topic, fenced epoch): retrying cannot
-                # help. Kafka drops these too; anything but a deleted topic is worth an error.
-                level = logging.INFO if exc.code is ErrorCode.unknown_topic_or_partition else logging.ERROR
-                log.log(level, "%s marker of '%s' not written to %s: %r", kind.name,
-                        transactional_id, tp, exc)
+                if not self._retriable(txn, tp, exc):
+                    written.add(tp)
+                    return
+                error: Exception = exc
+            except OSError as exc:
+                error = exc
+            else:
+                written.add(tp)
+                if failures:
+                    log.info("%s written after %d failed attempts", txn.describe(tp), failures)
                 return
-            except Exception:  # an I/O failure may pass; the partition's LSO waits on this marker
-                log.exception("%s marker of '%s' to %s failed (attempt %d of %d)", kind.name,
-                              transactional_id, tp, attempt + 1, _ATTEMPTS)
-                await asyncio.sleep(_BACKOFF_S * 2**attempt)
+            failures += 1
+            delay = self.backoff.delay_s(failures)
+            if limiter.due():
+                log.warning("%s failed (attempt %d): %r; the partition's LSO waits on it, "
+                            "retrying in %.1f s", txn.describe(tp), failures, error, delay)
+            await asyncio.sleep(delay)
+
+    @staticmethod
+    def _retriable(txn: TxnMarker, tp: TopicPartition, exc: KafkaError) -> bool:
+        if exc.code is ErrorCode.unknown_topic_or_partition:
+            log.info("%s dropped: the topic was deleted", txn.describe(tp))
+            return False
+        if exc.code.retriable:
+            return True
+        # Refused for good (a fenced epoch): retrying cannot help and Kafka drops it too.
+        log.error("%s refused by the partition: %r", txn.describe(tp), exc)
+        return False

@@ -10,10 +10,9 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 from protocol.records import Record, build_batch, read_records
-from storage.api import AppendOrigin, TopicPartition
+from storage.api import AppendOrigin, LogSource, PartitionLog, TopicPartition
 
 from .log import (
     TRANSACTION_STATE_TOPIC,
@@ -35,12 +34,12 @@ _READ_CHUNK = 1 << 20
 
 
 class TransactionStateStore:
-    def __init__(self, logs: Any, num_partitions: int, block_size: int) -> None:
+    def __init__(self, logs: LogSource, num_partitions: int, block_size: int) -> None:
         self.logs = logs
         self.num_partitions = num_partitions
         self.producer_ids = ProducerIdManager(block_size)
 
-    def _log(self, partition: int) -> Any:
+    def _log(self, partition: int) -> PartitionLog:
         return self.logs.get_log(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
 
     def _ensure_topic(self) -> None:
@@ -122,9 +121,8 @@ class TransactionStateStore:
     def _honour_legacy_block_file(self) -> None:
         # The interim InitProducerId handler kept its high mark in <data-dir>/producer_id_block;
         # ids below it may be in use, so they are never handed out again.
-        data_dir = getattr(self.logs, "data_dir", None)
-        path = Path(data_dir) / "producer_id_block" if data_dir is not None else None
-        if path is not None and path.exists():
+        path = Path(self.logs.data_dir) / "producer_id_block"
+        if path.exists():
             mark = int(path.read_text().strip() or 0)
             if mark > 0:
                 self.producer_ids.apply_block(ProducerIdBlock(first_producer_id=0, size=mark))

@@ -15,7 +15,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import RecordBatchHeader, iter_batches
-from storage.api import TopicPartition
+from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
 
@@ -43,11 +43,12 @@ def verify_transactional_produce(
         )
 
 
-def verify_transactional_batches(coordinator: Any, transactional_id: str | None, plog: Any, records: bytes) -> None:
+def verify_transactional_batches(
+    coordinator: Any, transactional_id: str | None, tp: TopicPartition, plog: PartitionLog, records: bytes,
+) -> None:
     """Check a produce request's batches for one partition before they go to its log actor."""
     if coordinator is None:
         return
     for _, header in iter_batches(records, verify_crc=False):
-        entry = plog.txns.state.producers.get(header.producer_id)
-        is_open = entry is not None and entry.current_txn_first_offset is not None
-        verify_transactional_produce(coordinator, transactional_id, plog.tp, header, is_open)
+        is_open = plog.has_open_transaction(header.producer_id)
+        verify_transactional_produce(coordinator, transactional_id, tp, header, is_open)

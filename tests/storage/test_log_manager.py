@@ -48,7 +48,7 @@ async def test_every_change_is_durable_without_a_clean_shutdown(tmp_path):
     m.create_topic("a", 1)
     m.create_topic("b", 2)
     m.create_partitions("b", 5)
-    m.alter_configs("a", {"retention.bytes": "4096"})
+    await m.alter_configs("a", {"retention.bytes": "4096"})
     await m.delete_topic("b")
     crash(m)
     again = await started(tmp_path)
