@@ -11,14 +11,15 @@ import asyncio
 import pytest
 
 from coordinator.tasks import Backoff
-from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
+from coordinator.transaction.coordinator import TxnCoordinatorConfig
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC, TxnLogEntry, decode_record, partition_for
 from coordinator.transaction.state import TxnState
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import Record, build_batch, read_records
+from protocol.records import read_records
 from storage.api import IsolationLevel, LogSource, PartitionLog, TopicPartition
 from storage.log_manager import LogManager
 
+from . import test_txn_coordinator as txn_broker
 from .faulty_storage import FaultyLog, FaultyLogs
 
 T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
@@ -33,29 +34,13 @@ ERRORS = {
 }
 
 
-class Broker:
+class Broker(txn_broker.Broker):
     def __init__(self, path):
-        self.path = path
+        super().__init__(path, CONFIG)
 
-    async def start(self):
-        self.logs = LogManager(self.path, {})
-        self.logs.load()
-        self.logs.start()
-        if "orders" not in self.logs.topics:
-            self.logs.create_topic("orders", 2)
+    def log_source(self):
         self.faults = FaultyLogs(self.logs)
-        self.coordinator = TransactionCoordinator(self.faults, CONFIG)
-        await self.coordinator.start()
-        return self
-
-    async def stop(self):
-        await self.coordinator.stop()
-        await self.logs.close()
-
-    async def produce(self, tp, pid, epoch, seq, value=b"x", txn=True):
-        batch = build_batch([Record(value=value)], producer_id=pid, producer_epoch=epoch,
-                            base_sequence=seq, transactional=txn)
-        return await self.logs.get_log(tp).append(bytes(batch))
+        return self.faults
 
     async def committed_values(self, tp):
         plog = self.logs.get_log(tp)

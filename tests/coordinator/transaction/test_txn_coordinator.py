@@ -46,16 +46,20 @@ class Broker:
         self.logs.start()
         if "orders" not in self.logs.topics:
             self.logs.create_topic("orders", 2)
-        self.coordinator = TransactionCoordinator(self.logs, self.config, lambda: self.group, self.clock)
+        self.coordinator = TransactionCoordinator(self.log_source(), self.config, lambda: self.group,
+                                                  self.clock)
         await self.coordinator.start()
         return self
+
+    def log_source(self):
+        return self.logs
 
     async def stop(self):
         await self.coordinator.stop()
         await self.logs.close()
 
-    async def produce(self, tp, pid, epoch, seq, txn=True):
-        batch = build_batch([Record(value=b"x")], producer_id=pid, producer_epoch=epoch,
+    async def produce(self, tp, pid, epoch, seq, value=b"x", txn=True):
+        batch = build_batch([Record(value=value)], producer_id=pid, producer_epoch=epoch,
                             base_sequence=seq, transactional=txn)
         return await self.logs.get_log(tp).append(bytes(batch))
 
