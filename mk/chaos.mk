@@ -1,4 +1,5 @@
-# The history test (tests/e2e/test_history.py) with many kill -9/restart cycles (issue 9).
+# The history test (tests/e2e/test_history.py) with many fault cycles (issue 9): kill -9 and
+# restart, SIGSTOP and SIGCONT, in turn.
 #   make chaos                        50 cycles
 #   make chaos CHAOS_CYCLES=200 CHAOS_SEED=7 CHAOS_HOLD_S=5   (the broker stays down up to 5 s)
 CHAOS_CYCLES ?= 50

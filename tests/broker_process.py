@@ -129,6 +129,15 @@ class BrokerProcess:
         """SIGKILL: no flush, no clean shutdown marker (the page cache survives, as in a crash)."""
         self._end(signal.SIGKILL)
 
+    def pause(self) -> None:
+        """SIGSTOP: the process holds its connections but answers nothing until resume()."""
+        assert self.proc is not None and self.proc.poll() is None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def stop(self) -> int | None:
         """SIGTERM and wait; returns the exit code (0 for a clean shutdown)."""
         self._end(signal.SIGTERM)

@@ -1,7 +1,8 @@
 """Jepsen-style history test against the real broker: transactional and idempotent producers run
-while the broker is killed with SIGKILL and restarted; reads between the faults and at the end are
-checked for lost, aborted-but-visible, duplicated, torn, reordered and re-offset records
-(tests/history/checker.py). A few cycles here; `make chaos` runs many (HISTORY_CYCLES)."""
+while the broker is killed with SIGKILL and restarted, or paused with SIGSTOP and resumed; reads
+between the faults and at the end are checked for lost, aborted-but-visible, duplicated, torn,
+reordered and re-offset records (tests/history/checker.py). A few cycles here; `make chaos` runs
+many (HISTORY_CYCLES)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import pytest
 
 from tests.history.checker import check
-from tests.history.workload import KillRestart, WorkloadConfig, run
+from tests.history.workload import KillRestart, PauseResume, WorkloadConfig, run
 
 pytestmark = pytest.mark.e2e
 
@@ -22,9 +23,10 @@ SETTINGS = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.part
 
 
 @pytest.mark.timeout(300 + 60 * CYCLES)
-def test_history_under_kill_and_restart(broker_factory):
+def test_history_under_kill_and_pause(broker_factory):
     broker = broker_factory(SETTINGS)
-    history = run(broker, [KillRestart(broker)], WorkloadConfig(cycles=CYCLES, seed=SEED, hold_s=HOLD_S))
+    config = WorkloadConfig(cycles=CYCLES, seed=SEED, hold_s=HOLD_S)
+    history = run(broker, [KillRestart(broker), PauseResume(broker)], config)
     summary = history.summary()
     print("history:", summary)
     assert summary["transactions acknowledged"] > 0 and summary["sends acknowledged"] > 0

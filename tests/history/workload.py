@@ -56,6 +56,27 @@ class KillRestart:
         self.target.start()
 
 
+class Pausable(Cluster, Protocol):
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+@dataclass
+class PauseResume:
+    """SIGSTOP the broker, then SIGCONT: clients time out and retry on new connections while the
+    old requests wait in the paused process, which then handles them late."""
+
+    target: Pausable
+    name: str = "SIGSTOP and SIGCONT"
+
+    def inject(self, cluster: Cluster) -> None:
+        self.target.pause()
+
+    def heal(self, cluster: Cluster) -> None:
+        self.target.resume()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadConfig:
     topics: tuple[str, ...] = ("history-a", "history-b")
