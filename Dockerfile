@@ -14,7 +14,10 @@ RUN pip install --no-cache-dir .
 VOLUME /data
 EXPOSE 9092
 ENTRYPOINT ["python", "-m", "broker"]
-CMD ["--host", "0.0.0.0", "--port", "9092", "--data-dir", "/data"]
+# Listens on every interface of the container and advertises 127.0.0.1:9092, which is right for
+# `docker run -p 127.0.0.1:9092:9092` and a client on the host (see docker-compose.yml for why).
+CMD ["--data-dir", "/data", "--set", "listeners=PLAINTEXT://0.0.0.0:9092", \
+     "--set", "advertised.listeners=PLAINTEXT://127.0.0.1:9092"]
 
 # The connector and what it needs beyond pyspark's own jars, resolved from spark/pom.xml.
 FROM maven:3.9-eclipse-temurin-17 AS spark-jars
@@ -31,8 +34,8 @@ COPY protocol ./protocol
 COPY storage ./storage
 COPY coordinator ./coordinator
 COPY broker ./broker
-# the `spark` extra pins pyspark to the connector's version; confluent-kafka for the demo producer
-RUN pip install --no-cache-dir ".[spark]" "confluent-kafka==2.16.1"
+# the `spark` extra pins pyspark to the connector's version; `clients` has confluent-kafka for the demo producer
+RUN pip install --no-cache-dir ".[spark,clients]"
 COPY pipeline ./pipeline
 COPY --from=spark-jars /spark-jars ./spark-jars
 ENV SPARK_LOCAL_IP=127.0.0.1

@@ -1,4 +1,6 @@
-# eosbroker: `make run` starts the broker on 127.0.0.1:9092 with data in ./data;
+# eosbroker: `make run` starts the broker on 127.0.0.1:9092 with data in ./data
+# (`make run HOST=0.0.0.0 PORT=19092 DATA=/var/lib/eosbroker` to change them);
+# `make install-clients` adds the Python clients for the README's examples;
 # `make test` installs everything the tests need and runs the whole suite.
 
 PYTHON ?= python3
@@ -10,7 +12,7 @@ PORT ?= 9092
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: run test lint install install-test clean
+.PHONY: run test lint install install-clients install-test clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.created:
@@ -27,7 +29,14 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.created
 	$(PIP) install -q -e '.[test,spark]'
 	touch $@
 
+# Just the Python clients for the README's examples (confluent-kafka, kafka-python), not the test stack.
+$(VENV)/.installed-clients: pyproject.toml $(VENV)/.created
+	$(PIP) install -q -e '.[clients]'
+	touch $@
+
 install: $(VENV)/.installed
+
+install-clients: $(VENV)/.installed-clients
 
 install-test: $(VENV)/.installed-test
 

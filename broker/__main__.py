@@ -1,4 +1,8 @@
-"""Command line: python -m broker / eosbroker."""
+"""Command line: python -m broker / eosbroker.
+
+Every start-up failure (a bad flag or property, an unusable data dir, a data dir held by another
+broker, a port in use) prints one line, `eosbroker: <cause>`, on stderr and exits with status 2,
+before anything is created on disk."""
 
 from __future__ import annotations
 
@@ -6,48 +10,74 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, NoReturn
 
-from .config import ConfigError, build_config, load_properties, parse_sets
+from .config import BrokerConfig, ConfigError, build_config, load_properties, parse_sets
 from .server import Broker
+from .startup import StartupError
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+EXIT_STARTUP_FAILURE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, like every other start-up failure (argparse would print the usage block first).
+        self.exit(EXIT_STARTUP_FAILURE, f"{self.prog}: {message} (see --help)\n")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="eosbroker", description="Kafka-compatible broker with exactly-once semantics")
-    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port to listen on, 0 for any free port (default 9092)")
-    p.add_argument("--data-dir", help="where partition logs live (log.dirs; default ./data)")
+    p = _Parser(prog="eosbroker", description="Kafka-compatible broker with exactly-once semantics. "
+                "--host/--port/--advertised-* override listeners/advertised.listeners when given.")
+    p.add_argument("--host", help="address to listen on; '' or 0.0.0.0 for every interface "
+                   "(default: from listeners, else 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port to listen on, 1-65535, or 0 for any free port "
+                   "(default: from listeners, else 9092)")
+    p.add_argument("--data-dir", help="where partition logs live (log.dirs; default ./data; created if missing)")
     p.add_argument("--config", type=Path, help="a Kafka-style server.properties file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a property, e.g. --set num.partitions=6 (repeatable)")
     p.add_argument("--advertised-host", help="host returned in Metadata (for proxies, containers)")
     p.add_argument("--advertised-port", type=int, help="port returned in Metadata")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                   help="log level (default INFO)")
     return p.parse_args(argv)
+
+
+def load_config(args: argparse.Namespace) -> tuple[BrokerConfig, list[str]]:
+    props = load_properties(args.config) if args.config else {}
+    props.update(parse_sets(args.set))
+    return build_config(props, host=args.host, port=args.port, log_dirs=args.data_dir,
+                        advertised_host=args.advertised_host, advertised_port=args.advertised_port)
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        props = load_properties(args.config) if args.config else {}
-        props.update(parse_sets(args.set))
-        config, unknown = build_config(
-            props, host=args.host, port=args.port, log_dirs=args.data_dir,
-            advertised_host=args.advertised_host, advertised_port=args.advertised_port,
-        )
-    except (ConfigError, OSError) as exc:
+        config, unknown = load_config(args)
+    except ConfigError as exc:
         print(f"eosbroker: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_STARTUP_FAILURE
+    logging.basicConfig(level=args.log_level, stream=sys.stdout,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for key in unknown:
         logging.getLogger("broker").warning("unknown configuration key %r is ignored", key)
     try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it
-        asyncio.run(Broker(config).serve_forever())
-    else:
-        uvloop.run(Broker(config).serve_forever())
+        _run(Broker(config).serve_forever())
+    except StartupError as exc:
+        print(f"eosbroker: {exc}", file=sys.stderr)
+        return EXIT_STARTUP_FAILURE
     return 0
 
 

@@ -1,97 +1,173 @@
-"""Broker configuration from Kafka's own property names, mapped once into BrokerConfig fields."""
+"""Broker configuration from Kafka's own property names, mapped once into BrokerConfig fields.
+
+Each field that a property sets carries its Kafka ConfigDef entry (type and validator, looked up in
+Kafka's ServerConfigs, ServerLogConfigs, LogConfig, SocketServerConfigs, GroupCoordinatorConfig,
+TransactionLogConfig and TransactionStateManagerConfig), so a value Kafka would refuse is refused here
+with Kafka's message, before the broker touches the disk.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-__all__ = ("BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "load_properties", "build_config")
+from .listeners import PORT_MAX, EndPoint, ListenerError, advertised_endpoint, broker_endpoint
+
+__all__ = ("BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "Spec", "build_config", "load_properties",
+           "parse_sets")
+
+INT, LONG, BOOLEAN, STRING = "INT", "LONG", "BOOLEAN", "STRING"
+_BOUNDS: Final = {INT: (-(1 << 31), (1 << 31) - 1), LONG: (-(1 << 63), (1 << 63) - 1)}
+_INTEGER: Final = re.compile(r"^[+-]?[0-9]+$")
+_HOUR_MS: Final = 3_600_000
+_WEEK_MS: Final = 168 * _HOUR_MS
 
 
 class ConfigError(ValueError):
-    """A property that is unknown or whose value does not parse."""
+    """A property whose value does not parse or that Kafka's validators refuse."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One ConfigDef entry: Kafka's type, and its validator (atLeast / between / ValidString.in)."""
+
+    kind: str
+    at_least: int | None = None
+    at_most: int | None = None
+    choices: tuple[str, ...] = ()
+
+    def parse(self, key: str, raw: str) -> Any:
+        value = raw.strip()
+        if self.kind == BOOLEAN:
+            if value.lower() not in ("true", "false"):
+                raise _invalid(key, raw, "Expected value to be either true or false")
+            return value.lower() == "true"
+        if self.kind == STRING:
+            if self.choices and value not in self.choices:
+                raise _invalid(key, raw, f"String must be one of: {', '.join(self.choices)}")
+            return value
+        return self._parse_number(key, raw, value)
+
+    def _parse_number(self, key: str, raw: str, value: str) -> int:
+        low, high = _BOUNDS[self.kind]
+        if not _INTEGER.match(value) or not low <= int(value) <= high:
+            raise _invalid(key, raw, f"Not a number of type {self.kind}")
+        number = int(value)
+        if self.at_least is not None and number < self.at_least:
+            if self.at_most is not None:
+                raise _invalid(key, raw, f"Value must be in the range [{self.at_least}, {self.at_most}]")
+            raise _invalid(key, raw, f"Value must be at least {self.at_least}")
+        if self.at_most is not None and number > self.at_most:
+            raise _invalid(key, raw, f"Value must be no more than {self.at_most}")
+        return number
+
+
+def _invalid(key: str, raw: str, why: str) -> ConfigError:
+    # Kafka's ConfigException wording, which operators search for.
+    return ConfigError(f"Invalid value {raw} for configuration {key}: {why}")
+
+
+def prop(default: Any, kind: str, *, at_least: int | None = None, at_most: int | None = None,
+         choices: tuple[str, ...] = ()) -> Any:
+    """A BrokerConfig field set by the Kafka property of the same name (dots for underscores)."""
+    return field(default=default, metadata={"kafka": Spec(kind, at_least, at_most, choices)})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerConfig:
+    # Where to listen and what to advertise: resolved from listeners / advertised.listeners and the
+    # command line by build_config; port 0 asks for an ephemeral port (the tests use it).
     host: str = "127.0.0.1"
     port: int = 9092
     advertised_host: str | None = None
     advertised_port: int | None = None
-    node_id: int = 1
-    log_dirs: str = "./data"
-    num_partitions: int = 1
-    default_replication_factor: int = 1
-    auto_create_topics_enable: bool = True
-    delete_topic_enable: bool = True
-    log_segment_bytes: int = 1 << 30
-    log_retention_ms: int = 7 * 24 * 3600 * 1000
-    log_retention_bytes: int = -1
-    log_retention_check_interval_ms: int = 300_000
-    log_roll_ms: int = 7 * 24 * 3600 * 1000
-    log_flush_interval_messages: int = (1 << 63) - 1
-    log_flush_interval_ms: int | None = None
-    log_index_interval_bytes: int = 4096
-    log_message_timestamp_type: str = "CreateTime"
-    message_max_bytes: int = 1048588
-    socket_request_max_bytes: int = 104857600
-    queued_max_requests: int = 500
-    offsets_topic_num_partitions: int = 50
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600000
-    offset_metadata_max_bytes: int = 4096
-    group_initial_rebalance_delay_ms: int = 3000
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1800000
-    group_max_size: int = (1 << 31) - 1
-    transaction_state_log_num_partitions: int = 50
-    transaction_max_timeout_ms: int = 900000
-    transactional_id_expiration_ms: int = 604800000
-    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
-    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3600000
-    producer_id_expiration_ms: int = 86400000
-    producer_id_expiration_check_interval_ms: int = 600000
-    cluster_id: str = "eosbroker-cluster-0001"
-    advertised_listeners: str | None = None
-    listeners: str | None = None
+    listeners: str | None = prop(None, STRING)
+    advertised_listeners: str | None = prop(None, STRING)
+    # KRaft refuses a negative node.id ("Missing configuration `node.id`").
+    node_id: int = prop(1, INT, at_least=0)
+    log_dirs: str = prop("./data", STRING)
+    num_partitions: int = prop(1, INT, at_least=1)
+    default_replication_factor: int = prop(1, INT)
+    auto_create_topics_enable: bool = prop(True, BOOLEAN)
+    delete_topic_enable: bool = prop(True, BOOLEAN)
+    # LegacyRecord.RECORD_OVERHEAD_V0, the bound of Kafka 3.x; the tests roll 4 KiB segments.
+    log_segment_bytes: int = prop(1 << 30, INT, at_least=14)
+    # The effective retention: build_config resolves log.retention.ms > .minutes > .hours into it.
+    log_retention_ms: int = prop(_WEEK_MS, LONG)
+    log_retention_minutes: int | None = prop(None, INT)
+    log_retention_hours: int = prop(168, INT)
+    log_retention_bytes: int = prop(-1, LONG)
+    log_retention_check_interval_ms: int = prop(300_000, LONG, at_least=1)
+    # The effective roll time: log.roll.ms > log.roll.hours.
+    log_roll_ms: int = prop(_WEEK_MS, LONG)
+    log_roll_hours: int = prop(168, INT, at_least=1)
+    log_flush_interval_messages: int = prop((1 << 63) - 1, LONG, at_least=1)
+    log_flush_interval_ms: int | None = prop(None, LONG)
+    log_index_interval_bytes: int = prop(4096, INT, at_least=0)
+    log_message_timestamp_type: str = prop("CreateTime", STRING, choices=("CreateTime", "LogAppendTime"))
+    message_max_bytes: int = prop(1048588, INT, at_least=0)
+    socket_request_max_bytes: int = prop(104857600, INT, at_least=1)
+    queued_max_requests: int = prop(500, INT, at_least=1)
+    offsets_topic_num_partitions: int = prop(50, INT, at_least=1)
+    offsets_retention_minutes: int = prop(10080, INT, at_least=1)
+    offsets_retention_check_interval_ms: int = prop(600000, LONG, at_least=1)
+    offset_metadata_max_bytes: int = prop(4096, INT)
+    group_initial_rebalance_delay_ms: int = prop(3000, INT)
+    group_min_session_timeout_ms: int = prop(6000, INT)
+    group_max_session_timeout_ms: int = prop(1800000, INT)
+    group_max_size: int = prop((1 << 31) - 1, INT, at_least=1)
+    transaction_state_log_num_partitions: int = prop(50, INT, at_least=1)
+    transaction_max_timeout_ms: int = prop(900000, INT, at_least=1)
+    transactional_id_expiration_ms: int = prop(604800000, INT, at_least=1)
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = prop(10000, INT, at_least=1)
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = prop(3600000, INT, at_least=1)
+    producer_id_expiration_ms: int = prop(86400000, INT, at_least=1)
+    producer_id_expiration_check_interval_ms: int = prop(600000, INT, at_least=1)
+    cluster_id: str = prop("eosbroker-cluster-0001", STRING)
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def data_dir(self) -> Path:
-        return Path(self.log_dirs.split(",")[0])
+        return Path(self.log_dirs)
 
     @property
     def advertised(self) -> tuple[str, int]:
         """What Metadata and FindCoordinator return for this node."""
-        host, port = self.advertised_host, self.advertised_port
-        if self.advertised_listeners and (host is None or port is None):
-            h, p = _parse_listener(self.advertised_listeners)
-            host, port = host or h, port or p
-        return host or self.host, port if port is not None else self.port
+        port = self.advertised_port if self.advertised_port is not None else self.port
+        return self.advertised_host or self.host, port
 
     def with_port(self, port: int) -> BrokerConfig:
         return dataclasses.replace(self, port=port)
 
 
-def _parse_listener(value: str) -> tuple[str, int]:
-    first = value.split(",")[0].strip()
-    _, _, hostport = first.rpartition("://")
-    host, _, port = hostport.rpartition(":")
-    if not port.isdigit():
-        raise ConfigError(f"cannot parse listener {value!r}; expected NAME://host:port")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
+_NOT_PROPERTIES: Final = frozenset({"host", "port", "advertised_host", "advertised_port", "extra"})
 # Kafka property name -> BrokerConfig field, for every field settable from properties.
 PROPERTY_FIELDS: Mapping[str, str] = {
-    f.name.replace("_", "."): f.name
-    for f in dataclasses.fields(BrokerConfig)
-    if f.name not in {"host", "port", "advertised_host", "advertised_port", "extra"}
+    f.name.replace("_", "."): f.name for f in dataclasses.fields(BrokerConfig) if f.name not in _NOT_PROPERTIES
 }
-# Accepted for compatibility with server.properties files; they have no effect on a single node.
+
+
+def _default(name: str) -> Any:
+    return BrokerConfig.__dataclass_fields__[name].default
+
+
+def _spec(name: str) -> Spec:
+    f = BrokerConfig.__dataclass_fields__[name]
+    spec = f.metadata.get("kafka")
+    if spec is not None:
+        return spec
+    # A field declared without prop(): its annotation says enough (no validator).
+    kind = str(f.type)
+    return Spec(BOOLEAN if "bool" in kind else LONG if "int" in kind else STRING)
+
+
+# Accepted for compatibility with server.properties files; they have no effect on a single node
+# (the listener ones are read while resolving listeners).
 IGNORED_PROPERTIES = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
@@ -101,41 +177,72 @@ IGNORED_PROPERTIES = frozenset({
     "min.insync.replicas", "num.recovery.threads.per.data.dir", "broker.id",
 })
 _ALIASES = {"log.dir": "log.dirs", "broker.id": "node.id"}
+# key, then "=", ":" or whitespace, then the value (a key alone has an empty value, as in Java)
+_PROPERTY_LINE: Final = re.compile(r"^([^=:\s]+)(?:\s*[=:\s]\s*(.*))?$")
+
+
+def _logical_lines(text: str) -> Iterable[str]:
+    """Lines of a .properties file with comments dropped and backslash continuations joined."""
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending += line[:-1]
+            continue
+        yield pending + line
+        pending = ""
+    if pending:
+        yield pending
 
 
 def load_properties(path: Path) -> dict[str, str]:
-    """Parse a Java-style .properties file (key=value or key: value, # and ! comments)."""
+    """Parse a Java .properties file: key=value, key: value or key value; # and ! comments."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read --config {path}: {exc.strerror or exc}") from None
     props: dict[str, str] = {}
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            raise ConfigError(f"{path}: cannot parse line {raw!r}")
-        props[line[:sep].strip()] = line[sep + 1 :].strip()
+    for line in _logical_lines(text):
+        m = _PROPERTY_LINE.match(line)
+        if m is None:
+            raise ConfigError(f"{path}: cannot parse line {line!r}; expected key=value")
+        props[m[1]] = (m[2] or "").strip()
     return props
 
 
-def _convert(name: str, value: str, target: Any) -> Any:
-    kind = BrokerConfig.__dataclass_fields__[name].type
-    try:
-        if "bool" in str(kind):
-            if value.lower() not in {"true", "false"}:
-                raise ValueError(value)
-            return value.lower() == "true"
-        if "int" in str(kind):
-            return int(value)
-    except ValueError:
-        raise ConfigError(f"{target}={value!r} is not a valid {kind}") from None
-    return value
+def parse_sets(items: Iterable[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConfig, list[str]]:
-    """BrokerConfig from properties; returns it with the keys that were unknown (to report)."""
+    """BrokerConfig from properties and the command line (overrides: host, port, log_dirs,
+    advertised_host, advertised_port; None means not given). Returns it with the unknown keys."""
+    values, unknown = _typed_values(props)
+    if overrides.get("log_dirs") is not None:
+        values["log_dirs"] = overrides["log_dirs"]
+    try:
+        _resolve_log_dirs(values)
+        _resolve_times(values, props)
+        _resolve_listeners(values, props, overrides)
+    except ListenerError as exc:
+        raise ConfigError(str(exc)) from None
+    return BrokerConfig(**values), unknown
+
+
+def _typed_values(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
     values: dict[str, Any] = {}
     unknown: list[str] = []
-    for key, value in props.items():
+    for key, raw in props.items():
+        if key == "log.dir" and "log.dirs" in props:
+            continue  # Kafka: log.dirs wins over log.dir
         key = _ALIASES.get(key, key)
         if key in IGNORED_PROPERTIES:
             continue
@@ -143,20 +250,70 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         if name is None:
             unknown.append(key)
             continue
-        values[name] = _convert(name, value, key)
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    if values.get("listeners") and "port" not in overrides:
-        host, port = _parse_listener(values["listeners"])
-        values.setdefault("host", host)
-        values.setdefault("port", port)
-    return BrokerConfig(**values), unknown
+        values[name] = _spec(name).parse(key, raw)
+    return values, unknown
 
 
-def parse_sets(items: Iterable[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set expects key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
+def _resolve_log_dirs(values: dict[str, Any]) -> None:
+    given = values.get("log_dirs", _default("log_dirs"))
+    dirs = [d.strip() for d in given.split(",") if d.strip()]
+    if not dirs:
+        raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
+    if len(dirs) > 1:
+        raise ConfigError(f"log.dirs={given} lists {len(dirs)} directories; eosbroker keeps its logs in one")
+    values["log_dirs"] = dirs[0]
+
+
+def _resolve_times(values: dict[str, Any], props: Mapping[str, str]) -> None:
+    """Kafka's KafkaConfig.logRetentionTimeMillis and logRollTimeMillis: ms > minutes > hours;
+    a negative retention means unlimited (-1)."""
+    source = next((k for k in ("log.retention.ms", "log.retention.minutes", "log.retention.hours") if k in props),
+                  None)
+    if "log_retention_ms" not in values:
+        minutes = values.get("log_retention_minutes")
+        hours = values.get("log_retention_hours", _default("log_retention_hours"))
+        values["log_retention_ms"] = minutes * 60_000 if minutes is not None else hours * _HOUR_MS
+    if values["log_retention_ms"] < 0:
+        values["log_retention_ms"] = -1
+    if values["log_retention_ms"] == 0:
+        raise ConfigError(f"Invalid value {props.get(source or '', '0')} for configuration {source}: "
+                          "log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
+    if "log_roll_ms" not in values:
+        values["log_roll_ms"] = values.get("log_roll_hours", _default("log_roll_hours")) * _HOUR_MS
+    if values["log_roll_ms"] < 1:
+        raise ConfigError(f"Invalid value {props['log.roll.ms']} for configuration log.roll.ms: "
+                          "log.roll.ms must be greater than or equal to 1")
+
+
+def _check_port(flag: str, port: int, low: int) -> int:
+    if not low <= port <= PORT_MAX:
+        raise ConfigError(f"Invalid value {port} for {flag}: a port must be between {low} and {PORT_MAX}")
+    return port
+
+
+def _resolve_listeners(values: dict[str, Any], props: Mapping[str, str], cli: Mapping[str, Any]) -> None:
+    """Bind address and advertised address from listeners / advertised.listeners; each command-line
+    flag, when given, overrides its part. Port 0 binds an ephemeral port."""
+    listeners = values.get("listeners")
+    endpoint = (broker_endpoint(listeners, props.get("listener.security.protocol.map"),
+                                props.get("controller.listener.names"))
+                if listeners else EndPoint("PLAINTEXT", _default("host"), _default("port")))
+    host = cli["host"] if cli.get("host") is not None else endpoint.host
+    port = _check_port("--port", cli["port"], 0) if cli.get("port") is not None else endpoint.port
+    advertised = values.get("advertised_listeners")
+    listed = advertised_endpoint(advertised, endpoint.name) if advertised else None
+    adv_host = cli.get("advertised_host") or (listed.host if listed else None) or None
+    adv_port = cli.get("advertised_port")
+    if adv_port is not None:
+        _check_port("--advertised-port", adv_port, 1)
+    elif listed is not None:
+        adv_port = listed.port
+    if adv_host == "0.0.0.0":
+        raise ConfigError("--advertised-host cannot be the nonroutable meta-address 0.0.0.0; use a routable "
+                          "address")
+    if adv_host is None and host in _WILDCARDS:
+        adv_host = socket.getfqdn()  # as Kafka advertises a listener bound to every interface
+    values.update(host=host, port=port, advertised_host=adv_host, advertised_port=adv_port)
+
+
+_WILDCARDS: Final = frozenset({"", "0.0.0.0", "::"})

@@ -9,16 +9,19 @@ import signal
 from typing import Any
 
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
+from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
 
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
+from .startup import StartupError, bind_listener, check_data_dir
 from .state import BrokerState
 
 __all__ = ("Broker",)
 
 log = logging.getLogger("broker")
+_BACKLOG = 1024
 
 
 def log_defaults(config: BrokerConfig) -> dict[str, object]:
@@ -40,27 +43,47 @@ class Broker:
         self._server: asyncio.Server | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._services: list[Any] = []
+        self._lock = LogDirLock(config.data_dir)
         self.port = config.port
         self.stopped = asyncio.Event()
 
     async def start(self) -> None:
-        self.logs.load()
-        self.logs.start()
+        """Check, bind, lock, then load: every check that can fail runs before anything is created
+        on disk, and a port in use leaves no lock or directory behind."""
+        check_data_dir(self.config.data_dir)
+        sock = bind_listener(self.config.host, self.config.port, backlog=_BACKLOG)
+        try:
+            self._open_storage()
+        except BaseException:
+            sock.close()
+            raise
         for service in self._build_services():
             await service.start()
             self._services.append(service)
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self.state, self.connections),
-            self.config.host, self.config.port, reuse_address=True, backlog=1024,
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        if self.config.advertised_port is None and not self.config.advertised_listeners and self.config.port == 0:
-            self.state.config = self.config = self.config.with_port(self.port)
+            lambda: KafkaConnection(self.state, self.connections), sock=sock, backlog=_BACKLOG)
+        self.port = sock.getsockname()[1]
+        self.state.config = self.config = self.config.with_port(self.port)  # the port bound for port 0
         self._tasks.append(loop.create_task(self._retention_loop(), name="retention"))
         host, port = self.config.advertised
         log.info("eosbroker listening on %s:%d (advertised as %s:%d), data in %s",
-                 self.config.host, self.port, host, port, self.config.data_dir)
+                 self.config.host or "*", self.port, host, port, self.config.data_dir)
+
+    def _open_storage(self) -> None:
+        data_dir = self.config.data_dir
+        try:
+            self._lock.acquire()
+        except LogDirInUseError as exc:
+            raise StartupError(str(exc)) from None
+        except OSError as exc:
+            raise StartupError(f"cannot create data dir {data_dir}: {exc.strerror or exc}") from None
+        try:
+            self.logs.load()
+        except OSError as exc:
+            self._lock.release()
+            raise StartupError(f"cannot load data dir {data_dir}: {exc}") from None
+        self.logs.start()
 
     def _build_services(self) -> list[Any]:
         """Coordinators and other services with async start()/stop(), in start order."""
@@ -93,14 +116,17 @@ class Broker:
         for service in reversed(self._services):
             await service.stop()
         await self.logs.close()
+        self._lock.release()
         log.info("stopped cleanly")
         self.stopped.set()
 
     async def serve_forever(self) -> None:
-        await self.start()
+        # Handlers first: a SIGTERM that arrives while starting (right after the "listening" line)
+        # still shuts down cleanly.
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        await self.start()
         await stop.wait()
         await self.stop()

@@ -49,6 +49,8 @@ class LogManager:
         clean = marker.exists()
         marker.unlink(missing_ok=True)
         path = self.data_dir / "topics.json"
+        # No topics.json: no topic was ever created here, so there is no log to recover.
+        history = "clean shutdown" if clean else "unclean shutdown" if path.exists() else "new data directory"
         if path.exists():
             for entry in json.loads(path.read_text())["topics"]:
                 meta = TopicMetadata.from_json(entry)
@@ -58,8 +60,8 @@ class LogManager:
                 self._open_log(meta, p, clean)
         for leftover in self.data_dir.glob("*-delete"):
             shutil.rmtree(leftover, ignore_errors=True)
-        log.info("loaded %d topics, %d partitions from %s (%s shutdown)", len(self.topics),
-                 len(self.logs), self.data_dir, "clean" if clean else "unclean")
+        log.info("loaded %d topics, %d partitions from %s (%s)", len(self.topics),
+                 len(self.logs), self.data_dir, history)
 
     def start(self) -> None:
         self._started = True

@@ -1,0 +1,193 @@
+"""BrokerConfig from properties: Kafka's validators, time-unit precedence, listeners and the command
+line, log.dirs, and the .properties format. Pure: no broker, no disk beyond tmp_path files."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.config import PROPERTY_FIELDS, BrokerConfig, ConfigError, Spec, build_config, load_properties
+
+NUMERIC_SPECS = [(key, f.metadata["kafka"]) for f in dataclasses.fields(BrokerConfig)
+                 for key in [f.name.replace("_", ".")]
+                 if "kafka" in f.metadata and f.metadata["kafka"].kind in ("INT", "LONG")]
+BOOLEAN_KEYS = [f.name.replace("_", ".") for f in dataclasses.fields(BrokerConfig)
+                if "kafka" in f.metadata and f.metadata["kafka"].kind == "BOOLEAN"]
+
+
+def build(props: dict[str, str] | None = None, **cli: Any) -> BrokerConfig:
+    config, unknown = build_config(props or {}, **cli)
+    assert unknown == []
+    return config
+
+
+def refused(props: dict[str, str], *fragments: str, **cli: Any) -> None:
+    with pytest.raises(ConfigError) as info:
+        build_config(props, **cli)
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_every_property_field_declares_its_kafka_type() -> None:
+    for key, name in PROPERTY_FIELDS.items():
+        assert "kafka" in BrokerConfig.__dataclass_fields__[name].metadata, key
+
+
+BOUNDED = [pytest.param(k, s, id=k) for k, s in NUMERIC_SPECS if s.at_least is not None]
+
+
+@pytest.mark.parametrize(("key", "spec"), BOUNDED)
+def test_lower_bound_as_kafka(key: str, spec: Spec) -> None:
+    """atLeast(n): n is accepted, n - 1 refused with Kafka's message."""
+    assert getattr(build({key: str(spec.at_least)}), PROPERTY_FIELDS[key]) == spec.at_least
+    refused({key: str(spec.at_least - 1)}, f"Invalid value {spec.at_least - 1} for configuration {key}",
+            f"Value must be at least {spec.at_least}")
+
+
+@pytest.mark.parametrize(("key", "spec"), [pytest.param(k, s, id=k) for k, s in NUMERIC_SPECS])
+def test_numbers_must_parse_and_fit_their_type(key: str, spec: Spec) -> None:
+    too_big = (1 << 31) if spec.kind == "INT" else (1 << 63)
+    refused({key: str(too_big)}, key, f"Not a number of type {spec.kind}")
+    for bad in ("abc", "1.5", "1_000", ""):
+        refused({key: bad}, key, f"Not a number of type {spec.kind}")
+
+
+@pytest.mark.parametrize("key", BOOLEAN_KEYS)
+def test_booleans(key: str) -> None:
+    assert getattr(build({key: "FALSE"}), PROPERTY_FIELDS[key]) is False
+    refused({key: "yes"}, key, "Expected value to be either true or false")
+
+
+def test_the_issue_examples() -> None:
+    refused({"num.partitions": "0"}, "num.partitions", "at least 1")
+    refused({"message.max.bytes": "-1"}, "message.max.bytes", "at least 0")
+    assert build({"message.max.bytes": "0", "num.partitions": "6"}).num_partitions == 6
+    refused({"log.message.timestamp.type": "createtime"}, "String must be one of: CreateTime, LogAppendTime")
+    assert build({"log.message.timestamp.type": "LogAppendTime"}).log_message_timestamp_type == "LogAppendTime"
+
+
+@pytest.mark.parametrize(("props", "expected"), [
+    ({}, 168 * 3_600_000),
+    ({"log.retention.hours": "2"}, 2 * 3_600_000),
+    ({"log.retention.minutes": "3", "log.retention.hours": "2"}, 3 * 60_000),
+    ({"log.retention.ms": "5000", "log.retention.minutes": "3", "log.retention.hours": "2"}, 5000),
+    ({"log.retention.ms": "-1"}, -1),
+    ({"log.retention.hours": "-1"}, -1),  # any negative retention means unlimited
+    ({"log.retention.minutes": "-5"}, -1),
+])
+def test_retention_precedence_ms_minutes_hours(props: dict[str, str], expected: int) -> None:
+    assert build(props).log_retention_ms == expected
+
+
+@pytest.mark.parametrize("key", ["log.retention.ms", "log.retention.minutes", "log.retention.hours"])
+def test_zero_retention_is_refused(key: str) -> None:
+    refused({key: "0"}, f"configuration {key}", "unlimited (-1) or, greater than or equal to 1")
+
+
+def test_roll_time() -> None:
+    assert build({"log.roll.hours": "2"}).log_roll_ms == 2 * 3_600_000
+    assert build({"log.roll.ms": "100", "log.roll.hours": "2"}).log_roll_ms == 100
+    refused({"log.roll.ms": "0"}, "log.roll.ms must be greater than or equal to 1")
+    refused({"log.roll.hours": "0"}, "log.roll.hours", "at least 1")
+
+
+def test_defaults_without_listeners() -> None:
+    config = build()
+    assert (config.host, config.port, config.advertised) == ("127.0.0.1", 9092, ("127.0.0.1", 9092))
+
+
+def test_listeners_from_properties() -> None:
+    config = build({"listeners": "PLAINTEXT://127.0.0.2:9093", "advertised.listeners": "PLAINTEXT://kafka.example:19093"})
+    assert (config.host, config.port) == ("127.0.0.2", 9093)
+    assert config.advertised == ("kafka.example", 19093)
+
+
+def test_command_line_overrides_only_what_it_gives() -> None:
+    props = {"listeners": "PLAINTEXT://127.0.0.2:9093", "advertised.listeners": "PLAINTEXT://kafka.example:19093"}
+    config = build(props, port=0, advertised_host="other.example", host=None, advertised_port=None)
+    assert (config.host, config.port) == ("127.0.0.2", 0)
+    assert config.advertised == ("other.example", 19093)
+    config = build(props, host="127.0.0.3", advertised_port=29093)
+    assert (config.host, config.port, config.advertised) == ("127.0.0.3", 9093, ("kafka.example", 29093))
+
+
+def test_advertised_defaults_to_the_bound_port() -> None:
+    """Without an advertised port, the bound port is advertised (port 0 is replaced once bound)."""
+    config = build(port=0, advertised_host="kafka.example")
+    assert config.with_port(40000).advertised == ("kafka.example", 40000)
+
+
+def test_stock_kraft_server_properties_listeners() -> None:
+    """Kafka's combined-mode server.properties: the controller listener is set aside; an empty
+    host binds every interface and advertises this machine's name unless told otherwise."""
+    props = {"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names": "CONTROLLER",
+             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}
+    config = build(props)
+    assert (config.host, config.port, config.advertised) == ("", 9092, (socket.getfqdn(), 9092))
+    config = build(props | {"advertised.listeners": "PLAINTEXT://localhost:9092"})
+    assert config.advertised == ("localhost", 9092)
+
+
+def test_custom_listener_name_mapped_to_plaintext() -> None:
+    config = build({"listeners": "CLIENT://[::1]:9094", "listener.security.protocol.map": "CLIENT:PLAINTEXT",
+                    "advertised.listeners": "CLIENT://localhost:9094"})
+    assert (config.host, config.port, config.advertised) == ("::1", 9094, ("localhost", 9094))
+
+
+@pytest.mark.parametrize(("props", "cli", "fragment"), [
+    ({"listeners": "PLAINTEXT://127.0.0.1:65536"}, {}, "must be between 0 and 65535"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:-1"}, {}, "must be between 0 and 65535"),
+    ({"listeners": "127.0.0.1:9092"}, {}, "expected NAME://host:port"),
+    ({"listeners": "SSL://:9093"}, {}, "uses SSL; eosbroker serves PLAINTEXT only"),
+    ({"listeners": "SASL_PLAINTEXT://:9093"}, {}, "serves PLAINTEXT only"),
+    ({"listeners": "CLIENT://:9093"}, {}, "No security protocol defined for listener CLIENT"),
+    ({"listeners": "PLAINTEXT://:9092,OTHER://:9093",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"}, {}, "exactly one client listener"),
+    ({"listeners": "PLAINTEXT://:9092,PLAINTEXT://:9093"}, {}, "different name"),
+    ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, {}, "nonroutable meta-address 0.0.0.0"),
+    ({"advertised.listeners": "PLAINTEXT://localhost:0"}, {}, "advertised port must be between 1 and 65535"),
+    ({"advertised.listeners": "OTHER://localhost:9092"}, {}, "no listener named PLAINTEXT"),
+    ({}, {"port": 65536}, "Invalid value 65536 for --port"),
+    ({}, {"port": -1}, "Invalid value -1 for --port"),
+    ({}, {"advertised_port": 0}, "--advertised-port: a port must be between 1 and 65535"),
+    ({}, {"advertised_host": "0.0.0.0"}, "nonroutable meta-address 0.0.0.0"),
+])
+def test_bad_listeners_and_ports(props: dict[str, str], cli: dict[str, Any], fragment: str) -> None:
+    refused(props, fragment, **cli)
+
+
+def test_port_zero_is_an_ephemeral_port() -> None:
+    assert build(port=0).port == 0
+    assert build({"listeners": "PLAINTEXT://127.0.0.1:0"}).port == 0
+
+
+def test_log_dirs() -> None:
+    assert build({"log.dir": "/a"}).data_dir == Path("/a")
+    assert build({"log.dirs": " /b ", "log.dir": "/a"}).data_dir == Path("/b")
+    assert build({"log.dirs": "/b"}, log_dirs="/c").data_dir == Path("/c")
+    refused({"log.dirs": "/a,/b"}, "lists 2 directories")
+    refused({"log.dirs": " , "}, "At least one log directory must be defined")
+
+
+def test_unknown_and_ignored_keys() -> None:
+    _, unknown = build_config({"no.such.key": "1", "process.roles": "broker,controller", "num.io.threads": "8"})
+    assert unknown == ["no.such.key"]
+
+
+def test_properties_file_format(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("# comment\n! another\n\nnum.partitions=3\nlog.dirs : /tmp/x\nnode.id 7\n"
+                    "listeners=PLAINTEXT://:9092,\\\n    CONTROLLER://:9093\nempty.key\n")
+    assert load_properties(path) == {"num.partitions": "3", "log.dirs": "/tmp/x", "node.id": "7",
+                                     "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "empty.key": ""}
+
+
+def test_missing_properties_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"cannot read --config .*nope.properties: No such file"):
+        load_properties(tmp_path / "nope.properties")
