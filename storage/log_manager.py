@@ -3,6 +3,10 @@
 Topic metadata lives in <log.dirs>/topics.json, replaced atomically (write, fsync, rename) on every
 change. A clean shutdown leaves .kafka_cleanshutdown, as Kafka does, so the next start can skip
 scanning the newest segments.
+
+Topic changes are serialised by one lock and their file work (new partition directories and
+segment files, topics.json, deleting a topic's directories) runs on a worker thread, so the event
+loop never waits on the disk; a change is answered only once topics.json is durable.
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
 import time
 import uuid
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 from protocol.errors import ErrorCode, KafkaError
 
 from .api import INTERNAL_TOPICS, LogSource, PartitionLog, TopicMetadata, TopicPartition, validate_topic_name
+from .fs import LOCAL_FS, FileSystem
 from .log_config import KAFKA_TOPIC_DEFAULTS, LogConfig, validate_topic_configs
 from .partition_log import LocalPartitionLog
 
@@ -33,13 +37,15 @@ _CLEAN_SHUTDOWN: Final = ".kafka_cleanshutdown"
 
 class LogManager:
     def __init__(self, data_dir: Path, log_defaults: Mapping[str, object],
-                 producer_id_expiration_ms: int = 86_400_000) -> None:
+                 producer_id_expiration_ms: int = 86_400_000, fs: FileSystem = LOCAL_FS) -> None:
         self.data_dir = data_dir
         self.log_defaults = log_defaults
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[TopicPartition, LocalPartitionLog] = {}
         self._started = False
+        self._fs = fs
+        self._changing = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -70,7 +76,7 @@ class LogManager:
 
     async def close(self) -> None:
         await asyncio.gather(*(plog.close() for plog in self.logs.values()))
-        (self.data_dir / _CLEAN_SHUTDOWN).touch()
+        await asyncio.to_thread((self.data_dir / _CLEAN_SHUTDOWN).touch)
 
     # -- topics ----------------------------------------------------------------------------------
 
@@ -87,47 +93,78 @@ class LogManager:
         return LogConfig.from_values(self.log_defaults, meta.configs)
 
     def _open_log(self, meta: TopicMetadata, partition: int, clean: bool) -> LocalPartitionLog:
-        tp = TopicPartition(meta.name, partition)
-        plog = LocalPartitionLog(tp, self.data_dir / str(tp), self.log_config(meta),
-                                 producer_id_expiration_ms=self.producer_id_expiration_ms)
-        plog.open(clean_shutdown=clean)
+        """Open (at load) a partition log and register it."""
+        plog = self._new_log(meta, partition, clean)
         if self._started:
             plog.start()
-        self.logs[tp] = plog
+        self.logs[plog.tp] = plog
         return plog
 
-    def _persist(self) -> None:
-        path = self.data_dir / "topics.json"
-        tmp = path.with_suffix(".tmp")
-        data = json.dumps({"version": 1, "topics": [m.to_json() for m in self.topics.values()]}, indent=1)
-        with open(tmp, "w") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        dir_fd = os.open(self.data_dir, os.O_RDONLY)
+    def _new_log(self, meta: TopicMetadata, partition: int, clean: bool) -> LocalPartitionLog:
+        tp = TopicPartition(meta.name, partition)
+        plog = LocalPartitionLog(tp, self.data_dir / str(tp), self.log_config(meta),
+                                 producer_id_expiration_ms=self.producer_id_expiration_ms, fs=self._fs)
         try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+            plog.open(clean_shutdown=clean)
+        except OSError:
+            plog.close_files()
+            raise
+        return plog
 
-    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
-                     validate_only: bool = False) -> TopicMetadata:
+    async def _add_partitions(self, meta: TopicMetadata, first: int, topics: dict[str, TopicMetadata]) -> None:
+        """Create partitions first..meta.partitions-1 and write topics.json as topics (which holds
+        meta), both on a worker thread; only then are they registered. On failure nothing stays."""
+        def files() -> list[LocalPartitionLog]:
+            made: list[LocalPartitionLog] = []
+            try:
+                for p in range(first, meta.partitions):
+                    made.append(self._new_log(meta, p, clean=True))
+                self._write_topics(topics)
+            except OSError:
+                for plog in made:
+                    plog.close_files()
+                for p in range(first, meta.partitions):
+                    shutil.rmtree(self.data_dir / str(TopicPartition(meta.name, p)), ignore_errors=True)
+                raise
+            return made
+
+        try:
+            made = await asyncio.to_thread(files)
+        except OSError as exc:
+            raise KafkaError(ErrorCode.kafka_storage_error,
+                             f"cannot create partitions of {meta.name!r}: {exc}") from exc
+        self.topics[meta.name] = meta
+        for plog in made:
+            self.logs[plog.tp] = plog
+            if self._started:
+                plog.start()
+
+    def _write_topics(self, topics: Mapping[str, TopicMetadata]) -> None:
+        """topics.json, durably (worker thread)."""
+        data = json.dumps({"version": 1, "topics": [m.to_json() for m in topics.values()]}, indent=1)
+        self._fs.write_atomically(self.data_dir / "topics.json", data.encode())
+
+    async def _persist(self, topics: Mapping[str, TopicMetadata]) -> None:
+        try:
+            await asyncio.to_thread(self._write_topics, topics)
+        except OSError as exc:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"cannot write topics.json: {exc}") from exc
+
+    async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                           validate_only: bool = False) -> TopicMetadata:
         validate_topic_name(name)
-        if name in self.topics:
-            raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         if partitions <= 0:
             raise KafkaError(ErrorCode.invalid_partitions,
                              f"number of partitions must be larger than 0, got {partitions}")
         configs = dict(configs or {})
         self._check_configs(configs)
-        meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
-        if validate_only:
-            return meta
-        self.topics[name] = meta
-        for p in range(partitions):
-            self._open_log(meta, p, clean=True)
-        self._persist()
+        async with self._changing:
+            if name in self.topics:
+                raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+            meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
+            if validate_only:
+                return meta
+            await self._add_partitions(meta, 0, {**self.topics, name: meta})
         log.info("created topic %s with %d partitions (id %s)", name, partitions, meta.topic_id)
         return meta
 
@@ -138,49 +175,47 @@ class LogManager:
         except (TypeError, ValueError) as exc:
             raise KafkaError(ErrorCode.invalid_config, f"invalid topic config: {exc}") from exc
 
-    async def delete_topic(self, name: str) -> None:
+    def _existing(self, name: str) -> TopicMetadata:
         meta = self.topics.get(name)
         if meta is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        del self.topics[name]
-        self._persist()
-        for p in range(meta.partitions):
-            plog = self.logs.pop(TopicPartition(name, p))
+        return meta
+
+    async def delete_topic(self, name: str) -> None:
+        async with self._changing:
+            meta = self._existing(name)
+            await self._persist({n: m for n, m in self.topics.items() if n != name})
+            del self.topics[name]
+            plogs = [self.logs.pop(TopicPartition(name, p)) for p in range(meta.partitions)]
+        for plog in plogs:
             await plog.close()
-            target = plog.directory.with_name(f"{plog.directory.name}.{meta.topic_id.hex}-delete")
-            plog.directory.rename(target)
-            shutil.rmtree(target, ignore_errors=True)
+        await asyncio.to_thread(_remove_dirs, [p.directory for p in plogs], meta.topic_id)
         log.info("deleted topic %s", name)
 
-    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
-        meta = self.topics.get(name)
-        if meta is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        if count <= meta.partitions:
-            raise KafkaError(
-                ErrorCode.invalid_partitions,
-                f"topic {name!r} has {meta.partitions} partitions; the new count {count} must be larger",
-            )
-        if validate_only:
-            return
-        new = replace(meta, partitions=count)
-        self.topics[name] = new
-        for p in range(meta.partitions, count):
-            self._open_log(new, p, clean=True)
-        self._persist()
+    async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        async with self._changing:
+            meta = self._existing(name)
+            if count <= meta.partitions:
+                raise KafkaError(
+                    ErrorCode.invalid_partitions,
+                    f"topic {name!r} has {meta.partitions} partitions; the new count {count} must be larger",
+                )
+            if validate_only:
+                return
+            new = replace(meta, partitions=count)
+            await self._add_partitions(new, meta.partitions, {**self.topics, name: new})
 
     async def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
         """Replace the topic's own configs (those not given fall back to the broker defaults)."""
-        meta = self.topics.get(name)
-        if meta is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        self._check_configs(configs)
-        if validate_only:
-            return
-        new = replace(meta, configs=dict(configs))
-        self.topics[name] = new
-        cfg = self.log_config(new)
-        self._persist()
+        async with self._changing:
+            meta = self._existing(name)
+            self._check_configs(configs)
+            if validate_only:
+                return
+            new = replace(meta, configs=dict(configs))
+            await self._persist({**self.topics, name: new})
+            self.topics[name] = new
+            cfg = self.log_config(new)
         for p in range(new.partitions):  # each log adopts it between two of its commands
             await self.logs[TopicPartition(name, p)].update_config(cfg)
 
@@ -206,3 +241,12 @@ class LogManager:
 if TYPE_CHECKING:  # the local backend is the seam's first implementation (storage/api.py)
     _source: type[LogSource] = LogManager
     _log: type[PartitionLog] = LocalPartitionLog
+
+
+def _remove_dirs(directories: list[Path], topic_id: uuid.UUID) -> None:
+    """Rename each partition directory aside (a crash midway leaves "-delete" dirs that load()
+    removes), then remove it."""
+    for directory in directories:
+        target = directory.with_name(f"{directory.name}.{topic_id.hex}-delete")
+        directory.rename(target)
+        shutil.rmtree(target, ignore_errors=True)

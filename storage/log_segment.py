@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -15,9 +15,10 @@ from typing import Final
 from protocol.errors import KafkaError
 from protocol.record_batch import HEADER_SIZE, RecordBatchHeader, iter_batches
 
+from .fs import LOCAL_FS, FileSystem
 from .offset_index import OffsetIndex, TimeIndex
 
-__all__ = ("LogSegment", "BatchLocation", "segment_name")
+__all__ = ("LogSegment", "BatchLocation", "SegmentMark", "segment_name")
 
 log = logging.getLogger(__name__)
 _SCAN_CHUNK: Final = 1 << 20
@@ -33,25 +34,61 @@ class BatchLocation:
     header: RecordBatchHeader
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentMark:
+    """A segment's state before an append, to return to if any of its writes fails."""
+
+    size: int
+    next_offset: int
+    max_timestamp: int
+    bytes_since_index: int
+    index_entries: int
+    time_index_entries: int
+
+
 class LogSegment:
     """Appends go to the end of the .log file; reads use pread so they never move a file offset."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval_bytes: int, fs: FileSystem = LOCAL_FS
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.log_path = directory / segment_name(base_offset, ".log")
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self._fs = fs
+        self._fd = fs.open_append(self.log_path)
+        self.size = fs.size(self._fd)
         index_paths = [directory / segment_name(base_offset, s) for s in (".index", ".timeindex")]
         # As Kafka's LogLoader does, a missing index file means the segment must be rebuilt.
         self._index_missing = not all(p.exists() for p in index_paths)
-        self.index = OffsetIndex(index_paths[0], base_offset)
-        self.time_index = TimeIndex(index_paths[1], base_offset)
+        try:
+            self.index = OffsetIndex(index_paths[0], base_offset, fs)
+        except OSError:
+            fs.close(self._fd)
+            raise
+        try:
+            self.time_index = TimeIndex(index_paths[1], base_offset, fs)
+        except OSError:
+            self.index.close()
+            fs.close(self._fd)
+            raise
         self._interval = index_interval_bytes
         self._bytes_since_index = 0
         self.next_offset = base_offset  # one past the last offset written here
         self.max_timestamp = -1
         self.created_ms = int(os.stat(self.log_path).st_mtime * 1000)
+
+    @classmethod
+    def create(
+        cls, directory: Path, base_offset: int, index_interval_bytes: int, fs: FileSystem = LOCAL_FS
+    ) -> LogSegment:
+        """A new, empty segment (at a roll); if any of its files cannot be made, none is left."""
+        try:
+            return cls(directory, base_offset, index_interval_bytes, fs)
+        except OSError:
+            for suffix in (".log", ".index", ".timeindex"):
+                fs.unlink(directory / segment_name(base_offset, suffix))
+            raise
 
     # -- recovery ---------------------------------------------------------------------------
 
@@ -97,14 +134,14 @@ class LogSegment:
         truncated = self.size - valid
         if truncated:
             log.warning("%s: truncated %d bytes of torn or corrupt tail", self.log_path, truncated)
-            os.ftruncate(self._fd, valid)
+            self._fs.truncate(self._fd, valid)
             self.size = valid
         return truncated
 
     def _scan(self, verify_crc: bool, start: int = 0) -> Iterator[BatchLocation]:
         pos = start
         while pos < self.size:
-            chunk = os.pread(self._fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
+            chunk = self._fs.pread(self._fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
             consumed = 0
             try:
                 for rel, header in iter_batches(chunk, verify_crc):
@@ -117,7 +154,7 @@ class LogSegment:
                     # nor make us allocate gigabytes.
                     if not len(chunk) < size <= self.size - pos:
                         raise
-                    whole = os.pread(self._fd, size, pos)
+                    whole = self._fs.pread(self._fd, size, pos)
                     for _, h in iter_batches(whole, verify_crc):
                         yield BatchLocation(pos, h)
                     consumed = size
@@ -135,15 +172,41 @@ class LogSegment:
 
     # -- append and read -----------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray | memoryview, headers: list[tuple[int, RecordBatchHeader]]) -> None:
-        """Write batches whose offsets are already assigned; headers are (relative pos, header)."""
+    def append(
+        self,
+        parts: Sequence[bytes | bytearray | memoryview],
+        headers: Sequence[tuple[int, RecordBatchHeader]],
+        size: int | None = None,
+    ) -> None:
+        """Write batches whose offsets are already assigned (parts are written with one writev,
+        size bytes in all); headers are (position relative to the write, header). On OSError the
+        caller undoes the partial append with rollback(mark())."""
+        size = sum(len(p) for p in parts) if size is None else size
         position = self.size
-        written = os.write(self._fd, data)
-        if written != len(data):
-            raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
-        self.size += written
+        self._fs.writev(self._fd, parts, size)
+        self.size += size
         for rel, header in headers:
             self._index_batch(position + rel, header)
+
+    def mark(self) -> SegmentMark:
+        return SegmentMark(
+            size=self.size,
+            next_offset=self.next_offset,
+            max_timestamp=self.max_timestamp,
+            bytes_since_index=self._bytes_since_index,
+            index_entries=len(self.index),
+            time_index_entries=len(self.time_index),
+        )
+
+    def rollback(self, mark: SegmentMark) -> None:
+        """Return files and memory to mark: cut what a failed append wrote to .log and indexes."""
+        self._fs.truncate(self._fd, mark.size)
+        self.index.truncate_to_entries(mark.index_entries)
+        self.time_index.truncate_to_entries(mark.time_index_entries)
+        self.size = mark.size
+        self.next_offset = mark.next_offset
+        self.max_timestamp = mark.max_timestamp
+        self._bytes_since_index = mark.bytes_since_index
 
     def iter_from(self, position: int) -> Iterator[BatchLocation]:
         """Batch headers from a position, without CRC checks (data was validated on append)."""
@@ -157,10 +220,10 @@ class LogSegment:
         return None
 
     def read_range(self, start: int, end: int) -> bytes:
-        return os.pread(self._fd, end - start, start)
+        return self._fs.pread(self._fd, end - start, start)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        self._fs.fsync(self._fd)
 
     def truncate_to(self, offset: int) -> None:
         """Drop every batch at or after offset (batches are kept or dropped whole)."""
@@ -168,7 +231,7 @@ class LogSegment:
         if loc is None:
             return
         cut = loc.position if loc.header.base_offset >= offset else loc.position + loc.header.size
-        os.ftruncate(self._fd, cut)
+        self._fs.truncate(self._fd, cut)
         self.size = cut
         self.index.truncate_to_position(cut)
         self.time_index.truncate_to_offset(offset)
@@ -177,11 +240,15 @@ class LogSegment:
     def close(self) -> None:
         for close in (self.index.close, self.time_index.close):
             close()
-        os.close(self._fd)
+        self._fs.close(self._fd)
 
     def delete(self) -> None:
         self.close()
+        self.delete_files()
+
+    def delete_files(self) -> None:
+        """Remove this segment's files (after close); also how a failed roll is undone."""
         for path in (self.log_path, self.index.path, self.time_index.path):
-            path.unlink(missing_ok=True)
+            self._fs.unlink(path)
         for extra in (".txnindex", ".snapshot"):
-            (self.directory / segment_name(self.base_offset, extra)).unlink(missing_ok=True)
+            self._fs.unlink(self.directory / segment_name(self.base_offset, extra))

@@ -10,9 +10,10 @@ so deleting the topic removes it, and it is written (fsync, rename) before Delet
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Final
+
+from .fs import LOCAL_FS, FileSystem
 
 __all__ = ("CHECKPOINT_NAME", "read_log_start_offset", "write_log_start_offset")
 
@@ -38,16 +39,9 @@ def read_log_start_offset(directory: Path) -> int | None:
         return None
 
 
-def write_log_start_offset(directory: Path, topic: str, partition: int, offset: int) -> None:
-    path = directory / CHECKPOINT_NAME
-    tmp = path.with_name(CHECKPOINT_NAME + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(f"{_VERSION}\n1\n{topic} {partition} {offset}\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def write_log_start_offset(
+    directory: Path, topic: str, partition: int, offset: int, fs: FileSystem = LOCAL_FS
+) -> None:
+    """Replace the checkpoint durably (temp file, fsync, rename, directory fsync); a worker
+    thread runs this, never the event loop."""
+    fs.write_atomically(directory / CHECKPOINT_NAME, f"{_VERSION}\n1\n{topic} {partition} {offset}\n".encode())

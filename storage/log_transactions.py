@@ -6,9 +6,12 @@ The partition log actor owns one LogTransactions and calls it around every write
     ... write the batches with assigned offsets ...
     txns.after_write(assigned)                   # update producer state and the .txnindex
 
-plus on_roll() (take a <offset>.snapshot), close(), and recover() at open, which loads the newest
-snapshot and replays the batch headers after it, rebuilding the open transactions, the LSO and
-the .txnindex entries of that range. Reads use last_stable_offset() and collect_aborted().
+An append is all or nothing: mark() before the write and rollback(mark) if any write fails
+restore the producer entries and cut the .txnindex back. Rolls and snapshots are split into a
+part that runs on the event loop (encoding the state) and file work that the partition log runs
+on a worker thread (roll_files, write_snapshot). recover() at open loads the newest snapshot and
+replays the batch headers after it, rebuilding the open transactions, the LSO and the .txnindex
+entries of that range. Reads use last_stable_offset() and collect_aborted().
 """
 
 from __future__ import annotations
@@ -22,12 +25,19 @@ from protocol.control import EndTransactionMarker, read_end_txn_marker
 from protocol.record_batch import RecordBatchHeader
 
 from .api import AbortedTxn, AppendOrigin
+from .fs import LOCAL_FS, FileSystem
 from .log_segment import LogSegment
-from .producer_snapshot import delete_snapshots_after, load_latest_snapshot, write_snapshot
-from .producer_state import BatchMetadata, ProducerStateManager
+from .producer_snapshot import (
+    delete_snapshots_after,
+    delete_snapshots_between,
+    encode_snapshot,
+    load_latest_snapshot,
+    snapshot_path,
+)
+from .producer_state import BatchMetadata, ProducerStateManager, ProducerStateMark
 from .transaction_index import TransactionIndexFile, collect_aborted
 
-__all__ = ("LogTransactions", "PendingBatch")
+__all__ = ("LogTransactions", "PendingBatch", "TxnMark")
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +50,25 @@ class PendingBatch:
     marker: EndTransactionMarker | None
 
 
+@dataclass(frozen=True, slots=True)
+class TxnMark:
+    state: ProducerStateMark
+    index_entries: int
+
+
 class LogTransactions:
-    def __init__(self, partition: str, directory: Path, producer_id_expiration_ms: int) -> None:
+    def __init__(
+        self, partition: str, directory: Path, producer_id_expiration_ms: int, fs: FileSystem = LOCAL_FS
+    ) -> None:
         self.directory = directory
         self.state = ProducerStateManager(
             partition, producer_id_expiration_ms=producer_id_expiration_ms
         )
         self.indexes: list[TransactionIndexFile] = []
+        self._fs = fs
+        # Where the last recovery started replaying, and how many batches it replayed.
+        self.recovery_start_offset = 0
+        self.recovery_replayed = 0
 
     # -- appends -----------------------------------------------------------------------------
 
@@ -67,35 +89,67 @@ class LogTransactions:
                 return duplicate
         return None
 
+    def mark(self, batches: Sequence[PendingBatch]) -> TxnMark:
+        pids = {b.header.producer_id for b in batches if b.header.has_producer_id}
+        return TxnMark(self.state.mark(pids), len(self.indexes[-1]))
+
     def after_write(self, batches: Sequence[PendingBatch]) -> None:
-        """Apply written batches (headers carry their assigned offsets)."""
+        """Apply written batches (headers carry their assigned offsets). On OSError (a .txnindex
+        write) the caller undoes everything with rollback(mark)."""
         for b in batches:
             completed = self.state.update(b.header, b.marker)
             if completed is not None and completed.is_aborted:
                 self.indexes[-1].append(completed.aborted_txn())
 
-    # -- segments ------------------------------------------------------------------------------
+    def rollback(self, mark: TxnMark) -> None:
+        self.indexes[-1].truncate_to_entries(mark.index_entries)
+        self.state.rollback(mark.state)
 
-    def on_new_segment(self, base_offset: int) -> None:
-        self.indexes.append(TransactionIndexFile(self._index_path(base_offset), base_offset))
+    # -- segments and snapshots -------------------------------------------------------------------
 
-    def on_roll(self, base_offset: int) -> None:
-        """A new active segment: snapshot the producer state at its base offset (Kafka's roll)."""
+    def snapshot(self, offset: int) -> tuple[Path, bytes]:
+        """The producer state as of offset (the log end), encoded on the owner task so a worker
+        thread can write it while the state moves on."""
+        self.state.map_end_offset = offset
+        return snapshot_path(self.directory, offset), encode_snapshot(self.state.producers.values())
+
+    def write_snapshot(self, path: Path, data: bytes, keep_from: int) -> None:
+        """Worker thread: write a snapshot, then drop those it supersedes above keep_from."""
+        self._fs.write_atomically(path, data)
+        offset = int(path.name.split(".")[0])
+        delete_snapshots_between(self.directory, keep_from, offset, self._fs)
+
+    def roll_files(self, base_offset: int, snapshot: tuple[Path, bytes]) -> TransactionIndexFile:
+        """Worker thread, at a roll (Kafka's roll): flush the old .txnindex, create the new
+        segment's one and snapshot the producer state at its base offset. The caller deletes the
+        new segment's files (.txnindex and .snapshot included) if this raises."""
         if self.indexes:
             self.indexes[-1].flush()
-        self.state.map_end_offset = base_offset
-        write_snapshot(self.directory, self.state)
-        self.on_new_segment(base_offset)
+        ix = TransactionIndexFile(self._index_path(base_offset), base_offset, self._fs)
+        ix.create()
+        try:
+            self._fs.write_atomically(*snapshot)
+        except OSError:
+            ix.close()
+            raise
+        return ix
+
+    def on_roll(self, ix: TransactionIndexFile) -> None:
+        self.indexes.append(ix)
 
     def on_delete_segment(self, base_offset: int) -> None:
+        for ix in self.indexes:
+            if ix.index.base_offset == base_offset:
+                ix.close()
         self.indexes = [ix for ix in self.indexes if ix.index.base_offset != base_offset]
 
     def close(self, log_end_offset: int) -> None:
         """Clean shutdown: a snapshot at the log end makes the next start replay nothing."""
         if self.indexes:
             self.indexes[-1].flush()
-        self.state.map_end_offset = log_end_offset
-        write_snapshot(self.directory, self.state)
+        self._fs.write_atomically(*self.snapshot(log_end_offset))
+        for ix in self.indexes:
+            ix.close()
 
     def _index_path(self, base_offset: int) -> Path:
         return self.directory / f"{base_offset:020d}.txnindex"
@@ -116,7 +170,7 @@ class LogTransactions:
     def recover(self, segments: Sequence[LogSegment], log_end_offset: int) -> None:
         """Load the snapshot at or below the log end, then replay the batches after it."""
         delete_snapshots_after(self.directory, log_end_offset)
-        self.indexes = [TransactionIndexFile.open(self.directory, s.base_offset) for s in segments]
+        self.indexes = [TransactionIndexFile.open(self.directory, s.base_offset, self._fs) for s in segments]
         start = load_latest_snapshot(self.directory, self.state, log_end_offset)
         start = segments[0].base_offset if start is None else start
         if start < segments[0].base_offset:
@@ -126,7 +180,9 @@ class LogTransactions:
         # the .txnindex behind the log, or ahead of a truncated tail.
         for ix in self.indexes:
             ix.truncate_to(start)
+        self.indexes[-1].create()  # at open, not when the first abort arrives on the event loop
         replayed = self._replay(segments, start)
+        self.recovery_start_offset, self.recovery_replayed = start, replayed
         self.state.map_end_offset = log_end_offset
         level = logging.INFO if replayed or self.state.producers else logging.DEBUG
         log.log(level, "%s: producer state from offset %d, %d batches replayed, %d producers, "

@@ -7,10 +7,11 @@ a cache of the log, so recovery rebuilds it from the segment whenever it is miss
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from pathlib import Path
 from typing import Final
+
+from .fs import LOCAL_FS, FileSystem
 
 __all__ = ("OffsetIndex", "TimeIndex")
 
@@ -21,16 +22,17 @@ _TIME_ENTRY: Final = struct.Struct(">qi")  # max timestamp so far, relative offs
 class OffsetIndex:
     """Maps offsets to file positions at or before them."""
 
-    def __init__(self, path: Path, base_offset: int) -> None:
+    def __init__(self, path: Path, base_offset: int, fs: FileSystem = LOCAL_FS) -> None:
         self.path = path
         self.base_offset = base_offset
         self._offsets: list[int] = []
         self._positions: list[int] = []
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fs = fs
+        self._fd = fs.open_append(path)
 
     def load(self, log_size: int) -> bool:
         """Read entries from disk; False if the file is inconsistent (caller rebuilds)."""
-        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        data = self._fs.pread(self._fd, self._fs.size(self._fd), 0)
         if len(data) % _OFFSET_ENTRY.size:
             return False
         last_off = last_pos = -1
@@ -48,14 +50,15 @@ class OffsetIndex:
     def reset(self) -> None:
         self._offsets.clear()
         self._positions.clear()
-        os.ftruncate(self._fd, 0)
+        self._fs.truncate(self._fd, 0)
 
     def append(self, offset: int, position: int) -> None:
         if self._offsets and offset <= self._offsets[-1]:
             return
+        # The file first: a failed write leaves memory as it was (the caller truncates the file).
+        self._fs.write(self._fd, _OFFSET_ENTRY.pack(offset - self.base_offset, position))
         self._offsets.append(offset)
         self._positions.append(position)
-        os.write(self._fd, _OFFSET_ENTRY.pack(offset - self.base_offset, position))
 
     def lookup(self, offset: int) -> int:
         """File position of the last indexed batch starting at or before offset (0 if none)."""
@@ -63,26 +66,30 @@ class OffsetIndex:
         return self._positions[i - 1] if i else 0
 
     def truncate_to_position(self, position: int) -> None:
-        i = bisect.bisect_left(self._positions, position)
-        del self._offsets[i:], self._positions[i:]
-        os.ftruncate(self._fd, i * _OFFSET_ENTRY.size)
+        self.truncate_to_entries(bisect.bisect_left(self._positions, position))
+
+    def truncate_to_entries(self, count: int) -> None:
+        """Keep the first count entries, in the file and in memory (undoes a failed append)."""
+        self._fs.truncate(self._fd, count * _OFFSET_ENTRY.size)
+        del self._offsets[count:], self._positions[count:]
 
     def close(self) -> None:
-        os.close(self._fd)
+        self._fs.close(self._fd)
 
 
 class TimeIndex:
     """Maps timestamps to the first offset whose batch may hold a timestamp at or above them."""
 
-    def __init__(self, path: Path, base_offset: int) -> None:
+    def __init__(self, path: Path, base_offset: int, fs: FileSystem = LOCAL_FS) -> None:
         self.path = path
         self.base_offset = base_offset
         self._timestamps: list[int] = []
         self._offsets: list[int] = []
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fs = fs
+        self._fd = fs.open_append(path)
 
     def load(self) -> bool:
-        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        data = self._fs.pread(self._fd, self._fs.size(self._fd), 0)
         if len(data) % _TIME_ENTRY.size:
             return False
         for ts, rel in _TIME_ENTRY.iter_unpack(data):
@@ -95,7 +102,7 @@ class TimeIndex:
     def reset(self) -> None:
         self._timestamps.clear()
         self._offsets.clear()
-        os.ftruncate(self._fd, 0)
+        self._fs.truncate(self._fd, 0)
 
     @property
     def max_timestamp(self) -> int:
@@ -106,9 +113,9 @@ class TimeIndex:
             return
         if self._offsets and offset <= self._offsets[-1]:
             return
+        self._fs.write(self._fd, _TIME_ENTRY.pack(max_timestamp, offset - self.base_offset))
         self._timestamps.append(max_timestamp)
         self._offsets.append(offset)
-        os.write(self._fd, _TIME_ENTRY.pack(max_timestamp, offset - self.base_offset))
 
     def lookup(self, timestamp: int) -> int:
         """An offset at or before the first batch whose max timestamp reaches timestamp."""
@@ -116,9 +123,14 @@ class TimeIndex:
         return self._offsets[i - 1] if i else self.base_offset
 
     def truncate_to_offset(self, offset: int) -> None:
-        i = bisect.bisect_left(self._offsets, offset)
-        del self._timestamps[i:], self._offsets[i:]
-        os.ftruncate(self._fd, i * _TIME_ENTRY.size)
+        self.truncate_to_entries(bisect.bisect_left(self._offsets, offset))
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def truncate_to_entries(self, count: int) -> None:
+        self._fs.truncate(self._fd, count * _TIME_ENTRY.size)
+        del self._timestamps[count:], self._offsets[count:]
 
     def close(self) -> None:
-        os.close(self._fd)
+        self._fs.close(self._fd)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import struct
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, assert_never
+from typing import Final
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
@@ -28,6 +26,8 @@ from .api import (
     LogAppendInfo,
     TopicPartition,
 )
+from .fs import LOCAL_FS, FileSystem
+from .log_actor import LogActor
 from .log_config import LogConfig
 from .log_retention import deletable_segments
 from .log_segment import LogSegment
@@ -35,6 +35,7 @@ from .log_start_offset import read_log_start_offset, write_log_start_offset
 from .log_transactions import LogTransactions, PendingBatch
 from .producer_state import BatchMetadata, ProducerStateEntry
 from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches
+from .transaction_index import TransactionIndexFile
 
 __all__ = ("LocalPartitionLog",)
 
@@ -42,28 +43,20 @@ log = logging.getLogger(__name__)
 _I64: Final = struct.Struct(">q")
 _I32: Final = struct.Struct(">i")
 LEADER_EPOCH: Final = 0  # a single node never changes leader
+# Producer state is snapshotted after this many bytes appended (and at every roll), which bounds
+# what recovery after a crash replays. Kafka has no such key: it snapshots at roll only.
+PRODUCER_SNAPSHOT_INTERVAL_BYTES: Final = 16 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class _Append:
-    records: bytes
-    origin: AppendOrigin
-    reply: asyncio.Future[LogAppendInfo]
+class LocalPartitionLog(LogActor):
+    """PartitionLog backed by segment files under <log.dirs>/<topic>-<partition>/.
 
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """Run a synchronous function on the log's state inside the owner task."""
-
-    fn: Callable[[], Any]
-    reply: asyncio.Future[Any]
-
-
-_Command = _Append | _Call
-
-
-class LocalPartitionLog:
-    """PartitionLog backed by segment files under <log.dirs>/<topic>-<partition>/."""
+    An append is all or nothing: if any write fails (segment, index, time index, .txnindex), every
+    file is cut back and the offsets restored, and the caller gets KAFKA_STORAGE_ERROR; the log goes
+    on once the disk has room. If undoing fails too the log goes offline (every later call answers
+    KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline. fsync, file creation, renames
+    and deletions run on worker threads while the owner task waits, so the event loop stays free.
+    """
 
     def __init__(
         self,
@@ -71,18 +64,22 @@ class LocalPartitionLog:
         directory: Path,
         config: LogConfig,
         producer_id_expiration_ms: int = 86_400_000,
+        *,
+        fs: FileSystem = LOCAL_FS,
+        snapshot_interval_bytes: int = PRODUCER_SNAPSHOT_INTERVAL_BYTES,
     ) -> None:
+        super().__init__(str(tp))
         self.tp = tp
         self.directory = directory
         self.config = config
         self.segments: list[LogSegment] = []
+        self._fs = fs
         # Producer state, LSO and aborted-transaction indexes (storage/log_transactions.py).
-        self.txns = LogTransactions(str(tp), directory, producer_id_expiration_ms)
-        self._queue: asyncio.Queue[_Command] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-        self._waiters: set[asyncio.Future[None]] = set()
+        self.txns = LogTransactions(str(tp), directory, producer_id_expiration_ms, fs)
         self._unflushed = 0
         self._last_flush = time.monotonic()
+        self._snapshot_interval = snapshot_interval_bytes
+        self._since_snapshot = 0
         self._log_start_offset = 0
         self._closed = False
 
@@ -94,46 +91,37 @@ class LocalPartitionLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
         for i, base in enumerate(bases):
-            seg = LogSegment(self.directory, base, self.config.index_interval_bytes)
+            seg = LogSegment(self.directory, base, self.config.index_interval_bytes, self._fs)
             seg.load(recover=(i == len(bases) - 1 and not clean_shutdown))
             self.segments.append(seg)
         if not self.segments:
-            self.segments.append(LogSegment(self.directory, 0, self.config.index_interval_bytes))
+            self.segments.append(LogSegment(self.directory, 0, self.config.index_interval_bytes, self._fs))
         # DeleteRecords may have moved the start into the first segment (log_start_offset.py).
         checkpoint = min(read_log_start_offset(self.directory) or 0, self.log_end_offset)
         self._log_start_offset = max(self.segments[0].base_offset, checkpoint)
         self.txns.recover(self.segments, self.log_end_offset)
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self.tp}")
-        self._task.add_done_callback(self._on_done)
-
     async def close(self) -> None:
-        if self._task is not None:
-            await self.call(self._close_sync)
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        else:
-            self._close_sync()
+        await self._stop(lambda: asyncio.to_thread(self._close_sync))
+        await asyncio.to_thread(self._close_sync)
 
     def _close_sync(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self.active.flush()
-        self.txns.close(self.log_end_offset)
+        try:
+            if self._offline is None:
+                self.active.flush()
+                self.txns.close(self.log_end_offset)
+        finally:
+            self.close_files()
+
+    def close_files(self) -> None:
+        """Close every file without flushing (an unstarted log being discarded, or a crash)."""
+        for ix in self.txns.indexes:
+            ix.close()
         for seg in self.segments:
             seg.close()
-
-    def _on_done(self, task: asyncio.Task[None]) -> None:
-        # Supervision: if the owner task dies, nobody may wait forever on it.
-        exc = None if task.cancelled() else task.exception()
-        if exc is not None:
-            log.error("log actor for %s died: %r", self.tp, exc)
-        while not self._queue.empty():
-            cmd = self._queue.get_nowait()
-            if not cmd.reply.done():
-                cmd.reply.set_exception(KafkaError(ErrorCode.not_leader_or_follower, f"{self.tp} is closed"))
 
     # -- offsets (read-only views of actor state) -----------------------------------------------
 
@@ -165,16 +153,6 @@ class LocalPartitionLog:
 
     # -- public face -----------------------------------------------------------------------------
 
-    async def append(self, records: bytes, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
-        reply: asyncio.Future[LogAppendInfo] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Append(records, origin, reply))
-        return await reply
-
-    async def call(self, fn: Callable[[], Any]) -> Any:
-        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Call(fn, reply))
-        return await reply
-
     async def read(
         self,
         fetch_offset: int,
@@ -187,15 +165,15 @@ class LocalPartitionLog:
         return await self.call(lambda: self._offset_for_timestamp(timestamp))
 
     async def enforce_retention(self, now_ms: int) -> int:
-        return await self.call(lambda: self._enforce_retention(now_ms))
+        return await self._exclusive(lambda: self._enforce_retention(now_ms))
 
     async def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to offset (-1: the high watermark), durably,
         and drop the segments wholly below it. Returns the log start offset (the low watermark)."""
-        return await self.call(lambda: self._increment_log_start_offset(offset))
+        return await self._exclusive(lambda: self._increment_log_start_offset(offset))
 
     async def flush(self) -> None:
-        await self.call(self._flush)
+        await self._exclusive(self._flush)
 
     async def offset_for_max_timestamp(self) -> tuple[int, int] | None:
         return await self.call(self.max_timestamp_offset)
@@ -214,52 +192,17 @@ class LocalPartitionLog:
         entry = self.txns.state.producers.get(producer_id)
         return entry is not None and entry.current_txn_first_offset is not None
 
-    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
-        """Wake waiter (set its result) on the next change of the high watermark or LSO."""
-        self._waiters.add(waiter)
+    # -- append (in the owner task) -----------------------------------------------------------
 
-    def remove_waiter(self, waiter: asyncio.Future[None]) -> None:
-        self._waiters.discard(waiter)
+    async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+        if self._needs_roll(len(records)):
+            await self._roll()
+        return self._append(records, origin)
 
-    # -- the owner task ---------------------------------------------------------------------
-
-    async def _run(self) -> None:
-        while True:
-            cmd = await self._queue.get()
-            wrote = False
-            while True:
-                wrote |= self._execute(cmd)
-                if self._queue.empty():
-                    break
-                cmd = self._queue.get_nowait()
-            if wrote:
-                self._maybe_flush()
-                self._wake_waiters()
-
-    def _execute(self, cmd: _Command) -> bool:
-        if cmd.reply.done():
-            return False
-        try:
-            match cmd:
-                case _Append():
-                    cmd.reply.set_result(self._append(cmd.records, cmd.origin))
-                    return True
-                case _Call():
-                    cmd.reply.set_result(cmd.fn())
-                    return False
-                case _:
-                    assert_never(cmd)
-        except Exception as exc:
-            cmd.reply.set_exception(exc)
-            return False
-
-    def _wake_waiters(self) -> None:
-        waiters, self._waiters = self._waiters, set()
-        for w in waiters:
-            if not w.done():
-                w.set_result(None)
-
-    # -- append ---------------------------------------------------------------------------------
+    async def _before_acks(self) -> None:
+        await self._maybe_flush()
+        if self._since_snapshot >= self._snapshot_interval:
+            await self._snapshot()
 
     def validate(self, records: bytes, origin: AppendOrigin) -> list[tuple[int, RecordBatchHeader]]:
         headers = list(iter_batches(records))
@@ -283,7 +226,6 @@ class LocalPartitionLog:
         duplicate = self.txns.check(batches, origin)
         if duplicate is not None:  # a retry of a written batch: answer as before, write nothing
             return self._duplicate_info(duplicate)
-        self._maybe_roll(len(records))
         base = offset = self.log_end_offset
         parts: list[bytes | memoryview] = []
         assigned: list[tuple[int, RecordBatchHeader]] = []
@@ -298,17 +240,40 @@ class LocalPartitionLog:
                 parts.append(view[pos + LOG_OVERHEAD + 4 : end])
             assigned.append((pos, _with_offset(header, offset)))
             offset += header.last_offset_delta + 1
-        self._write(parts, assigned, len(records))
-        self.txns.after_write(
-            [PendingBatch(h, b.marker) for (_, h), b in zip(assigned, batches, strict=True)]
-        )
+        self._write(parts, assigned, [PendingBatch(h, b.marker) for (_, h), b in zip(assigned, batches, strict=True)],
+                    len(records))
         self._unflushed += offset - base
+        self._since_snapshot += len(records)
         return LogAppendInfo(
             base_offset=base,
             last_offset=offset - 1,
             log_append_time=now_ms if append_time else -1,
             log_start_offset=self._log_start_offset,
         )
+
+    def _write(
+        self,
+        parts: list[bytes | memoryview],
+        assigned: list[tuple[int, RecordBatchHeader]],
+        written: list[PendingBatch],
+        size: int,
+    ) -> None:
+        """Write the batches and apply them to the producer state, all or nothing."""
+        seg = self.active
+        seg_mark, txn_mark = seg.mark(), self.txns.mark(written)
+        try:
+            seg.append(parts, assigned, size)
+            self.txns.after_write(written)
+        except OSError as exc:
+            try:
+                seg.rollback(seg_mark)
+                self.txns.rollback(txn_mark)
+            except OSError as undo:
+                raise self._go_offline(f"writing at offset {seg_mark.next_offset} failed ({exc}) and undoing "
+                                       f"it failed ({undo})") from undo
+            raise KafkaError(ErrorCode.kafka_storage_error,
+                             f"writing to {self.tp} at offset {seg_mark.next_offset} failed, nothing was "
+                             f"written: {exc}") from exc
 
     def _duplicate_info(self, duplicate: BatchMetadata) -> LogAppendInfo:
         append_time = self.config.message_timestamp_type == "LogAppendTime"
@@ -320,43 +285,68 @@ class LocalPartitionLog:
             duplicate=True,
         )
 
-    def _write(self, parts: list[bytes | memoryview], assigned: list[tuple[int, RecordBatchHeader]], size: int) -> None:
-        seg = self.active
-        position = seg.size
-        written = os.writev(seg._fd, parts)  # noqa: SLF001 - the segment's own fd, owned by this actor
-        if written != size:
-            os.ftruncate(seg._fd, position)  # noqa: SLF001
-            raise OSError(f"short write to {seg.log_path}: {written} of {size} bytes")
-        seg.size += written
-        for rel, header in assigned:
-            seg._index_batch(position + rel, header)  # noqa: SLF001
-
-    def _maybe_roll(self, incoming: int) -> None:
+    def _needs_roll(self, incoming: int) -> bool:
         seg = self.active
         too_big = seg.size > 0 and seg.size + incoming > self.config.segment_bytes
         too_old = seg.size > 0 and time.time() * 1000 - seg.created_ms > self.config.segment_ms
-        if too_big or too_old:
-            self.roll()
+        return too_big or too_old
 
-    def roll(self) -> LogSegment:
-        self.active.flush()
-        seg = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes)
+    async def _roll(self) -> LogSegment:
+        """A new active segment at the log end. The old one's flush, the new files and the
+        producer snapshot are made on a worker thread (Kafka flushes rolled segments off the
+        request path too); if any step fails, the new files are removed and the log stays as it
+        was."""
+        old, base = self.active, self.log_end_offset
+        snapshot = self.txns.snapshot(base)
+
+        def files() -> tuple[LogSegment, TransactionIndexFile]:
+            old.flush()
+            seg = LogSegment.create(self.directory, base, self.config.index_interval_bytes, self._fs)
+            try:
+                return seg, self.txns.roll_files(base, snapshot)
+            except OSError:
+                seg.close()
+                seg.delete_files()
+                raise
+
+        try:
+            seg, ix = await asyncio.to_thread(files)
+        except OSError as exc:
+            raise KafkaError(ErrorCode.kafka_storage_error,
+                             f"cannot roll {self.tp} to a new segment at offset {base}: {exc}") from exc
         self.segments.append(seg)
-        self.txns.on_roll(seg.base_offset)
-        log.debug("%s: rolled new segment at offset %d", self.tp, seg.base_offset)
+        self.txns.on_roll(ix)
+        self._since_snapshot = 0
+        log.debug("%s: rolled new segment at offset %d", self.tp, base)
         return seg
 
-    def _maybe_flush(self) -> None:
+    async def _maybe_flush(self) -> None:
         due_ms = self.config.flush_ms is not None and (
             (time.monotonic() - self._last_flush) * 1000 >= self.config.flush_ms
         )
         if self._unflushed >= self.config.flush_messages or due_ms:
-            self._flush()
+            await self._flush()
 
-    def _flush(self) -> None:
-        self.active.flush()
+    async def _flush(self) -> None:
+        try:
+            await asyncio.to_thread(self.active.flush)
+        except OSError as exc:
+            # After a failed fsync the page cache may have dropped the data: nothing written
+            # since the last good flush can be trusted, so the log goes offline (as Kafka does).
+            raise self._go_offline(f"fsync of {self.active.log_path} failed: {exc}") from exc
         self._unflushed = 0
         self._last_flush = time.monotonic()
+
+    async def _snapshot(self) -> None:
+        """Snapshot the producer state every snapshot_interval_bytes appended, so recovery after
+        a crash replays at most that much (Kafka snapshots only at roll, with 1 GiB segments)."""
+        self._since_snapshot = 0
+        path, data = self.txns.snapshot(self.log_end_offset)
+        try:
+            await asyncio.to_thread(self.txns.write_snapshot, path, data, self.active.base_offset)
+        except OSError as exc:
+            log.warning("%s: producer snapshot %s failed (recovery falls back to an older one): %s",
+                        self.tp, path.name, exc)
 
     # -- read -----------------------------------------------------------------------------------
 
@@ -391,7 +381,7 @@ class LocalPartitionLog:
 
     # -- retention --------------------------------------------------------------------------------
 
-    def _increment_log_start_offset(self, offset: int) -> int:
+    async def _increment_log_start_offset(self, offset: int) -> int:
         if "delete" not in self.config.cleanup_policy.split(","):
             raise KafkaError(ErrorCode.policy_violation, f"records of {self.tp} cannot be deleted: "
                              f"cleanup.policy is {self.config.cleanup_policy}")
@@ -400,25 +390,38 @@ class LocalPartitionLog:
             raise KafkaError(ErrorCode.offset_out_of_range, f"cannot move the log start offset of {self.tp} to "
                              f"{offset}: it is outside [0, {self.high_watermark}]")
         if target > self._log_start_offset:
-            write_log_start_offset(self.directory, self.tp.topic, self.tp.partition, target)
+            try:
+                await asyncio.to_thread(write_log_start_offset, self.directory, self.tp.topic, self.tp.partition,
+                                        target, self._fs)
+            except OSError as exc:
+                raise KafkaError(ErrorCode.kafka_storage_error,
+                                 f"cannot checkpoint the log start offset of {self.tp}: {exc}") from exc
             self._log_start_offset = target
-            self._delete_segments(deletable_segments(self.segments, self.config, 0, target, retention=False))
+            await self._delete_segments(deletable_segments(self.segments, self.config, 0, target, retention=False))
         return self._log_start_offset
 
-    def _enforce_retention(self, now_ms: int) -> int:
+    async def _enforce_retention(self, now_ms: int) -> int:
         """Delete whole non-active segments past retention.ms or retention.bytes; count deleted."""
         self.txns.remove_expired_producers(now_ms)
         count = deletable_segments(self.segments, self.config, now_ms, self._log_start_offset, retention=True)
-        self._delete_segments(count)
+        await self._delete_segments(count)
         return count
 
-    def _delete_segments(self, count: int) -> None:
+    async def _delete_segments(self, count: int) -> None:
+        gone = []
         for _ in range(count):
             seg = self.segments.pop(0)
             # Retention moves the start to the first kept segment; DeleteRecords may be past it.
             self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
             self.txns.on_delete_segment(seg.base_offset)
-            seg.delete()
+            gone.append(seg)
+        if not gone:
+            return
+        try:
+            await asyncio.to_thread(_delete_all, gone)
+        except OSError as exc:
+            log.warning("%s: deleting old segment files failed (they are no longer used): %s", self.tp, exc)
+        for seg in gone:
             log.info("%s: deleted segment %d; log start offset %d", self.tp, seg.base_offset, self._log_start_offset)
 
 
@@ -428,6 +431,11 @@ def _active_producer(e: ProducerStateEntry) -> ActiveProducer:
         last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
         current_txn_start_offset=-1 if e.current_txn_first_offset is None else e.current_txn_first_offset,
     )
+
+
+def _delete_all(segments: list[LogSegment]) -> None:
+    for seg in segments:
+        seg.delete()
 
 
 def _with_offset(header: RecordBatchHeader, offset: int) -> RecordBatchHeader:

@@ -14,7 +14,6 @@ deduplication of retries still works after a restart):
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +23,7 @@ from crc32c import crc32c
 
 from protocol.errors import CorruptRecordError
 
+from .fs import LOCAL_FS, FileSystem
 from .producer_state import (
     NUM_BATCHES_TO_RETAIN,
     BatchMetadata,
@@ -36,6 +36,7 @@ __all__ = (
     "decode_snapshot",
     "delete_snapshots_after",
     "delete_snapshots_before",
+    "delete_snapshots_between",
     "encode_snapshot",
     "list_snapshot_offsets",
     "load_latest_snapshot",
@@ -131,18 +132,10 @@ def list_snapshot_offsets(log_dir: Path) -> list[int]:
     return sorted(offsets)
 
 
-def write_snapshot(log_dir: Path, state: ProducerStateManager) -> Path:
+def write_snapshot(log_dir: Path, state: ProducerStateManager, fs: FileSystem = LOCAL_FS) -> Path:
     """Write state durably as <map_end_offset>.snapshot (temp file, fsync, rename)."""
     path = snapshot_path(log_dir, state.map_end_offset)
-    tmp = path.with_suffix(".snapshot.tmp")
-    data = encode_snapshot(state.producers.values())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    fs.write_atomically(path, encode_snapshot(state.producers.values()))
     return path
 
 
@@ -174,6 +167,14 @@ def delete_snapshots_after(log_dir: Path, offset: int) -> None:
     for o in list_snapshot_offsets(log_dir):
         if o > offset:
             snapshot_path(log_dir, o).unlink(missing_ok=True)
+
+
+def delete_snapshots_between(log_dir: Path, low: int, high: int, fs: FileSystem = LOCAL_FS) -> None:
+    """Snapshots strictly between low and high: superseded by the one at high (periodic
+    snapshots within the active segment; the one at the segment's base is kept)."""
+    for o in list_snapshot_offsets(log_dir):
+        if low < o < high:
+            fs.unlink(snapshot_path(log_dir, o))
 
 
 def delete_snapshots_before(log_dir: Path, offset: int) -> None:

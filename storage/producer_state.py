@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from protocol.control import EndTransactionMarker
@@ -35,6 +35,7 @@ __all__ = (
     "CompletedTxn",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "ProducerStateMark",
 )
 
 NUM_BATCHES_TO_RETAIN: Final = 5
@@ -130,6 +131,19 @@ class ProducerStateEntry:
             )
         )
         self.last_timestamp = header.max_timestamp
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerStateMark:
+    """Copies of the entries an append may change, to restore if its write fails."""
+
+    entries: dict[int, ProducerStateEntry | None]
+    ongoing: dict[int, int]
+    map_end_offset: int
+
+
+def _copy_entry(entry: ProducerStateEntry) -> ProducerStateEntry:
+    return replace(entry, batch_metadata=deque(entry.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN))
 
 
 class ProducerStateManager:
@@ -317,6 +331,23 @@ class ProducerStateManager:
             if e.current_txn_first_offset is not None
         }
         self.map_end_offset = map_end_offset
+
+    def mark(self, producer_ids: Iterable[int]) -> ProducerStateMark:
+        """What rollback() needs to undo updates of these producers (before a write)."""
+        entries = {}
+        for pid in producer_ids:
+            entry = self.producers.get(pid)
+            entries[pid] = None if entry is None else _copy_entry(entry)
+        return ProducerStateMark(entries=entries, ongoing=dict(self._ongoing), map_end_offset=self.map_end_offset)
+
+    def rollback(self, mark: ProducerStateMark) -> None:
+        for pid, entry in mark.entries.items():
+            if entry is None:
+                self.producers.pop(pid, None)
+            else:
+                self.producers[pid] = _copy_entry(entry)
+        self._ongoing = dict(mark.ongoing)
+        self.map_end_offset = mark.map_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.restore((), offset)

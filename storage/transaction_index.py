@@ -23,6 +23,7 @@ from typing import Final
 from protocol.errors import CorruptRecordError
 
 from .api import AbortedTxn
+from .fs import LOCAL_FS, FileSystem
 
 __all__ = (
     "ENTRY_SIZE",
@@ -110,6 +111,10 @@ class TransactionIndex:
         del self._last_offsets[keep:]
         return keep
 
+    def keep_first(self, count: int) -> None:
+        del self.entries[count:]
+        del self._last_offsets[count:]
+
     def to_bytes(self) -> bytes:
         return b"".join(encode_entry(t) for t in self.entries)
 
@@ -136,16 +141,19 @@ def collect_aborted(
 
 
 class TransactionIndexFile:
-    """A segment's .txnindex on disk plus its in-memory index; the file appears on first append."""
+    """A segment's .txnindex on disk plus its in-memory index. The file is created by create()
+    (at roll, off the event loop) or on the first append to a segment that has none."""
 
-    def __init__(self, path: Path, base_offset: int) -> None:
+    def __init__(self, path: Path, base_offset: int, fs: FileSystem = LOCAL_FS) -> None:
         self.path = path
         self.index = TransactionIndex(base_offset)
+        self._fs = fs
+        self._fd: int | None = None
 
     @classmethod
-    def open(cls, log_dir: Path, base_offset: int) -> TransactionIndexFile:
+    def open(cls, log_dir: Path, base_offset: int, fs: FileSystem = LOCAL_FS) -> TransactionIndexFile:
         """Load the segment's index; a torn trailing entry (crash mid-write) is cut off."""
-        self = cls(log_dir / f"{base_offset:020d}{TXN_INDEX_SUFFIX}", base_offset)
+        self = cls(log_dir / f"{base_offset:020d}{TXN_INDEX_SUFFIX}", base_offset, fs)
         if self.path.exists():
             data = self.path.read_bytes()
             entries, valid = decode_entries(data)
@@ -155,28 +163,46 @@ class TransactionIndexFile:
                 os.truncate(self.path, valid)
         return self
 
+    def create(self) -> None:
+        if self._fd is None:
+            self._fd = self._fs.open_append(self.path)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
     def append(self, txn: AbortedTxn) -> None:
+        """File first, then memory: a failed write leaves the index as it was (the caller cuts
+        the file back with truncate_to_entries)."""
+        self.create()
+        assert self._fd is not None
+        self._fs.write(self._fd, encode_entry(txn))
         self.index.append(txn)
-        with open(self.path, "ab") as f:
-            f.write(encode_entry(txn))
 
     def flush(self) -> None:
-        if self.path.exists():
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        if self._fd is not None:
+            self._fs.fsync(self._fd)
 
     def truncate_to(self, offset: int) -> None:
-        keep = self.index.truncate_to(offset)
-        if self.path.exists():
-            os.truncate(self.path, keep * ENTRY_SIZE)
+        self.truncate_to_entries(self.index.truncate_to(offset))
+
+    def truncate_to_entries(self, count: int) -> None:
+        if self._fd is not None:
+            self._fs.truncate(self._fd, count * ENTRY_SIZE)
+        elif self.path.exists():
+            os.truncate(self.path, count * ENTRY_SIZE)
+        self.index.keep_first(count)
 
     def reset(self) -> None:
         """Forget everything (recovery rebuilds the segment's entries from the log)."""
+        self.close()
         self.index = TransactionIndex(self.index.base_offset)
-        self.path.unlink(missing_ok=True)
+        self._fs.unlink(self.path)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self._fs.close(self._fd)
+            self._fd = None
 
     def delete(self) -> None:
-        self.path.unlink(missing_ok=True)
+        self.close()
+        self._fs.unlink(self.path)

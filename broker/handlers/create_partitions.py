@@ -21,7 +21,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         try:
             if topic.assignments:
                 raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
-            ctx.broker.logs.create_partitions(topic.name, topic.count, request.validate_only)
+            await ctx.broker.logs.create_partitions(topic.name, topic.count, request.validate_only)
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}
         results.append(entry)

@@ -17,7 +17,7 @@ from ..handler import Handler, RequestContext
 from .describe_configs import topic_config_entries
 
 
-def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
+async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
     if topic.replication_factor not in (-1, 1):
         raise KafkaError(ErrorCode.invalid_replication_factor,
                          f"replication factor {topic.replication_factor} is larger than the 1 available broker")
@@ -25,7 +25,7 @@ def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, A
         raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
     partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     configs = {c.name: c.value for c in topic.configs if c.value is not None}
-    meta = ctx.broker.logs.create_topic(topic.name, partitions, configs, validate_only=validate_only)
+    meta = await ctx.broker.logs.create_topic(topic.name, partitions, configs, validate_only=validate_only)
     return {
         "name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
         "num_partitions": meta.partitions, "replication_factor": 1,
@@ -46,7 +46,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             continue
         seen.add(topic.name)
         try:
-            results.append(_create(ctx, topic, request.validate_only))
+            results.append(await _create(ctx, topic, request.validate_only))
         except KafkaError as exc:
             results.append({"name": topic.name, "error_code": exc.code, "error_message": exc.message,
                             "num_partitions": -1, "replication_factor": -1})

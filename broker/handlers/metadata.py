@@ -40,7 +40,7 @@ def error_entry(name: str | None, code: ErrorCode, topic_id: Any = None) -> dict
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> dict[str, Any]:
+async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> dict[str, Any]:
     logs = ctx.broker.logs
     meta = logs.topics.get(name)
     if meta is not None:
@@ -52,7 +52,7 @@ def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> dict[st
     if not (allow_create and ctx.broker.config.auto_create_topics_enable):
         return error_entry(name, ErrorCode.unknown_topic_or_partition)
     try:
-        meta = logs.create_topic(name, ctx.broker.config.num_partitions)
+        meta = await logs.create_topic(name, ctx.broker.config.num_partitions)
     except KafkaError as exc:
         return error_entry(name, exc.code)
     log.info("auto-created topic %s for %s", name, ctx.peer)
@@ -74,7 +74,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 entries.append(topic_entry(meta, ctx.broker.node_id) if meta else
                                error_entry(None, ErrorCode.unknown_topic_id, t.topic_id))
             else:
-                entries.append(resolve_topic(ctx, t.name, allow_create))
+                entries.append(await resolve_topic(ctx, t.name, allow_create))
     host, port = ctx.broker.config.advertised
     return ctx.respond({
         "throttle_time": 0,

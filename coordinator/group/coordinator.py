@@ -70,7 +70,7 @@ class GroupCoordinator(AdminOperations):
         """Create __consumer_offsets if needed, replay it, then start serving."""
         meta = self._logs.topics.get(CONSUMER_OFFSETS_TOPIC)
         if meta is None:
-            meta = self._logs.create_topic(
+            meta = await self._logs.create_topic(
                 CONSUMER_OFFSETS_TOPIC,
                 self.config.offsets_topic_num_partitions,
                 {"cleanup.policy": "compact"},

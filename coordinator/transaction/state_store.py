@@ -42,10 +42,10 @@ class TransactionStateStore:
     def _log(self, partition: int) -> PartitionLog:
         return self.logs.get_log(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
 
-    def _ensure_topic(self) -> None:
+    async def _ensure_topic(self) -> None:
         meta = self.logs.topics.get(TRANSACTION_STATE_TOPIC)
         if meta is None:
-            self.logs.create_topic(
+            await self.logs.create_topic(
                 TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"}
             )
         elif meta.partitions != self.num_partitions:
@@ -78,7 +78,7 @@ class TransactionStateStore:
     # -- loading -------------------------------------------------------------------------------
 
     async def load(self) -> dict[str, TransactionMetadata]:
-        self._ensure_topic()
+        await self._ensure_topic()
         self._honour_legacy_block_file()
         transactions: dict[str, TransactionMetadata] = {}
         records = 0

@@ -28,9 +28,9 @@ async def state(tmp_path):  # type: ignore[no-untyped-def]
     logs = LogManager(tmp_path, {})
     logs.load()
     logs.start()
-    logs.create_topic("a", 3)
-    logs.create_topic("b", 2)
-    logs.create_topic("c", 1)
+    await logs.create_topic("a", 3)
+    await logs.create_topic("b", 2)
+    await logs.create_topic("c", 1)
     yield BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS)
     await logs.close()
 

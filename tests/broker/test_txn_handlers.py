@@ -25,7 +25,7 @@ async def state(tmp_path):
     logs = LogManager(tmp_path, {})
     logs.load()
     logs.start()
-    logs.create_topic("t", 2)
+    await logs.create_topic("t", 2)
     state = BrokerState(config=config, logs=logs, handlers=HANDLERS)
     coordinator = transaction_coordinator(state)
     await coordinator.start()

@@ -289,7 +289,7 @@ def test_segment_append_indexes_every_interval(tmp_path):
         buf = bytearray(b)
         [(_, header)] = list(iter_batches(buf))
         set_base_offset(buf, 0, header.base_offset)
-        seg.append(bytes(buf), [(0, header)])
+        seg.append([bytes(buf)], [(0, header)])
     entries = os.path.getsize(seg.index.path) // 8
     assert 1 < entries < 10
     assert seg.next_offset == 10
@@ -307,7 +307,7 @@ def test_corrupt_tail_of_a_segment_with_sound_indexes_is_recovered_not_fatal(tmp
     from protocol.record_batch import iter_batches
 
     for b in batches:
-        seg.append(bytes(b), list(iter_batches(bytes(b))))
+        seg.append([bytes(b)], list(iter_batches(bytes(b))))
     good = sum(len(b) for b in batches[:3])
     seg.close()
     with open(tmp_path / "00000000000000000000.log", "r+b") as f:

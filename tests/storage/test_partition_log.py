@@ -33,6 +33,8 @@ def open_log(directory: Path, clean=False, **config) -> LocalPartitionLog:
 def crash(plog: LocalPartitionLog) -> None:
     """Leave the files as kill -9 would: no flush, no snapshot at close."""
     plog._task.cancel()
+    for ix in plog.txns.indexes:
+        ix.close()
     for seg in plog.segments:
         seg.close()
 
@@ -271,3 +273,16 @@ def test_segment_files_are_named_by_base_offset(tmp_path):
     plog.open(clean_shutdown=True)
     assert sorted(os.listdir(tmp_path))[:3] == [f"{0:020d}.index", f"{0:020d}.log", f"{0:020d}.timeindex"]
     plog._close_sync()
+
+
+async def test_issue_9_an_ended_log_answers_every_later_call(tmp_path):
+    """After close (or a crash of its task) every call fails at once instead of waiting."""
+    plog = open_log(tmp_path)
+    await plog.append(batch(1))
+    await plog.close()
+    for call in (lambda: plog.append(batch(1)), lambda: plog.read(0, 100), plog.flush,
+                 lambda: plog.delete_records_before(1), lambda: plog.call(lambda: None)):
+        with pytest.raises(KafkaError) as info:
+            await call()
+        assert info.value.code is ErrorCode.not_leader_or_follower
+    await plog.close()  # closing twice is harmless

@@ -38,6 +38,8 @@ def open_log(directory: Path, clean=False, **config) -> LocalPartitionLog:
 def crash(plog: LocalPartitionLog) -> None:
     """Leave the files as a kill -9 would: no snapshot at the end, no clean shutdown."""
     plog._task.cancel()
+    for ix in plog.txns.indexes:
+        ix.close()
     for seg in plog.segments:
         seg.close()
 
@@ -164,5 +166,29 @@ async def test_lost_snapshots_and_index_are_rebuilt_from_the_log(tmp_path):
         info = await plog.read(0, 1 << 20, COMMITTED)
         assert [a.producer_id for a in info.aborted_transactions] == [1]
         assert list(tmp_path.glob("*.txnindex"))
+    finally:
+        await plog.close()
+
+
+async def test_issue_9_recovery_after_a_crash_replays_only_after_the_newest_snapshot(tmp_path):
+    """Producer state is snapshotted every snapshot_interval_bytes, so a restart after kill -9
+    replays from the newest snapshot, not from offset 0 (and superseded snapshots are gone)."""
+    plog = LocalPartitionLog(TopicPartition("t", 0), tmp_path, LogConfig(), snapshot_interval_bytes=1000)
+    plog.open(clean_shutdown=False)
+    plog.start()
+    for seq in range(40):
+        await plog.append(batch(pid=1, seq=seq, value=b"x" * 60))
+    await plog.append(batch(pid=2, seq=0, txn=True))  # 40: an open transaction
+    await plog.append(batch(pid=1, seq=40))  # 41
+    snapshots = list_snapshot_offsets(tmp_path)
+    assert len(snapshots) == 1 and 0 < snapshots[0] <= 42
+    crash(plog)
+    plog = open_log(tmp_path)
+    try:
+        assert plog.txns.recovery_start_offset == snapshots[0]
+        assert plog.txns.recovery_replayed == 42 - snapshots[0]
+        assert plog.last_stable_offset == 40
+        assert (await plog.append(batch(pid=1, seq=40))).duplicate
+        assert (await plog.append(batch(pid=1, seq=41))).base_offset == 42
     finally:
         await plog.close()

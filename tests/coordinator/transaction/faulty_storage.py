@@ -135,12 +135,12 @@ class FaultyLogs:
     def find_log(self, tp: TopicPartition) -> PartitionLog | None:
         return self.broken.get(tp) or self.inner.find_log(tp)
 
-    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
-                     validate_only: bool = False) -> TopicMetadata:
-        return self.inner.create_topic(name, partitions, configs, validate_only)
+    async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                           validate_only: bool = False) -> TopicMetadata:
+        return await self.inner.create_topic(name, partitions, configs, validate_only)
 
-    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
-        self.inner.create_partitions(name, count, validate_only)
+    async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        await self.inner.create_partitions(name, count, validate_only)
 
     async def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
         await self.inner.alter_configs(name, configs, validate_only)

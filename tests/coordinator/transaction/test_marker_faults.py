@@ -91,11 +91,11 @@ async def expect_concurrent(coro):
     assert info.value.code is ErrorCode.concurrent_transactions
 
 
-def test_the_wrappers_implement_the_storage_seam(tmp_path):
+async def test_the_wrappers_implement_the_storage_seam(tmp_path):
     logs = LogManager(tmp_path, {})
     faults = FaultyLogs(logs)
     assert isinstance(logs, LogSource) and isinstance(faults, LogSource)
-    logs.create_topic("orders", 1)
+    await logs.create_topic("orders", 1)
     assert isinstance(logs.get_log(T0), PartitionLog)
     assert isinstance(faults.break_partition(T0, ERRORS["os-error"]), PartitionLog)
 

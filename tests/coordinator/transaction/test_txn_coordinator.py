@@ -45,7 +45,7 @@ class Broker:
         self.logs.load()
         self.logs.start()
         if "orders" not in self.logs.topics:
-            self.logs.create_topic("orders", 2)
+            await self.logs.create_topic("orders", 2)
         self.coordinator = TransactionCoordinator(self.log_source(), self.config, lambda: self.group,
                                                   self.clock)
         await self.coordinator.start()

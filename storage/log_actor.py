@@ -1,0 +1,191 @@
+"""The owner task of one partition log: a queue of typed commands, run one at a time.
+
+Supervision follows aiokafka: when the task ends (close or a crash) every queued command fails
+and every later call fails at once, never waiting on a task that is gone. A log that has gone
+offline after an I/O error it could not undo answers KAFKA_STORAGE_ERROR to everything.
+
+A group of appends that arrive together is acknowledged only after the work they depend on
+(the flush that log.flush.interval.* asks for), which runs on a worker thread: the owner task
+waits for it, the event loop does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from protocol.errors import ErrorCode, KafkaError
+
+from .api import AppendOrigin, LogAppendInfo
+
+__all__ = ("LogActor",)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Append:
+    records: bytes
+    origin: AppendOrigin
+    reply: asyncio.Future[LogAppendInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """Run a synchronous function on the log's state inside the owner task."""
+
+    fn: Callable[[], Any]
+    reply: asyncio.Future[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Io:
+    """Run a coroutine inside the owner task: it awaits file work on a worker thread, and no other
+    command of this log runs until it is done (the log's files are never seen mid-change)."""
+
+    fn: Callable[[], Awaitable[Any]]
+    reply: asyncio.Future[Any]
+
+
+_Command = _Append | _Call | _Io
+_Acks = list[tuple[asyncio.Future[LogAppendInfo], LogAppendInfo]]
+
+
+class LogActor:
+    """Base of a partition log: subclasses implement _append_command and _before_acks."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._queue: asyncio.Queue[_Command] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._offline: KafkaError | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self._name}")
+        self._task.add_done_callback(self._on_done)
+
+    async def _stop(self, last: Callable[[], Awaitable[Any]]) -> None:
+        """Run last after every queued command, then end the task."""
+        if self._task is None:
+            return
+        if not self._task.done() and self._offline is None:
+            try:
+                await self._submit(_Io, last)
+            except KafkaError:
+                pass  # went offline meanwhile: the caller closes the files anyway
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            log.error("log actor for %s died: %r", self._name, exc)
+        while not self._queue.empty():
+            cmd = self._queue.get_nowait()
+            if not cmd.reply.done():
+                cmd.reply.set_exception(self._ended_error())
+
+    def _ended_error(self) -> KafkaError:
+        if self._offline is not None:
+            return self._offline
+        return KafkaError(ErrorCode.not_leader_or_follower, f"{self._name} is closed")
+
+    def _go_offline(self, why: str) -> KafkaError:
+        self._offline = KafkaError(ErrorCode.kafka_storage_error, f"{self._name} is offline: {why}")
+        log.error("%s: log taken offline: %s; restart the broker once the disk is sound", self._name, why)
+        return self._offline
+
+    # -- commands ------------------------------------------------------------------------------
+
+    async def append(self, records: bytes, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        reply: asyncio.Future[LogAppendInfo] = asyncio.get_running_loop().create_future()
+        self._put(_Append(records, origin, reply))
+        return await reply
+
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        """Run fn on the log's state inside the owner task."""
+        return await self._submit(_Call, fn)
+
+    async def _exclusive(self, fn: Callable[[], Awaitable[Any]]) -> Any:
+        """Run the coroutine fn inside the owner task, alone (see _Io)."""
+        return await self._submit(_Io, fn)
+
+    async def _submit(self, kind: type[_Call] | type[_Io], fn: Callable[[], Any]) -> Any:
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._put(kind(fn, reply))
+        return await reply
+
+    def _put(self, cmd: _Command) -> None:
+        if self._offline is not None or (self._task is not None and self._task.done()):
+            raise self._ended_error()
+        self._queue.put_nowait(cmd)
+
+    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
+        """Wake waiter (set its result) on the next change of the high watermark or LSO."""
+        self._waiters.add(waiter)
+
+    def remove_waiter(self, waiter: asyncio.Future[None]) -> None:
+        self._waiters.discard(waiter)
+
+    def _wake_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    # -- the owner task ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            cmd = await self._queue.get()
+            acks: _Acks = []
+            while True:
+                await self._execute(cmd, acks)
+                if self._queue.empty():
+                    break
+                cmd = self._queue.get_nowait()
+            if acks:
+                await self._acknowledge(acks)
+                self._wake_waiters()
+
+    async def _execute(self, cmd: _Command, acks: _Acks) -> None:
+        if cmd.reply.done():
+            return
+        if self._offline is not None:
+            cmd.reply.set_exception(self._offline)
+            return
+        try:
+            match cmd:
+                case _Append():
+                    acks.append((cmd.reply, await self._append_command(cmd.records, cmd.origin)))
+                case _Call():
+                    cmd.reply.set_result(cmd.fn())
+                case _Io():
+                    cmd.reply.set_result(await cmd.fn())
+                case _:
+                    assert_never(cmd)
+        except Exception as exc:
+            if not cmd.reply.done():
+                cmd.reply.set_exception(exc)
+
+    async def _acknowledge(self, acks: _Acks) -> None:
+        try:
+            await self._before_acks()
+        except KafkaError as exc:
+            for reply, _ in acks:
+                if not reply.done():
+                    reply.set_exception(exc)
+            return
+        for reply, info in acks:
+            if not reply.done():
+                reply.set_result(info)
+
+    async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+        raise NotImplementedError
+
+    async def _before_acks(self) -> None:
+        """Work the acknowledgement of a group of appends waits for (a due flush)."""
