@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, TypeVar, assert_never
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -24,6 +24,7 @@ from .api import AppendOrigin, LogAppendInfo
 __all__ = ("LogActor",)
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,7 @@ class LogActor:
             return
         if not self._task.done() and self._offline is None:
             try:
-                await self._submit(_Io, last)
+                await self._exclusive(last)
             except KafkaError:
                 pass  # went offline meanwhile: the caller closes the files anyway
         self._task.cancel()
@@ -106,17 +107,16 @@ class LogActor:
         self._put(_Append(records, origin, reply))
         return await reply
 
-    async def call(self, fn: Callable[[], Any]) -> Any:
+    async def call(self, fn: Callable[[], T]) -> T:
         """Run fn on the log's state inside the owner task."""
-        return await self._submit(_Call, fn)
+        reply: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._put(_Call(fn, reply))
+        return await reply
 
-    async def _exclusive(self, fn: Callable[[], Awaitable[Any]]) -> Any:
+    async def _exclusive(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run the coroutine fn inside the owner task, alone (see _Io)."""
-        return await self._submit(_Io, fn)
-
-    async def _submit(self, kind: type[_Call] | type[_Io], fn: Callable[[], Any]) -> Any:
-        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._put(kind(fn, reply))
+        reply: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._put(_Io(fn, reply))
         return await reply
 
     def _put(self, cmd: _Command) -> None:

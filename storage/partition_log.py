@@ -82,6 +82,7 @@ class LocalPartitionLog(LogActor):
         self._since_snapshot = 0
         self._log_start_offset = 0
         self._closed = False
+        self._write_failing = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -271,9 +272,15 @@ class LocalPartitionLog(LogActor):
             except OSError as undo:
                 raise self._go_offline(f"writing at offset {seg_mark.next_offset} failed ({exc}) and undoing "
                                        f"it failed ({undo})") from undo
+            if not self._write_failing:  # once per episode, not per retry of every client
+                log.warning("%s: appends fail and are undone, answering KAFKA_STORAGE_ERROR: %s", self.tp, exc)
+            self._write_failing = True
             raise KafkaError(ErrorCode.kafka_storage_error,
                              f"writing to {self.tp} at offset {seg_mark.next_offset} failed, nothing was "
                              f"written: {exc}") from exc
+        if self._write_failing:
+            self._write_failing = False
+            log.info("%s: appends succeed again at offset %d", self.tp, seg_mark.next_offset)
 
     def _duplicate_info(self, duplicate: BatchMetadata) -> LogAppendInfo:
         append_time = self.config.message_timestamp_type == "LogAppendTime"
