@@ -76,7 +76,15 @@ class LogManager:
 
     async def close(self) -> None:
         await asyncio.gather(*(plog.close() for plog in self.logs.values()))
-        await asyncio.to_thread((self.data_dir / _CLEAN_SHUTDOWN).touch)
+        unclean = [str(tp) for tp, plog in self.logs.items() if not plog.closed_cleanly]
+        if unclean:
+            log.warning("not marking a clean shutdown: %d logs could not be flushed (%s); the next start "
+                        "recovers them", len(unclean), ", ".join(unclean[:5]))
+            return
+        try:
+            await asyncio.to_thread((self.data_dir / _CLEAN_SHUTDOWN).touch)
+        except OSError as exc:
+            log.warning("cannot write the clean-shutdown marker (the next start recovers every log): %s", exc)
 
     # -- topics ----------------------------------------------------------------------------------
 

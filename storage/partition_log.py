@@ -82,6 +82,7 @@ class LocalPartitionLog(LogActor):
         self._since_snapshot = 0
         self._log_start_offset = 0
         self._closed = False
+        self.closed_cleanly = False
         self._write_failing = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -114,6 +115,11 @@ class LocalPartitionLog(LogActor):
             if self._offline is None:
                 self.active.flush()
                 self.txns.close(self.log_end_offset)
+                self.closed_cleanly = True
+        except OSError as exc:
+            # The next start then recovers this log as after a crash (LogManager leaves no
+            # clean-shutdown marker): no traceback, no lost data.
+            log.warning("%s: closing without a final flush and snapshot: %s", self.tp, exc)
         finally:
             self.close_files()
 
