@@ -1,4 +1,4 @@
-"""Batch headers for producer-state tests, built without encoding records."""
+"""Helpers for storage tests: batch headers built without encoding records, and a crash."""
 
 from protocol.control import ControlRecordType, EndTransactionMarker
 from protocol.record_batch import RecordBatchHeader
@@ -28,3 +28,9 @@ def header(
 def marker(commit=True, coordinator_epoch=0) -> EndTransactionMarker:
     kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
     return EndTransactionMarker(control_type=kind, coordinator_epoch=coordinator_epoch)
+
+
+def crash(plog) -> None:
+    """Leave a partition log's files as kill -9 would: no flush, no snapshot at close."""
+    plog._task.cancel()
+    plog.close_files()

@@ -14,6 +14,7 @@ from storage.api import AbortedTxn, AppendOrigin, IsolationLevel, TopicPartition
 from storage.log_config import LogConfig
 from storage.partition_log import LocalPartitionLog
 from tests.storage.faulty_fs import FaultyFileSystem
+from tests.storage.helpers import crash
 from tests.storage.test_partition_log_txn import batch, marker
 
 STEPS = [".log", ".index", ".timeindex", ".txnindex"]
@@ -27,13 +28,6 @@ def open_log(directory: Path, fs: FaultyFileSystem, **config) -> LocalPartitionL
     plog.start()
     return plog
 
-
-def crash(plog: LocalPartitionLog) -> None:
-    plog._task.cancel()
-    for ix in plog.txns.indexes:
-        ix.close()
-    for seg in plog.segments:
-        seg.close()
 
 
 def file_sizes(directory: Path) -> dict[str, int]:

@@ -13,6 +13,7 @@ from protocol.records import Record, build_batch, read_records
 from storage.api import AppendOrigin, TopicPartition
 from storage.log_config import LogConfig
 from storage.partition_log import LocalPartitionLog
+from tests.storage.helpers import crash
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -29,14 +30,6 @@ def open_log(directory: Path, clean=False, **config) -> LocalPartitionLog:
     plog.start()
     return plog
 
-
-def crash(plog: LocalPartitionLog) -> None:
-    """Leave the files as kill -9 would: no flush, no snapshot at close."""
-    plog._task.cancel()
-    for ix in plog.txns.indexes:
-        ix.close()
-    for seg in plog.segments:
-        seg.close()
 
 
 async def values(plog, offset=0):

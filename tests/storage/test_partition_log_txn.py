@@ -12,6 +12,7 @@ from storage.api import AbortedTxn, AppendOrigin, IsolationLevel, TopicPartition
 from storage.log_config import LogConfig
 from storage.partition_log import LocalPartitionLog
 from storage.producer_snapshot import list_snapshot_offsets
+from tests.storage.helpers import crash
 
 COMMITTED, UNCOMMITTED = IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED
 
@@ -34,14 +35,6 @@ def open_log(directory: Path, clean=False, **config) -> LocalPartitionLog:
     plog.start()
     return plog
 
-
-def crash(plog: LocalPartitionLog) -> None:
-    """Leave the files as a kill -9 would: no snapshot at the end, no clean shutdown."""
-    plog._task.cancel()
-    for ix in plog.txns.indexes:
-        ix.close()
-    for seg in plog.segments:
-        seg.close()
 
 
 def offsets(info):
