@@ -7,12 +7,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.group.offsets import OffsetAndMetadata
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
 from ..handler import RequestContext
 
-__all__ = ("by_topic", "client_host", "group_coordinator", "ms")
+__all__ = ("by_topic", "client_host", "commit_results", "group_coordinator", "ms", "requested_offsets")
 
 T = TypeVar("T")
 
@@ -53,3 +54,29 @@ def partitions_of(topics: Iterable[Any], field: str = "partitions") -> list[Topi
         for p in getattr(topic, field):
             out.append(TopicPartition(topic.name, int(getattr(p, "partition_index", p))))
     return out
+
+
+def requested_offsets(
+    ctx: RequestContext, request: Any
+) -> tuple[dict[TopicPartition, OffsetAndMetadata], dict[TopicPartition, ErrorCode]]:
+    """The offsets an OffsetCommit or TxnOffsetCommit asks to commit, and UNKNOWN_TOPIC_OR_PARTITION
+    for each partition that does not exist (KafkaApis checks both requests alike)."""
+    offsets = {
+        TopicPartition(t.name, p.partition_index): OffsetAndMetadata(
+            committed_offset=p.committed_offset,
+            committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
+            metadata=p.committed_metadata or "",
+        )
+        for t in request.topics
+        for p in t.partitions
+    }
+    topics = ctx.broker.logs.topics
+    unknown = {tp for tp in offsets if tp.topic not in topics or not 0 <= tp.partition < topics[tp.topic].partitions}
+    wanted = {tp: v for tp, v in offsets.items() if tp not in unknown}
+    return wanted, dict.fromkeys(unknown, ErrorCode.unknown_topic_or_partition)
+
+
+def commit_results(request: Any, results: Mapping[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
+    """Each partition's error code, in the request's order."""
+    ordered = {TopicPartition(t.name, p.partition_index): ErrorCode.none for t in request.topics for p in t.partitions}
+    return by_topic(ordered | dict(results), lambda p, code: {"partition_index": p, "error_code": code})

@@ -14,36 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.group.offsets import OffsetAndMetadata
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicPartition
+from protocol.errors import KafkaError
 
 from ..handler import Handler, RequestContext
-from .group_common import by_topic, group_coordinator, ms
-
-
-def _known(ctx: RequestContext, tp: TopicPartition) -> bool:
-    meta = ctx.broker.logs.topics.get(tp.topic)
-    return meta is not None and 0 <= tp.partition < meta.partitions
-
-
-def _offsets(request: Any) -> dict[TopicPartition, OffsetAndMetadata]:
-    return {
-        TopicPartition(t.name, p.partition_index): OffsetAndMetadata(
-            committed_offset=p.committed_offset,
-            committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
-            metadata=p.committed_metadata or "",
-        )
-        for t in request.topics
-        for p in t.partitions
-    }
+from .group_common import commit_results, group_coordinator, ms, requested_offsets
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    offsets = _offsets(request)
-    results = {tp: ErrorCode.unknown_topic_or_partition for tp in offsets if not _known(ctx, tp)}
-    wanted = {tp: v for tp, v in offsets.items() if tp not in results}
+    wanted, results = requested_offsets(ctx, request)
     retention = getattr(request, "retention_time", None)
     if wanted:
         try:
@@ -57,9 +36,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         except KafkaError as exc:
             results |= dict.fromkeys(wanted, exc.code)
-    ordered = {tp: results[tp] for tp in offsets}
-    topics = by_topic(ordered, lambda p, code: {"partition_index": p, "error_code": code})
-    return ctx.respond({"throttle_time": 0, "topics": topics})
+    return ctx.respond({"throttle_time": 0, "topics": commit_results(request, results)})
 
 
 HANDLER = Handler(api_key=ApiKey.OFFSET_COMMIT, min_version=2, max_version=9, handle=handle)

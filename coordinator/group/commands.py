@@ -14,11 +14,11 @@ from kio.schema.errors import ErrorCode
 
 from storage.api import TopicPartition
 
+from ..transaction.metadata import ProducerIdAndEpoch
 from .member import JoinParams
 from .offsets import OffsetAndMetadata
 
 __all__ = (
-    "AddPendingTxnOffsets",
     "Command",
     "CommitOffsets",
     "CompleteTxn",
@@ -75,6 +75,8 @@ class LeaveGroup:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommitOffsets:
+    """OffsetCommit, or TxnOffsetCommit when producer is set."""
+
     group_id: str
     member_id: str
     generation_id: int
@@ -82,6 +84,8 @@ class CommitOffsets:
     offsets: dict[TopicPartition, OffsetAndMetadata]
     # OffsetCommit v2-4 retention_time_ms (-1 or None: the broker's offsets.retention.minutes).
     retention_ms: int | None
+    # TxnOffsetCommit: the producer whose transaction holds the offsets pending.
+    producer: ProducerIdAndEpoch | None = None
     reply: _Reply
 
 
@@ -134,18 +138,6 @@ class TopicsDeleted:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AddPendingTxnOffsets:
-    group_id: str
-    producer_id: int
-    producer_epoch: int
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    offsets: dict[TopicPartition, OffsetAndMetadata]
-    reply: _Reply
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class CompleteTxn:
     producer_id: int
     group_ids: frozenset[str] | None
@@ -165,6 +157,5 @@ Command = (
     | DeleteGroups
     | DeleteOffsets
     | TopicsDeleted
-    | AddPendingTxnOffsets
     | CompleteTxn
 )

@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from protocol.errors import KafkaError
 from storage.api import LogSource, TopicPartition
 
+from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
 from .admin import AdminOperations
 from .config import GroupConfig
@@ -195,7 +196,11 @@ class GroupCoordinator(AdminOperations):
         generation_id: int = -1,
         group_instance_id: str | None = None,
         retention_ms: int | None = None,
+        producer: ProducerIdAndEpoch | None = None,
     ) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit; with a producer, TxnOffsetCommit: the offsets are written as a
+        transactional batch of the producer and held pending until complete_txn (KIP-447: a
+        known member id or generation is checked)."""
         return await self._call(
             lambda r: c.CommitOffsets(
                 group_id=group_id,
@@ -204,6 +209,7 @@ class GroupCoordinator(AdminOperations):
                 group_instance_id=group_instance_id,
                 offsets=dict(offsets),
                 retention_ms=retention_ms,
+                producer=producer,
                 reply=r,
             )
         )
@@ -244,31 +250,6 @@ class GroupCoordinator(AdminOperations):
         """Drop every group's offsets of deleted topics, as Kafka's handleDeletedPartitions does,
         so a topic created again under the name starts without stale offsets; return how many."""
         return await self._call(lambda r: c.TopicsDeleted(topics=frozenset(topics), reply=r))
-
-    async def add_pending_txn_offsets(
-        self,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-    ) -> dict[TopicPartition, ErrorCode]:
-        """TxnOffsetCommit: write the offsets as a transactional batch of the producer and hold
-        them pending until complete_txn. KIP-447: a known member id or generation is checked."""
-        return await self._call(
-            lambda r: c.AddPendingTxnOffsets(
-                group_id=group_id,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                generation_id=generation,
-                member_id=member_id,
-                group_instance_id=group_instance_id,
-                offsets=dict(offsets),
-                reply=r,
-            )
-        )
 
     async def complete_txn(
         self, producer_id: int, group_ids: Collection[str] | None, commit: bool
@@ -392,8 +373,6 @@ class GroupCoordinator(AdminOperations):
                 return await self.do_delete_offsets(cmd)
             case c.TopicsDeleted():
                 return await self.do_topics_deleted(cmd)
-            case c.AddPendingTxnOffsets():
-                return await self.do_add_pending(cmd)
             case c.CompleteTxn():
                 return self.do_complete_txn(cmd)
             case c.JoinGroup() | c.SyncGroup() | c.LeaveGroup():

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from protocol.errors import KafkaError
 from storage.api import TopicPartition
 
 from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from .state import GroupState
 
-__all__ = ("check_offset_commit", "remove_expired_offsets", "validate_offset_commit")
+__all__ = ("remove_expired_offsets", "validate_offset_commit")
 
 
 def validate_offset_commit(
@@ -26,42 +25,23 @@ def validate_offset_commit(
     generation_id: int,
     transactional: bool = False,
 ) -> ErrorCode | None:
-    """Kafka's validateOffsetCommit; also the KIP-447 check of TxnOffsetCommit v3+."""
+    """Who may commit now: Kafka's validateOffsetCommit for OffsetCommit, and the KIP-447 check
+    of TxnOffsetCommit v3+ (transactional). None: the commit may be written."""
     if group.state is GroupState.DEAD:
         return ErrorCode.coordinator_not_available
     if generation_id >= 0 or member_id or group_instance_id is not None:
         error = group.validate_member(member_id, group_instance_id)
         if error is None and generation_id != group.generation_id:
             error = ErrorCode.illegal_generation
+        if error is None and not transactional and group.state is GroupState.COMPLETING_REBALANCE:
+            # The member has its new generation but not its assignment yet.
+            error = ErrorCode.rebalance_in_progress
         return error
     if not transactional and group.state is not GroupState.EMPTY:
         # Once the group has members, only they may commit. Transactional commits are exempt:
         # TxnOffsetCommit before v3 carries no member id or generation.
         return ErrorCode.unknown_member_id
     return None
-
-
-def check_offset_commit(
-    group: GroupMetadata,
-    *,
-    member_id: str,
-    group_instance_id: str | None,
-    generation_id: int,
-    now_ms: int,
-) -> None:
-    """Raise KafkaError unless a plain OffsetCommit may be written now; a commit counts as a
-    heartbeat of the committing member."""
-    error = validate_offset_commit(
-        group, member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id
-    )
-    if error is not None:
-        raise KafkaError(error)
-    if group.state is GroupState.COMPLETING_REBALANCE:
-        # The member has its new generation but not its assignment yet.
-        raise KafkaError(ErrorCode.rebalance_in_progress)
-    member = group.members.get(member_id)
-    if member is not None:
-        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
 
 
 def remove_expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicPartition]:

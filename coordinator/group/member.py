@@ -113,6 +113,10 @@ class MemberMetadata:
     def is_awaiting_sync(self) -> bool:
         return self.sync_waiter is not None
 
+    def schedule_heartbeat(self, now_ms: int) -> None:
+        """The member was heard from: its session runs from now."""
+        self.heartbeat_deadline_ms = now_ms + self.session_timeout_ms
+
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.supported_protocols]
 

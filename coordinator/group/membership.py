@@ -221,7 +221,7 @@ class GroupMembership:
             if member.sync_waiter is not None:
                 self._reply(member.sync_waiter, self._sync_result(member))
                 member.sync_waiter = None
-                member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+                member.schedule_heartbeat(now_ms)
 
     def _remove_member(self, member_id: str) -> None:
         member = self.members.pop(member_id)

@@ -237,7 +237,7 @@ class GroupMetadata(GroupMembership):
                 self._reply(member.join_waiter, result)
                 member.join_waiter = None
             member.is_new = False
-            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+            member.schedule_heartbeat(now_ms)
             self.pending_sync.add(member.member_id)
         self._sync_deadline_ms = now_ms + self.rebalance_timeout_ms
 
@@ -278,7 +278,7 @@ class GroupMetadata(GroupMembership):
         member = self.members[member_id]
         self.pending_sync.discard(member_id)
         if self.state is _S.STABLE:
-            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+            member.schedule_heartbeat(now_ms)
             self._reply(waiter, self._sync_result(member))
             return self._take()
         member.sync_waiter = waiter
@@ -339,7 +339,7 @@ class GroupMetadata(GroupMembership):
         if error is not None:
             raise KafkaError(error)
         member = self.members[member_id]
-        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+        member.schedule_heartbeat(now_ms)
         if self.state is _S.PREPARING_REBALANCE:
             raise KafkaError(ErrorCode.rebalance_in_progress)
 
@@ -412,7 +412,7 @@ class GroupMetadata(GroupMembership):
         # A member parked in a join or sync is bounded by the rebalance timeout instead,
         # except a brand-new member, which gets new_member_join_timeout_ms.
         if not member.is_new and (member.is_awaiting_join or member.is_awaiting_sync):
-            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+            member.schedule_heartbeat(now_ms)
             return
         self._remove_member_and_update(member.member_id, now_ms)
 

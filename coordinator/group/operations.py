@@ -21,7 +21,7 @@ from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
 
 from . import commands as c
 from .config import GroupConfig
-from .group_offsets import check_offset_commit, validate_offset_commit
+from .group_offsets import validate_offset_commit
 from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, offset_commit_record, partition_for
 from .member import JoinGroupResult, Outcome, SyncGroupResult
 from .metadata import GroupMetadata
@@ -261,36 +261,51 @@ class GroupOperations:
         }
 
     async def do_commit(self, cmd: c.CommitOffsets) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit and TxnOffsetCommit: one validation, one write; a transaction's offsets
+        are held pending until its marker (do_complete_txn)."""
+        txn = cmd.producer
+        if txn is not None and not cmd.group_id:  # Kafka lets only OffsetCommit name ""
+            return dict.fromkeys(cmd.offsets, ErrorCode.invalid_group_id)
         now = self._clock_ms()
         group = self.groups.get(cmd.group_id)
         if group is None:
-            if cmd.generation_id >= 0:
+            if txn is None and cmd.generation_id >= 0:
                 # A member of a group this broker does not know: an older generation.
                 return dict.fromkeys(cmd.offsets, ErrorCode.illegal_generation)
             group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
-        try:
-            check_offset_commit(
-                group,
-                member_id=cmd.member_id,
-                group_instance_id=cmd.group_instance_id,
-                generation_id=cmd.generation_id,
-                now_ms=now,
-            )
-        except KafkaError as exc:
-            self._maybe_forget(group)
-            return dict.fromkeys(cmd.offsets, exc.code)
-        ok, result = self._split_by_metadata_size(self._stamp(cmd.offsets, now, cmd.retention_ms))
-        if ok:
-            try:
-                group.offsets.commit(await self._write_offsets(cmd.group_id, ok, now))
-            except Exception as exc:
-                log.warning("could not commit offsets of group %s: %r", cmd.group_id, exc)
-                result.update(dict.fromkeys(ok, append_error(exc, offsets=True)))
-                self._maybe_forget(group)
-                return result
-        result.update(dict.fromkeys(ok, ErrorCode.none))
+        error = validate_offset_commit(
+            group, member_id=cmd.member_id, group_instance_id=cmd.group_instance_id,
+            generation_id=cmd.generation_id, transactional=txn is not None,
+        )
+        if error is None:
+            member = group.members.get(cmd.member_id)
+            if txn is None and member is not None:  # a commit counts as a heartbeat
+                member.schedule_heartbeat(now)
+            result = await self._commit(group, cmd, now)
+        else:
+            result = dict.fromkeys(cmd.offsets, error)
         self._maybe_forget(group)
         return result
+
+    async def _commit(
+        self, group: GroupMetadata, cmd: c.CommitOffsets, now: int
+    ) -> dict[TopicPartition, ErrorCode]:
+        ok, result = self._split_by_metadata_size(self._stamp(cmd.offsets, now, cmd.retention_ms))
+        if not ok:
+            return result
+        txn = cmd.producer
+        batch: dict[str, Any] = {} if txn is None else {
+            "producer_id": txn.producer_id, "producer_epoch": txn.epoch, "transactional": True}
+        try:
+            written = await self._write_offsets(cmd.group_id, ok, now, **batch)
+        except Exception as exc:
+            log.warning("could not commit offsets of group %s: %r", cmd.group_id, exc)
+            return result | dict.fromkeys(ok, append_error(exc, offsets=True))
+        if txn is None:
+            group.offsets.commit(written)
+        else:
+            group.offsets.add_pending(txn.producer_id, written)
+        return result | dict.fromkeys(ok, ErrorCode.none)
 
     def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset]:
         group = self.groups.get(cmd.group_id)
@@ -319,43 +334,6 @@ class GroupOperations:
             committed_leader_epoch=value.committed_leader_epoch,
             metadata=value.metadata,
         )
-
-    async def do_add_pending(self, cmd: c.AddPendingTxnOffsets) -> dict[TopicPartition, ErrorCode]:
-        if not cmd.group_id:
-            return dict.fromkeys(cmd.offsets, ErrorCode.invalid_group_id)
-        now = self._clock_ms()
-        group = self.groups.get(cmd.group_id)
-        if group is None:
-            group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
-        error = validate_offset_commit(
-            group,
-            member_id=cmd.member_id,
-            group_instance_id=cmd.group_instance_id,
-            generation_id=cmd.generation_id,
-            transactional=True,
-        )
-        if error is not None:
-            self._maybe_forget(group)
-            return dict.fromkeys(cmd.offsets, error)
-        ok, result = self._split_by_metadata_size(self._stamp(cmd.offsets, now, None))
-        if ok:
-            try:
-                written = await self._write_offsets(
-                    cmd.group_id,
-                    ok,
-                    now,
-                    producer_id=cmd.producer_id,
-                    producer_epoch=cmd.producer_epoch,
-                    transactional=True,
-                )
-            except Exception as exc:
-                log.warning("could not write txn offsets of group %s: %r", cmd.group_id, exc)
-                result.update(dict.fromkeys(ok, append_error(exc, offsets=True)))
-                self._maybe_forget(group)
-                return result
-            group.offsets.add_pending(cmd.producer_id, written)
-        result.update(dict.fromkeys(ok, ErrorCode.none))
-        return result
 
     def do_complete_txn(self, cmd: c.CompleteTxn) -> None:
         ids = self.groups.keys() if cmd.group_ids is None else cmd.group_ids

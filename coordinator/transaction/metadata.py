@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar, cast
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
@@ -25,6 +25,7 @@ __all__ = ("FenceInfo", "ProducerIdAndEpoch", "TransactionMetadata", "TxnTransit
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
 MAX_EPOCH: Final = 2**15 - 1
+T = TypeVar("T")
 
 
 def is_epoch_exhausted(epoch: int) -> bool:
@@ -63,18 +64,35 @@ class FenceInfo:
     epoch: int
 
 
+class _Current(Generic[T]):
+    """One field of the current TxnTransition, read through the metadata: the state of an id is
+    that one value, replaced whole by each transition, never copied field by field."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, md: TransactionMetadata, owner: type | None = None) -> T:
+        return cast(T, getattr(md.current, self.name))
+
+    def __set__(self, md: TransactionMetadata, value: T) -> None:
+        # Only tests set a field directly; it still replaces the one value.
+        md.current = dataclasses.replace(md.current, **{self.name: value})
+
+
 class TransactionMetadata:
+    state: _Current[TxnState] = _Current()
+    producer_id: _Current[int] = _Current()
+    last_producer_id: _Current[int] = _Current()
+    producer_epoch: _Current[int] = _Current()
+    last_producer_epoch: _Current[int] = _Current()
+    txn_timeout_ms: _Current[int] = _Current()
+    topic_partitions: _Current[frozenset[TopicPartition]] = _Current()
+    txn_start_timestamp: _Current[int] = _Current()
+    txn_last_update_timestamp: _Current[int] = _Current()
+
     def __init__(self, transactional_id: str, t: TxnTransition) -> None:
         self.transactional_id = transactional_id
-        self.state = t.state
-        self.producer_id = t.producer_id
-        self.last_producer_id = t.last_producer_id
-        self.producer_epoch = t.producer_epoch
-        self.last_producer_epoch = t.last_producer_epoch
-        self.txn_timeout_ms = t.txn_timeout_ms
-        self.topic_partitions = t.topic_partitions
-        self.txn_start_timestamp = t.txn_start_timestamp
-        self.txn_last_update_timestamp = t.txn_last_update_timestamp
+        self.current = t
         # Set while a transition is being persisted; others then get CONCURRENT_TRANSACTIONS.
         self.pending_state: TxnState | None = None
         self.last_fence: FenceInfo | None = None
@@ -99,17 +117,7 @@ class TransactionMetadata:
         )
 
     def snapshot(self) -> TxnTransition:
-        return TxnTransition(
-            state=self.state,
-            producer_id=self.producer_id,
-            last_producer_id=self.last_producer_id,
-            producer_epoch=self.producer_epoch,
-            last_producer_epoch=self.last_producer_epoch,
-            txn_timeout_ms=self.txn_timeout_ms,
-            topic_partitions=self.topic_partitions,
-            txn_start_timestamp=self.txn_start_timestamp,
-            txn_last_update_timestamp=self.txn_last_update_timestamp,
-        )
+        return dataclasses.replace(self.current, fence_reason=None)
 
     def __repr__(self) -> str:
         return (
@@ -140,15 +148,7 @@ class TransactionMetadata:
 
     def load(self, t: TxnTransition) -> None:
         """Adopt a persisted state as is (replaying __transaction_state, or after the write)."""
-        self.state = t.state
-        self.producer_id = t.producer_id
-        self.last_producer_id = t.last_producer_id
-        self.producer_epoch = t.producer_epoch
-        self.last_producer_epoch = t.last_producer_epoch
-        self.txn_timeout_ms = t.txn_timeout_ms
-        self.topic_partitions = t.topic_partitions
-        self.txn_start_timestamp = t.txn_start_timestamp
-        self.txn_last_update_timestamp = t.txn_last_update_timestamp
+        self.current = t
         self.pending_state = None
 
     # -- errors that say the real cause ------------------------------------------------------------

@@ -185,10 +185,10 @@ class Group:
     def __init__(self):
         self.calls = []
 
-    async def add_pending_txn_offsets(self, group_id, producer_id, producer_epoch, generation, member_id,
-                                      group_instance_id, offsets):
+    async def commit_offsets(self, group_id, offsets, *, member_id, generation_id, group_instance_id, producer):
         plain = {tp: (o.committed_offset, o.committed_leader_epoch, o.metadata) for tp, o in offsets.items()}
-        self.calls.append((group_id, producer_id, producer_epoch, generation, member_id, group_instance_id, plain))
+        self.calls.append((group_id, producer.producer_id, producer.epoch, generation_id, member_id,
+                           group_instance_id, plain))
         return dict.fromkeys(offsets, E.none)
 
 
@@ -212,3 +212,17 @@ async def test_txn_offset_commit_hands_kip447_fields_to_the_group_coordinator(st
     assert group.calls == [("g", 5, 1, 7, "m-1", None, {("t", 0): (42, 3, "m")})]
     await call(state, ApiKey.TXN_OFFSET_COMMIT, 0, **txn_offsets(0))
     assert group.calls[-1][3:5] == (-1, "")  # v0-2 carry no generation or member
+
+
+async def test_txn_offset_commit_to_unknown_partitions_is_refused_as_offset_commit_refuses_it(state):
+    state.group_coordinator = group = Group()
+    request = txn_offsets(3)
+    request["topics"] += [{"name": "t", "partitions": [{"partition_index": 9, "committed_offset": 1,
+                                                        "committed_leader_epoch": -1, "committed_metadata": ""}]},
+                          {"name": "gone", "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                           "committed_leader_epoch": -1, "committed_metadata": ""}]}]
+    r = await call(state, ApiKey.TXN_OFFSET_COMMIT, 3, **request)
+    codes = [(t.name, p.partition_index, p.error_code) for t in r.topics for p in t.partitions]
+    assert codes == [("t", 0, E.none), ("t", 9, E.unknown_topic_or_partition),
+                     ("gone", 0, E.unknown_topic_or_partition)]
+    assert [list(c[-1]) for c in group.calls] == [[("t", 0)]]

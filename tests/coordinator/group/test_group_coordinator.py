@@ -18,11 +18,14 @@ from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.log import CONSUMER_OFFSETS_TOPIC
 from coordinator.group.offsets import OffsetAndMetadata
 from coordinator.group.state import GroupState
+from coordinator.transaction.metadata import ProducerIdAndEpoch
 from protocol.control import ControlRecordType, build_end_txn_marker
 from storage.api import AppendOrigin, TopicPartition
 from storage.log_manager import LogManager
 
 from .helpers import SESSION, params
+
+TXN = ProducerIdAndEpoch(producer_id=42, epoch=0)
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 CONFIG = GroupConfig(initial_rebalance_delay_ms=0, offsets_topic_num_partitions=3)
@@ -239,7 +242,7 @@ async def test_txn_offsets_pending_until_marker(node: Node, commit: bool) -> Non
     coord = node.coordinator
     assert coord is not None
     await coord.commit_offsets("g", {TP0: oam(1)})
-    result = await coord.add_pending_txn_offsets("g", 42, 0, -1, "", None, {TP0: oam(10)})
+    result = await coord.commit_offsets("g", {TP0: oam(10)}, producer=TXN)
     assert result == {TP0: ErrorCode.none}
     assert await fetched(coord, "g", [TP0]) == {TP0: (1, ErrorCode.none)}
     assert await fetched(coord, "g", [TP0], stable=True) == {
@@ -262,17 +265,16 @@ async def test_txn_offset_commit_checks_member_and_generation(node: Node) -> Non
     coord = node.coordinator
     assert coord is not None
     leader, _ = await join_two(coord)
-    args = ("g", 42, 0)
-    assert await coord.add_pending_txn_offsets(*args, 1, leader, None, {TP0: oam(1)}) == {
+    assert await coord.commit_offsets("g", {TP0: oam(1)}, generation_id=1, member_id=leader, producer=TXN) == {
         TP0: ErrorCode.illegal_generation
     }
-    assert await coord.add_pending_txn_offsets(*args, 2, "x", None, {TP0: oam(1)}) == {
+    assert await coord.commit_offsets("g", {TP0: oam(1)}, generation_id=2, member_id="x", producer=TXN) == {
         TP0: ErrorCode.unknown_member_id
     }
-    assert await coord.add_pending_txn_offsets(*args, 2, leader, None, {TP0: oam(1)}) == {
+    assert await coord.commit_offsets("g", {TP0: oam(1)}, generation_id=2, member_id=leader, producer=TXN) == {
         TP0: ErrorCode.none
     }
-    assert await coord.add_pending_txn_offsets("", 42, 0, -1, "", None, {TP0: oam(1)}) == {
+    assert await coord.commit_offsets("", {TP0: oam(1)}, producer=TXN) == {
         TP0: ErrorCode.invalid_group_id
     }
 

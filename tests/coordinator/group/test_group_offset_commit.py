@@ -1,16 +1,10 @@
 """Who may commit offsets to a group, and when a group's offsets expire."""
 
-import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.group.group_offsets import (
-    check_offset_commit,
-    remove_expired_offsets,
-    validate_offset_commit,
-)
+from coordinator.group.group_offsets import remove_expired_offsets, validate_offset_commit
 from coordinator.group.offsets import OffsetAndMetadata
 from coordinator.group.state import GroupState
-from protocol.errors import KafkaError
 from storage.api import TopicPartition
 
 from .helpers import SESSION, new_group, params, stable_group
@@ -69,22 +63,16 @@ def test_commit_while_preparing_is_allowed_but_completing_is_rebalance_in_progre
     gen = group.generation_id
     group.join(params(leader, client_id="a"), 0, "wa")
     assert group.state is GroupState.PREPARING_REBALANCE
-    check_offset_commit(
-        group, member_id=follower, group_instance_id=None, generation_id=gen, now_ms=0
-    )
+    assert validate(group, follower, gen) is None
     group.join(params(follower, client_id="b"), 0, "wb")
-    with pytest.raises(KafkaError) as exc:
-        check_offset_commit(
-            group, member_id=leader, group_instance_id=None, generation_id=gen + 1, now_ms=0
-        )
-    assert exc.value.code is ErrorCode.rebalance_in_progress
+    assert validate(group, leader, gen + 1) is ErrorCode.rebalance_in_progress
+    # TxnOffsetCommit (KIP-447) checks only the member and its generation
+    assert validate(group, leader, gen + 1, txn=True) is None
 
 
-def test_commit_counts_as_heartbeat() -> None:
+def test_schedule_heartbeat_restarts_the_session() -> None:
     group, (leader,) = stable_group("a")
-    check_offset_commit(
-        group, member_id=leader, group_instance_id=None, generation_id=1, now_ms=5_000
-    )
+    group.members[leader].schedule_heartbeat(5_000)
     assert group.members[leader].heartbeat_deadline_ms == 5_000 + SESSION
 
 
