@@ -158,10 +158,10 @@ def _default(name: str) -> Any:
 
 def _spec(name: str) -> Spec:
     f = BrokerConfig.__dataclass_fields__[name]
-    spec = f.metadata.get("kafka")
+    spec: Spec | None = f.metadata.get("kafka")
     if spec is not None:
         return spec
-    # A field declared without prop(): its annotation says enough (no validator).
+    # A field declared without prop() (tests/broker/test_config.py asks for one): no validator.
     kind = str(f.type)
     return Spec(BOOLEAN if "bool" in kind else LONG if "int" in kind else STRING)
 

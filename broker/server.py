@@ -77,7 +77,7 @@ class Broker:
         except LogDirInUseError as exc:
             raise StartupError(str(exc)) from None
         except OSError as exc:
-            raise StartupError(f"cannot create data dir {data_dir}: {exc.strerror or exc}") from None
+            raise StartupError(f"cannot create or lock data dir {data_dir}: {exc.strerror or exc}") from None
         try:
             self.logs.load()
         except OSError as exc:

@@ -31,13 +31,14 @@ def run_broker(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60)
 
 
-def files_under(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+def files_under(root: Path, skip: Path | None) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if skip is None or skip not in p.parents)
 
 
-def refused(root: Path, *args: str) -> str:
-    """Run a broker that must refuse to start; return its one line of output."""
-    before = files_under(root)
+def refused(root: Path, *args: str, busy: Path | None = None) -> str:
+    """Run a broker that must refuse to start; return its one line of output. Nothing under root
+    may change (but in `busy`, the data dir of a broker that is running)."""
+    before = files_under(root, busy)
     result = run_broker(*args)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
@@ -45,7 +46,7 @@ def refused(root: Path, *args: str) -> str:
     lines = output.splitlines()
     assert len(lines) == 1, output
     assert lines[0].startswith("eosbroker: ")
-    assert files_under(root) == before, "a refused start created files"
+    assert files_under(root, busy) == before, "a refused start created files"
     return lines[0]
 
 
@@ -126,9 +127,10 @@ SMALL_SETTINGS = {"offsets.topic.num.partitions": "1", "transaction.state.log.nu
 def test_one_broker_per_data_dir(tmp_path: Path) -> None:
     with BrokerProcess(tmp_path / "data", SMALL_SETTINGS).start() as first:
         assert first.proc is not None
-        line = refused(tmp_path, "--port", "0", "--data-dir", str(first.data_dir))
+        line = refused(tmp_path, "--port", "0", "--data-dir", str(first.data_dir), busy=first.data_dir)
         assert line == (f"eosbroker: data dir {first.data_dir} is in use by another broker (pid {first.proc.pid}); "
                         "each broker needs its own log.dirs")
+        assert (first.data_dir / ".lock").read_text() == f"{first.proc.pid}\n"
         with RawClient(first.bootstrap) as client:  # the first broker is untouched and still serving
             assert client.request(metadata_request()).brokers[0].port == first.port
         first.kill()  # the kernel releases the lock with the process: the next start succeeds
@@ -136,8 +138,10 @@ def test_one_broker_per_data_dir(tmp_path: Path) -> None:
         assert first.logged("unclean shutdown")
 
 
-def test_fresh_data_dir_is_not_an_unclean_shutdown(tmp_path: Path) -> None:
+def test_fresh_data_dir_is_created_and_not_an_unclean_shutdown(tmp_path: Path) -> None:
+    assert not (tmp_path / "data").exists()
     with BrokerProcess(tmp_path / "data", SMALL_SETTINGS).start() as proc:
+        assert (tmp_path / "data" / ".lock").exists()  # created, as Kafka creates log.dirs
         assert proc.logged("(new data directory)")
         assert not proc.logged("unclean")
         proc.restart(kill=False)
