@@ -113,6 +113,13 @@ class BrokerConfig:
     message_max_bytes: int = prop(1048588, INT, at_least=0)
     socket_request_max_bytes: int = prop(104857600, INT, at_least=1)
     queued_max_requests: int = prop(500, INT, at_least=1)
+    # Broker-wide bytes of requests being received or waiting (Kafka's -1, unbounded, is accepted;
+    # the default admits two requests of the default socket.request.max.bytes: broker/memory_pool.py).
+    queued_max_request_bytes: int = prop(209715200, LONG, at_least=-1)
+    connections_max_idle_ms: int = prop(600000, LONG, at_least=1)
+    # Not a Kafka property: how long one request frame may take to arrive once its first byte has
+    # (a peer that trickles bytes is never idle, so connections.max.idle.ms alone would not end it).
+    socket_request_receive_timeout_ms: int = prop(60000, LONG, at_least=1)
     offsets_topic_num_partitions: int = prop(50, INT, at_least=1)
     offsets_retention_minutes: int = prop(10080, INT, at_least=1)
     offsets_retention_check_interval_ms: int = prop(600000, LONG, at_least=1)

@@ -2,8 +2,15 @@
 
 Like Kafka (which mutes a channel until its response is sent), requests on one connection are
 handled strictly in sequence, so responses leave in correlation-id order even when clients
-pipeline. Back-pressure: reading pauses while too many frames wait or the transport's send buffer
-is above its high-water mark.
+pipeline. Reading pauses while too many frames wait, while the broker-wide request memory budget
+(queued.max.request.bytes, broker/memory_pool.py) cannot cover the frame being received, and
+while the transport's send buffer is above its high-water mark.
+
+Time limits, checked by one timer per connection that is re-armed lazily (activity only updates
+a timestamp): a connection with no request in progress and no bytes for connections.max.idle.ms
+is closed, as Kafka does; a request frame that has not fully arrived within
+socket.request.receive.timeout.ms of its first byte is closed too, since a peer that trickles
+bytes would otherwise hold its buffer and its memory reservation for ever.
 """
 
 from __future__ import annotations
@@ -19,11 +26,12 @@ from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.codec import RequestHeader, UnsupportedRequest, decode_request, encode_response
 from protocol.errors import ErrorCode, KafkaError
-from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge
+from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, sniff_foreign_protocol
 
 from .dispatch import describe, dispatch, supported
 from .handler import NO_RESPONSE, RequestContext
 from .handlers.api_versions import api_keys
+from .memory_pool import MemoryPool
 from .state import BrokerState
 
 __all__ = ("KafkaConnection",)
@@ -31,22 +39,34 @@ __all__ = ("KafkaConnection",)
 log = logging.getLogger(__name__)
 MAX_QUEUED_FRAMES: Final = 16
 WRITE_HIGH_WATER: Final = 4 << 20
+_SASL_KEYS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, state: BrokerState, connections: set[KafkaConnection]) -> None:
+    def __init__(self, state: BrokerState, connections: set[KafkaConnection], memory_pool: MemoryPool) -> None:
         self.state = state
         self._connections = connections
+        self._pool = memory_pool
         self._decoder = FrameDecoder(state.config.socket_request_max_bytes)
         self._frames: deque[bytes] = deque()
         self._frame_ready = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
-        self._paused = False
+        self._paused_for: set[str] = set()
         self._closing = False
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self._task: asyncio.Task[None] | None = None
+        # Bytes reserved from the pool: frames queued + the one being handled + the one arriving.
+        self._held = 0
+        self._queued_bytes = 0
+        self._in_flight = 0
+        self._waiting_for_memory = False
+        self._sniffed = False
+        self._loop = asyncio.get_running_loop()
+        self._last_active = self._loop.time()
+        self._frame_started: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
 
@@ -56,21 +76,32 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self._connections.add(self)
-        self._task = asyncio.get_running_loop().create_task(self._serve(), name=f"conn-{self.peer}")
+        self._task = self._loop.create_task(self._serve(), name=f"conn-{self.peer}")
+        self._arm_timer(self._last_active + self.state.config.connections_max_idle_ms / 1000)
 
     def data_received(self, data: bytes) -> None:
-        self._decoder.receive_data(data)
+        now = self._last_active = self._loop.time()
+        decoder = self._decoder
+        decoder.receive_data(data)
+        if not self._sniffed and not self._sniff():
+            if not self._closing:
+                self._frame_arriving(now)
+            return
+        queued = len(self._frames)
         try:
-            while (frame := self._decoder.next_frame()) is not NEED_DATA:
+            while (frame := decoder.next_frame()) is not NEED_DATA:
                 self._frames.append(frame)  # type: ignore[arg-type]
+                self._queued_bytes += 4 + len(frame)  # type: ignore[arg-type]
         except FrameTooLarge as exc:
             self.close(f"{exc}")
             return
-        if self._frames:
+        if len(self._frames) > queued:
             self._frame_ready.set()
-        if len(self._frames) >= MAX_QUEUED_FRAMES and not self._paused and self.transport:
-            self._paused = True
-            self.transport.pause_reading()
+            self._frame_started = None
+        if len(self._frames) >= MAX_QUEUED_FRAMES:
+            self._pause("queue")
+        self._frame_arriving(now)
+        self._reserve()
 
     def eof_received(self) -> bool | None:
         return None
@@ -78,9 +109,23 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
         self._closing = True
+        # Release the buffers now, not when this object is collected: the request loop may still
+        # be finishing a request, and used to keep the connection alive through a reference cycle.
+        self._decoder.clear()
+        self._frames.clear()
+        held, self._held = self._held, 0
+        self._queued_bytes = self._in_flight = 0
+        self._pool.release(held)
+        if self._waiting_for_memory:
+            self._pool.forget(self._memory_freed)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        # Wake the request loop so that it ends. A request being handled is not cancelled: like
+        # Kafka, the broker finishes it and drops the response (cancelling a DeleteTopics or a
+        # coordinator write half way would leave its state half changed).
         self._can_write.set()
-        if self._task is not None:
-            self._task.cancel()
+        self._frame_ready.set()
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -88,11 +133,107 @@ class KafkaConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._can_write.set()
 
+    # -- flow control and memory ------------------------------------------------------------------
+
+    def _pause(self, reason: str) -> None:
+        if not self._paused_for and self.transport is not None:
+            self.transport.pause_reading()
+        self._paused_for.add(reason)
+
+    def _resume(self, reason: str) -> None:
+        if reason not in self._paused_for:
+            return
+        self._paused_for.discard(reason)
+        if not self._paused_for and self.transport is not None and not self._closing:
+            self.transport.resume_reading()
+            # Time spent paused by the broker does not count against the peer's frame.
+            self._frame_arriving(self._loop.time(), restart=True)
+
+    def _wanted(self) -> int:
+        return self._queued_bytes + self._in_flight + self._decoder.pending
+
+    def _reserve(self) -> None:
+        """Bring the pool reservation to what this connection holds or is about to receive."""
+        if self._closing:
+            return
+        want = self._wanted()
+        if want < self._held:
+            surplus, self._held = self._held - want, want
+            self._pool.release(surplus)
+        elif want > self._held and not self._waiting_for_memory:
+            if self._pool.try_reserve(want - self._held):
+                self._held = want
+            else:
+                self._waiting_for_memory = True
+                self._pause("memory")
+                self._pool.wait(self._memory_freed)
+
+    def _memory_freed(self) -> bool:
+        if self._closing:
+            return True
+        want = self._wanted()
+        if want > self._held and not self._pool.try_reserve(want - self._held):
+            return False
+        self._held = max(want, self._held)
+        self._waiting_for_memory = False
+        self._resume("memory")
+        return True
+
+    # -- time limits ------------------------------------------------------------------------------
+
+    def _frame_arriving(self, now: float, restart: bool = False) -> None:
+        if not self._decoder.buffered:
+            self._frame_started = None
+        elif self._frame_started is None or restart:
+            self._frame_started = now
+            self._arm_timer(now + self.state.config.socket_request_receive_timeout_ms / 1000)
+
+    def _arm_timer(self, when: float) -> None:
+        if self._timer is not None:
+            if self._timer.when() <= when:
+                return
+            self._timer.cancel()
+        self._timer = self._loop.call_at(when, self._check_time_limits)
+
+    def _check_time_limits(self) -> None:
+        self._timer = None
+        if self._closing:
+            return
+        config = self.state.config
+        now = self._loop.time()
+        if self._frames or self._in_flight or self._paused_for:
+            deadline = now + config.connections_max_idle_ms / 1000  # busy, not idle
+        elif self._frame_started is not None:
+            deadline = self._frame_started + config.socket_request_receive_timeout_ms / 1000
+            if now >= deadline:
+                self.close(f"a request frame did not arrive whole within "
+                           f"socket.request.receive.timeout.ms={config.socket_request_receive_timeout_ms} "
+                           f"({self._decoder.buffered} of {self._decoder.pending} bytes came)")
+                return
+        else:
+            deadline = self._last_active + config.connections_max_idle_ms / 1000
+            if now >= deadline:
+                self.close(f"idle for connections.max.idle.ms={config.connections_max_idle_ms}",
+                           level=logging.INFO)
+                return
+        self._arm_timer(deadline)
+
+    def _sniff(self) -> bool:
+        """Whether the first bytes may be Kafka; closes the connection when they are not."""
+        head = self._decoder.head(4)
+        if len(head) < 4:
+            return False
+        self._sniffed = True
+        if (what := sniff_foreign_protocol(head)) is not None:
+            self.close(f"looks like {what}")
+            return False
+        return True
+
     # -- request loop -----------------------------------------------------------------------------
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, level: int = logging.WARNING) -> None:
         if not self._closing:
-            log.warning("closing connection from %s: %s", self.peer, reason)
+            log.log(level, "closing connection from %s: %s", self.peer, reason)
         self._closing = True
         if self.transport is not None:
             self.transport.close()
@@ -104,13 +245,18 @@ class KafkaConnection(asyncio.Protocol):
                 await self._frame_ready.wait()
                 continue
             frame = self._frames.popleft()
-            if self._paused and len(self._frames) < MAX_QUEUED_FRAMES // 2 and self.transport:
-                self._paused = False
-                self.transport.resume_reading()
+            self._in_flight = 4 + len(frame)
+            self._queued_bytes -= self._in_flight
+            if len(self._frames) < MAX_QUEUED_FRAMES // 2:
+                self._resume("queue")
             response = await self._handle(frame)
+            del frame
             if response is not None and self.transport is not None and not self._closing:
                 self.transport.write(response)
                 await self._can_write.wait()
+            self._in_flight = 0
+            self._last_active = self._loop.time()
+            self._reserve()
 
     async def _handle(self, frame: bytes) -> bytes | None:
         try:
@@ -128,7 +274,12 @@ class KafkaConnection(asyncio.Protocol):
             return None
         if response is NO_RESPONSE:
             return None
-        return encode_response(header.correlation_id, response)
+        try:
+            return encode_response(header.correlation_id, response)
+        except Exception:  # a response its schema cannot carry: a broker bug, logged with its traceback
+            log.exception("cannot encode the response to %s from %s", describe(header), self.peer)
+            self.close("response could not be encoded", level=logging.DEBUG)
+            return None
 
     def _unsupported(self, header: RequestHeader) -> bytes | None:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -138,6 +289,9 @@ class KafkaConnection(asyncio.Protocol):
                 "api_keys": api_keys(RequestContext(header=header, broker=self.state, peer=self.peer)),
             })
             return encode_response(header.correlation_id, body)
+        if header.api_key in _SASL_KEYS:
+            self.close(f"{describe(header)}: a SASL client on a PLAINTEXT listener (SASL is not enabled)")
+            return None
         self.close(f"unsupported request: {describe(header)}")
         return None
 

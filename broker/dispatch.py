@@ -50,6 +50,7 @@ from .handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
 )
@@ -95,6 +96,7 @@ _MODULES = (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
 )

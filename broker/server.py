@@ -15,6 +15,7 @@ from storage.log_manager import LogManager
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
+from .memory_pool import MemoryPool
 from .startup import StartupError, bind_listener, check_data_dir
 from .state import BrokerState
 
@@ -40,6 +41,7 @@ class Broker:
         self.logs = LogManager(config.data_dir, log_defaults(config), config.producer_id_expiration_ms)
         self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS)
         self.connections: set[KafkaConnection] = set()
+        self.memory_pool = MemoryPool(config.queued_max_request_bytes)
         self._server: asyncio.Server | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._services: list[Any] = []
@@ -62,7 +64,7 @@ class Broker:
             self._services.append(service)
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self.state, self.connections), sock=sock, backlog=_BACKLOG)
+            lambda: KafkaConnection(self.state, self.connections, self.memory_pool), sock=sock, backlog=_BACKLOG)
         self.port = sock.getsockname()[1]
         self.state.config = self.config = self.config.with_port(self.port)  # the port bound for port 0
         self._tasks.append(loop.create_task(self._retention_loop(), name="retention"))

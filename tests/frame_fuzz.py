@@ -107,13 +107,19 @@ def count_mutations(frame: bytes) -> Iterator[bytes]:
             yield frame[:pos] + pattern + frame[pos:]
 
 
+def count_mutation(frame: bytes, rng: random.Random) -> bytes:
+    """One of count_mutations, drawn at random."""
+    pos = rng.randrange(HEADER_KEEP, len(frame))
+    pattern = rng.choice(PATTERNS)
+    return frame[:pos] + pattern + frame[pos + rng.choice((0, len(pattern))):]
+
+
 def random_mutation(frame: bytes, rng: random.Random) -> bytes:
     """One of: a pattern at a random position, bit flips, truncation, or random bytes appended."""
     pos = rng.randrange(HEADER_KEEP, len(frame))
     match rng.randrange(4):
         case 0:
-            pattern = rng.choice(PATTERNS)
-            return frame[:pos] + pattern + frame[pos + rng.choice((0, len(pattern))):]
+            return count_mutation(frame, rng)
         case 1:
             out = bytearray(frame)
             for _ in range(rng.randint(1, 4)):

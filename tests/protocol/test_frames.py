@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, encode_frame
+from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, encode_frame, sniff_foreign_protocol
 
 
 def drain(decoder: FrameDecoder) -> list[bytes]:
@@ -93,3 +93,39 @@ def test_arbitrary_bytes_give_frames_need_data_or_frame_too_large(data):
             assert len(f) <= 256
     except FrameTooLarge:
         pass
+
+
+def test_pending_is_the_announced_frame_once_the_prefix_is_in():
+    d = FrameDecoder(1000)
+    assert d.pending == 0
+    d.receive_data(b"\x00\x00")
+    assert d.pending == 2  # the prefix is not whole yet: what arrived
+    d.receive_data(b"\x01\x00" + b"x" * 10)
+    assert d.pending == 4 + 256
+    d.receive_data(b"x" * 246)
+    assert drain(d) == [b"x" * 256]
+    assert d.pending == 0
+
+
+def test_clear_drops_what_was_buffered():
+    d = FrameDecoder(1 << 20)
+    d.receive_data(encode_frame(b"y" * 1000)[:500])
+    d.clear()
+    assert d.buffered == 0 and d.pending == 0
+    d.receive_data(encode_frame(b"z"))
+    assert drain(d) == [b"z"]
+
+
+@pytest.mark.parametrize(("head", "what"), [
+    (b"\x16\x03\x01\x02", "TLS ClientHello"),
+    (b"GET /", "HTTP request"),
+    (b"POST", "HTTP request"),
+])
+def test_foreign_protocols_are_named(head, what):
+    found = sniff_foreign_protocol(head)
+    assert found is not None and what in found
+
+
+def test_a_kafka_size_prefix_is_not_foreign():
+    assert sniff_foreign_protocol(struct.pack(">i", 100)) is None
+    assert sniff_foreign_protocol(struct.pack(">i", 0x16000000)) is None  # 0x16 without TLS's 0x03
