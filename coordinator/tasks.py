@@ -29,7 +29,7 @@ class Backoff:
 
     def delay_s(self, failures: int) -> float:
         """Seconds to wait after the given number of consecutive failures (>= 1)."""
-        return min(self.initial_ms * 2 ** min(failures - 1, 32), self.max_ms) / 1000
+        return min(self.initial_ms << min(failures - 1, 32), self.max_ms) / 1000
 
 
 DEFAULT_BACKOFF: Final = Backoff()

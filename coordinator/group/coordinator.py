@@ -21,7 +21,7 @@ import heapq
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, assert_never
+from typing import Any, TypeVar, assert_never
 
 from kio.schema.errors import ErrorCode
 
@@ -43,6 +43,7 @@ from .state import GroupState
 __all__ = ("GroupCoordinator",)
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 def _wall_clock_ms() -> int:
@@ -126,12 +127,12 @@ class GroupCoordinator(AdminOperations):
         """The __consumer_offsets partition holding the group (where txn markers must go)."""
         return TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
 
-    async def _call(self, make: Callable[[asyncio.Future[Any]], c.Command]) -> Any:
+    async def _call(self, make: Callable[[asyncio.Future[R]], c.Command]) -> R:
         if self._task is None or self._task.done():
             raise KafkaError(
                 ErrorCode.coordinator_not_available, "group coordinator is not running"
             )
-        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        reply: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(make(reply))
         return await reply
 

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, TypeVar, assert_never
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import LogSource, TopicPartition
@@ -32,6 +32,7 @@ from .state_store import TransactionStateStore
 __all__ = ("TransactionCoordinator", "TxnCoordinatorConfig")
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,8 +142,8 @@ class TransactionCoordinator:
             await asyncio.sleep(interval_ms / 1000)
             self._queue.put_nowait(_Call(action, None))
 
-    async def _call(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    async def _call(self, fn: Callable[[], Coroutine[Any, Any, R]]) -> R:
+        reply: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(_Call(fn, reply))
         return await reply
 

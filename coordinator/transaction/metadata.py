@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
@@ -76,7 +76,8 @@ class _Current(Generic[T]):
 
     def __set__(self, md: TransactionMetadata, value: T) -> None:
         # Only tests set a field directly; it still replaces the one value.
-        md.current = dataclasses.replace(md.current, **{self.name: value})
+        changes: dict[str, Any] = {self.name: value}
+        md.current = dataclasses.replace(md.current, **changes)
 
 
 class TransactionMetadata:
@@ -128,7 +129,7 @@ class TransactionMetadata:
 
     # -- applying --------------------------------------------------------------------------------
 
-    def _transition(self, state: TxnState, **changes: object) -> TxnTransition:
+    def _transition(self, state: TxnState, **changes: Any) -> TxnTransition:
         check_transition(self.transactional_id, self.state, state)
         return dataclasses.replace(self.snapshot(), state=state, **changes)
 
