@@ -17,6 +17,9 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from protocol.errors import ErrorCode, KafkaError
 
+# Topic configs mean the same to every backend (Kafka's LogConfig): callers use them from here.
+from .log_config import TOPIC_CONFIG_TYPES, incremental_alter
+
 __all__ = (
     "AbortedTxn",
     "ActiveProducer",
@@ -24,11 +27,13 @@ __all__ = (
     "FetchDataInfo",
     "INTERNAL_TOPICS",
     "IsolationLevel",
+    "TOPIC_CONFIG_TYPES",
     "LogAppendInfo",
     "LogSource",
     "PartitionLog",
     "TopicMetadata",
     "TopicPartition",
+    "incremental_alter",
     "validate_topic_name",
 )
 

@@ -12,8 +12,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from storage.api import TopicMetadata
-from storage.log_config import TOPIC_CONFIG_TYPES
+from storage.api import TOPIC_CONFIG_TYPES, TopicMetadata
 
 from ..config import PROPERTY_FIELDS
 from ..handler import Handler, RequestContext

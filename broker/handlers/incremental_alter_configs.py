@@ -16,7 +16,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.log_config import incremental_alter
+from storage.api import incremental_alter
 
 from ..handler import Handler, RequestContext
 from .alter_configs import alter_all
