@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 from storage.api import TopicPartition
 
 from ..handler import Handler, RequestContext
-from .txn_errors import txn_error_code
+from .txn_errors import txn_outcome
 
 
 def _results(topics: Any, code_for: Any) -> list[dict[str, Any]]:
@@ -37,12 +37,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         def code_for(tp: TopicPartition) -> ErrorCode:
             return ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
     else:
-        try:
-            await ctx.broker.txn_coordinator.add_partitions(
-                txn_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, partitions)
-            code = ErrorCode.none
-        except KafkaError as exc:
-            code = txn_error_code(exc, ctx.version, 2, "AddPartitionsToTxn", txn_id)
+        call = ctx.broker.txn_coordinator.add_partitions(
+            txn_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, partitions)
+        code = await txn_outcome(call, ctx.version, 2, "AddPartitionsToTxn", txn_id)
 
         def code_for(tp: TopicPartition) -> ErrorCode:
             return code

@@ -13,19 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
 
 from ..handler import Handler, RequestContext
-from .txn_errors import txn_error_code
+from .txn_errors import txn_outcome
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    try:
-        await ctx.broker.txn_coordinator.end_txn(
-            request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
-        code = ErrorCode.none
-    except KafkaError as exc:
-        code = txn_error_code(exc, ctx.version, 2, "EndTxn", request.transactional_id)
+    call = ctx.broker.txn_coordinator.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
+    code = await txn_outcome(call, ctx.version, 2, "EndTxn", request.transactional_id)
     return ctx.respond({"throttle_time": 0, "error_code": code})
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from coordinator.group.coordinator import GroupCoordinator
@@ -46,14 +46,6 @@ def by_topic(
     for tp, value in results.items():
         topics.setdefault(tp.topic, []).append(entry(tp.partition, value))
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
-
-
-def partitions_of(topics: Iterable[Any], field: str = "partitions") -> list[TopicPartition]:
-    out = []
-    for topic in topics:
-        for p in getattr(topic, field):
-            out.append(TopicPartition(topic.name, int(getattr(p, "partition_index", p))))
-    return out
 
 
 def requested_offsets(

@@ -9,10 +9,11 @@ transactional id instead.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 
 from protocol.errors import ErrorCode, KafkaError
 
-__all__ = ("txn_error_code",)
+__all__ = ("txn_error_code", "txn_outcome")
 
 log = logging.getLogger("broker.transactions")
 _QUIET = frozenset({ErrorCode.concurrent_transactions, ErrorCode.coordinator_load_in_progress})
@@ -25,3 +26,14 @@ def txn_error_code(exc: KafkaError, version: int, fenced_since: int, api: str, t
     level = logging.DEBUG if exc.code in _QUIET else logging.WARNING
     log.log(level, "%s v%d for '%s' -> %s: %s", api, version, txn_id, code.name, exc.message or code.name)
     return code
+
+
+async def txn_outcome(
+    call: Awaitable[object], version: int, fenced_since: int, api: str, txn_id: str | None
+) -> ErrorCode:
+    """The error code of a transaction API whose answer is only a code: NONE once call is done."""
+    try:
+        await call
+    except KafkaError as exc:
+        return txn_error_code(exc, version, fenced_since, api, txn_id)
+    return ErrorCode.none

@@ -16,7 +16,7 @@ apart here so the transaction coordinator's path can be read and tested on its o
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from storage.api import TopicPartition
 
@@ -61,21 +61,8 @@ class OffsetStore:
         """True if anything is committed or pending: such a group must not be removed."""
         return bool(self._committed) or bool(self._pending_txn)
 
-    def has_pending_for(self, partitions: Iterable[TopicPartition]) -> bool:
-        return any(self.is_pending(tp) for tp in partitions)
-
     def is_pending(self, tp: TopicPartition) -> bool:
         return any(tp in offsets for offsets in self._pending_txn.values())
-
-    def has_pending_txn(self, producer_id: int) -> bool:
-        return producer_id in self._pending_txn
-
-    @property
-    def pending_producer_ids(self) -> frozenset[int]:
-        return frozenset(self._pending_txn)
-
-    def pending_partitions(self) -> frozenset[TopicPartition]:
-        return frozenset(tp for offsets in self._pending_txn.values() for tp in offsets)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -112,11 +99,6 @@ class OffsetStore:
                 removed.append(tp)
         return removed
 
-    def delete_all(self) -> list[TopicPartition]:
-        removed = list(self._committed)
-        self._committed.clear()
-        return removed
-
     def remove_expired(
         self,
         now_ms: int,
@@ -151,11 +133,3 @@ def _is_expired(
         return now_ms >= value.expire_timestamp
     base = value.commit_timestamp if base_timestamp is None else base_timestamp
     return now_ms - base >= retention_ms
-
-
-def with_record_offset(
-    offsets: Mapping[TopicPartition, OffsetAndMetadata],
-    record_offsets: Mapping[TopicPartition, int],
-) -> dict[TopicPartition, OffsetAndMetadata]:
-    """Stamp each value with the log offset its record was appended at."""
-    return {tp: replace(v, record_offset=record_offsets.get(tp)) for tp, v in offsets.items()}

@@ -60,6 +60,3 @@ class ProducerIdManager:
         self._next_id += 1
         return pid
 
-    @property
-    def needs_block(self) -> bool:
-        return self._current is None or self._next_id > self._current.last_producer_id

@@ -23,11 +23,10 @@ def test_pending_offsets_are_invisible_until_commit_marker() -> None:
     store.commit({TP0: oam(1, record_offset=0)})
     store.add_pending(7, {TP0: oam(10, record_offset=1), TP1: oam(11, record_offset=1)})
     assert store.get(TP0) == oam(1, 0) and store.get(TP1) is None
-    assert store.has_pending_for([TP1]) and store.has_pending_txn(7)
-    assert store.pending_partitions() == {TP0, TP1}
+    assert store.is_pending(TP0) and store.is_pending(TP1)
     applied = store.complete_txn(7, commit=True)
     assert applied == {TP0: oam(10, 1), TP1: oam(11, 1)}
-    assert store.get(TP0) == oam(10, 1) and not store.has_pending_for([TP0, TP1])
+    assert store.get(TP0) == oam(10, 1) and not store.is_pending(TP0) and not store.is_pending(TP1)
 
 
 def test_abort_drops_pending_offsets() -> None:
@@ -36,7 +35,7 @@ def test_abort_drops_pending_offsets() -> None:
     store.add_pending(7, {TP0: oam(10, record_offset=1)})
     assert store.complete_txn(7, commit=False) == {}
     assert store.get(TP0) == oam(1, 0) and store.has_offsets()
-    assert not store.has_pending_txn(7) and not store.is_pending(TP0)
+    assert not store.is_pending(TP0)
 
 
 def test_later_txn_offset_commit_of_same_producer_overwrites() -> None:
@@ -60,7 +59,7 @@ def test_producers_are_independent() -> None:
     store.add_pending(1, {TP0: oam(10, 1)})
     store.add_pending(2, {TP1: oam(20, 2)})
     store.complete_txn(2, commit=False)
-    assert store.pending_producer_ids == {1} and store.is_pending(TP0) and not store.is_pending(TP1)
+    assert store.is_pending(TP0) and not store.is_pending(TP1)
     store.complete_txn(1, commit=True)
     assert store.get(TP0) == oam(10, 1) and store.get(TP1) is None
 
@@ -73,7 +72,7 @@ def test_delete() -> None:
     store = OffsetStore()
     store.commit({TP0: oam(1), TP1: oam(2)})
     assert store.delete([TP0, TopicPartition("u", 0)]) == [TP0]
-    assert store.delete_all() == [TP1] and not store.has_offsets()
+    assert store.delete([TP1]) == [TP1] and not store.has_offsets()
 
 
 def test_retention_from_commit_timestamp() -> None:

@@ -3,7 +3,7 @@ from coordinator.transaction.producer_id_manager import ProducerIdBlock, Produce
 
 def test_ids_come_only_from_persisted_blocks():
     m = ProducerIdManager(block_size=3)
-    assert m.needs_block and m.try_generate() is None
+    assert m.try_generate() is None
     block = m.next_block()
     assert block == ProducerIdBlock(first_producer_id=0, size=3)
     assert m.try_generate() is None  # proposing is not persisting
