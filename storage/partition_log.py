@@ -1,22 +1,19 @@
 """The log of one partition, owned by one task (an actor): appends, reads, roll and retention.
 
-Batches are moved as bytes. An append patches each batch's base offset and partition leader
-epoch (both outside the CRC) while writing, with writev over memoryviews, so the request's bytes
-are never copied or re-encoded.
+Batches are moved as bytes (storage/log_append.py lays out one writev per append); the owner task
+is storage/log_actor.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
+from protocol.record_batch import RecordBatchHeader
 
 from .api import (
     ActiveProducer,
@@ -28,21 +25,19 @@ from .api import (
 )
 from .fs import LOCAL_FS, FileSystem
 from .log_actor import LogActor
+from .log_append import duplicate_info, prepare_append, validate_batches
 from .log_config import LogConfig
 from .log_retention import deletable_segments
 from .log_segment import LogSegment
 from .log_start_offset import read_log_start_offset, write_log_start_offset
 from .log_transactions import LogTransactions, PendingBatch
-from .producer_state import BatchMetadata, ProducerStateEntry
+from .producer_state import ProducerStateEntry
 from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches
 from .transaction_index import TransactionIndexFile
 
 __all__ = ("LocalPartitionLog",)
 
 log = logging.getLogger(__name__)
-_I64: Final = struct.Struct(">q")
-_I32: Final = struct.Struct(">i")
-LEADER_EPOCH: Final = 0  # a single node never changes leader
 # Producer state is snapshotted after this many bytes appended (and at every roll), which bounds
 # what recovery after a crash replays. Kafka has no such key: it snapshots at roll only.
 PRODUCER_SNAPSHOT_INTERVAL_BYTES: Final = 16 << 20
@@ -211,49 +206,24 @@ class LocalPartitionLog(LogActor):
         if self._since_snapshot >= self._snapshot_interval:
             await self._snapshot()
 
-    def validate(self, records: bytes, origin: AppendOrigin) -> list[tuple[int, RecordBatchHeader]]:
-        headers = list(iter_batches(records))
-        if not headers:
-            raise KafkaError(ErrorCode.corrupt_message, "produce request holds no record batch")
-        for _, header in headers:
-            if header.size > self.config.max_message_bytes:
-                raise KafkaError(
-                    ErrorCode.message_too_large,
-                    f"record batch of {header.size} bytes exceeds max.message.bytes="
-                    f"{self.config.max_message_bytes} of {self.tp}",
-                )
-            if origin is AppendOrigin.CLIENT and header.is_control:
-                raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
-        return headers
-
     def _append(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
-        headers = self.validate(records, origin)
+        headers = validate_batches(records, origin, self.config, str(self.tp))
         view = memoryview(records)
         batches = self.txns.pending(view, headers)
         duplicate = self.txns.check(batches, origin)
         if duplicate is not None:  # a retry of a written batch: answer as before, write nothing
-            return self._duplicate_info(duplicate)
-        base = offset = self.log_end_offset
-        parts: list[bytes | memoryview] = []
-        assigned: list[tuple[int, RecordBatchHeader]] = []
+            return duplicate_info(duplicate, self.config, self._log_start_offset)
+        base = self.log_end_offset
         now_ms = int(time.time() * 1000)
         append_time = self.config.message_timestamp_type == "LogAppendTime"
-        for pos, header in headers:
-            end = pos + header.size
-            parts += (_I64.pack(offset), view[pos + 8 : pos + 12], _I32.pack(LEADER_EPOCH))
-            if append_time:
-                parts.append(memoryview(stamp_log_append_time(view[pos:end], now_ms))[LOG_OVERHEAD + 4 :])
-            else:
-                parts.append(view[pos + LOG_OVERHEAD + 4 : end])
-            assigned.append((pos, _with_offset(header, offset)))
-            offset += header.last_offset_delta + 1
-        self._write(parts, assigned, [PendingBatch(h, b.marker) for (_, h), b in zip(assigned, batches, strict=True)],
-                    len(records))
-        self._unflushed += offset - base
+        prepared = prepare_append(view, headers, base, now_ms if append_time else None)
+        written = [PendingBatch(h, b.marker) for (_, h), b in zip(prepared.assigned, batches, strict=True)]
+        self._write(prepared.parts, prepared.assigned, written, len(records))
+        self._unflushed += prepared.next_offset - base
         self._since_snapshot += len(records)
         return LogAppendInfo(
             base_offset=base,
-            last_offset=offset - 1,
+            last_offset=prepared.next_offset - 1,
             log_append_time=now_ms if append_time else -1,
             log_start_offset=self._log_start_offset,
         )
@@ -287,16 +257,6 @@ class LocalPartitionLog(LogActor):
         if self._write_failing:
             self._write_failing = False
             log.info("%s: appends succeed again at offset %d", self.tp, seg_mark.next_offset)
-
-    def _duplicate_info(self, duplicate: BatchMetadata) -> LogAppendInfo:
-        append_time = self.config.message_timestamp_type == "LogAppendTime"
-        return LogAppendInfo(
-            base_offset=duplicate.first_offset,
-            last_offset=duplicate.last_offset,
-            log_append_time=duplicate.timestamp if append_time else -1,
-            log_start_offset=self._log_start_offset,
-            duplicate=True,
-        )
 
     def _needs_roll(self, incoming: int) -> bool:
         seg = self.active
@@ -450,6 +410,3 @@ def _delete_all(segments: list[LogSegment]) -> None:
     for seg in segments:
         seg.delete()
 
-
-def _with_offset(header: RecordBatchHeader, offset: int) -> RecordBatchHeader:
-    return replace(header, base_offset=offset)

@@ -158,3 +158,27 @@ async def test_a_failed_fsync_of_a_periodic_flush_takes_the_partition_offline(tm
     await _refused(plog, batch(pid=2, seq=0))
     await _refused(plog, batch(pid=2, seq=1))
     await plog.close()
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_a_short_or_failed_whole_file_write_leaves_the_old_file(tmp_path, short):
+    """Snapshots, the log start offset checkpoint and topics.json are written with
+    write_atomically: a write cut short is an error and the file keeps its old content."""
+    fs = FaultyFileSystem()
+    path = tmp_path / "log-start-offset-checkpoint"
+    fs.write_atomically(path, b"old")
+    fs.inject(op="write", suffix=".tmp", after=2, short=short)
+    with pytest.raises(OSError) as info:
+        fs.write_atomically(path, b"0\n1\nt 0 42\n")
+    assert info.value.errno == errno.ENOSPC or not short
+    assert path.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+async def test_a_failed_log_start_offset_checkpoint_moves_nothing(tmp_path):
+    fs, plog = await _setup(tmp_path)
+    fs.inject(op="write", suffix="checkpoint.tmp", after=3, short=True)
+    with pytest.raises(KafkaError) as info:
+        await plog.delete_records_before(2)
+    assert info.value.code is ErrorCode.kafka_storage_error and plog.log_start_offset == 0
+    assert await plog.delete_records_before(2) == 2
+    await plog.close()

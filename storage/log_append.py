@@ -1,0 +1,79 @@
+"""Preparing an append, without I/O: validate the request's batches and lay out the bytes to
+write with their assigned offsets. Batches stay bytes: each batch's base offset and partition
+leader epoch (both outside the CRC) are given as separate small parts for one writev, so the
+request's bytes are never copied or re-encoded (only LogAppendTime stamping copies a batch)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, replace
+from typing import Final
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
+
+from .api import AppendOrigin, LogAppendInfo
+from .log_config import LogConfig
+from .producer_state import BatchMetadata
+
+__all__ = ("LEADER_EPOCH", "PreparedAppend", "duplicate_info", "prepare_append", "validate_batches")
+
+_I64: Final = struct.Struct(">q")
+_I32: Final = struct.Struct(">i")
+LEADER_EPOCH: Final = 0  # a single node never changes leader
+
+
+def validate_batches(
+    records: bytes, origin: AppendOrigin, config: LogConfig, partition: str
+) -> list[tuple[int, RecordBatchHeader]]:
+    headers = list(iter_batches(records))
+    if not headers:
+        raise KafkaError(ErrorCode.corrupt_message, "produce request holds no record batch")
+    for _, header in headers:
+        if header.size > config.max_message_bytes:
+            raise KafkaError(
+                ErrorCode.message_too_large,
+                f"record batch of {header.size} bytes exceeds max.message.bytes="
+                f"{config.max_message_bytes} of {partition}",
+            )
+        if origin is AppendOrigin.CLIENT and header.is_control:
+            raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
+    return headers
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedAppend:
+    parts: list[bytes | memoryview]  # what one writev writes
+    assigned: list[tuple[int, RecordBatchHeader]]  # (position in the write, header with its offset)
+    next_offset: int  # one past the last offset assigned
+
+
+def prepare_append(
+    view: memoryview, headers: list[tuple[int, RecordBatchHeader]], base_offset: int, append_time_ms: int | None
+) -> PreparedAppend:
+    """Assign offsets from base_offset; with append_time_ms, stamp LogAppendTime."""
+    offset = base_offset
+    parts: list[bytes | memoryview] = []
+    assigned: list[tuple[int, RecordBatchHeader]] = []
+    for pos, header in headers:
+        end = pos + header.size
+        parts += (_I64.pack(offset), view[pos + 8 : pos + 12], _I32.pack(LEADER_EPOCH))
+        if append_time_ms is not None:
+            parts.append(memoryview(stamp_log_append_time(view[pos:end], append_time_ms))[LOG_OVERHEAD + 4 :])
+        else:
+            parts.append(view[pos + LOG_OVERHEAD + 4 : end])
+        assigned.append((pos, replace(header, base_offset=offset)))
+        offset += header.last_offset_delta + 1
+    return PreparedAppend(parts, assigned, offset)
+
+
+def duplicate_info(duplicate: BatchMetadata, config: LogConfig, log_start_offset: int) -> LogAppendInfo:
+    """The answer to a retry of a batch already written: its original offsets."""
+    append_time = config.message_timestamp_type == "LogAppendTime"
+    return LogAppendInfo(
+        base_offset=duplicate.first_offset,
+        last_offset=duplicate.last_offset,
+        log_append_time=duplicate.timestamp if append_time else -1,
+        log_start_offset=log_start_offset,
+        duplicate=True,
+    )
