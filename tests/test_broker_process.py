@@ -34,7 +34,8 @@ def test_info_and_warning_lines_are_fine(tmp_path):
     [INFO, WARNING.replace("\n", " (with exc_info)\n"), *TRACEBACK],  # a traceback at any level
     [INFO, "Exception ignored in: <function Connection.__del__>\n", *TRACEBACK],  # printed by Python itself
     ["Fatal Python error: Aborted\n"],
-], ids=["error", "critical", "warning-traceback", "unraisable", "fatal"])
+    [INFO, "/r/broker/connection.py:80: ResourceWarning: unclosed <socket.socket fd=9>\n"],
+], ids=["error", "critical", "warning-traceback", "unraisable", "fatal", "leak"])
 def test_errors_and_tracebacks_are_problems(tmp_path, lines):
     proc = process_with(tmp_path, lines)
     assert len(proc.problems()) == 1
