@@ -64,22 +64,32 @@ class LogActor:
         self._task: asyncio.Task[None] | None = None
         self._waiters: set[asyncio.Future[None]] = set()
         self._offline: KafkaError | None = None
+        self._stopping: asyncio.Future[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self._name}")
         self._task.add_done_callback(self._on_done)
 
     async def _stop(self, last: Callable[[], Awaitable[Any]]) -> None:
-        """Run last after every queued command, then end the task."""
+        """Run last after every queued command, then end the task (once, however many callers)."""
         if self._task is None:
             return
-        if not self._task.done() and self._offline is None:
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop_once(self._task, last))
+        await asyncio.shield(self._stopping)
+
+    async def _stop_once(self, task: asyncio.Task[None], last: Callable[[], Awaitable[Any]]) -> None:
+        if not task.done() and self._offline is None:
+            # Commands queued before this one still run; _put refuses any sent after it, so
+            # nothing touches the files once last has closed them.
+            reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._queue.put_nowait(_Io(last, reply))
             try:
-                await self._exclusive(last)
+                await reply
             except KafkaError:
                 pass  # went offline meanwhile: the caller closes the files anyway
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         exc = None if task.cancelled() else task.exception()
@@ -120,7 +130,7 @@ class LogActor:
         return await reply
 
     def _put(self, cmd: _Command) -> None:
-        if self._offline is not None or (self._task is not None and self._task.done()):
+        if self._offline is not None or self._stopping is not None or (self._task is not None and self._task.done()):
             raise self._ended_error()
         self._queue.put_nowait(cmd)
 

@@ -1,6 +1,7 @@
 """LocalPartitionLog, driven through its actor: append, read, roll, lookups by time, retention,
 and reopening (clean and after a crash)."""
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -279,3 +280,15 @@ async def test_issue_9_an_ended_log_answers_every_later_call(tmp_path):
             await call()
         assert info.value.code is ErrorCode.not_leader_or_follower
     await plog.close()  # closing twice is harmless
+
+
+async def test_issue_9_calls_after_close_began_are_refused_and_closes_may_overlap(tmp_path):
+    plog = open_log(tmp_path)
+    first = asyncio.ensure_future(plog.append(batch(1)))  # queued before close: it runs
+    closing = asyncio.ensure_future(plog.close())
+    assert (await first).base_offset == 0  # by now close() has begun
+    with pytest.raises(KafkaError) as info:
+        await plog.append(batch(1))
+    assert info.value.code is ErrorCode.not_leader_or_follower
+    await asyncio.gather(closing, plog.close())
+    assert plog.closed_cleanly
