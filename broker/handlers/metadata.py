@@ -54,7 +54,8 @@ async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> d
     try:
         meta = await logs.create_topic(name, ctx.broker.config.num_partitions)
     except KafkaError as exc:
-        return error_entry(name, exc.code)
+        created = logs.topics.get(name)  # by a concurrent request while this one waited its turn
+        return topic_entry(created, ctx.broker.node_id) if created else error_entry(name, exc.code)
     log.info("auto-created topic %s for %s", name, ctx.peer)
     # Kafka answers LEADER_NOT_AVAILABLE while a new topic's leaders are elected; ours are ready.
     return topic_entry(meta, ctx.broker.node_id)

@@ -4,6 +4,7 @@ answers per resource, DeleteRecords, DescribeLogDirs and ListOffsets' v8+ specs.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -127,3 +128,14 @@ async def test_list_offsets_earliest_local_and_latest_tiered(state: BrokerState)
         {"name": "c", "partitions": [{"partition_index": 0, "timestamp": ts, "current_leader_epoch": -1}
                                      for ts in (-4, -5, -2, -1)]}])
     assert [p.offset for p in r.topics[0].partitions] == [2, -1, 2, 5]
+
+
+async def test_concurrent_metadata_requests_auto_create_a_topic_once(state: BrokerState) -> None:
+    """Topic creation is async (its files are made off the event loop): two Metadata requests
+    racing to auto-create one topic both get it, without TOPIC_ALREADY_EXISTS."""
+    ask = [call(state, ApiKey.METADATA, 12, topics=[{"name": "new", "topic_id": None}],
+                allow_auto_topic_creation=True, include_topic_authorized_operations=False) for _ in range(2)]
+    for response in await asyncio.gather(*ask):
+        [topic] = response.topics
+        assert (topic.name, topic.error_code, len(topic.partitions)) == ("new", ErrorCode.none, 1)
+    assert list(state.logs.topics).count("new") == 1
