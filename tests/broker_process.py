@@ -118,6 +118,7 @@ class BrokerProcess:
             self.bad_exits.append(f"the broker exited by itself with code {proc.returncode}")
         else:
             proc.send_signal(sig)
+            proc.send_signal(signal.SIGCONT)  # a paused process takes its SIGTERM only once resumed
             try:
                 proc.wait(20)
             except subprocess.TimeoutExpired:

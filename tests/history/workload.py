@@ -119,8 +119,10 @@ def run(cluster: Cluster, faults: Sequence[Fault], config: WorkloadConfig) -> Hi
             _await_progress(progress, config.progress, errors, f"before fault {cycle + 1}")
             fault = faults[cycle % len(faults)]
             fault.inject(cluster)
-            time.sleep(rng.uniform(0, config.hold_s))
-            fault.heal(cluster)
+            try:
+                time.sleep(rng.uniform(0, config.hold_s))
+            finally:
+                fault.heal(cluster)
             for isolation in Isolation:
                 history.add_read(read_all(cluster.bootstrap, tps, isolation, f"after {fault.name} #{cycle + 1}"))
         _await_progress(progress, config.progress, errors, "after the last fault")
