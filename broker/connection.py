@@ -29,7 +29,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, sniff_foreign_protocol
 
 from .dispatch import describe, dispatch, supported
-from .handler import NO_RESPONSE, RequestContext
+from .handler import RequestContext
 from .handlers.api_versions import api_keys
 from .memory_pool import MemoryPool
 from .state import BrokerState
@@ -268,17 +268,9 @@ class KafkaConnection(asyncio.Protocol):
             return None
         ctx = RequestContext(header=header, broker=self.state, peer=self.peer)
         try:
-            response = await dispatch(ctx, request)
+            return await dispatch(ctx, request)
         except KafkaError as exc:
-            self.close(f"{describe(header)} failed: {exc.message}")
-            return None
-        if response is NO_RESPONSE:
-            return None
-        try:
-            return encode_response(header.correlation_id, response)
-        except Exception:  # a response its schema cannot carry: a broker bug, logged with its traceback
-            log.exception("cannot encode the response to %s from %s", describe(header), self.peer)
-            self.close("response could not be encoded", level=logging.DEBUG)
+            self.close(f"{describe(header)} failed: {exc}")
             return None
 
     def _unsupported(self, header: RequestHeader) -> bytes | None:

@@ -1,118 +1,55 @@
-"""The one table from API key to handler. ApiVersions answers from it, so the advertised versions
-are exactly the implemented ones. Add an API by adding its module to _MODULES."""
+"""The one table from API key to handler, and the one place a request meets its handler.
+
+ApiVersions answers from the table, so the advertised versions are exactly the implemented ones.
+Add an API by adding its module's name to HANDLER_MODULES. Here, once for every API: a null where
+the schema forbids one closes the connection (Kafka's parser rejects it), a KafkaError escaping a
+handler answers the whole request with that error, and anything unexpected answers
+UNKNOWN_SERVER_ERROR with one logged traceback; the connection and the broker carry on.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from protocol.api_keys import ApiKey
-from protocol.codec import RequestHeader
+from protocol.codec import RequestHeader, encode_response
 from protocol.errors import ErrorCode, KafkaError
 
-from .handler import Handler, RequestContext
-from .handlers import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    alter_configs,
-    api_versions,
-    create_acls,
-    create_partitions,
-    create_topics,
-    delete_acls,
-    delete_groups,
-    delete_records,
-    delete_topics,
-    describe_acls,
-    describe_cluster,
-    describe_configs,
-    describe_groups,
-    describe_log_dirs,
-    describe_producers,
-    describe_topic_partitions,
-    describe_transactions,
-    end_txn,
-    fetch,
-    find_coordinator,
-    heartbeat,
-    incremental_alter_configs,
-    init_producer_id,
-    join_group,
-    leave_group,
-    list_groups,
-    list_offsets,
-    list_transactions,
-    metadata,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
-    offset_for_leader_epoch,
-    produce,
-    sasl_handshake,
-    sync_group,
-    txn_offset_commit,
-)
+from .error_response import error_response, null_in_non_nullable
+from .handler import NO_RESPONSE, CloseConnection, Handler, RequestContext
 
-__all__ = ("HANDLERS", "dispatch", "supported")
+__all__ = ("HANDLERS", "HANDLER_MODULES", "describe", "dispatch", "supported")
 
 log = logging.getLogger(__name__)
 
-_MODULES = (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    alter_configs,
-    api_versions,
-    create_acls,
-    create_partitions,
-    create_topics,
-    delete_acls,
-    delete_groups,
-    delete_records,
-    delete_topics,
-    describe_acls,
-    describe_cluster,
-    describe_configs,
-    describe_groups,
-    describe_log_dirs,
-    describe_producers,
-    describe_topic_partitions,
-    describe_transactions,
-    end_txn,
-    fetch,
-    find_coordinator,
-    heartbeat,
-    incremental_alter_configs,
-    init_producer_id,
-    join_group,
-    leave_group,
-    list_groups,
-    list_offsets,
-    list_transactions,
-    metadata,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
-    offset_for_leader_epoch,
-    produce,
-    sasl_handshake,
-    sync_group,
-    txn_offset_commit,
+# Modules of broker/handlers that export HANDLER, one per Kafka API.
+HANDLER_MODULES: Final = (
+    "add_offsets_to_txn", "add_partitions_to_txn", "alter_configs", "api_versions", "create_acls",
+    "create_partitions", "create_topics", "delete_acls", "delete_groups", "delete_records",
+    "delete_topics", "describe_acls", "describe_cluster", "describe_configs", "describe_groups",
+    "describe_log_dirs", "describe_producers", "describe_topic_partitions", "describe_transactions",
+    "end_txn", "fetch", "find_coordinator", "heartbeat", "incremental_alter_configs",
+    "init_producer_id", "join_group", "leave_group", "list_groups", "list_offsets",
+    "list_transactions", "metadata", "offset_commit", "offset_delete", "offset_fetch",
+    "offset_for_leader_epoch", "produce", "sasl_handshake", "sync_group", "txn_offset_commit",
 )
 
 
-def _table(modules: tuple[Any, ...]) -> Mapping[ApiKey, Handler]:
+def _table(names: tuple[str, ...]) -> Mapping[ApiKey, Handler]:
     table: dict[ApiKey, Handler] = {}
-    for module in modules:
-        handler: Handler = module.HANDLER
+    for name in names:
+        handler: Handler = importlib.import_module(f"{__package__}.handlers.{name}").HANDLER
         if handler.api_key in table:
             raise RuntimeError(f"two handlers for {handler.api_key.name}")
         table[handler.api_key] = handler
     return MappingProxyType(table)
 
 
-HANDLERS: Mapping[ApiKey, Handler] = _table(_MODULES)
+HANDLERS: Mapping[ApiKey, Handler] = _table(HANDLER_MODULES)
 
 
 def supported(api_key: int, version: int) -> bool:
@@ -120,20 +57,35 @@ def supported(api_key: int, version: int) -> bool:
     return handler is not None and handler.parses(version)
 
 
-class HandlerFailed(Exception):
-    """An unexpected error inside a handler; the connection logs it and closes."""
+async def dispatch(ctx: RequestContext, request: Any) -> bytes | None:
+    """The encoded response to `request`, or None when none is due (acks=0 Produce).
 
-
-async def dispatch(ctx: RequestContext, request: Any) -> Any:
-    handler = HANDLERS[ApiKey(ctx.header.api_key)]
+    Raises KafkaError when the connection must close: the request is malformed, or it has no
+    response to carry its error (acks=0)."""
+    if (path := null_in_non_nullable(request)) is not None:
+        raise KafkaError(ErrorCode.invalid_request, f"non-nullable field {path} was serialized as null")
     try:
-        return await handler.handle(ctx, request)
-    except KafkaError:
+        response = await HANDLERS[ApiKey(ctx.header.api_key)].handle(ctx, request)
+        if response is NO_RESPONSE:
+            return None
+        return encode_response(ctx.header.correlation_id, response)
+    except CloseConnection:
         raise
-    except Exception as exc:
-        log.exception("handler for %s v%d failed on a request from %s",
-                      ApiKey(ctx.header.api_key).name, ctx.header.api_version, ctx.peer)
-        raise KafkaError(ErrorCode.unknown_server_error, f"{type(exc).__name__}: {exc}") from exc
+    except KafkaError as exc:
+        log.debug("%s from %s failed: %r", describe(ctx.header), ctx.peer, exc)
+        return _answer_error(ctx, request, exc.code, exc.message)
+    except Exception:
+        log.exception("%s from %s failed", describe(ctx.header), ctx.peer)
+        return _answer_error(ctx, request, ErrorCode.unknown_server_error, None)
+
+
+def _answer_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes | None:
+    if ctx.header.api_key == ApiKey.PRODUCE and request.acks == 0:
+        # Kafka's ProduceRequest.getErrorResponse: no response to carry it, so the connection closes.
+        raise CloseConnection(code, message)
+    header = ctx.header
+    return encode_response(header.correlation_id,
+                           error_response(header.api_key, header.api_version, request, code, message))
 
 
 def describe(header: RequestHeader) -> str:

@@ -68,6 +68,8 @@ def _zero(kafka_type: str | None, nested: Any, nullable: bool) -> Any:
             return False
         case "timedelta_i32" | "timedelta_i64":
             return datetime.timedelta(0)
+        case "datetime_i64":
+            return _EPOCH
         case "uuid":
             return None
         case None:

@@ -20,7 +20,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
 
-from ..handler import Handler, RequestContext
+from ..handler import Handler, RequestContext, isolation_level
 
 
 def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> dict[str, Any]:
@@ -86,7 +86,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         # We never hand out session ids, so an incremental fetch names one we do not know.
         return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.fetch_session_id_not_found,
                             "session_id": 0, "responses": []})
-    isolation = IsolationLevel(request.isolation_level)
+    isolation = isolation_level(request.isolation_level)
     max_wait = request.max_wait.total_seconds()
     deadline = time.monotonic() + max_wait
     while True:

@@ -17,7 +17,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import IsolationLevel, TopicPartition
 
-from ..handler import Handler, RequestContext
+from ..handler import Handler, RequestContext, isolation_level
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
@@ -46,7 +46,7 @@ async def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, isola
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    isolation = IsolationLevel(getattr(request, "isolation_level", 0))
+    isolation = isolation_level(getattr(request, "isolation_level", 0))
     topics = []
     for topic in request.topics:
         parts = []

@@ -70,6 +70,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         entries = []
         for t in topics:
+            if t.name is None and ctx.version < 12:
+                # As KafkaApis: versions 10 and 11 carry topic ids but may not name topics by them.
+                raise KafkaError(ErrorCode.invalid_request, f"topic name can not be null for version {ctx.version}")
             if t.name is None:
                 meta = logs.topic_by_id(t.topic_id)
                 entries.append(topic_entry(meta, ctx.broker.node_id) if meta else

@@ -1,9 +1,10 @@
 """Produce v0-11 (v3-11 parsed).
 
-Behaviour: each partition's batches go to that partition's log actor as the request's bytes;
-the log validates headers and CRCs, assigns offsets and writes. acks=0 gets no response (and a
-failure closes the connection, as in Kafka); acks 1
-and -1 are the same on a single node (the write is in the page cache when we answer).
+Behaviour: each partition's batch goes to that partition's log actor as the request's bytes;
+the log validates headers and CRCs, assigns offsets and writes. Partition data holding more (or
+less) than one batch is INVALID_RECORD, as in Kafka, and nothing of it is written; the request's
+other partitions go on. acks=0 gets no response (and a failure closes the connection, as in
+Kafka); acks 1 and -1 are the same on a single node (the write is in the page cache when we answer).
 Version notes: v0-2 are advertised so that librdkafka < 2.11.1 enables compression, but they
 carry message formats 0/1 and are refused (as Kafka 4 does). Stays at v11: v12+ is Transactions V2.
 """
@@ -17,9 +18,10 @@ from typing import Any
 from coordinator.transaction.verification import verify_transactional_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import iter_batches
 from storage.api import INTERNAL_TOPICS, TopicPartition
 
-from ..handler import NO_RESPONSE, Handler, RequestContext
+from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,19 @@ log = logging.getLogger(__name__)
 def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": -1,
             "log_start_offset": -1, "error_message": message}
+
+
+def _check_one_batch(records: bytes, version: int) -> None:
+    """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch per partition. Producers
+    send one; a second one's sequences could not be checked against state the first has not
+    yet advanced, so the whole partition's data is refused and nothing is written."""
+    if not records:
+        raise KafkaError(ErrorCode.invalid_record,
+                         f"Produce v{version} requests must have at least one record batch per partition")
+    _, first = next(iter_batches(records, verify_crc=False))
+    if first.size < len(records):
+        raise KafkaError(ErrorCode.invalid_record, f"Produce v{version} requests may carry only one "
+                         "record batch per partition")
 
 
 async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) -> dict[str, Any]:
@@ -37,6 +52,7 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) 
         plog = ctx.broker.logs.get_log(tp)
         if part.records is None:
             raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
+        _check_one_batch(part.records, ctx.version)
         verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
                                      part.records)
         info = await plog.append(part.records)
@@ -61,7 +77,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if failed:
             # As Kafka does: with no response to carry the error, closing the connection makes
             # the client refresh its metadata and notice.
-            raise KafkaError(failed[0]["error_code"], f"acks=0 produce failed: {failed[0]['error_message']}")
+            raise CloseConnection(failed[0]["error_code"], f"acks=0 produce failed: {failed[0]['error_message']}")
         return NO_RESPONSE
     return ctx.respond({
         "responses": [

@@ -4,12 +4,14 @@ and every acknowledged record is still there."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import socket
 import struct
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -22,6 +24,8 @@ from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, 
 
 from broker.dispatch import HANDLERS
 from protocol.api_keys import ApiKey
+from protocol.build import build
+from protocol.codec import request_schema
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
 from tests.broker_process import BrokerProcess
@@ -34,13 +38,15 @@ SETTINGS = {"auto.create.topics.enable": "false", "socket.request.max.bytes": "2
             "message.max.bytes": "20000"}
 WAIT_S = 30.0
 WITNESS = "witness"
+MULTI = "multi"
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     proc = BrokerProcess(tmp_path_factory.mktemp("bad-input") / "data", SETTINGS).start()
     admin = AdminClient({"bootstrap.servers": proc.bootstrap})
-    for f in admin.create_topics([NewTopic(WITNESS, 1, 1), NewTopic("target", 1, 1)]).values():
+    for f in admin.create_topics([NewTopic(WITNESS, 1, 1), NewTopic("target", 1, 1), NewTopic(MULTI, 2, 1),
+                                  NewTopic("clients", 1, 1)]).values():
         f.result(WAIT_S)
     p = Producer({"bootstrap.servers": proc.bootstrap})
     for i in range(100):
@@ -263,3 +269,126 @@ def test_acks_0_with_a_bad_batch_closes_the_connection_and_loses_nothing(broker)
                 PartitionProduceData(index=0, records=bytes(bad)),)),),
         ), 1)))
         assert closed_by_peer(client.sock)  # Kafka's only way to tell an acks=0 producer
+
+
+# -- requests that decode but are invalid (issue 9; every field of every API: test_request_sweep.py)
+
+
+def test_issue_9_unknown_isolation_level_is_invalid_request(broker):
+    request = build(request_schema(ApiKey.FETCH, 11), {
+        "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 7, "session_id": 0,
+        "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+        "topics": [{"topic": WITNESS, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                     "partition_max_bytes": 1 << 20}]}]})
+    with RawClient(broker.bootstrap) as client:
+        body = client.request(request)
+        assert body.error_code is ErrorCode.invalid_request
+        assert [[p.error_code for p in t.partitions] for t in body.responses] == [[ErrorCode.invalid_request]]
+        fine = client.request(dataclasses.replace(request, isolation_level=1))
+    assert fine.error_code is ErrorCode.none  # the same connection goes on
+    assert not broker.logged("Traceback")
+
+
+def test_issue_9_metadata_v10_with_a_null_topic_name_is_invalid_request(broker):
+    # Before: the handler's answer could not be encoded and the connection hung.
+    request = build(request_schema(ApiKey.METADATA, 10), {
+        "topics": [{"name": None}], "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False})
+    with RawClient(broker.bootstrap) as client:
+        body = client.request(request)
+    assert [t.error_code for t in body.topics] == [ErrorCode.invalid_request]
+
+
+def test_issue_9_null_where_the_schema_forbids_it_closes_with_one_line(broker):
+    request = ProduceRequest(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=1),
+                             topic_data=(TopicProduceData(name=WITNESS, partition_data=()),))
+    payload = bytearray(encode_request(request, 41))
+    assert payload[-4:] == b"\x00\x00\x00\x00"  # the empty partition_data array: make it null
+    payload[-4:] = b"\xff\xff\xff\xff"
+    with raw(broker) as s:
+        s.sendall(frame(bytes(payload)))
+        assert closed_by_peer(s)
+    wait_logged(broker, "(correlation id 41) failed: non-nullable field topic_data.partition_data")
+    assert sum("(correlation id 41)" in line for line in broker.log_lines) == 1
+
+
+# -- more than one batch per partition (issue 9) ----------------------------------------------------
+
+
+def init_producer_id(client: RawClient) -> tuple[int, int]:
+    body = client.request(build(request_schema(ApiKey.INIT_PRODUCER_ID, 4), {
+        "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}))
+    assert body.error_code is ErrorCode.none
+    return body.producer_id, body.producer_epoch
+
+
+def idempotent_batch(pid: int, epoch: int, sequence: int, n: int = 5) -> bytes:
+    return bytes(build_batch([Record(key=None, value=b"s%d" % (sequence + i), timestamp=1000) for i in range(n)],
+                             producer_id=pid, producer_epoch=epoch, base_sequence=sequence))
+
+
+def produce_parts(client: RawClient, version: int, parts: list[bytes]) -> list[Any]:
+    body = client.request(build(request_schema(ApiKey.PRODUCE, version), {
+        "transactional_id": None, "acks": -1, "timeout": 10_000,
+        "topic_data": [{"name": MULTI, "partition_data": [
+            {"index": i, "records": records} for i, records in enumerate(parts)]}]}))
+    [topic] = body.responses
+    return list(topic.partition_responses)
+
+
+def end_offset(client: RawClient, partition: int) -> int:
+    body = client.request(build(request_schema(ApiKey.LIST_OFFSETS, 7), {
+        "replica_id": -1, "isolation_level": 0,
+        "topics": [{"name": MULTI, "partitions": [{"partition_index": partition, "timestamp": -1}]}]}))
+    return body.topics[0].partitions[0].offset
+
+
+@pytest.mark.parametrize("version", [3, 7, 8, 9, 11])
+def test_issue_9_two_batches_for_one_partition_are_invalid_record(broker, version):
+    # Kafka's ProduceRequest.validateRecords: exactly one batch per partition. Before, sequences
+    # 0-4 then 5-9 were accepted once and refused as OUT_OF_ORDER_SEQUENCE_NUMBER later.
+    with RawClient(broker.bootstrap) as client:
+        pid, epoch = init_producer_id(client)
+        before = end_offset(client, 0), end_offset(client, 1)
+        two = idempotent_batch(pid, epoch, 0) + idempotent_batch(pid, epoch, 5)
+        first, second = produce_parts(client, version, [two, good_batch()])
+        assert first.error_code is ErrorCode.invalid_record
+        if version >= 8:
+            assert "one record batch per partition" in first.error_message
+        assert second.error_code is ErrorCode.none and second.base_offset == before[1]
+        assert end_offset(client, 0) == before[0]  # nothing of it was written
+        again, _ = produce_parts(client, version, [two, good_batch()])
+        assert again.error_code is ErrorCode.invalid_record  # the same answer every time
+        # The producer's state did not move: its sequence 0 is still the next one expected.
+        [single] = produce_parts(client, version, [idempotent_batch(pid, epoch, 0)])
+        assert single.error_code is ErrorCode.none and single.base_offset == before[0]
+
+
+def test_issue_9_empty_partition_data_is_invalid_record(broker):
+    with RawClient(broker.bootstrap) as client:
+        [part] = produce_parts(client, 9, [b""])
+    assert part.error_code is ErrorCode.invalid_record
+
+
+def test_issue_9_clients_send_one_batch_per_partition(broker):
+    # librdkafka and kafka-python pack one batch per partition per request, so they are unaffected.
+    n = 3000
+    p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "linger.ms": 20,
+                  "batch.size": 16384, "max.in.flight.requests.per.connection": 5})
+    failed = []
+    for i in range(n):
+        p.produce("clients", b"c%d" % i, partition=0,
+                  on_delivery=lambda err, msg: failed.append(err) if err else None)
+    assert p.flush(WAIT_S) == 0 and failed == []
+    kafka = kafka_module()
+    kp = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True, linger_ms=20,
+                             batch_size=16384)
+    futures = [kp.send("clients", b"k%d" % i, partition=0) for i in range(n)]
+    kp.flush(WAIT_S)
+    assert all(f.get(WAIT_S).offset >= 0 for f in futures)
+    kp.close()
+    with RawClient(broker.bootstrap) as client:
+        body = client.request(build(request_schema(ApiKey.LIST_OFFSETS, 7), {
+            "replica_id": -1, "isolation_level": 0,
+            "topics": [{"name": "clients", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}))
+    assert body.topics[0].partitions[0].offset == 2 * n

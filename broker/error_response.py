@@ -1,0 +1,172 @@
+"""A whole response that answers one request with one error, for any API and version.
+
+Kafka's AbstractRequest.getErrorResponse: the response's top-level error_code (where it has one)
+and every topic/partition/resource item, mirroring the request's arrays, carry the error, so a
+client can match each of its items to an answer. This is built once from the kio schemas: a
+response array is paired with the request array of the same name (or the one array the request
+has at that level, or a known Kafka rename), and each item copies its keys (names, indexes, ids)
+from the request item. Arrays that carry no error (configs, members) stay empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from functools import cache
+from typing import Any, Final
+
+from protocol.build import build
+from protocol.codec import response_schema
+from protocol.errors import ErrorCode
+
+__all__ = ("error_response", "null_in_non_nullable")
+
+# Response field -> request fields it mirrors, where Kafka's JSON names them differently.
+_ALIASES: Final = {
+    "responses": ("topic_data", "topics", "resources"),
+    "partition_responses": ("partition_data",),
+    "results": ("resources", "creations", "groups_names"),
+    "results_by_transaction": ("transactions",),
+    "results_by_topic_v3_and_below": ("v3_and_below_topics",),
+    "results_by_partition": ("partitions",),
+    "topic_results": ("topics",),
+    "filter_results": ("filters",),
+    "transaction_states": ("transactional_ids",),
+    "coordinators": ("coordinator_keys",),
+    "partition_index": ("partition", "index"),
+    "index": ("partition_index", "partition"),
+    "name": ("topic", "topic_name"),
+    "topic": ("name",),
+    "key": ("coordinator_key",),
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    kafka_type: str | None
+    item: type[Any] | None  # the entity type of a struct or of an array's items
+    is_array: bool
+    nullable: bool
+
+
+@cache
+def _fields(cls: type[Any]) -> tuple[_Field, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = typing.get_args(hint)
+        nullable = type(None) in args
+        inner = next((a for a in (hint, *args) if typing.get_origin(a) is tuple), None)
+        if inner is not None:
+            item = typing.get_args(inner)[0]
+        else:  # a single struct (KIP-893), nullable or not
+            item = next((a for a in (hint, *args) if dataclasses.is_dataclass(a)), None)
+        out.append(_Field(f.name, f.metadata.get("kafka_type"),
+                          item if dataclasses.is_dataclass(item) else None, inner is not None, nullable))
+    return tuple(out)
+
+
+@cache
+def _carries_error(cls: type[Any]) -> bool:
+    return any(f.kafka_type == "error_code" or (f.item is not None and _carries_error(f.item))
+               for f in _fields(cls))
+
+
+def _source(request_cls: type[Any], name: str, want_array: bool) -> _Field | None:
+    """The request field a response field mirrors: same name, else one of Kafka's renames."""
+    by_name = {f.name: f for f in _fields(request_cls)}
+    for candidate in (name, *_ALIASES.get(name, ())):
+        found = by_name.get(candidate)
+        if found is not None and found.is_array == want_array:
+            return found
+    return None
+
+
+def _source_array(request_cls: type[Any], response: _Field) -> _Field | None:
+    """The request array a response array mirrors: the same name, else a Kafka rename, else the
+    request's one array when their items share a key (DescribeLogDirs' results are log dirs,
+    not the topics its request names)."""
+    arrays = {f.name: f for f in _fields(request_cls) if f.is_array}
+    if response.name in arrays:
+        return arrays[response.name]
+    renamed = next((arrays[a] for a in _ALIASES.get(response.name, ()) if a in arrays), None)
+    if renamed is not None:
+        return renamed
+    only = list(arrays.values())
+    return only[0] if len(only) == 1 and _shares_key(only[0], response) else None
+
+
+def _shares_key(request: _Field, response: _Field) -> bool:
+    if request.item is None or response.item is None:  # names or indexes: they are the keys
+        return True
+    return any(_source(request.item, f.name, want_array=False) is not None
+               for f in _fields(response.item) if not f.is_array)
+
+
+def _key_field(cls: type[Any], kafka_type: str | None) -> str | None:
+    """Where a scalar request item (a topic name, a partition index) goes in a response item."""
+    return next((f.name for f in _fields(cls) if f.kafka_type == kafka_type and not f.is_array), None)
+
+
+def _item(cls: type[Any], source: Any, source_type: str | None, code: ErrorCode, message: str | None) -> Any:
+    if dataclasses.is_dataclass(source):
+        return _mirror(cls, source, code, message, keys=True)
+    data = _mirror(cls, None, code, message, keys=False)
+    key = _key_field(cls, source_type)
+    if key is not None:
+        data[key] = source
+    return data
+
+
+def _mirror(cls: type[Any], source: Any, code: ErrorCode, message: str | None, *, keys: bool) -> dict[str, Any]:
+    """`keys`: copy the item's scalar keys; never at the top, where a copied session id or member
+    id would tell the client something the broker did not grant."""
+    data: dict[str, Any] = {}
+    for f in _fields(cls):
+        if f.kafka_type == "error_code":
+            data[f.name] = code
+        elif f.name == "error_message":
+            data[f.name] = message
+        elif source is None:
+            continue
+        elif f.is_array and f.item is not None and _carries_error(f.item):
+            src = _source_array(type(source), f)
+            items = getattr(source, src.name) if src is not None else None
+            data[f.name] = [_item(f.item, i, src.kafka_type, code, message)  # type: ignore[union-attr]
+                            for i in items or ()]
+        elif keys and f.item is None and not f.is_array:
+            src = _source(type(source), f.name, want_array=False)
+            value = getattr(source, src.name) if src is not None else None
+            if src is not None and src.kafka_type == f.kafka_type and (value is not None or f.nullable):
+                data[f.name] = value
+    return data
+
+
+def error_response(api_key: int, version: int, request: Any, code: ErrorCode, message: str | None) -> Any:
+    """The response entity answering every item of `request` with `code` (and `message` where the
+    version carries error_message)."""
+    schema = response_schema(api_key, version)
+    return build(schema, _mirror(schema, request, code, message, keys=False))
+
+
+def null_in_non_nullable(entity: Any, prefix: str = "") -> str | None:
+    """The path of a null in a field the schema does not let be null, if any.
+
+    kio's reader accepts such nulls; Kafka's generated parsers reject the request ("non-nullable
+    field ... was serialized as null"), so the handlers may rely on the schema."""
+    for f in _fields(type(entity)):
+        value = getattr(entity, f.name)
+        if value is None:
+            if not f.nullable and (f.is_array or f.item is not None or f.kafka_type in _NULLABLE_KINDS):
+                return prefix + f.name
+        elif f.item is not None:
+            for item in value if f.is_array else (value,):
+                if (path := null_in_non_nullable(item, f"{prefix}{f.name}.")) is not None:
+                    return path
+    return None
+
+
+# Wire types with a null encoding; a null elsewhere cannot come off the wire.
+_NULLABLE_KINDS: Final = frozenset({"string", "bytes", "records"})

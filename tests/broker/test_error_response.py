@@ -1,0 +1,203 @@
+"""Whole-request error answers (broker/error_response.py) for every API and version in the dispatch
+table, and dispatch's handling of handler failures: a KafkaError answers the request with its
+error, anything else with UNKNOWN_SERVER_ERROR and one logged traceback, a null where the schema
+forbids one closes the connection, as Kafka's parser does."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.dispatch import HANDLER_MODULES, HANDLERS, dispatch
+from broker.error_response import error_response, null_in_non_nullable
+from broker.handler import CloseConnection, RequestContext
+from broker.state import BrokerState
+from protocol.api_keys import ApiKey
+from protocol.build import build
+from protocol.codec import RequestHeader, decode_request, encode_response, request_schema
+from protocol.errors import ErrorCode, KafkaError
+from storage.log_manager import LogManager
+from tests.kafka_wire import decode_response, encode_request
+from tests.request_samples import sample, sample_request
+
+E = ErrorCode
+TABLE = [(h.api_key, v) for h in HANDLERS.values() for v in range(h.min_version, h.max_version + 1) if h.parses(v)]
+# Response arrays that list what the broker has rather than answering the request's items.
+NOT_MIRRORED = {("groups", ApiKey.LIST_GROUPS), ("transaction_states", ApiKey.LIST_TRANSACTIONS),
+                ("results", ApiKey.DESCRIBE_LOG_DIRS), ("resources", ApiKey.DESCRIBE_ACLS),
+                ("filter_results.matching_acls", ApiKey.DELETE_ACLS), ("topics.partitions", ApiKey.METADATA),
+                ("topics.partitions", ApiKey.DESCRIBE_TOPIC_PARTITIONS)}
+
+
+def error_fields(entity: Any, path: str = "") -> list[tuple[str, Any]]:
+    """(path, value) of every error_code and error_message in a response."""
+    out = []
+    for f in dataclasses.fields(entity):
+        value = getattr(entity, f.name)
+        if f.metadata.get("kafka_type") == "error_code" or f.name == "error_message":
+            out.append((path + f.name, value))
+        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+            for item in value:
+                out += error_fields(item, f"{path}{f.name}.")
+        elif dataclasses.is_dataclass(value):
+            out += error_fields(value, f"{path}{f.name}.")
+    return out
+
+
+def empty_error_arrays(entity: Any) -> list[str]:
+    """Response arrays of error-carrying items that came out empty."""
+    out = []
+    for f in dataclasses.fields(entity):
+        value = getattr(entity, f.name)
+        if value == () and any(n.endswith("error_code") for n, _ in error_fields(
+                build(_item_type(entity, f.name), {}))):
+            out.append(f.name)
+        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+            out += [f"{f.name}.{n}" for n in empty_error_arrays(value[0])]
+    return out
+
+
+def _item_type(entity: Any, name: str) -> Any:
+    import typing
+    hint = typing.get_type_hints(type(entity))[name]
+    for arg in (hint, *typing.get_args(hint)):
+        if typing.get_origin(arg) is tuple:
+            elem = typing.get_args(arg)[0]
+            return elem if dataclasses.is_dataclass(elem) else _NoErrors
+    return _NoErrors
+
+
+@dataclasses.dataclass
+class _NoErrors:
+    pass
+
+
+@pytest.mark.parametrize("key,version", TABLE, ids=lambda x: str(getattr(x, "name", x)))
+def test_error_response_encodes_and_carries_the_error_everywhere(key: ApiKey, version: int) -> None:
+    request = sample_request(key, version)
+    response = error_response(key, version, request, E.unknown_server_error, "boom")
+    _, decoded = decode_response(encode_response(9, response)[4:], key, version)
+    found = error_fields(decoded)
+    codes = [v for n, v in found if n.endswith("error_code")]
+    if key is ApiKey.DESCRIBE_LOG_DIRS and version < 3:
+        assert codes == []  # no top-level error yet and its results are log dirs: Kafka's answer is empty too
+    else:
+        assert codes and set(codes) == {E.unknown_server_error}, found
+    assert {v for n, v in found if n.endswith("error_message")} <= {"boom"}
+    empty = [n for n in empty_error_arrays(decoded) if (n, key) not in NOT_MIRRORED]
+    assert not empty, f"{key.name} v{version}: nothing mirrored into {empty}"
+
+
+def test_items_mirror_the_request_by_name() -> None:
+    produce = build(request_schema(ApiKey.PRODUCE, 9), {"acks": -1, "timeout": 1000, "topic_data": [
+        {"name": "a", "partition_data": [{"index": 0, "records": b""}, {"index": 3, "records": b""}]},
+        {"name": "b", "partition_data": [{"index": 1, "records": b""}]}]})
+    r = error_response(ApiKey.PRODUCE, 9, produce, E.invalid_request, "no")
+    assert [(t.name, [(p.index, p.error_code, p.error_message) for p in t.partition_responses])
+            for t in r.responses] == [("a", [(0, E.invalid_request, "no"), (3, E.invalid_request, "no")]),
+                                      ("b", [(1, E.invalid_request, "no")])]
+    fetch = sample_request(ApiKey.FETCH, 4)  # v4-6 have no top-level error_code
+    r = error_response(ApiKey.FETCH, 4, fetch, E.unknown_server_error, None)
+    assert [(t.topic, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.responses] == \
+        [("t", [(0, E.unknown_server_error)])]
+    delete = build(request_schema(ApiKey.DELETE_TOPICS, 5), {"topic_names": ["x", "y"], "timeout": 0})
+    r = error_response(ApiKey.DELETE_TOPICS, 5, delete, E.invalid_request, None)
+    assert [(t.name, t.error_code) for t in r.responses] == [("x", E.invalid_request), ("y", E.invalid_request)]
+    find = build(request_schema(ApiKey.FIND_COORDINATOR, 4), {"key_type": 9, "coordinator_keys": ["g1", "g2"]})
+    r = error_response(ApiKey.FIND_COORDINATOR, 4, find, E.invalid_request, "key type")
+    assert [(c.key, c.error_code, c.error_message) for c in r.coordinators] == \
+        [("g1", E.invalid_request, "key type"), ("g2", E.invalid_request, "key type")]
+
+
+def test_top_level_scalars_are_not_echoed() -> None:
+    fetch = dataclasses.replace(sample_request(ApiKey.FETCH, 12), session_id=77)
+    r = error_response(ApiKey.FETCH, 12, fetch, E.unknown_server_error, None)
+    assert r.session_id == 0 and r.error_code is E.unknown_server_error
+
+
+def test_dispatch_table_names_each_module_once() -> None:
+    # One module per API, named as Kafka names the API.
+    assert sorted(m.upper() for m in HANDLER_MODULES) == sorted(k.name for k in HANDLERS)
+
+
+def test_null_in_non_nullable_names_the_path() -> None:
+    assert null_in_non_nullable(sample_request(ApiKey.PRODUCE, 9)) is None
+    produce = sample_request(ApiKey.PRODUCE, 9)
+    topic = dataclasses.replace(produce.topic_data[0], partition_data=None)
+    assert null_in_non_nullable(dataclasses.replace(produce, topic_data=(topic,))) == "topic_data.partition_data"
+    metadata = sample(request_schema(ApiKey.METADATA, 12))
+    assert null_in_non_nullable(dataclasses.replace(metadata, topics=None)) is None  # nullable from v1
+
+
+# -- dispatch ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def state(tmp_path):  # type: ignore[no-untyped-def]
+    logs = LogManager(tmp_path, {})
+    logs.load()
+    logs.start()
+    logs.create_topic("t", 1)
+    yield BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS)
+    await logs.close()
+
+
+def context(state: BrokerState, key: ApiKey, version: int) -> RequestContext:
+    header = RequestHeader(api_key=key, api_version=version, correlation_id=5, client_id="test")
+    return RequestContext(header=header, broker=state, peer="test")
+
+
+async def answer(state: BrokerState, request: Any) -> Any:
+    key, version = request.__api_key__, request.__version__
+    raw = await dispatch(context(state, key, version), request)
+    assert raw is not None
+    header, body = decode_response(raw[4:], key, version)
+    assert header.correlation_id == 5
+    return body
+
+
+async def test_unexpected_exception_answers_unknown_server_error_and_logs_once(state, caplog) -> None:
+    state.logs = None  # every handler that reaches for a log now fails in a way no handler expects
+    request = build(request_schema(ApiKey.METADATA, 12), {"topics": [{"name": "t"}, {"name": "u"}]})
+    with caplog.at_level(logging.ERROR, logger="broker.dispatch"):
+        body = await answer(state, request)
+    assert [(t.name, t.error_code) for t in body.topics] == [("t", E.unknown_server_error),
+                                                              ("u", E.unknown_server_error)]
+    [record] = caplog.records
+    assert record.exc_info is not None and "METADATA v12 (correlation id 5)" in record.getMessage()
+
+
+async def test_kafka_error_escaping_a_handler_answers_with_it(state) -> None:
+    # Metadata v10-11 carry topic ids but a null name is invalid there (KafkaApis' check).
+    request = build(request_schema(ApiKey.METADATA, 10), {"topics": [{"name": None}]})
+    body = await answer(state, request)
+    assert [(t.name, t.error_code) for t in body.topics] == [("", E.invalid_request)]
+
+
+@pytest.mark.parametrize("key,version", [(ApiKey.FETCH, 4), (ApiKey.FETCH, 12), (ApiKey.LIST_OFFSETS, 2),
+                                         (ApiKey.LIST_OFFSETS, 10)])
+async def test_unknown_isolation_level_is_invalid_request(state, key, version) -> None:
+    request = dataclasses.replace(sample_request(key, version), isolation_level=7)
+    body = await answer(state, request)
+    codes = {v for n, v in error_fields(body) if n.endswith("error_code")}
+    assert codes == {E.invalid_request}
+
+
+async def test_null_in_a_non_nullable_field_closes_the_connection(state) -> None:
+    frame = encode_request(sample_request(ApiKey.PRODUCE, 3), 5)
+    header, request = decode_request(frame, lambda *_: True)
+    request = dataclasses.replace(request, topic_data=None)
+    with pytest.raises(KafkaError) as info:
+        await dispatch(context(state, ApiKey.PRODUCE, 3), request)
+    assert info.value.code is E.invalid_request and "topic_data" in str(info.value)
+
+
+async def test_failed_acks_0_produce_closes_the_connection(state) -> None:
+    request = dataclasses.replace(sample_request(ApiKey.PRODUCE, 9), acks=0)
+    request = dataclasses.replace(request, topic_data=(dataclasses.replace(request.topic_data[0], name="nope"),))
+    with pytest.raises(CloseConnection):
+        await dispatch(context(state, ApiKey.PRODUCE, 9), request)
