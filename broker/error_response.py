@@ -11,11 +11,10 @@ from the request item. Arrays that carry no error (configs, members) stay empty.
 from __future__ import annotations
 
 import dataclasses
-import typing
 from functools import cache
 from typing import Any, Final
 
-from protocol.build import build
+from protocol.build import SchemaField, build, schema_fields
 from protocol.codec import response_schema
 from protocol.errors import ErrorCode
 
@@ -41,42 +40,15 @@ _ALIASES: Final = {
 }
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Field:
-    name: str
-    kafka_type: str | None
-    item: type[Any] | None  # the entity type of a struct or of an array's items
-    is_array: bool
-    nullable: bool
-
-
-@cache
-def _fields(cls: type[Any]) -> tuple[_Field, ...]:
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        args = typing.get_args(hint)
-        nullable = type(None) in args
-        inner = next((a for a in (hint, *args) if typing.get_origin(a) is tuple), None)
-        if inner is not None:
-            item = typing.get_args(inner)[0]
-        else:  # a single struct (KIP-893), nullable or not
-            item = next((a for a in (hint, *args) if dataclasses.is_dataclass(a)), None)
-        out.append(_Field(f.name, f.metadata.get("kafka_type"),
-                          item if dataclasses.is_dataclass(item) else None, inner is not None, nullable))
-    return tuple(out)
-
-
 @cache
 def _carries_error(cls: type[Any]) -> bool:
     return any(f.kafka_type == "error_code" or (f.item is not None and _carries_error(f.item))
-               for f in _fields(cls))
+               for f in schema_fields(cls))
 
 
-def _source(request_cls: type[Any], name: str, want_array: bool) -> _Field | None:
+def _source(request_cls: type[Any], name: str, want_array: bool) -> SchemaField | None:
     """The request field a response field mirrors: same name, else one of Kafka's renames."""
-    by_name = {f.name: f for f in _fields(request_cls)}
+    by_name = {f.name: f for f in schema_fields(request_cls)}
     for candidate in (name, *_ALIASES.get(name, ())):
         found = by_name.get(candidate)
         if found is not None and found.is_array == want_array:
@@ -84,11 +56,11 @@ def _source(request_cls: type[Any], name: str, want_array: bool) -> _Field | Non
     return None
 
 
-def _source_array(request_cls: type[Any], response: _Field) -> _Field | None:
+def _source_array(request_cls: type[Any], response: SchemaField) -> SchemaField | None:
     """The request array a response array mirrors: the same name, else a Kafka rename, else the
     request's one array when their items share a key (DescribeLogDirs' results are log dirs,
     not the topics its request names)."""
-    arrays = {f.name: f for f in _fields(request_cls) if f.is_array}
+    arrays = {f.name: f for f in schema_fields(request_cls) if f.is_array}
     if response.name in arrays:
         return arrays[response.name]
     renamed = next((arrays[a] for a in _ALIASES.get(response.name, ()) if a in arrays), None)
@@ -98,16 +70,16 @@ def _source_array(request_cls: type[Any], response: _Field) -> _Field | None:
     return only[0] if len(only) == 1 and _shares_key(only[0], response) else None
 
 
-def _shares_key(request: _Field, response: _Field) -> bool:
+def _shares_key(request: SchemaField, response: SchemaField) -> bool:
     if request.item is None or response.item is None:  # names or indexes: they are the keys
         return True
     return any(_source(request.item, f.name, want_array=False) is not None
-               for f in _fields(response.item) if not f.is_array)
+               for f in schema_fields(response.item) if not f.is_array)
 
 
 def _key_field(cls: type[Any], kafka_type: str | None) -> str | None:
     """Where a scalar request item (a topic name, a partition index) goes in a response item."""
-    return next((f.name for f in _fields(cls) if f.kafka_type == kafka_type and not f.is_array), None)
+    return next((f.name for f in schema_fields(cls) if f.kafka_type == kafka_type and not f.is_array), None)
 
 
 def _item(cls: type[Any], source: Any, source_type: str | None, code: ErrorCode, message: str | None) -> Any:
@@ -124,7 +96,7 @@ def _mirror(cls: type[Any], source: Any, code: ErrorCode, message: str | None, *
     """`keys`: copy the item's scalar keys; never at the top, where a copied session id or member
     id would tell the client something the broker did not grant."""
     data: dict[str, Any] = {}
-    for f in _fields(cls):
+    for f in schema_fields(cls):
         if f.kafka_type == "error_code":
             data[f.name] = code
         elif f.name == "error_message":
@@ -156,7 +128,7 @@ def null_in_non_nullable(entity: Any, prefix: str = "") -> str | None:
 
     kio's reader accepts such nulls; Kafka's generated parsers reject the request ("non-nullable
     field ... was serialized as null"), so the handlers may rely on the schema."""
-    for f in _fields(type(entity)):
+    for f in schema_fields(type(entity)):
         value = getattr(entity, f.name)
         if value is None:
             if not f.nullable and (f.is_array or f.item is not None or f.kafka_type in _NULLABLE_KINDS):

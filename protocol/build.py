@@ -17,13 +17,42 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ("build", "field_or")
+__all__ = ("SchemaField", "build", "field_or", "schema_fields")
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
 def field_or(entity: Any, name: str, default: Any) -> Any:
     return getattr(entity, name, default)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SchemaField:
+    """One field of a kio entity, as the wire sees it."""
+
+    name: str
+    kafka_type: str | None
+    item: type[Any] | None  # the entity type of a struct, or of an array's items
+    is_array: bool
+    nullable: bool
+    tagged: bool
+
+
+@cache
+def schema_fields(cls: type[Any]) -> tuple[SchemaField, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = typing.get_args(hint)
+        inner = next((a for a in (hint, *args) if typing.get_origin(a) is tuple), None)
+        if inner is not None:
+            item = typing.get_args(inner)[0]
+        else:  # a single struct (KIP-893), nullable or not
+            item = next((a for a in (hint, *args) if dataclasses.is_dataclass(a)), None)
+        out.append(SchemaField(f.name, f.metadata.get("kafka_type"), item if dataclasses.is_dataclass(item) else None,
+                               inner is not None, type(None) in args, f.metadata.get("tag") is not None))
+    return tuple(out)
 
 
 @cache

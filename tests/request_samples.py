@@ -8,11 +8,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import io
-import typing
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from kio.serial import entity_writer
@@ -20,6 +18,7 @@ from kio.serial._serialize import get_field_writer
 from kio.serial.writers import write_int16, write_int32, write_unsigned_varint
 
 from protocol.api_keys import ApiKey
+from protocol.build import SchemaField, schema_fields
 from protocol.codec import request_schema
 from protocol.records import Record, build_batch
 
@@ -40,31 +39,7 @@ class Variant:
     body: bytes | None = None
 
 
-def _hints(cls: type[Any]) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-@cache
-def _fields(cls: type[Any]) -> tuple[tuple[dataclasses.Field[Any], Any, Any, bool, bool], ...]:
-    """(field, hint, nested entity type or None, is_array, nullable)."""
-    hints = _hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        args = typing.get_args(hint)
-        nullable = type(None) in args
-        inner = next((a for a in (hint, *args) if typing.get_origin(a) is tuple), None)
-        nested = None
-        if inner is not None:
-            elem = typing.get_args(inner)[0]
-            nested = elem if dataclasses.is_dataclass(elem) else None
-        else:
-            nested = next((a for a in (hint, *args) if dataclasses.is_dataclass(a)), None)
-        out.append((f, hint, nested, inner is not None, nullable))
-    return tuple(out)
-
-
-def _scalar(kafka_type: str, name: str, string: str) -> Any:
+def _scalar(kafka_type: str | None, string: str) -> Any:
     match kafka_type:
         case "string":
             return string
@@ -88,19 +63,19 @@ def _scalar(kafka_type: str, name: str, string: str) -> Any:
 def sample(cls: type[Any], string: str = TOPIC) -> Any:
     """A valid entity: one item per array, defaults where the schema has them, else small values."""
     kwargs = {}
-    for f, _hint, nested, is_array, nullable in _fields(cls):
-        kafka_type = f.metadata.get("kafka_type")
-        if f.name in _NAMED and (_NAMED[f.name] is not None or nullable):
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    for f in schema_fields(cls):
+        if f.name in _NAMED and (_NAMED[f.name] is not None or f.nullable):
             kwargs[f.name] = _NAMED[f.name]
-        elif nested is not None:
-            item = sample(nested, string)
-            kwargs[f.name] = (item,) if is_array else (None if nullable else item)
-        elif is_array:
-            kwargs[f.name] = (_scalar(kafka_type, f.name, string),)
-        elif f.default is not dataclasses.MISSING:
-            kwargs[f.name] = f.default
+        elif f.item is not None:
+            item = sample(f.item, string)
+            kwargs[f.name] = (item,) if f.is_array else (None if f.nullable else item)
+        elif f.is_array:
+            kwargs[f.name] = (_scalar(f.kafka_type, string),)
+        elif defaults[f.name] is not dataclasses.MISSING:
+            kwargs[f.name] = defaults[f.name]
         else:
-            kwargs[f.name] = _scalar(kafka_type, f.name, string)
+            kwargs[f.name] = _scalar(f.kafka_type, string)
     return cls(**kwargs)
 
 
@@ -123,14 +98,14 @@ def _replace(entity: Any, path: tuple[str, ...], value: Any) -> Any:
     return dataclasses.replace(entity, **{head: _replace(current, rest, value)})
 
 
-def _leaves(entity: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any, bool, bool]]:
-    """(path, field, is_array, nullable) of every field, descending into first items."""
-    for f, _hint, nested, is_array, nullable in _fields(type(entity)):
+def _leaves(entity: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], SchemaField]]:
+    """(path, field) of every field, descending into first items."""
+    for f in schema_fields(type(entity)):
         path = (*prefix, f.name)
-        yield path, f, is_array, nullable
+        yield path, f
         value = getattr(entity, f.name)
-        if nested is not None and value:
-            yield from _leaves(value[0] if is_array else value, path)
+        if f.item is not None and value:
+            yield from _leaves(value[0] if f.is_array else value, path)
 
 
 def _int_values(kafka_type: str) -> list[int]:
@@ -142,13 +117,13 @@ def _int_values(kafka_type: str) -> list[int]:
 
 
 def variants(request: Any) -> Iterator[Variant]:
-    for path, f, is_array, nullable in _leaves(request):
-        kafka_type = f.metadata.get("kafka_type")
+    for path, f in _leaves(request):
+        kafka_type = f.kafka_type
         label = ".".join(path)
-        if f.metadata.get("tag") is not None:
+        if f.tagged:
             continue
-        if is_array or kafka_type in ("string", "bytes", "records"):
-            yield Variant(f"{label}=null{'' if nullable else ' (not nullable)'}",
+        if f.is_array or kafka_type in ("string", "bytes", "records"):
+            yield Variant(f"{label}=null{'' if f.nullable else ' (not nullable)'}",
                           body=encode_with_null(request, path))
         elif kafka_type in _INT_RANGES:
             for v in _int_values(kafka_type):
@@ -174,21 +149,21 @@ def _write_null(buf: io.BytesIO, kafka_type: str | None, is_array: bool, flexibl
 def _write(buf: io.BytesIO, entity: Any, path: tuple[str, ...]) -> None:
     cls = type(entity)
     flexible = cls.__flexible__
-    for f, _hint, _nested, is_array, nullable in _fields(cls):
-        if f.metadata.get("tag") is not None:
+    for field, f in zip(dataclasses.fields(cls), schema_fields(cls), strict=True):
+        if f.tagged:
             continue
         value = getattr(entity, f.name)
         if not path or path[0] != f.name:
-            get_field_writer(f, flexible=flexible, is_request_header=False, is_tag=False)(buf, value)
+            get_field_writer(field, flexible=flexible, is_request_header=False, is_tag=False)(buf, value)
         elif len(path) == 1:
-            _write_null(buf, f.metadata.get("kafka_type"), is_array, flexible)
-        elif is_array:
+            _write_null(buf, f.kafka_type, f.is_array, flexible)
+        elif f.is_array:
             (write_unsigned_varint(buf, len(value) + 1) if flexible else write_int32(buf, len(value)))
             _write(buf, value[0], path[1:])
             for item in value[1:]:
                 entity_writer(type(item))(buf, item)
         else:
-            if nullable:
+            if f.nullable:
                 buf.write(b"\x01")  # a present nullable struct (KIP-893)
             _write(buf, value, path[1:])
     if flexible:

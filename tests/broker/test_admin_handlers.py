@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
 from broker.dispatch import HANDLERS
 from broker.handler import RequestContext
 from broker.state import BrokerState
@@ -19,21 +18,13 @@ from protocol.codec import RequestHeader, encode_response, request_schema
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
 from storage.api import TopicPartition
-from storage.log_manager import LogManager
 
 E = ErrorCode
 
 
 @pytest.fixture
-async def state(tmp_path):  # type: ignore[no-untyped-def]
-    logs = LogManager(tmp_path, {})
-    logs.load()
-    logs.start()
-    await logs.create_topic("a", 3)
-    await logs.create_topic("b", 2)
-    await logs.create_topic("c", 1)
-    yield BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS)
-    await logs.close()
+async def state(broker_state):  # type: ignore[no-untyped-def]
+    return await broker_state(a=3, b=2, c=1)
 
 
 async def call(state: BrokerState, key: ApiKey, version: int, **fields: Any) -> Any:

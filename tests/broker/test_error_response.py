@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
 from broker.dispatch import HANDLER_MODULES, HANDLERS, dispatch
 from broker.error_response import error_response, null_in_non_nullable
 from broker.handler import CloseConnection, RequestContext
@@ -20,7 +19,6 @@ from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.codec import RequestHeader, decode_request, encode_response, request_schema
 from protocol.errors import ErrorCode, KafkaError
-from storage.log_manager import LogManager
 from tests.kafka_wire import decode_response, encode_request
 from tests.request_samples import sample, sample_request
 
@@ -137,13 +135,8 @@ def test_null_in_non_nullable_names_the_path() -> None:
 
 
 @pytest.fixture
-async def state(tmp_path):  # type: ignore[no-untyped-def]
-    logs = LogManager(tmp_path, {})
-    logs.load()
-    logs.start()
-    logs.create_topic("t", 1)
-    yield BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS)
-    await logs.close()
+async def state(broker_state):  # type: ignore[no-untyped-def]
+    return await broker_state(t=1)
 
 
 def context(state: BrokerState, key: ApiKey, version: int) -> RequestContext:

@@ -49,7 +49,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     for f in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
         f.result(WAIT_S)
     yield proc
-    proc.stop()
+    proc.close()
 
 
 class Sender:
@@ -86,10 +86,14 @@ class Sender:
 def sweep(broker: BrokerProcess, table: list[tuple[ApiKey, int]]) -> list[Outcome]:
     sender = Sender(broker.bootstrap)
     outcomes = []
-    for key, version in table:
-        request = sample_request(key, version)
-        for variant in (Variant("valid", entity=request), *variants(request)):
-            outcomes.append(sender.send(key, version, variant, request))
+    try:
+        for key, version in table:
+            request = sample_request(key, version)
+            for variant in (Variant("valid", entity=request), *variants(request)):
+                outcomes.append(sender.send(key, version, variant, request))
+    finally:
+        if sender.sock is not None:
+            sender.sock.close()
     return outcomes
 
 

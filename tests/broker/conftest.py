@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.dispatch import HANDLERS
+from broker.state import BrokerState
+from storage.log_manager import LogManager
+
+
+@pytest.fixture
+async def broker_state(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[BrokerState]]]:
+    """make(**topics): a BrokerState over started logs under tmp_path with those topics
+    (name=partition count); the logs close at teardown."""
+    managers: list[LogManager] = []
+
+    async def make(**topics: int) -> BrokerState:
+        logs = LogManager(tmp_path, {})
+        logs.load()
+        logs.start()
+        managers.append(logs)
+        for name, partitions in topics.items():
+            await logs.create_topic(name, partitions)
+        return BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS)
+
+    yield make
+    for logs in managers:
+        await logs.close()
