@@ -190,14 +190,16 @@ class LogManager:
         return meta
 
     async def delete_topic(self, name: str) -> None:
+        # The directories are renamed under the lock too: a topic created again under the name
+        # reuses their paths, and a rename after the lock could take the new topic's directory.
         async with self._changing:
             meta = self._existing(name)
             await self._persist({n: m for n, m in self.topics.items() if n != name})
             del self.topics[name]
             plogs = [self.logs.pop(TopicPartition(name, p)) for p in range(meta.partitions)]
-        for plog in plogs:
-            await plog.close()
-        await asyncio.to_thread(_remove_dirs, [p.directory for p in plogs], meta.topic_id)
+            for plog in plogs:
+                await plog.close()
+            await asyncio.to_thread(_remove_dirs, [p.directory for p in plogs], meta.topic_id)
         log.info("deleted topic %s", name)
 
     async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
