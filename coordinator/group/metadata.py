@@ -281,6 +281,9 @@ class GroupMetadata(GroupMembership):
             member.schedule_heartbeat(now_ms)
             self._reply(waiter, self._sync_result(member))
             return self._take()
+        if member.sync_waiter is not None:
+            # A second SyncGroup while one is parked: answer the first, as a second join is.
+            self._reply(member.sync_waiter, SyncGroupResult(error=ErrorCode.rebalance_in_progress))
         member.sync_waiter = waiter
         if self.is_leader(member_id):
             given = assignments or {}

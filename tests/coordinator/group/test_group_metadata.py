@@ -90,6 +90,19 @@ def test_leader_assignment_missing_members_get_empty_assignment() -> None:
     assert sync_result(out, "sb").assignment == b""
 
 
+def test_issue_9_second_sync_while_parked_answers_the_first() -> None:
+    # Found by the group state machine: the first waiter was dropped, so its request hung.
+    group, (leader, other) = stable_group("a", "b")
+    group.join(params(leader, client_id="a"), 0, "wa")
+    group.join(params(other, client_id="b"), 0, "wb")
+    gen = group.generation_id
+    group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb1")
+    out = group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb2")
+    assert sync_result(out, "sb1").error is ErrorCode.rebalance_in_progress
+    out = group.sync(member_id=leader, generation_id=gen, now_ms=0, waiter="sa", assignments={other: b"x"})
+    assert sync_result(out, "sb2").assignment == b"x"
+
+
 def test_protocol_chosen_by_vote_among_common_protocols() -> None:
     group = new_group(GroupConfig(initial_rebalance_delay_ms=100))
     sub = subscription("t")
