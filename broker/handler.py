@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.build import build
@@ -15,8 +15,11 @@ from storage.api import IsolationLevel
 if TYPE_CHECKING:
     from .state import BrokerState
 
-__all__ = ("CloseConnection", "Handler", "RequestContext", "NO_RESPONSE", "isolation_level")
+__all__ = ("CloseConnection", "Handler", "LEADER_EPOCH", "RequestContext", "NO_RESPONSE", "check_leader_epoch",
+           "isolation_level")
 
+# One node that never hands leadership over: every partition's leader epoch, always.
+LEADER_EPOCH: Final = 0
 # A handler returns this when the protocol wants no answer (Produce with acks=0).
 NO_RESPONSE: Any = object()
 
@@ -62,3 +65,13 @@ def isolation_level(value: int) -> IsolationLevel:
         return IsolationLevel(value)
     except ValueError:
         raise KafkaError(ErrorCode.invalid_request, f"unknown isolation level {value}") from None
+
+
+def check_leader_epoch(current_leader_epoch: int) -> None:
+    """Kafka's Partition.checkCurrentLeaderEpoch (KIP-320): -1 skips the check; an older epoch
+    than the leader's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH."""
+    if current_leader_epoch == -1 or current_leader_epoch == LEADER_EPOCH:
+        return
+    if current_leader_epoch < LEADER_EPOCH:
+        raise KafkaError(ErrorCode.fenced_leader_epoch, f"leader epoch {current_leader_epoch} is older than ours")
+    raise KafkaError(ErrorCode.unknown_leader_epoch, f"leader epoch {current_leader_epoch} is newer than ours")

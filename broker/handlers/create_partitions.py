@@ -2,6 +2,7 @@
 
 Behaviour: raises a topic's partition count; a count that is not larger gives
 INVALID_PARTITIONS, manual assignments INVALID_REQUEST. validate_only checks without changing.
+More than 10000 new partitions in one request are refused whole (POLICY_VIOLATION), as in Kafka.
 """
 
 from __future__ import annotations
@@ -12,9 +13,16 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from ..handler import Handler, RequestContext
+from .create_topics import check_batch_size
+
+
+def _new_partitions(ctx: RequestContext, topic: Any) -> int:
+    meta = ctx.broker.logs.topics.get(topic.name)
+    return max(topic.count - (meta.partitions if meta else 0), 0)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    check_batch_size(sum(_new_partitions(ctx, t) for t in request.topics))
     results = []
     for topic in request.topics:
         entry: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}

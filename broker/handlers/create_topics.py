@@ -3,7 +3,9 @@
 Behaviour: creates topics with the requested partition count (-1 means num.partitions) and topic
 configs; replication factor must be -1 or 1 on a single node (INVALID_REPLICATION_FACTOR
 otherwise); manual replica assignments are refused (INVALID_REQUEST). validate_only checks without
-creating. v5+ answers with the resulting partition count and configs.
+creating. v5+ answers with the resulting partition count and configs. A request that would
+create more than 10000 partitions, topics and configs is refused whole with POLICY_VIOLATION, as
+Kafka's controller refuses an operation over MAX_RECORDS_PER_USER_OP records.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..handler import Handler, RequestContext
 from .describe_configs import topic_config_entries
+
+MAX_RECORDS_PER_USER_OP = 10_000
 
 
 async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
@@ -35,7 +39,21 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[
     }
 
 
+def check_batch_size(records: int) -> None:
+    """Kafka's controller writes one record per topic, partition and config of an operation, at
+    most MAX_RECORDS_PER_USER_OP, and refuses the whole operation beyond: a request for 2^31
+    partitions is answered, not attempted."""
+    if records > MAX_RECORDS_PER_USER_OP:
+        raise KafkaError(ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
+
+
+def _records(ctx: RequestContext, topic: Any) -> int:
+    partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    return 1 + max(partitions, 0) + len(topic.configs)
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    check_batch_size(sum(_records(ctx, t) for t in request.topics))
     results = []
     seen: set[str] = set()
     for topic in request.topics:

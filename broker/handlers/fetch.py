@@ -6,8 +6,10 @@ first partition with data (KIP-74). Long poll: while fewer than min_bytes are re
 max_wait_ms, and any append to a fetched partition wakes it. READ_COMMITTED reads stop at the last
 stable offset and list the aborted transactions overlapping the returned range; READ_UNCOMMITTED
 sends no aborted list. Control batches and aborted batches are returned: consumers step over them.
+A current_leader_epoch other than ours (0) or -1 is FENCED/UNKNOWN_LEADER_EPOCH for that partition,
+an isolation level other than 0 and 1 INVALID_REQUEST.
 Version notes: fetch sessions (v7+) are declined with session id 0, as KIP-227 allows, so clients
-send full fetch requests; v13+ (topic ids) is not advertised.
+send full fetch requests (an incremental one is FETCH_SESSION_ID_NOT_FOUND); v13+ (topic ids) is not advertised.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
 
-from ..handler import Handler, RequestContext, isolation_level
+from ..handler import Handler, RequestContext, check_leader_epoch, isolation_level
 
 
 def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> dict[str, Any]:
@@ -51,6 +53,7 @@ async def _read_all(ctx: RequestContext, request: Any, isolation: IsolationLevel
             tp = TopicPartition(topic.topic, p.partition)
             try:
                 plog = ctx.broker.logs.get_log(tp)
+                check_leader_epoch(getattr(p, "current_leader_epoch", -1))
                 # KIP-74: a budget of zero still returns the first batch if nothing came before.
                 budget = max(min(p.partition_max_bytes, remaining), 0)
                 info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation)
@@ -82,8 +85,9 @@ def _waiters(ctx: RequestContext, request: Any) -> list[Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if getattr(request, "session_id", 0) > 0:
-        # We never hand out session ids, so an incremental fetch names one we do not know.
+    if getattr(request, "session_epoch", -1) not in (0, -1):
+        # An incremental fetch (any epoch but INITIAL 0 and FINAL -1, as Kafka's FetchManager
+        # reads it) names a session; we never hand one out, so it is not found.
         return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.fetch_session_id_not_found,
                             "session_id": 0, "responses": []})
     isolation = isolation_level(request.isolation_level)

@@ -4,7 +4,8 @@ Behaviour: timestamp -2 gives the log start offset, -1 the end (the high waterma
 stable offset at READ_COMMITTED), -3 (v7+) the offset of the largest timestamp; any other value the
 first offset whose batch has a timestamp at or after it (offset -1 if none, as Kafka answers).
 -4 (v8+, earliest local) is the log start offset too, there being no remote storage; -5 (v9+,
-latest tiered) is offset -1, as Kafka answers for a topic without tiered storage.
+latest tiered) is offset -1, as Kafka answers for a topic without tiered storage. A
+current_leader_epoch other than ours (0) or -1 is FENCED/UNKNOWN_LEADER_EPOCH.
 Version notes: v2+ carries the isolation level; v4+ returns leader epochs (always 0 here); v10
 adds a timeout for remote reads, not needed here.
 """
@@ -17,13 +18,15 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import IsolationLevel, TopicPartition
 
-from ..handler import Handler, RequestContext, isolation_level
+from ..handler import Handler, RequestContext, check_leader_epoch, isolation_level
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
 
-async def _lookup(ctx: RequestContext, tp: TopicPartition, timestamp: int, isolation: IsolationLevel) -> dict[str, Any]:
+async def _lookup(ctx: RequestContext, tp: TopicPartition, p: Any, isolation: IsolationLevel) -> dict[str, Any]:
     plog = ctx.broker.logs.get_log(tp)
+    check_leader_epoch(getattr(p, "current_leader_epoch", -1))
+    timestamp = p.timestamp
     if timestamp == LATEST_TIERED:
         return {"timestamp": -1, "offset": -1}
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
@@ -53,7 +56,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for p in topic.partitions:
             entry: dict[str, Any] = {"partition_index": p.partition_index, "leader_epoch": 0}
             try:
-                entry |= await _lookup(ctx, TopicPartition(topic.name, p.partition_index), p.timestamp, isolation)
+                entry |= await _lookup(ctx, TopicPartition(topic.name, p.partition_index), p, isolation)
                 entry["error_code"] = ErrorCode.none
             except KafkaError as exc:
                 entry |= {"error_code": exc.code, "timestamp": -1, "offset": -1, "leader_epoch": -1}

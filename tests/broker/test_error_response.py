@@ -194,3 +194,32 @@ async def test_failed_acks_0_produce_closes_the_connection(state) -> None:
     request = dataclasses.replace(request, topic_data=(dataclasses.replace(request.topic_data[0], name="nope"),))
     with pytest.raises(CloseConnection):
         await dispatch(context(state, ApiKey.PRODUCE, 9), request)
+
+
+def with_partition(request: Any, **fields: Any) -> Any:
+    """`request` with its first topic's first partition changed."""
+    [topic] = request.topics
+    [part] = topic.partitions
+    topic = dataclasses.replace(topic, partitions=(dataclasses.replace(part, **fields),))
+    return dataclasses.replace(request, topics=(topic,))
+
+
+@pytest.mark.parametrize("key,version", [(ApiKey.FETCH, 9), (ApiKey.FETCH, 12), (ApiKey.LIST_OFFSETS, 4),
+                                         (ApiKey.LIST_OFFSETS, 10), (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2),
+                                         (ApiKey.OFFSET_FOR_LEADER_EPOCH, 4)])
+@pytest.mark.parametrize("epoch,code", [(-1, E.none), (0, E.none), (1, E.unknown_leader_epoch),
+                                        (-7, E.fenced_leader_epoch)])
+async def test_current_leader_epoch_is_checked(state, key, version, epoch, code) -> None:
+    # KIP-320: every partition here is led at epoch 0, forever.
+    body = await answer(state, with_partition(sample_request(key, version), current_leader_epoch=epoch))
+    assert {v for n, v in error_fields(body) if n.endswith("error_code") and "." in n} == {code}
+
+
+@pytest.mark.parametrize("session_id,epoch,code", [(0, -1, E.none), (0, 0, E.none), (9, 0, E.none),
+                                                   (9, -1, E.none), (0, 5, E.fetch_session_id_not_found),
+                                                   (9, 3, E.fetch_session_id_not_found),
+                                                   (0, -2, E.fetch_session_id_not_found)])
+async def test_incremental_fetches_name_unknown_sessions(state, session_id, epoch, code) -> None:
+    request = dataclasses.replace(sample_request(ApiKey.FETCH, 12), session_id=session_id, session_epoch=epoch)
+    body = await answer(state, request)
+    assert body.error_code is code and body.session_id == 0

@@ -392,3 +392,27 @@ def test_issue_9_clients_send_one_batch_per_partition(broker):
             "replica_id": -1, "isolation_level": 0,
             "topics": [{"name": "clients", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}))
     assert body.topics[0].partitions[0].offset == 2 * n
+
+
+@pytest.mark.parametrize("key,fields", [
+    (ApiKey.CREATE_TOPICS, {"validate_only": False, "timeout": 5000, "topics": [
+        {"name": "huge", "num_partitions": (1 << 31) - 1, "replication_factor": -1, "assignments": [],
+         "configs": []}]}),
+    (ApiKey.CREATE_PARTITIONS, {"validate_only": False, "timeout": 5000, "topics": [
+        {"name": "target", "count": (1 << 31) - 1, "assignments": None}]}),
+])
+def test_issue_9_partition_counts_beyond_one_operation_are_policy_violation(broker, key, fields):
+    # Before: the broker set out to create 2^31 partition logs. Kafka's controller refuses an
+    # operation over 10000 records ("excessively large batch operation").
+    with RawClient(broker.bootstrap) as client:
+        body = client.request(build(request_schema(key, 3), fields))
+        meta = client.request(MetadataRequest(topics=(MetadataRequestTopic(name="target"),
+                                                      MetadataRequestTopic(name="huge")),
+                                              allow_auto_topic_creation=False,
+                                              include_cluster_authorized_operations=False,
+                                              include_topic_authorized_operations=False))
+    [result] = body.topics if key is ApiKey.CREATE_TOPICS else body.results
+    assert result.error_code is ErrorCode.policy_violation
+    assert "excessively large" in result.error_message
+    assert [(t.name, t.error_code, len(t.partitions)) for t in meta.topics] == [
+        ("target", ErrorCode.none, 1), ("huge", ErrorCode.unknown_topic_or_partition, 0)]
