@@ -50,8 +50,9 @@ def schema_fields(cls: type[Any]) -> tuple[SchemaField, ...]:
             item = typing.get_args(inner)[0]
         else:  # a single struct (KIP-893), nullable or not
             item = next((a for a in (hint, *args) if dataclasses.is_dataclass(a)), None)
-        out.append(SchemaField(f.name, f.metadata.get("kafka_type"), item if dataclasses.is_dataclass(item) else None,
-                               inner is not None, type(None) in args, f.metadata.get("tag") is not None))
+        entity: type[Any] | None = item if isinstance(item, type) and dataclasses.is_dataclass(item) else None
+        out.append(SchemaField(f.name, f.metadata.get("kafka_type"), entity, inner is not None,
+                               type(None) in args, f.metadata.get("tag") is not None))
     return tuple(out)
 
 
