@@ -50,8 +50,10 @@ run: install
 test: install-test spark-jars kafka-dist
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# mypy's files and strictness are in pyproject.toml ([tool.mypy]); tests/test_types.py runs it too.
 lint: install-test
 	$(VENV)/bin/ruff check broker protocol storage coordinator pipeline bench tests
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info
