@@ -128,7 +128,8 @@ def _convert(kafka_type: str | None, nested: Any, value: Any) -> Any:
 
 def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
     kwargs = {}
-    for name, kafka_type, nested, default, _nullable in _plan(cls):
+    # mypy: a class is Hashable, but mypy rejects type[Any] as an @cache argument
+    for name, kafka_type, nested, default, _nullable in _plan(cls):  # type: ignore[arg-type]
         if name in data:
             kwargs[name] = _convert(kafka_type, nested, data[name])
         else:

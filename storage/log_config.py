@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import cast
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -58,7 +59,7 @@ class LogConfig:
             if raw is None:
                 continue
             kind = str(cls.__dataclass_fields__[name].type)
-            values[name] = int(raw) if "int" in kind else str(raw)
+            values[name] = int(cast("int | str", raw)) if "int" in kind else str(raw)
         return cls(**values)  # type: ignore[arg-type]
 
 
