@@ -7,13 +7,16 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
 RECORD_BYTES = 1024
 SETUP_TIMEOUT_S = 60.0
+
+T = TypeVar("T")
 
 
 def payload(size: int = RECORD_BYTES) -> bytes:
@@ -89,6 +92,10 @@ def emit(metrics: dict[str, float], meter: Meter, **info: object) -> None:
     print("RESULT " + json.dumps(result), flush=True)
 
 
+def mb_per_s(records: int, seconds: float) -> float:
+    return records * RECORD_BYTES / seconds / 1e6
+
+
 def percentile(values: Iterable[float], q: float) -> float:
     """Nearest-rank percentile; q in [0, 100]."""
     ordered = sorted(values)
@@ -118,3 +125,21 @@ class DeliveryCounter:
                 self.error = err
         else:
             self.acked += 1
+
+    def require(self, expected: int, what: str = "") -> None:
+        """End the run unless all `expected` records were acknowledged."""
+        if self.error is not None or self.acked != expected:
+            fail(f"{what}acked {self.acked}/{expected}, first error {self.error}")
+
+
+def timed_produce(records: int, send: Callable[[bytes, DeliveryCounter], T]) -> tuple[T, float, Meter]:
+    """Mark the start, time `send(value, counter)`, and end the run unless it
+    had all `records` acknowledged; returns send's result, the wall time and the meter."""
+    counter = DeliveryCounter()
+    value = payload()
+    mark("start")
+    meter = Meter()
+    result = send(value, counter)
+    wall, _ = meter.read()
+    counter.require(records)
+    return result, wall, meter

@@ -33,8 +33,7 @@ def fill_input(bootstrap: str, topic: str, records: int) -> None:
     producer = Producer(base_config(bootstrap, **PRODUCER_SETTINGS))
     counter = DeliveryCounter()
     produce_all(producer, topic, records, payload(), counter)
-    if counter.error is not None or counter.acked != records:
-        fail(f"input: acked {counter.acked}/{records}, first error {counter.error}")
+    counter.require(records, "input: ")
 
 
 def group_consumer(bootstrap: str, params: dict) -> Consumer:

@@ -9,15 +9,13 @@ from __future__ import annotations
 from confluent_kafka import Producer
 
 from bench.load.common import (
-    RECORD_BYTES,
     DeliveryCounter,
-    Meter,
     base_config,
     create_topics,
     emit,
-    fail,
-    mark,
+    mb_per_s,
     payload,
+    timed_produce,
 )
 
 PRODUCER_SETTINGS = {
@@ -45,15 +43,9 @@ def run(bootstrap: str, params: dict) -> None:
     topic, records = params["topic"], params["records"]
     create_topics(bootstrap, {topic: params["partitions"]})
     producer = Producer(base_config(bootstrap, **PRODUCER_SETTINGS))
-    counter = DeliveryCounter()
-    value = payload()
     # One acknowledged record first, so that InitProducerId and the first
     # metadata round trips stay out of the timed part.
-    produce_all(producer, topic, 1, value, DeliveryCounter())
-    mark("start")
-    meter = Meter()
-    produce_all(producer, topic, records, value, counter)
-    wall, _ = meter.read()
-    if counter.error is not None or counter.acked != records:
-        fail(f"acked {counter.acked}/{records}, first error {counter.error}")
-    emit({"MB/s": records * RECORD_BYTES / wall / 1e6, "records/s": records / wall}, meter)
+    produce_all(producer, topic, 1, payload(), DeliveryCounter())
+    _, wall, meter = timed_produce(
+        records, lambda value, counter: produce_all(producer, topic, records, value, counter))
+    emit({"MB/s": mb_per_s(records, wall), "records/s": records / wall}, meter)

@@ -25,6 +25,7 @@ from bench.load.common import (
     emit,
     fail,
     mark,
+    mb_per_s,
     payload,
     report_progress,
 )
@@ -137,7 +138,7 @@ def run(bootstrap: str, params: dict) -> None:
     records, seconds = reading.steady()
     if seconds <= 0:
         fail("every record came in the first batch: the topic is too small to time")
-    emit({"MB/s": records * RECORD_BYTES / seconds / 1e6, "records/s": records / seconds}, meter,
+    emit({"MB/s": mb_per_s(records, seconds), "records/s": records / seconds}, meter,
          committed=expected, first_batch_ms=(reading.first_at - reading.start) * 1000,
          longest_gap_ms=reading.longest_gap_s * 1000)
     consumer.close()

@@ -12,15 +12,12 @@ import time
 from confluent_kafka import Producer
 
 from bench.load.common import (
-    RECORD_BYTES,
     DeliveryCounter,
-    Meter,
     base_config,
     create_topics,
     emit,
-    fail,
-    mark,
-    payload,
+    mb_per_s,
+    timed_produce,
 )
 
 TXN_TIMEOUT_S = 60
@@ -68,13 +65,7 @@ def produce_txns(producer: Producer, params: dict, value: bytes, counter: Delive
 def run(bootstrap: str, params: dict) -> None:
     create_topics(bootstrap, {params["topic"]: params["partitions"]})
     producer = transactional_producer(bootstrap, params["topic"] + "-txn")
-    counter = DeliveryCounter()
-    value = payload()
-    mark("start")
-    meter = Meter()
-    txns = produce_txns(producer, params, value, counter)
-    wall, _ = meter.read()
     records = params["records"]
-    if counter.error is not None or counter.acked != records:
-        fail(f"acked {counter.acked}/{records}, first error {counter.error}")
-    emit({"MB/s": records * RECORD_BYTES / wall / 1e6, "txns/s": txns / wall}, meter, txns=txns)
+    txns, wall, meter = timed_produce(
+        records, lambda value, counter: produce_txns(producer, params, value, counter))
+    emit({"MB/s": mb_per_s(records, wall), "txns/s": txns / wall}, meter, txns=txns)

@@ -13,7 +13,10 @@ from storage.api import TopicPartition
 
 from ..handler import RequestContext
 
-__all__ = ("by_topic", "client_host", "commit_results", "group_coordinator", "ms", "requested_offsets")
+__all__ = (
+    "by_topic", "client_host", "commit_results", "group_coordinator", "member_identity", "ms",
+    "requested_offsets",
+)
 
 T = TypeVar("T")
 
@@ -23,6 +26,15 @@ def group_coordinator(ctx: RequestContext) -> GroupCoordinator:
     if coordinator is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "the group coordinator is not running")
     return coordinator  # type: ignore[no-any-return]
+
+
+def member_identity(request: Any) -> dict[str, Any]:
+    """Who a SyncGroup or Heartbeat speaks for: member id, generation and (v3+) static instance id."""
+    return {
+        "member_id": request.member_id,
+        "generation_id": request.generation_id,
+        "group_instance_id": getattr(request, "group_instance_id", None),
+    }
 
 
 def ms(value: datetime.timedelta | int) -> int:

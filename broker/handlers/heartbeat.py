@@ -14,17 +14,12 @@ from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 
 from ..handler import Handler, RequestContext
-from .group_common import group_coordinator
+from .group_common import group_coordinator, member_identity
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     try:
-        code = await group_coordinator(ctx).heartbeat(
-            request.group_id,
-            member_id=request.member_id,
-            generation_id=request.generation_id,
-            group_instance_id=getattr(request, "group_instance_id", None),
-        )
+        code = await group_coordinator(ctx).heartbeat(request.group_id, **member_identity(request))
     except KafkaError as exc:
         code = exc.code
     return ctx.respond({"throttle_time": 0, "error_code": code})

@@ -16,16 +16,14 @@ from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 
 from ..handler import Handler, RequestContext
-from .group_common import group_coordinator
+from .group_common import group_coordinator, member_identity
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         result = await group_coordinator(ctx).sync_group(
             request.group_id,
-            member_id=request.member_id,
-            generation_id=request.generation_id,
-            group_instance_id=getattr(request, "group_instance_id", None),
+            **member_identity(request),
             protocol_type=getattr(request, "protocol_type", None),
             protocol_name=getattr(request, "protocol_name", None),
             assignments={a.member_id: a.assignment for a in request.assignments},
