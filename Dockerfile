@@ -3,13 +3,17 @@
 #   target "broker": eosbroker itself;
 #   target "spark":  Java 17 + pyspark + Spark's Kafka connector jars, running `python -m pipeline`.
 
+# The broker's package, named once for both images.
+FROM scratch AS source
+COPY pyproject.toml /app/
+COPY protocol /app/protocol
+COPY storage /app/storage
+COPY coordinator /app/coordinator
+COPY broker /app/broker
+
 FROM python:3.11-slim-bookworm AS broker
 WORKDIR /app
-COPY pyproject.toml ./
-COPY protocol ./protocol
-COPY storage ./storage
-COPY coordinator ./coordinator
-COPY broker ./broker
+COPY --from=source /app ./
 RUN pip install --no-cache-dir .
 VOLUME /data
 EXPOSE 9092
@@ -29,11 +33,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY pyproject.toml ./
-COPY protocol ./protocol
-COPY storage ./storage
-COPY coordinator ./coordinator
-COPY broker ./broker
+COPY --from=source /app ./
 # the `spark` extra pins pyspark to the connector's version; `clients` has confluent-kafka for the demo producer
 RUN pip install --no-cache-dir ".[spark,clients]"
 COPY pipeline ./pipeline

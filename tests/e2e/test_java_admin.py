@@ -7,7 +7,6 @@ incrementalAlterConfigs / describeConfigs, deleteRecords, describeLogDirs and de
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from tests.broker_process import REPO, BrokerProcess
 from tests.e2e.test_java_clients import classpath as spark_classpath
+from tests.e2e.test_java_clients import compile_java
 
 pytestmark = pytest.mark.e2e
 
@@ -33,14 +33,8 @@ def kafka_dist_classpath() -> list[Path]:
 
 @pytest.fixture(scope="module", params=["spark", "kafka-dist"])
 def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    if shutil.which("javac") is None:
-        pytest.fail("javac is required (Java 17)")
     jars = spark_classpath() if request.param == "spark" else kafka_dist_classpath()
-    out = tmp_path_factory.mktemp(f"java-admin-{request.param}")
-    cp = ":".join(str(j) for j in jars)
-    subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(out), str(SOURCE)], check=True,
-                   capture_output=True)
-    return f"{out}:{cp}"
+    return compile_java(tmp_path_factory.mktemp(f"java-admin-{request.param}"), SOURCE, jars, "-nowarn")
 
 
 # topic "ja": 10 plain records on partition 0 (timestamps 1000-1009), then 3 in a transaction

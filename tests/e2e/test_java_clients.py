@@ -29,14 +29,18 @@ def classpath() -> list[Path]:
     return jars
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
+def compile_java(out: Path, source: Path, jars: list[Path], *javac_flags: str) -> str:
+    """Compile one check program against `jars` into `out`; returns the classpath to run it."""
     if shutil.which("javac") is None:
         pytest.fail("javac is required (Java 17)")
-    out = tmp_path_factory.mktemp("java")
-    cp = ":".join(str(j) for j in classpath())
-    subprocess.run(["javac", "-cp", cp, "-d", str(out), str(SOURCE)], check=True)
+    cp = ":".join(str(j) for j in jars)
+    subprocess.run(["javac", *javac_flags, "-cp", cp, "-d", str(out), str(source)], check=True)
     return f"{out}:{cp}"
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return compile_java(tmp_path_factory.mktemp("java"), SOURCE, classpath())
 
 
 def run_check(cp: str, broker: BrokerProcess, topic: str, n: int, *mode: str) -> dict[str, str]:

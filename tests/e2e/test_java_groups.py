@@ -3,14 +3,13 @@ batched, JoinGroup v9, SyncGroup v5, OffsetCommit/OffsetFetch v9 and the admin g
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_consumer_groups import SETTINGS
-from tests.e2e.test_java_clients import classpath
+from tests.e2e.test_java_clients import classpath, compile_java
 from tests.e2e.txn_clients import create_topics
 
 pytestmark = pytest.mark.e2e
@@ -20,12 +19,7 @@ SOURCE = Path(__file__).parent / "java" / "GroupCheck.java"
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
-    if shutil.which("javac") is None:
-        pytest.fail("javac is required (Java 17)")
-    out = tmp_path_factory.mktemp("java-groups")
-    cp = ":".join(str(j) for j in classpath())
-    subprocess.run(["javac", "-cp", cp, "-d", str(out), str(SOURCE)], check=True)
-    return f"{out}:{cp}"
+    return compile_java(tmp_path_factory.mktemp("java-groups"), SOURCE, classpath())
 
 
 def test_java_consumer_group(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]

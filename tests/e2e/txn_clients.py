@@ -93,25 +93,23 @@ def kafka_python_read(bootstrap: str, topics: dict[str, int], expected: int) -> 
     return got
 
 
-def last_stable_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    """ListOffsets(latest, READ_COMMITTED) per partition, through kafka-python."""
+def end_offsets(bootstrap: str, topic: str, partitions: int, isolation_level: str) -> dict[int, int]:
+    """ListOffsets(latest) per partition at the isolation level, through kafka-python."""
     kafka = kafka_module()
-    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed", group_id=None)
+    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation_level, group_id=None)
     try:
         parts = [kafka.TopicPartition(topic, p) for p in range(partitions)]
         return {tp.partition: off for tp, off in c.end_offsets(parts).items()}
     finally:
         c.close()
+
+
+def last_stable_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    return end_offsets(bootstrap, topic, partitions, "read_committed")
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    kafka = kafka_module()
-    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_uncommitted", group_id=None)
-    try:
-        parts = [kafka.TopicPartition(topic, p) for p in range(partitions)]
-        return {tp.partition: off for tp, off in c.end_offsets(parts).items()}
-    finally:
-        c.close()
+    return end_offsets(bootstrap, topic, partitions, "read_uncommitted")
 
 
 def wait_until(predicate, what: str, timeout: float = WAIT_S) -> None:  # type: ignore[no-untyped-def]

@@ -105,3 +105,12 @@ def stable_group(*clients: str, config: GroupConfig = NO_DELAY) -> tuple[GroupMe
     assert group.state.value == "Stable"
     del outcome
     return group, [leader] + [m for m in ids if m != leader]
+
+
+def rebalanced_pair() -> tuple[GroupMetadata, tuple[str, str]]:
+    """stable_group("a", "b") after both members rejoined (waiters "wa", "wb"): the new
+    generation is COMPLETING_REBALANCE, nobody has synced yet; returns (leader, follower)."""
+    group, (leader, follower) = stable_group("a", "b")
+    group.join(params(leader, client_id="a"), 0, "wa")
+    group.join(params(follower, client_id="b"), 0, "wb")
+    return group, (leader, follower)

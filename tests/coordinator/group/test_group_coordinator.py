@@ -194,15 +194,20 @@ async def test_stable_group_survives_restart(node: Node) -> None:
     assert await fetched(coord, "g", [TP0]) == {TP0: (9, ErrorCode.none)}
 
 
-async def test_empty_group_can_be_deleted_and_stays_deleted(node: Node) -> None:
-    coord = node.coordinator
-    assert coord is not None
+async def commit_then_leave(coord: GroupCoordinator) -> None:
+    """One member of "g" commits TP0 at 1 and leaves: an EMPTY group that holds an offset."""
     first = await coord.join_group("g", params(client_id="a"))
     await coord.sync_group("g", member_id=first.member_id, generation_id=1, assignments={})
     await coord.commit_offsets("g", {TP0: oam(1)}, member_id=first.member_id, generation_id=1)
     assert await coord.leave_group("g", [(first.member_id, None)]) == (
         ErrorCode.none, [ErrorCode.none]
     )
+
+
+async def test_empty_group_can_be_deleted_and_stays_deleted(node: Node) -> None:
+    coord = node.coordinator
+    assert coord is not None
+    await commit_then_leave(coord)
     [summary] = await coord.describe_groups(["g"])
     assert summary.state is GroupState.EMPTY
     assert await coord.delete_groups(["g"]) == {"g": ErrorCode.none}
@@ -282,10 +287,7 @@ async def test_txn_offset_commit_checks_member_and_generation(node: Node) -> Non
 async def test_offsets_of_an_empty_group_expire_and_the_group_goes(node: Node) -> None:
     coord = node.coordinator
     assert coord is not None
-    first = await coord.join_group("g", params(client_id="a"))
-    await coord.sync_group("g", member_id=first.member_id, generation_id=1, assignments={})
-    await coord.commit_offsets("g", {TP0: oam(1)}, member_id=first.member_id, generation_id=1)
-    await coord.leave_group("g", [(first.member_id, None)])
+    await commit_then_leave(coord)
     node.clock.now += CONFIG.offsets_retention_ms + CONFIG.offsets_retention_check_interval_ms
     assert await coord.list_groups() == []
     coord = await node.restart()

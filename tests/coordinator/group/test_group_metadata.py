@@ -13,6 +13,7 @@ from .helpers import (
     join_result,
     new_group,
     params,
+    rebalanced_pair,
     replies,
     stable_group,
     subscription,
@@ -79,9 +80,7 @@ def test_second_member_triggers_rebalance_and_generation_bump() -> None:
 
 
 def test_leader_assignment_missing_members_get_empty_assignment() -> None:
-    group, (leader, other) = stable_group("a", "b")
-    group.join(params(leader, client_id="a"), 0, "wa")
-    group.join(params(other, client_id="b"), 0, "wb")
+    group, (leader, other) = rebalanced_pair()
     gen = group.generation_id
     group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb")
     out = group.sync(
@@ -92,9 +91,7 @@ def test_leader_assignment_missing_members_get_empty_assignment() -> None:
 
 def test_issue_9_second_sync_while_parked_answers_the_first() -> None:
     # Found by the group state machine: the first waiter was dropped, so its request hung.
-    group, (leader, other) = stable_group("a", "b")
-    group.join(params(leader, client_id="a"), 0, "wa")
-    group.join(params(other, client_id="b"), 0, "wb")
+    group, (leader, other) = rebalanced_pair()
     gen = group.generation_id
     group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb1")
     out = group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb2")
@@ -174,9 +171,7 @@ def test_changed_metadata_forces_rebalance() -> None:
 
 
 def test_retried_join_in_completing_rebalance_is_answered_again() -> None:
-    group, (leader, follower) = stable_group("a", "b")
-    group.join(params(leader, client_id="a"), 0, "wa")
-    group.join(params(follower, client_id="b"), 0, "wb")
+    group, (leader, follower) = rebalanced_pair()
     assert group.state is S.COMPLETING_REBALANCE
     again = join_result(group.join(params(leader, client_id="a"), 1, "wa2"), "wa2")
     assert again.generation_id == group.generation_id and len(again.members) == 2
@@ -257,9 +252,7 @@ def test_sync_in_stable_returns_current_assignment() -> None:
 
 
 def test_parked_sync_gets_rebalance_in_progress_when_a_member_joins() -> None:
-    group, (leader, follower) = stable_group("a", "b")
-    group.join(params(leader, client_id="a"), 0, "wa")
-    group.join(params(follower, client_id="b"), 0, "wb")
+    group, (leader, follower) = rebalanced_pair()
     assert (
         group.sync(
             member_id=follower, generation_id=group.generation_id, now_ms=0, waiter="sb"
@@ -385,9 +378,7 @@ def test_member_that_does_not_rejoin_is_removed_at_rebalance_timeout() -> None:
 
 
 def test_member_that_never_syncs_is_removed_after_rebalance_timeout() -> None:
-    group, (leader, follower) = stable_group("a", "b")
-    group.join(params(leader, client_id="a"), 0, "wa")
-    group.join(params(follower, client_id="b"), 0, "wb")
+    group, (leader, follower) = rebalanced_pair()
     gen = group.generation_id
     group.sync(member_id=leader, generation_id=gen, now_ms=1, waiter="sa", assignments={})
     assert group.state is S.STABLE and group.pending_sync == {follower}
