@@ -1,0 +1,22 @@
+"""ListPartitionReassignments v0.
+
+Behaviour: a single node never reassigns a partition (see alter_partition_reassignments.py), so
+no reassignment is ever ongoing: the answer lists none, for every topic or the named ones
+(kafka-reassign-partitions --list prints "No partition reassignments found.", as on an idle Kafka).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from ..handler import Handler, RequestContext
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "topics": []})
+
+
+HANDLER = Handler(api_key=ApiKey.LIST_PARTITION_REASSIGNMENTS, min_version=0, max_version=0, handle=handle)

@@ -1,0 +1,66 @@
+"""The answers behind Kafka's operator tools, in process: the features ApiVersions advertises
+(broker/features.py) and what a single node answers to leader
+elections and partition reassignments."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.features import FEATURES
+from broker.state import BrokerState
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+from tests.broker.test_admin_handlers import call
+
+E = ErrorCode
+
+
+@pytest.fixture
+async def state(broker_state):  # type: ignore[no-untyped-def]
+    return await broker_state(a=2)
+
+
+def test_features_table_lists_only_metadata_version_until_more_is_implemented() -> None:
+    # A feature listed is a promise (group.version would make clients use KIP-848).
+    assert [(f.name, f.min_version, f.max_version, f.finalized_level) for f in FEATURES] == [
+        ("metadata.version", 7, 25, 25)]
+
+
+@pytest.mark.parametrize("version", [3, 4])
+async def test_api_versions_v3_plus_advertises_features(state: BrokerState, version: int) -> None:
+    response = await call(state, ApiKey.API_VERSIONS, version, client_software_name="t",
+                          client_software_version="1")
+    assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
+        ("metadata.version", 7, 25)]
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
+        ("metadata.version", 25, 25)]
+    assert response.finalized_features_epoch == 0
+
+
+async def test_elect_leaders_answers_election_not_needed_with_why(state: BrokerState) -> None:
+    response = await call(state, ApiKey.ELECT_LEADERS, 2, election_type=0,
+                          topic_partitions=[{"topic": "a", "partitions": [1, 5]}], timeout=1000)
+    [topic] = response.replica_election_results
+    assert [(p.partition_id, p.error_code) for p in topic.partition_result] == [
+        (1, E.election_not_needed), (5, E.unknown_topic_or_partition)]
+    assert "only replica, broker 1, already leads" in topic.partition_result[0].error_message
+    everything = await call(state, ApiKey.ELECT_LEADERS, 2, election_type=1, topic_partitions=None, timeout=1000)
+    assert everything.replica_election_results == ()
+    with pytest.raises(KafkaError) as bad:
+        await call(state, ApiKey.ELECT_LEADERS, 1, election_type=2, topic_partitions=None, timeout=1000)
+    assert bad.value.code == E.invalid_request
+
+
+async def test_alter_partition_reassignments_refuses_other_brokers(state: BrokerState) -> None:
+    parts = [{"partition_index": 0, "replicas": [1]}, {"partition_index": 1, "replicas": [2]},
+             {"partition_index": 0, "replicas": None}, {"partition_index": 1, "replicas": []},
+             {"partition_index": 0, "replicas": [1, 1]}, {"partition_index": 9, "replicas": [1]}]
+    response = await call(state, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, timeout=1000,
+                          topics=[{"name": "a", "partitions": parts}])
+    results = response.responses[0].partitions
+    assert [r.error_code for r in results] == [
+        E.none, E.invalid_replica_assignment, E.no_reassignment_in_progress, E.invalid_replica_assignment,
+        E.invalid_replica_assignment, E.unknown_topic_or_partition]
+    assert "eosbroker is a single node (broker 1)" in results[1].error_message
+    listed = await call(state, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, timeout=1000, topics=None)
+    assert listed.error_code == E.none and listed.topics == ()
