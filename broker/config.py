@@ -58,9 +58,8 @@ class Spec:
         if not _INTEGER.match(value) or not low <= int(value) <= high:
             raise _invalid(key, raw, f"Not a number of type {self.kind}")
         number = int(value)
+        # Kafka's ConfigDef.Range says the same whether or not the range has its other end.
         if self.at_least is not None and number < self.at_least:
-            if self.at_most is not None:
-                raise _invalid(key, raw, f"Value must be in the range [{self.at_least}, {self.at_most}]")
             raise _invalid(key, raw, f"Value must be at least {self.at_least}")
         if self.at_most is not None and number > self.at_most:
             raise _invalid(key, raw, f"Value must be no more than {self.at_most}")
@@ -136,6 +135,10 @@ class BrokerConfig:
     producer_id_expiration_ms: int = prop(86400000, INT, at_least=1)
     producer_id_expiration_check_interval_ms: int = prop(600000, INT, at_least=1)
     cluster_id: str = prop("eosbroker-cluster-0001", STRING)
+    # Not Kafka properties (Kafka exports JMX): the Prometheus endpoint, off unless a port is set
+    # (0: any free port, logged at start-up); its host defaults to the broker's.
+    metrics_port: int | None = prop(None, INT, at_least=0, at_most=PORT_MAX)
+    metrics_host: str | None = prop(None, STRING)
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from time import perf_counter
 from typing import Final
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -267,11 +268,17 @@ class KafkaConnection(asyncio.Protocol):
             self.close(f"cannot parse request: {exc.message}")
             return None
         ctx = RequestContext(header=header, broker=self.state, peer=self.peer)
+        metrics = self.state.metrics
+        started = perf_counter() if metrics is not None else 0.0
         try:
             return await dispatch(ctx, request)
         except KafkaError as exc:
             self.close(f"{describe(header)} failed: {exc}")
             return None
+        finally:
+            if metrics is not None:
+                # Kafka's RequestMetrics time: decoded to response ready (the write is queued).
+                metrics.request(header.api_key).observe(header.api_version, perf_counter() - started)
 
     def _unsupported(self, header: RequestHeader) -> bytes | None:
         if header.api_key == ApiKey.API_VERSIONS:

@@ -16,6 +16,7 @@ from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
 from .memory_pool import MemoryPool
+from .metrics import MetricsEndpoint
 from .startup import StartupError, bind_listener, check_data_dir
 from .state import BrokerState
 
@@ -48,17 +49,30 @@ class Broker:
         self._lock = LogDirLock(config.data_dir)
         self.port = config.port
         self.stopped = asyncio.Event()
+        self.ready = False  # /readyz: logs recovered, coordinators loaded, listener up
+        self.metrics_endpoint: MetricsEndpoint | None = None
+        if config.metrics_port is not None:
+            self.metrics_endpoint = MetricsEndpoint(self.state, self.connections, lambda: self.ready)
+            self.state.metrics = self.metrics_endpoint.metrics
 
     async def start(self) -> None:
         """Check, bind, lock, then load: every check that can fail runs before anything is created
         on disk, and a port in use leaves no lock or directory behind."""
         check_data_dir(self.config.data_dir)
         sock = bind_listener(self.config.host, self.config.port, backlog=_BACKLOG)
+        metrics = self.metrics_endpoint
+        metrics_host = self.config.host if self.config.metrics_host is None else self.config.metrics_host
         try:
+            if metrics is not None:
+                metrics.bind(metrics_host, self.config.metrics_port or 0)
             self._open_storage()
         except BaseException:
             sock.close()
+            if metrics is not None:
+                metrics.close_socket()
             raise
+        if metrics is not None:
+            await metrics.start(metrics_host)
         for service in self._build_services():
             await service.start()
             self._services.append(service)
@@ -71,6 +85,7 @@ class Broker:
         host, port = self.config.advertised
         log.info("eosbroker listening on %s:%d (advertised as %s:%d), data in %s",
                  self.config.host or "*", self.port, host, port, self.config.data_dir)
+        self.ready = True
 
     def _open_storage(self) -> None:
         data_dir = self.config.data_dir
@@ -103,6 +118,7 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("shutting down")
+        self.ready = False
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
@@ -117,6 +133,8 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for service in reversed(self._services):
             await service.stop()
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
         await self.logs.close()
         self._lock.release()
         log.info("stopped cleanly")

@@ -13,6 +13,7 @@ from .config import BrokerConfig
 
 if TYPE_CHECKING:
     from .handler import Handler
+    from .metrics.counters import BrokerMetrics
 
 __all__ = ("BrokerState",)
 
@@ -25,6 +26,8 @@ class BrokerState:
     # Coordinators plug in here as they are built (group, transaction).
     group_coordinator: Any = None
     txn_coordinator: Any = None
+    # The request path's counters while metrics.port is set; None keeps that path free of them.
+    metrics: BrokerMetrics | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -74,6 +74,21 @@ async def _read_all(ctx: RequestContext, request: Any, isolation: IsolationLevel
     return out, total
 
 
+def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
+    """Kafka's BrokerTopicMetrics for Fetch, counted on the response that is sent (a long poll
+    reads again on each wake-up; only the last read leaves). Unknown topics make no series."""
+    if (metrics := ctx.broker.metrics) is None:
+        return
+    for topic in responses:
+        if topic["topic"] not in ctx.broker.logs.topics:
+            continue
+        stats = metrics.topic(topic["topic"])
+        for p in topic["partitions"]:
+            stats.total_fetch_requests += 1
+            stats.failed_fetch_requests += p["error_code"] is not ErrorCode.none
+            stats.bytes_out += len(p["records"])
+
+
 def _waiters(ctx: RequestContext, request: Any) -> list[Any]:
     logs = []
     for topic in request.topics:
@@ -110,6 +125,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         finally:
             for plog in logs:
                 plog.remove_waiter(waiter)
+    _count_fetch(ctx, responses)
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
                         "responses": responses})
 

@@ -45,11 +45,15 @@ def _check_one_batch(records: bytes, version: int) -> None:
 
 
 async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) -> dict[str, Any]:
+    stats = None
     try:
         if topic in INTERNAL_TOPICS:
             raise KafkaError(ErrorCode.invalid_topic_exception, f"cannot append to internal topic {topic}")
         tp = TopicPartition(topic, part.index)
         plog = ctx.broker.logs.get_log(tp)
+        if (metrics := ctx.broker.metrics) is not None:
+            stats = metrics.topic(topic)  # only topics that exist: unknown names make no series
+            stats.total_produce_requests += 1
         if part.records is None:
             raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
         _check_one_batch(part.records, ctx.version)
@@ -58,7 +62,12 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) 
         info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)
+        if stats is not None:
+            stats.failed_produce_requests += 1
         return _error(part.index, exc.code, exc.message)
+    if stats is not None and not info.duplicate:
+        stats.bytes_in += len(part.records)
+        stats.messages_in += info.last_offset - info.base_offset + 1
     return {"index": part.index, "error_code": ErrorCode.none, "base_offset": info.base_offset,
             "log_append_time": info.log_append_time, "log_start_offset": info.log_start_offset}
 

@@ -26,6 +26,7 @@ from ..tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
 from .log import partition_for
 from .marker_writer import CONSUMER_OFFSETS, GroupTxnParticipant, MarkerWriter, TxnMarker
 from .metadata import ProducerIdAndEpoch, TransactionMetadata, TxnTransition, is_epoch_exhausted
+from .outcomes import AbortCause, TxnOutcomes
 from .state import TxnState
 from .state_store import TransactionStateStore
 
@@ -79,6 +80,7 @@ class TransactionCoordinator:
         self.store = TransactionStateStore(logs, config.num_partitions, config.producer_id_block_size)
         self.markers = MarkerWriter(logs, config.coordinator_epoch, group, config.retry_backoff)
         self.transactions: dict[str, TransactionMetadata] = {}
+        self.outcomes = TxnOutcomes()
         self._queue: asyncio.Queue[_Call] = asyncio.Queue()
         self._tasks = TaskSupervisor("transaction coordinator", config.retry_backoff)
         self._marker_tasks: set[asyncio.Task[Any]] = set()
@@ -265,6 +267,7 @@ class TransactionCoordinator:
                                         now_ms=self._now(), new_producer_id=spare.pop)
         await self._persist(md, t)
         if t.state is TxnState.PREPARE_ABORT:
+            self.outcomes.record(False, AbortCause.FENCING)
             log.warning("'%s': InitProducerId fenced producer %d epoch %d with an open "
                         "transaction; aborting it with epoch %d", transactional_id,
                         t.producer_id, t.producer_epoch - 1, t.producer_epoch)
@@ -296,6 +299,7 @@ class TransactionCoordinator:
         if t is None:
             return  # a retry of a completed EndTxn
         await self._persist(md, t)
+        self.outcomes.record(commit)
         self._send_markers(md)
 
     def _send_markers(self, md: TransactionMetadata) -> None:
@@ -334,6 +338,7 @@ class TransactionCoordinator:
             log.warning("transaction of '%s' (producer %d epoch %d) timed out after %d ms; "
                         "aborting it, producer epoch is now %d", md.transactional_id,
                         md.producer_id, old_epoch, md.txn_timeout_ms, md.producer_epoch)
+            self.outcomes.record(False, AbortCause.TIMEOUT)
             self._send_markers(md)
 
     async def _expire_ids(self) -> None:
