@@ -14,9 +14,15 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .config import BrokerConfig, ConfigError, build_config, load_properties, parse_sets
-from .server import Broker
-from .startup import StartupError
+# Before kio: its phantom types register Hypothesis strategies whenever Hypothesis is importable. A
+# broker has no use for them, and the import costs ~0.1 s, or ~1.5 s and a .hypothesis/ directory
+# left in the working directory when that holds no Hypothesis cache yet (the embedded broker runs
+# in a fresh temporary directory). setdefault: a process that already imported it keeps it.
+sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+
+from .config import BrokerConfig, ConfigError, build_config, load_properties, parse_sets  # noqa: E402
+from .server import Broker  # noqa: E402
+from .startup import StartupError  # noqa: E402
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 EXIT_STARTUP_FAILURE = 2

@@ -23,6 +23,8 @@ __all__ = (
     "RequestHeader",
     "UnsupportedRequest",
     "decode_request",
+    "decode_response",
+    "encode_request",
     "encode_response",
     "peek_header",
     "request_schema",
@@ -73,9 +75,15 @@ def _request_readers(api_key: int, version: int) -> tuple[Any, Any, Any]:
     return request_walker(header_type, schema), entity_reader(header_type), entity_reader(schema)  # type: ignore[arg-type]
 
 
+# Keyed by schema class (typed Any: mypy rejects type[Any] as an @cache argument).
 @cache
-def _writer(entity_type: type[Any]) -> Any:
+def _writer(entity_type: Any) -> Any:
     return entity_writer(entity_type)
+
+
+@cache
+def _reader(entity_type: Any) -> Any:
+    return entity_reader(entity_type)
 
 
 def decode_request(frame: bytes, supported: Any) -> tuple[RequestHeader, Any]:
@@ -114,12 +122,38 @@ def decode_request(frame: bytes, supported: Any) -> tuple[RequestHeader, Any]:
 def encode_response(correlation_id: int, entity: Any) -> bytes:
     """Size prefix + response header (version chosen by the schema) + body."""
     header_type = entity.__header_schema__
+    return _framed(header_type(correlation_id=correlation_id), entity)
+
+
+def _framed(header: Any, entity: Any) -> bytes:
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
-    _writer(header_type)(buf, header_type(correlation_id=correlation_id))
-    # mypy: a class is Hashable, but mypy rejects type[Any] as an @cache argument
-    _writer(type(entity))(buf, entity)  # type: ignore[arg-type]
+    for part in (header, entity):
+        _writer(part.__class__)(buf, part)
     out = buf.getbuffer()
     struct.pack_into(">i", out, 0, len(out) - 4)
     del out
     return buf.getvalue()
+
+
+# The client side, for broker/embedded.py's few admin requests (it is a test helper, not a client
+# library: one request at a time, no retries).
+
+
+def encode_request(entity: Any, correlation_id: int, client_id: str | None) -> bytes:
+    """Size prefix + request header (v1 or v2, as the schema says) + body."""
+    header_type = entity.__header_schema__
+    header = header_type(request_api_key=entity.__api_key__, request_api_version=entity.__version__,
+                         correlation_id=correlation_id, client_id=client_id)
+    return _framed(header, entity)
+
+
+def decode_response(payload: bytes, api_key: int, version: int) -> tuple[int, Any]:
+    """(correlation id, body) of a response frame without its size prefix."""
+    schema: Any = response_schema(api_key, version)
+    try:
+        header, offset = _reader(schema.__header_schema__)(payload, 0)
+        body, _ = _reader(schema)(payload, offset)
+    except Exception as exc:  # kio raises assorted errors on malformed input
+        raise KafkaError(ErrorCode.corrupt_message, f"malformed api key {api_key} v{version} response: {exc}") from exc
+    return header.correlation_id, body

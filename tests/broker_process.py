@@ -14,37 +14,11 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
+from broker.embedded import LISTENING, end_process, unexpected_problems
+
 REPO = Path(__file__).resolve().parent.parent
-_LISTENING = re.compile(r"listening on [^ ]+:(\d+)")
-# broker/__main__.py's format: "%(asctime)s %(levelname)s %(name)s: %(message)s"
-_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?P<level>[A-Z]+) ")
-_BAD_LEVELS = {"ERROR", "CRITICAL"}
-# Output that means something broke at any level: a traceback, an exception in a __del__ or a
-# callback that Python printed to stderr, a fatal error in native code, a leaked socket or file
-# (the broker runs with ResourceWarning shown, as the suite turns it into an error in-process).
-_BAD_OUTPUT = re.compile(
-    r"Traceback \(most recent call last\)|^Exception ignored|^Fatal Python error|ResourceWarning: unclosed", re.M)
-
-
-def log_records(lines: list[str]) -> Iterator[str]:
-    """Each log record with its continuation lines (a logged traceback follows its record); what
-    Python wrote to stderr outside logging joins the record before it."""
-    record: list[str] = []
-    for line in lines:
-        if _RECORD.match(line) and record:
-            yield "".join(record)
-            record = []
-        record.append(line)
-    if record:
-        yield "".join(record)
-
-
-def is_problem(record: str) -> bool:
-    m = _RECORD.match(record)
-    return bool(m and m.group("level") in _BAD_LEVELS or _BAD_OUTPUT.search(record))
 
 
 class BrokerProcess:
@@ -101,7 +75,7 @@ class BrokerProcess:
                 self.log_lines.append(line)
                 out.write(line)
                 out.flush()
-                m = _LISTENING.search(line)
+                m = LISTENING.search(line)
                 if m and not ready.is_set():
                     self.port = int(m.group(1))  # keep the port across restarts
                     ready.set()
@@ -110,22 +84,10 @@ class BrokerProcess:
     def _end(self, sig: signal.Signals) -> None:
         """Send `sig` to a running process and wait for it and its last output. Note an exit it
         should not have had: anything but 0 after SIGTERM, and any exit it took by itself first."""
-        proc = self.proc
-        if proc is None or self._ended:
+        if self.proc is None or self._ended:
             return
         self._ended = True
-        if proc.poll() is not None:
-            self.bad_exits.append(f"the broker exited by itself with code {proc.returncode}")
-        else:
-            proc.send_signal(sig)
-            proc.send_signal(signal.SIGCONT)  # a paused process takes its SIGTERM only once resumed
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-            if sig == signal.SIGTERM and proc.returncode != 0:
-                self.bad_exits.append(f"the broker exited with code {proc.returncode} after SIGTERM (expected 0)")
+        self.bad_exits += end_process(self.proc, sig)
         if self._pump_thread is not None:
             self._pump_thread.join(10)
 
@@ -156,9 +118,7 @@ class BrokerProcess:
 
     def problems(self) -> list[str]:
         """Unexpected exits, then every ERROR/CRITICAL record or traceback no expect_log() matches."""
-        unexpected = [r for r in log_records(self.log_lines)
-                      if is_problem(r) and not any(p.search(r) for p in self.expected)]
-        return self.bad_exits + unexpected
+        return self.bad_exits + unexpected_problems(self.log_lines, self.expected)
 
     def check(self) -> None:
         found = self.problems()

@@ -11,6 +11,8 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from broker.embedded import recv_exact
+
 
 def encode_request(entity: Any, correlation_id: int, client_id: str | None = "test") -> bytes:
     """Header (v1 or v2, as the schema says) + body, without the size prefix."""
@@ -36,16 +38,6 @@ def decode_response(payload: bytes, api_key: int, version: int) -> tuple[Any, An
     trailing = len(payload) - header_size - body_size
     assert trailing == 0, f"{trailing} trailing bytes after the response"
     return header, body
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError(f"connection closed after {len(out)} of {n} bytes")
-        out += chunk
-    return bytes(out)
 
 
 def recv_frame(sock: socket.socket) -> bytes:

@@ -14,6 +14,7 @@ from kio.schema.metadata.v12.request import MetadataRequestTopic as MetadataRequ
 from kio.schema.metadata.v12.response import MetadataResponse as MetadataResponseV12
 from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
+from protocol import codec
 from protocol.codec import UnsupportedRequest, decode_request, encode_response, peek_header
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import Record, build_batch
@@ -124,3 +125,31 @@ def test_frame_shorter_than_a_header_is_invalid_request():
     with pytest.raises(KafkaError) as info:
         peek_header(b"\x00\x03\x00")
     assert info.value.code is ErrorCode.invalid_request
+
+
+# The client side (broker/embedded.py's admin requests), checked against kio's own writer and reader.
+
+@pytest.mark.parametrize("request_entity", [
+    ApiVersionsRequestV3(client_software_name="eosbroker", client_software_version="0.1"),
+    MetadataRequestV8(topics=None, allow_auto_topic_creation=True, include_cluster_authorized_operations=False,
+                      include_topic_authorized_operations=False),
+])
+def test_encode_request_is_what_kio_writes(request_entity):
+    data = codec.encode_request(request_entity, 12, "embedded")
+    assert data == struct.pack(">i", len(data) - 4) + encode_request(request_entity, 12, "embedded")
+    header, body = decode_request(data[4:], everything)
+    assert (header.correlation_id, header.client_id, body) == (12, "embedded", request_entity)
+
+
+def test_decode_response_reads_what_encode_response_writes():
+    response = MetadataResponseV12(
+        throttle_time=datetime.timedelta(0), brokers=(), cluster_id="c", controller_id=1, topics=(),
+    )
+    assert codec.decode_response(encode_response(-3, response)[4:], 3, 12) == (-3, response)
+
+
+def test_truncated_response_is_an_error():
+    response = ApiVersionsResponseV3(error_code=ErrorCode.none, api_keys=(), throttle_time=datetime.timedelta(0))
+    with pytest.raises(KafkaError) as raised:
+        codec.decode_response(encode_response(1, response)[4:-2], 18, 3)
+    assert raised.value.code == ErrorCode.corrupt_message
