@@ -272,10 +272,16 @@ def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey:
     raise ValueError(f"unknown __consumer_offsets key version {r.version}")
 
 
-def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
+def _value_reader(data: bytes, schema: str) -> _Reader:
+    # Both value schemas have versions 0-4, and v4 is their first flexible version.
     r = _Reader(data, flexible_from=4)
     if not 0 <= r.version <= 4:
-        raise ValueError(f"unknown OffsetCommitValue version {r.version}")
+        raise ValueError(f"unknown {schema} version {r.version}")
+    return r
+
+
+def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
+    r = _value_reader(data, "OffsetCommitValue")
     offset = r.i64()
     leader_epoch = r.i32() if r.version >= 3 else -1
     metadata = r.string()
@@ -292,9 +298,7 @@ def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
-    r = _Reader(data, flexible_from=4)
-    if not 0 <= r.version <= 4:
-        raise ValueError(f"unknown GroupMetadataValue version {r.version}")
+    r = _value_reader(data, "GroupMetadataValue")
     protocol_type = r.string()
     generation = r.i32()
     protocol = r.nullable_string()

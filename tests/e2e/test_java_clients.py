@@ -30,11 +30,13 @@ def classpath() -> list[Path]:
 
 
 def compile_java(out: Path, source: Path, jars: list[Path], *javac_flags: str) -> str:
-    """Compile one check program against `jars` into `out`; returns the classpath to run it."""
+    """Compile one check program (with Checks.java, what they share) against `jars` into `out`;
+    returns the classpath to run it."""
     if shutil.which("javac") is None:
         pytest.fail("javac is required (Java 17)")
     cp = ":".join(str(j) for j in jars)
-    subprocess.run(["javac", *javac_flags, "-cp", cp, "-d", str(out), str(source)], check=True)
+    sources = [str(source), str(source.with_name("Checks.java"))]
+    subprocess.run(["javac", *javac_flags, "-cp", cp, "-d", str(out), *sources], check=True)
     return f"{out}:{cp}"
 
 

@@ -12,7 +12,6 @@ import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.serialization.*;
 
 public class AdminCheck {
     static String bootstrap;
@@ -22,14 +21,12 @@ public class AdminCheck {
         bootstrap = args[0];
         String topic = args[1];
         TopicPartition p0 = new TopicPartition(topic, 0);
-        Properties ap = new Properties();
-        ap.put("bootstrap.servers", bootstrap);
-        admin = Admin.create(ap);
+        admin = Admin.create(Checks.admin(bootstrap));
         admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
         TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
-        check("partitions", d.partitions().size());
-        check("leader", d.partitions().get(0).leader().id());
-        check("topic_id_set", d.topicId() != null && !d.topicId().toString().equals("AAAAAAAAAAAAAAAAAAAAAA"));
+        Checks.check("partitions", d.partitions().size());
+        Checks.check("leader", d.partitions().get(0).leader().id());
+        Checks.check("topic_id_set", d.topicId() != null && !d.topicId().toString().equals("AAAAAAAAAAAAAAAAAAAAAA"));
 
         try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps())) {
             for (int i = 0; i < 10; i++) p.send(new ProducerRecord<>(topic, 0, 1000L + i, "k" + i, "plain-" + i));
@@ -53,34 +50,27 @@ public class AdminCheck {
         AlterConfigOp op = new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET);
         admin.incrementalAlterConfigs(Map.of(res, List.of(op))).all().get();
         Config config = admin.describeConfigs(List.of(res)).all().get().get(res);
-        check("retention_ms", config.get("retention.ms").value());
-        check("retention_ms_source", config.get("retention.ms").source());
-        check("cleanup_policy", config.get("cleanup.policy").value());
+        Checks.check("retention_ms", config.get("retention.ms").value());
+        Checks.check("retention_ms_source", config.get("retention.ms").source());
+        Checks.check("cleanup_policy", config.get("cleanup.policy").value());
 
         DeletedRecords deleted = admin.deleteRecords(Map.of(p0, RecordsToDelete.beforeOffset(5))).lowWatermarks().get(p0).get();
-        check("low_watermark", deleted.lowWatermark());
-        check("earliest_after_delete", admin.listOffsets(Map.of(p0, OffsetSpec.earliest())).partitionResult(p0).get().offset());
+        Checks.check("low_watermark", deleted.lowWatermark());
+        Checks.check("earliest_after_delete", admin.listOffsets(Map.of(p0, OffsetSpec.earliest())).partitionResult(p0).get().offset());
 
         Map<Integer, Map<String, LogDirDescription>> dirs = admin.describeLogDirs(List.of(1)).allDescriptions().get();
         LogDirDescription dir = dirs.get(1).values().iterator().next();
-        check("log_dirs", dirs.get(1).size());
-        check("p0_size_positive", dir.replicaInfos().get(p0).size() > 0);
+        Checks.check("log_dirs", dirs.get(1).size());
+        Checks.check("p0_size_positive", dir.replicaInfos().get(p0).size() > 0);
 
         DescribeClusterResult cluster = admin.describeCluster();
-        check("nodes", cluster.nodes().get().size());
-        check("controller", cluster.controller().get().id());
+        Checks.check("nodes", cluster.nodes().get().size());
+        Checks.check("controller", cluster.controller().get().id());
         admin.close();
     }
 
-    static void check(String name, Object value) {
-        System.out.println("CHECK " + name + " " + value);
-    }
-
     static Properties producerProps() {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
-        p.put("key.serializer", StringSerializer.class.getName());
-        p.put("value.serializer", StringSerializer.class.getName());
+        Properties p = Checks.producer(bootstrap);
         p.put("linger.ms", "20");
         return p;
     }
@@ -93,11 +83,11 @@ public class AdminCheck {
     static void offsets(String tag, TopicPartition tp) throws Exception {
         for (IsolationLevel level : IsolationLevel.values()) {
             String l = level == IsolationLevel.READ_COMMITTED ? "rc" : "ru";
-            check(tag + "_earliest_" + l, offset(tp, OffsetSpec.earliest(), level));
-            check(tag + "_latest_" + l, offset(tp, OffsetSpec.latest(), level));
-            check(tag + "_max_ts_" + l, offset(tp, OffsetSpec.maxTimestamp(), level));
-            check(tag + "_for_ts_1004_" + l, offset(tp, OffsetSpec.forTimestamp(1004), level));
-            check(tag + "_for_ts_2001_" + l, offset(tp, OffsetSpec.forTimestamp(2001), level));
+            Checks.check(tag + "_earliest_" + l, offset(tp, OffsetSpec.earliest(), level));
+            Checks.check(tag + "_latest_" + l, offset(tp, OffsetSpec.latest(), level));
+            Checks.check(tag + "_max_ts_" + l, offset(tp, OffsetSpec.maxTimestamp(), level));
+            Checks.check(tag + "_for_ts_1004_" + l, offset(tp, OffsetSpec.forTimestamp(1004), level));
+            Checks.check(tag + "_for_ts_2001_" + l, offset(tp, OffsetSpec.forTimestamp(2001), level));
         }
     }
 
@@ -106,32 +96,28 @@ public class AdminCheck {
         for (TransactionListing t : admin.listTransactions().all().get()) {
             if (t.transactionalId().equals(txnId)) {
                 listed = true;
-                check("listed_state", t.state());
+                Checks.check("listed_state", t.state());
             }
         }
-        check("txn_listed", listed);
+        Checks.check("txn_listed", listed);
         TransactionDescription td = admin.describeTransactions(List.of(txnId)).description(txnId).get();
-        check("txn_state", td.state());
-        check("txn_partitions", td.topicPartitions());
-        check("txn_coordinator", td.coordinatorId());
+        Checks.check("txn_state", td.state());
+        Checks.check("txn_partitions", td.topicPartitions());
+        Checks.check("txn_coordinator", td.coordinatorId());
         List<ProducerState> producers = admin.describeProducers(List.of(tp)).partitionResult(tp).get().activeProducers();
-        check("producers", producers.size());
+        Checks.check("producers", producers.size());
         long open = producers.stream().filter(p -> p.currentTransactionStartOffset().isPresent()).count();
-        check("producers_in_txn", open);
-        check("txn_start_offset", producers.stream().filter(p -> p.currentTransactionStartOffset().isPresent())
+        Checks.check("producers_in_txn", open);
+        Checks.check("txn_start_offset", producers.stream().filter(p -> p.currentTransactionStartOffset().isPresent())
                 .map(p -> p.currentTransactionStartOffset().getAsLong()).findFirst().orElse(-1L));
     }
 
     static void consumerGroup(String topic, String group, int expected) throws Exception {
-        Properties cp = new Properties();
-        cp.put("bootstrap.servers", bootstrap);
+        Properties cp = Checks.consumer(bootstrap);
         cp.put("group.id", group);
         cp.put("client.id", group + "-client");
-        cp.put("key.deserializer", StringDeserializer.class.getName());
-        cp.put("value.deserializer", StringDeserializer.class.getName());
         cp.put("isolation.level", "read_committed");
         cp.put("auto.offset.reset", "earliest");
-        cp.put("enable.auto.commit", "false");
         int got = 0;
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
             c.subscribe(List.of(topic));
@@ -140,17 +126,17 @@ public class AdminCheck {
                 got += c.poll(Duration.ofMillis(200)).count();
             }
             c.commitSync();
-            check("group_consumed", got);
+            Checks.check("group_consumed", got);
             ConsumerGroupDescription g = admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
-            check("group_members", g.members().size());
-            check("group_client", g.members().iterator().next().clientId());
-            check("group_assigned", g.members().iterator().next().assignment().topicPartitions().size());
-            check("group_coordinator", g.coordinator().id());
+            Checks.check("group_members", g.members().size());
+            Checks.check("group_client", g.members().iterator().next().clientId());
+            Checks.check("group_assigned", g.members().iterator().next().assignment().topicPartitions().size());
+            Checks.check("group_coordinator", g.coordinator().id());
             Map<TopicPartition, OffsetAndMetadata> committed =
                     admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-            check("group_committed_p0", committed.get(new TopicPartition(topic, 0)).offset());
+            Checks.check("group_committed_p0", committed.get(new TopicPartition(topic, 0)).offset());
         }
         boolean listed = admin.listConsumerGroups().all().get().stream().anyMatch(l -> l.groupId().equals(group));
-        check("group_listed", listed);
+        Checks.check("group_listed", listed);
     }
 }

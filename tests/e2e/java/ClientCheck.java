@@ -7,7 +7,6 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.*;
 
 public class ClientCheck {
     static String bootstrap;
@@ -17,13 +16,11 @@ public class ClientCheck {
         String topic = args[1];
         int n = Integer.parseInt(args[2]);
         boolean transactions = args.length > 3 && args[3].equals("txn");
-        Properties ap = new Properties();
-        ap.put("bootstrap.servers", bootstrap);
-        try (Admin admin = Admin.create(ap)) {
+        try (Admin admin = Admin.create(Checks.admin(bootstrap))) {
             admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
-            check("topic_listed", admin.listTopics().names().get().contains(topic));
+            Checks.check("topic_listed", admin.listTopics().names().get().contains(topic));
             TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
-            check("partitions", d.partitions().size());
+            Checks.check("partitions", d.partitions().size());
         }
         produce(topic, n);
         List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
@@ -33,19 +30,12 @@ public class ClientCheck {
             transact(topic, n, false);
             expected += n;
         }
-        check("read_committed", consume(tps, "read_committed", expected));
-        check("read_uncommitted", consume(tps, "read_uncommitted", transactions ? expected + n : expected));
-    }
-
-    static void check(String name, Object value) {
-        System.out.println("CHECK " + name + " " + value);
+        Checks.check("read_committed", consume(tps, "read_committed", expected));
+        Checks.check("read_uncommitted", consume(tps, "read_uncommitted", transactions ? expected + n : expected));
     }
 
     static Properties producerProps() {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
-        p.put("key.serializer", StringSerializer.class.getName());
-        p.put("value.serializer", StringSerializer.class.getName());
+        Properties p = Checks.producer(bootstrap);
         p.put("compression.type", "zstd");
         return p;
     }
@@ -74,13 +64,9 @@ public class ClientCheck {
     }
 
     static int consume(List<TopicPartition> tps, String isolation, int expected) {
-        Properties cp = new Properties();
-        cp.put("bootstrap.servers", bootstrap);
-        cp.put("key.deserializer", StringDeserializer.class.getName());
-        cp.put("value.deserializer", StringDeserializer.class.getName());
+        Properties cp = Checks.consumer(bootstrap);
         cp.put("isolation.level", isolation);
         cp.put("auto.offset.reset", "none");
-        cp.put("enable.auto.commit", "false");
         int got = 0;
         int aborted = 0;
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
@@ -98,7 +84,7 @@ public class ClientCheck {
                 if (atEnd && got >= expected) break;
             }
         }
-        check(isolation + "_aborted_seen", aborted);
+        Checks.check(isolation + "_aborted_seen", aborted);
         return got;
     }
 }

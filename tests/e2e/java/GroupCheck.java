@@ -8,7 +8,6 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.*;
 
 public class GroupCheck {
     static String bootstrap;
@@ -30,71 +29,57 @@ public class GroupCheck {
                 && System.currentTimeMillis() < deadline) {
             for (KafkaConsumer<String, String> c : List.of(c1, c2)) c.poll(Duration.ofMillis(100));
         }
-        check("split", c1.assignment().size() + "/" + c2.assignment().size());
+        Checks.check("split", c1.assignment().size() + "/" + c2.assignment().size());
         produce(topic, n);
         while (seen.size() < n && System.currentTimeMillis() < deadline) {
             for (KafkaConsumer<String, String> c : List.of(c1, c2)) {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) seen.add(r.value());
             }
         }
-        check("consumed", seen.size());
+        Checks.check("consumed", seen.size());
         c1.commitSync();
         c2.commitSync();
         c1.close();
         while (c2.assignment().size() != 6 && System.currentTimeMillis() < deadline) {
             c2.poll(Duration.ofMillis(100));
         }
-        check("after_leave", c2.assignment().size());
+        Checks.check("after_leave", c2.assignment().size());
         c2.close();
         Set<TopicPartition> all = new HashSet<>();
         for (int p = 0; p < 6; p++) all.add(new TopicPartition(topic, p));
         try (KafkaConsumer<String, String> c3 = consumer(group)) {
             long total = 0;
             for (OffsetAndMetadata o : c3.committed(all, Duration.ofSeconds(30)).values()) total += o.offset();
-            check("committed_total", total);
+            Checks.check("committed_total", total);
         }
-        Properties ap = new Properties();
-        ap.put("bootstrap.servers", bootstrap);
-        try (Admin admin = Admin.create(ap)) {
+        try (Admin admin = Admin.create(Checks.admin(bootstrap))) {
             long total = 0;
             for (OffsetAndMetadata o : admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().values()) {
                 total += o.offset();
             }
-            check("admin_committed_total", total);
+            Checks.check("admin_committed_total", total);
             ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
-            check("state", d.state());
-            check("listed", admin.listConsumerGroups().all().get().stream().anyMatch(l -> l.groupId().equals(group)));
+            Checks.check("state", d.state());
+            Checks.check("listed", admin.listConsumerGroups().all().get().stream().anyMatch(l -> l.groupId().equals(group)));
             // The internal topic exists but is hidden from listings unless asked for.
-            check("internal_hidden", !admin.listTopics().names().get().contains("__consumer_offsets"));
-            check("internal_listed", admin.listTopics(new ListTopicsOptions().listInternal(true))
+            Checks.check("internal_hidden", !admin.listTopics().names().get().contains("__consumer_offsets"));
+            Checks.check("internal_listed", admin.listTopics(new ListTopicsOptions().listInternal(true))
                     .names().get().contains("__consumer_offsets"));
             admin.deleteConsumerGroups(List.of(group)).all().get();
-            check("deleted", !admin.listConsumerGroups().all().get().stream().anyMatch(l -> l.groupId().equals(group)));
+            Checks.check("deleted", !admin.listConsumerGroups().all().get().stream().anyMatch(l -> l.groupId().equals(group)));
         }
     }
 
-    static void check(String name, Object value) {
-        System.out.println("CHECK " + name + " " + value);
-    }
-
     static KafkaConsumer<String, String> consumer(String group) {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        Properties p = Checks.consumer(bootstrap);
         p.put("group.id", group);
-        p.put("key.deserializer", StringDeserializer.class.getName());
-        p.put("value.deserializer", StringDeserializer.class.getName());
         p.put("auto.offset.reset", "earliest");
-        p.put("enable.auto.commit", "false");
         p.put("isolation.level", "read_committed");
         return new KafkaConsumer<>(p);
     }
 
     static void produce(String topic, int n) throws Exception {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
-        p.put("key.serializer", StringSerializer.class.getName());
-        p.put("value.serializer", StringSerializer.class.getName());
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(Checks.producer(bootstrap))) {
             for (int i = 0; i < n; i++) producer.send(new ProducerRecord<>(topic, i % 6, null, "m" + i));
             producer.flush();
         }
