@@ -40,6 +40,15 @@ _ALIASES: Final = {
 }
 
 
+# Offsets, timestamps and epochs an error item leaves unknown: Kafka answers -1 there
+# (ProduceResponse.PartitionResponse(error), FetchResponse INVALID_HIGH_WATERMARK, ListOffsets
+# UNKNOWN_OFFSET/UNKNOWN_TIMESTAMP), never 0, which a client could take for a real offset.
+_UNKNOWN: Final = frozenset({
+    "base_offset", "log_append_time", "log_start_offset", "high_watermark", "last_stable_offset",
+    "offset", "timestamp", "leader_epoch",
+})
+
+
 @cache
 def _carries_error(cls: type[Any]) -> bool:
     return any(f.kafka_type == "error_code" or (f.item is not None and _carries_error(f.item))
@@ -103,6 +112,8 @@ def _mirror(cls: type[Any], source: Any, code: ErrorCode, message: str | None, *
             data[f.name] = message
         elif source is None:
             continue
+        elif keys and f.name in _UNKNOWN and f.item is None and not f.is_array:
+            data[f.name] = -1
         elif f.is_array and f.item is not None and _carries_error(f.item):
             src = _source_array(type(source), f)
             items = getattr(source, src.name) if src is not None else None

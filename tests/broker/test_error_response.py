@@ -111,6 +111,23 @@ def test_items_mirror_the_request_by_name() -> None:
         [("g1", E.invalid_request, "key type"), ("g2", E.invalid_request, "key type")]
 
 
+def test_unknown_offsets_and_timestamps_are_minus_one() -> None:
+    """Kafka's error items say -1 (INVALID_OFFSET, NO_TIMESTAMP) where a 0 would read as real."""
+    produce = error_response(ApiKey.PRODUCE, 9, sample_request(ApiKey.PRODUCE, 9), E.unknown_server_error, None)
+    p = produce.responses[0].partition_responses[0]
+    assert (p.base_offset, p.log_start_offset) == (-1, -1)
+    fetch = error_response(ApiKey.FETCH, 12, sample_request(ApiKey.FETCH, 12), E.unknown_server_error, None)
+    f = fetch.responses[0].partitions[0]
+    assert (f.high_watermark, f.last_stable_offset, f.log_start_offset) == (-1, -1, -1)
+    request = sample_request(ApiKey.LIST_OFFSETS, 7)
+    request = dataclasses.replace(request, topics=tuple(
+        dataclasses.replace(t, partitions=tuple(dataclasses.replace(q, timestamp=-2) for q in t.partitions))
+        for t in request.topics))
+    listed = error_response(ApiKey.LIST_OFFSETS, 7, request, E.unknown_server_error, None)
+    o = listed.topics[0].partitions[0]
+    assert (o.offset, o.timestamp, o.leader_epoch) == (-1, -1, -1)
+
+
 def test_top_level_scalars_are_not_echoed() -> None:
     fetch = dataclasses.replace(sample_request(ApiKey.FETCH, 12), session_id=77)
     r = error_response(ApiKey.FETCH, 12, fetch, E.unknown_server_error, None)
