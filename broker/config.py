@@ -132,6 +132,9 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = prop(604800000, INT, at_least=1)
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = prop(10000, INT, at_least=1)
     transaction_remove_expired_transaction_cleanup_interval_ms: int = prop(3600000, INT, at_least=1)
+    # Not a Kafka property: how long one open transaction may hold a partition's last stable
+    # offset back before the broker logs a warning that explains it (coordinator/transaction/lso_monitor.py).
+    transaction_lso_warning_threshold_ms: int = prop(60000, LONG, at_least=1)
     producer_id_expiration_ms: int = prop(86400000, INT, at_least=1)
     producer_id_expiration_check_interval_ms: int = prop(600000, INT, at_least=1)
     cluster_id: str = prop("eosbroker-cluster-0001", STRING)

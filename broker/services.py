@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from coordinator.group.config import GroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
+from coordinator.transaction.lso_monitor import LsoMonitor
 
 from .state import BrokerState
 
@@ -43,5 +45,14 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
     return coordinator
 
 
+def lso_monitor(state: BrokerState) -> LsoMonitor:
+    def bootstrap() -> str:  # read when a warning is due: the port is known only once bound
+        host, port = state.config.advertised
+        return f"{host or socket.getfqdn()}:{port}"
+
+    return LsoMonitor(state.logs, state.config.transaction_lso_warning_threshold_ms, bootstrap,
+                      coordinator=lambda: state.txn_coordinator)
+
+
 def build_services(state: BrokerState) -> list[Any]:
-    return [group_coordinator(state), transaction_coordinator(state)]
+    return [group_coordinator(state), transaction_coordinator(state), lso_monitor(state)]

@@ -30,6 +30,7 @@ __all__ = (
     "TOPIC_CONFIG_TYPES",
     "LogAppendInfo",
     "LogSource",
+    "OpenTransaction",
     "PartitionLog",
     "TopicMetadata",
     "TopicPartition",
@@ -105,6 +106,20 @@ class ActiveProducer:
     last_timestamp: int
     coordinator_epoch: int
     current_txn_start_offset: int  # -1: no open transaction on this partition
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenTransaction:
+    """A transaction open on one partition: what holds its last stable offset back (the oldest
+    one does), for the LSO warning, metrics and operators."""
+
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    # Wall-clock ms when the broker appended its first batch; after a restart, that batch's
+    # timestamp if recovery replayed it, else the producer's last timestamp (an upper bound).
+    start_timestamp: int
+    last_timestamp: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,6 +205,10 @@ class PartitionLog(Protocol):
         read on the event loop just before the append is queued)."""
         ...
 
+    def open_transactions(self) -> list[OpenTransaction]:
+        """The transactions open on this partition, oldest first (read on the event loop)."""
+        ...
+
     def add_waiter(self, waiter: asyncio.Future[None]) -> None:
         """Set waiter's result on the next change of the high watermark or LSO (Fetch max_wait)."""
         ...
@@ -221,6 +240,11 @@ class LogSource(Protocol):
         ...
 
     def find_log(self, tp: TopicPartition) -> PartitionLog | None: ...
+
+    def open_transactions(self) -> Mapping[TopicPartition, list[OpenTransaction]]:
+        """Every partition with an open transaction and those transactions, oldest first; cheap
+        with many partitions (a partition without one costs one check)."""
+        ...
 
     async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
                            validate_only: bool = False) -> TopicMetadata: ...

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
-from .api import INTERNAL_TOPICS, LogSource, PartitionLog, TopicMetadata, TopicPartition, validate_topic_name
+from .api import (
+    INTERNAL_TOPICS,
+    LogSource,
+    OpenTransaction,
+    PartitionLog,
+    TopicMetadata,
+    TopicPartition,
+    validate_topic_name,
+)
 from .fs import LOCAL_FS, FileSystem
 from .log_config import KAFKA_TOPIC_DEFAULTS, LogConfig, validate_topic_configs
 from .partition_log import LocalPartitionLog
@@ -237,6 +245,9 @@ class LogManager:
 
     def find_log(self, tp: TopicPartition) -> LocalPartitionLog | None:
         return self.logs.get(tp)
+
+    def open_transactions(self) -> dict[TopicPartition, list[OpenTransaction]]:
+        return {tp: txns for tp, plog in self.logs.items() if (txns := plog.open_transactions())}
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return next((m for m in self.topics.values() if m.topic_id == topic_id), None)

@@ -4,7 +4,7 @@ The partition log actor owns one LogTransactions and calls it around every write
 
     duplicate = txns.check(batches, origin)      # before the write: raises, or finds a retry
     ... write the batches with assigned offsets ...
-    txns.after_write(assigned)                   # update producer state and the .txnindex
+    txns.after_write(assigned, now_ms)           # update producer state and the .txnindex
 
 An append is all or nothing: mark() before the write and rollback(mark) if any write fails
 restore the producer entries and cut the .txnindex back. Rolls and snapshots are split into a
@@ -93,11 +93,11 @@ class LogTransactions:
         pids = {b.header.producer_id for b in batches if b.header.has_producer_id}
         return TxnMark(self.state.mark(pids), len(self.indexes[-1]))
 
-    def after_write(self, batches: Sequence[PendingBatch]) -> None:
-        """Apply written batches (headers carry their assigned offsets). On OSError (a .txnindex
-        write) the caller undoes everything with rollback(mark)."""
+    def after_write(self, batches: Sequence[PendingBatch], now_ms: int) -> None:
+        """Apply written batches (headers carry their assigned offsets), appended at now_ms. On
+        OSError (a .txnindex write) the caller undoes everything with rollback(mark)."""
         for b in batches:
-            completed = self.state.update(b.header, b.marker)
+            completed = self.state.update(b.header, b.marker, now_ms)
             if completed is not None and completed.is_aborted:
                 self.indexes[-1].append(completed.aborted_txn())
 

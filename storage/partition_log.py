@@ -21,6 +21,7 @@ from .api import (
     FetchDataInfo,
     IsolationLevel,
     LogAppendInfo,
+    OpenTransaction,
     TopicPartition,
 )
 from .fs import LOCAL_FS, FileSystem
@@ -190,6 +191,9 @@ class LocalPartitionLog(LogActor):
     async def active_producers(self) -> list[ActiveProducer]:
         return await self.call(lambda: [_active_producer(e) for e in self.txns.state.producers.values()])
 
+    def open_transactions(self) -> list[OpenTransaction]:
+        return self.txns.state.open_transactions() if self.txns.state.has_open_transactions else []
+
     def has_open_transaction(self, producer_id: int) -> bool:
         entry = self.txns.state.producers.get(producer_id)
         return entry is not None and entry.current_txn_first_offset is not None
@@ -218,7 +222,7 @@ class LocalPartitionLog(LogActor):
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         prepared = prepare_append(view, headers, base, now_ms if append_time else None)
         written = [PendingBatch(h, b.marker) for (_, h), b in zip(prepared.assigned, batches, strict=True)]
-        self._write(prepared.parts, prepared.assigned, written, len(records))
+        self._write(prepared.parts, prepared.assigned, written, len(records), now_ms)
         self._unflushed += prepared.next_offset - base
         self._since_snapshot += len(records)
         return LogAppendInfo(
@@ -234,13 +238,14 @@ class LocalPartitionLog(LogActor):
         assigned: list[tuple[int, RecordBatchHeader]],
         written: list[PendingBatch],
         size: int,
+        now_ms: int,
     ) -> None:
         """Write the batches and apply them to the producer state, all or nothing."""
         seg = self.active
         seg_mark, txn_mark = seg.mark(), self.txns.mark(written)
         try:
             seg.append(parts, assigned, size)
-            self.txns.after_write(written)
+            self.txns.after_write(written, now_ms)
         except OSError as exc:
             try:
                 seg.rollback(seg_mark)

@@ -27,7 +27,7 @@ from protocol.control import EndTransactionMarker
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import RecordBatchHeader
 
-from .api import AbortedTxn, AppendOrigin
+from .api import AbortedTxn, AppendOrigin, OpenTransaction
 
 __all__ = (
     "NUM_BATCHES_TO_RETAIN",
@@ -98,6 +98,9 @@ class ProducerStateEntry:
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int | None = None
+    # Wall-clock ms when the broker appended the batch that opened the transaction (replay after a
+    # crash: that batch's timestamp; snapshots do not keep it, as Kafka's format has no field: -1).
+    current_txn_start_ms: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -248,9 +251,11 @@ class ProducerStateManager:
     # -- updates (after the write) --------------------------------------------------------------
 
     def update(
-        self, header: RecordBatchHeader, marker: EndTransactionMarker | None = None
+        self, header: RecordBatchHeader, marker: EndTransactionMarker | None = None,
+        append_time_ms: int | None = None,
     ) -> CompletedTxn | None:
-        """Apply a written batch (with its assigned offsets); markers may complete a txn."""
+        """Apply a written batch (with its assigned offsets); markers may complete a txn.
+        append_time_ms is the broker's clock at the append (None when replaying the log)."""
         self.map_end_offset = max(self.map_end_offset, header.last_offset + 1)
         if not header.has_producer_id:
             return None
@@ -266,6 +271,7 @@ class ProducerStateManager:
         entry.add_batch(header)
         if header.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = header.base_offset
+            entry.current_txn_start_ms = header.base_timestamp if append_time_ms is None else append_time_ms
             self._ongoing[entry.producer_id] = header.base_offset
         return None
 
@@ -275,6 +281,7 @@ class ProducerStateManager:
         first_offset = entry.current_txn_first_offset
         entry.maybe_update_producer_epoch(header.producer_epoch)
         entry.current_txn_first_offset = None
+        entry.current_txn_start_ms = -1
         entry.coordinator_epoch = marker.coordinator_epoch
         entry.last_timestamp = header.max_timestamp
         # A marker without data in this partition changes neither the LSO nor the index.
@@ -304,6 +311,21 @@ class ProducerStateManager:
     def ongoing_transactions(self) -> dict[int, int]:
         """producer id -> first offset of its open transaction (for DescribeProducers)."""
         return dict(self._ongoing)
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        """Every open transaction, oldest (the one holding the LSO) first."""
+        out = []
+        for pid, first_offset in sorted(self._ongoing.items(), key=lambda item: item[1]):
+            entry = self.producers[pid]
+            start = entry.current_txn_start_ms if entry.current_txn_start_ms >= 0 else entry.last_timestamp
+            out.append(OpenTransaction(producer_id=pid, producer_epoch=entry.producer_epoch,
+                                       first_offset=first_offset, start_timestamp=start,
+                                       last_timestamp=entry.last_timestamp))
+        return out
+
+    @property
+    def has_open_transactions(self) -> bool:
+        return bool(self._ongoing)
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)

@@ -19,30 +19,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from protocol.control import ControlRecordType, build_end_txn_marker
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import AppendOrigin, LogSource, TopicPartition
 
 from ..tasks import DEFAULT_BACKOFF, Backoff, RateLimitedLog
+from .txn_markers import CONSUMER_OFFSETS, GroupTxnParticipant, end_txn_marker_batch
 
 __all__ = ("CONSUMER_OFFSETS", "GroupTxnParticipant", "MarkerWriter", "TxnMarker")
 
 log = logging.getLogger(__name__)
-CONSUMER_OFFSETS = "__consumer_offsets"
-
-
-class GroupTxnParticipant(Protocol):
-    """What the group coordinator offers the transaction coordinator (Kafka's
-    GroupCoordinator.onTransactionCompleted): after the marker is in the offsets partitions,
-    make the producer's pending offsets visible (commit) or drop them (abort). A producer has one
-    transaction at a time, so group_ids=None (every group) is exact."""
-
-    def complete_txn(self, producer_id: int, group_ids: Any, commit: bool) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,14 +65,7 @@ class MarkerWriter:
         """Write one marker per partition, concurrently, each until it is durable; then tell the
         group coordinator. written collects the partitions done, so a rerun skips them."""
         written = set() if written is None else written
-        kind = ControlRecordType.COMMIT if txn.commit else ControlRecordType.ABORT
-        batch = bytes(build_end_txn_marker(
-            producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch,
-            coordinator_epoch=self.coordinator_epoch,
-            control_type=kind,
-            timestamp=int(time.time() * 1000),
-        ))
+        batch = end_txn_marker_batch(txn.producer_id, txn.producer_epoch, self.coordinator_epoch, txn.commit)
         async with asyncio.TaskGroup() as tasks:  # one failing task cancels its siblings
             for tp in sorted(txn.partitions - written):
                 tasks.create_task(self._write_one(txn, tp, batch, written))

@@ -257,3 +257,15 @@ def test_truncate_fully_forgets_everything():
     log.state.truncate_fully_and_start_at(10)
     assert log.state.producers == {} and log.state.first_unstable_offset() is None
     assert log.state.map_end_offset == 10
+
+
+def test_issue_11_open_transactions_oldest_first_with_start_time() -> None:
+    state = ProducerStateManager("t-0")
+    state.update(header(pid=1, txn=True, offset=0, ts=50), append_time_ms=9000)  # appended live
+    state.update(header(pid=2, txn=True, offset=1, ts=60))  # replayed: the batch's own timestamp
+    state.update(header(pid=1, seq=1, txn=True, offset=2, ts=70), append_time_ms=9500)
+    assert [(t.producer_id, t.first_offset, t.start_timestamp, t.last_timestamp)
+            for t in state.open_transactions()] == [(1, 0, 9000, 70), (2, 1, 60, 60)]
+    state.update(header(pid=1, offset=3, control=True), marker(False, 0), append_time_ms=9900)
+    assert [t.producer_id for t in state.open_transactions()] == [2]
+    assert state.has_open_transactions

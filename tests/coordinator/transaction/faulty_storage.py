@@ -20,6 +20,7 @@ from storage.api import (
     IsolationLevel,
     LogAppendInfo,
     LogSource,
+    OpenTransaction,
     PartitionLog,
     TopicMetadata,
     TopicPartition,
@@ -90,6 +91,9 @@ class FaultyLog:
     async def active_producers(self) -> list[ActiveProducer]:
         return await self.inner.active_producers()
 
+    def open_transactions(self) -> list[OpenTransaction]:
+        return self.inner.open_transactions()
+
     def has_open_transaction(self, producer_id: int) -> bool:
         return self.inner.has_open_transaction(producer_id)
 
@@ -131,6 +135,9 @@ class FaultyLogs:
     def get_log(self, tp: TopicPartition) -> PartitionLog:
         inner = self.inner.get_log(tp)  # raises for a deleted topic, broken or not
         return self.broken.get(tp, inner)
+
+    def open_transactions(self) -> Mapping[TopicPartition, list[OpenTransaction]]:
+        return self.inner.open_transactions()
 
     def find_log(self, tp: TopicPartition) -> PartitionLog | None:
         return self.broken.get(tp) or self.inner.find_log(tp)

@@ -1,0 +1,49 @@
+"""WriteTxnMarkers v1-2 (v0 was removed in Kafka 4.0).
+
+Behaviour: for each marker (producer id and epoch, coordinator epoch, COMMIT or ABORT) write one
+end-transaction control batch to each listed partition of this broker, validated as Kafka's leader
+validates markers (coordinator/transaction/txn_markers.py): INVALID_PRODUCER_EPOCH for an epoch
+older than the partition's, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch,
+UNKNOWN_TOPIC_OR_PARTITION for a partition this broker has no log for. A marker for a producer the
+partition does not know, or with no open transaction there, is written and changes nothing, as on
+Kafka. The Admin client's abortTransaction (kafka-transactions abort) sends one ABORT marker for a
+hanging transaction; in cluster mode transaction coordinators send the markers they must write.
+
+Version notes: v2 adds transaction_version (KIP-890's TV2). Kafka then also requires the marker's
+epoch to be above the partition's; the Admin client sends 0, and this broker's own coordinator
+writes its markers directly, so that stricter check is not applied here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
+from protocol.api_keys import ApiKey
+from storage.api import TopicPartition
+
+from ..handler import Handler, RequestContext
+
+
+def _entry(marker: Any) -> TxnMarkerEntry:
+    partitions = tuple(TopicPartition(t.name, p) for t in marker.topics for p in t.partition_indexes)
+    return TxnMarkerEntry(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+                          coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,
+                          partitions=partitions)
+
+
+async def _marker_result(ctx: RequestContext, marker: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    results = await write_txn_markers(broker.logs, _entry(marker), lambda: broker.group_coordinator)
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, code in results.items():
+        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": code})
+    return {"producer_id": marker.producer_id,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return ctx.respond({"markers": [await _marker_result(ctx, m) for m in request.markers]})
+
+
+HANDLER = Handler(api_key=ApiKey.WRITE_TXN_MARKERS, min_version=1, max_version=2, handle=handle)
