@@ -165,21 +165,17 @@ class BrokerCollector(Collector):
                 aborted.add_metric([cause.value], coordinator.outcomes.aborted[cause])
         yield committed
         yield aborted
-        yield self._oldest_open(open_txns)
+        yield self._oldest_open()
 
-    def _oldest_open(self, open_txns: list[Any]) -> Metric:
+    def _oldest_open(self) -> Metric:
+        # From the partition logs, not the coordinator: a hanging transaction (a producer the
+        # coordinator does not know) holds the LSO back too, and is the one an operator must see.
         now = self._now()
-        oldest: dict[TopicPartition, int] = {}
-        for md in open_txns:
-            if md.txn_start_timestamp < 0:
-                continue
-            for tp in md.topic_partitions:
-                oldest[tp] = min(oldest.get(tp, md.txn_start_timestamp), md.txn_start_timestamp)
         family = GaugeMetricFamily("eosbroker_partition_oldest_open_transaction_age_seconds",
                                    "Age of the oldest open transaction writing to the partition",
                                    labels=["topic", "partition"])
-        for tp, started in sorted(oldest.items()):
-            family.add_metric([tp.topic, str(tp.partition)], max(now - started, 0) / 1000)
+        for tp, txns in sorted(self._state.logs.open_transactions().items()):
+            family.add_metric([tp.topic, str(tp.partition)], max(now - txns[0].start_timestamp, 0) / 1000)
         return family
 
 

@@ -16,6 +16,8 @@ from broker.metrics.counters import BrokerMetrics, request_name
 from broker.metrics.http import MetricsServer
 from coordinator.transaction.outcomes import AbortCause, TxnOutcomes
 from protocol.api_keys import ApiKey
+from protocol.records import Record, build_batch
+from storage.api import TopicPartition
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -141,3 +143,16 @@ async def test_endpoint_routes_and_readiness(broker_state) -> None:  # type: ign
         assert (await http_get(port, b"nonsense\r\n\r\n"))[0] == 400
     finally:
         await server.stop()
+
+
+async def test_issue_11_a_hanging_transaction_has_an_age_and_a_lag(broker_state) -> None:  # type: ignore[no-untyped-def]
+    state = await broker_state(h=1)  # no transaction coordinator: the producer is unknown to it
+    plog = state.logs.get_log(TopicPartition("h", 0))
+    await plog.append(bytes(build_batch([Record(key=None, value=b"v", timestamp=1)] * 2, producer_id=77,
+                                        producer_epoch=0, base_sequence=0, transactional=True)))
+    [txn] = plog.open_transactions()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(state, BrokerMetrics(), lambda: 0, clock=lambda: txn.start_timestamp + 4_500))
+    samples = scrape(registry)
+    assert value(samples, "eosbroker_partition_oldest_open_transaction_age_seconds", topic="h", partition="0") == 4.5
+    assert value(samples, "eosbroker_partition_last_stable_offset_lag", topic="h", partition="0") == 2
