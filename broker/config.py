@@ -137,12 +137,19 @@ class BrokerConfig:
     transaction_lso_warning_threshold_ms: int = prop(60000, LONG, at_least=1)
     producer_id_expiration_ms: int = prop(86400000, INT, at_least=1)
     producer_id_expiration_check_interval_ms: int = prop(600000, INT, at_least=1)
-    cluster_id: str = prop("eosbroker-cluster-0001", STRING)
+    # Not a Kafka property (Kafka's kafka-storage format -t sets it): the cluster id to format an
+    # empty data dir with; unset, the first start generates one. Either way it is kept in
+    # meta.properties, and a later start with another cluster.id is refused.
+    cluster_id: str | None = prop(None, STRING)
     # Not Kafka properties (Kafka exports JMX): the Prometheus endpoint, off unless a port is set
     # (0: any free port, logged at start-up); its host defaults to the broker's.
     metrics_port: int | None = prop(None, INT, at_least=0, at_most=PORT_MAX)
     metrics_host: str | None = prop(None, STRING)
     extra: Mapping[str, str] = field(default_factory=dict)
+    # The properties given in server.properties or with --set (listeners and advertised.listeners
+    # also when --host/--port or --advertised-* set them): DescribeConfigs names these
+    # STATIC_BROKER_CONFIG and the rest DEFAULT_CONFIG, as Kafka does.
+    static_keys: frozenset[str] = frozenset()
 
     @property
     def data_dir(self) -> Path:
@@ -158,7 +165,7 @@ class BrokerConfig:
         return dataclasses.replace(self, port=port)
 
 
-_NOT_PROPERTIES: Final = frozenset({"host", "port", "advertised_host", "advertised_port", "extra"})
+_NOT_PROPERTIES: Final = frozenset({"host", "port", "advertised_host", "advertised_port", "extra", "static_keys"})
 # Kafka property name -> BrokerConfig field, for every field settable from properties.
 PROPERTY_FIELDS: Mapping[str, str] = {
     f.name.replace("_", "."): f.name for f in dataclasses.fields(BrokerConfig) if f.name not in _NOT_PROPERTIES
@@ -247,7 +254,18 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _resolve_listeners(values, props, overrides)
     except ListenerError as exc:
         raise ConfigError(str(exc)) from None
-    return BrokerConfig(**values), unknown
+    return BrokerConfig(**values, static_keys=_static_keys(props, overrides)), unknown
+
+
+def _static_keys(props: Mapping[str, str], cli: Mapping[str, Any]) -> frozenset[str]:
+    keys = {_ALIASES.get(k, k) for k in props} & PROPERTY_FIELDS.keys()
+    if cli.get("log_dirs") is not None:
+        keys.add("log.dirs")
+    if cli.get("host") is not None or cli.get("port") is not None:
+        keys.add("listeners")
+    if cli.get("advertised_host") is not None or cli.get("advertised_port") is not None:
+        keys.add("advertised.listeners")
+    return frozenset(keys)
 
 
 def _typed_values(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:

@@ -11,6 +11,7 @@ from typing import Any
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
+from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
@@ -83,8 +84,9 @@ class Broker:
         self.state.config = self.config = self.config.with_port(self.port)  # the port bound for port 0
         self._tasks.append(loop.create_task(self._retention_loop(), name="retention"))
         host, port = self.config.advertised
-        log.info("eosbroker listening on %s:%d (advertised as %s:%d), data in %s",
-                 self.config.host or "*", self.port, host, port, self.config.data_dir)
+        log.info("eosbroker listening on %s:%d (advertised as %s:%d), data in %s, node %d of cluster %s",
+                 self.config.host or "*", self.port, host, port, self.config.data_dir, self.config.node_id,
+                 self.state.cluster_id)
         self.ready = True
 
     def _open_storage(self) -> None:
@@ -96,7 +98,12 @@ class Broker:
         except OSError as exc:
             raise StartupError(f"cannot create or lock data dir {data_dir}: {exc.strerror or exc}") from None
         try:
+            meta = ensure_meta_properties(data_dir, self.config.node_id, self.config.cluster_id)
+            self.state.cluster_id = meta.cluster_id
             self.logs.load()
+        except MetaPropertiesError as exc:
+            self._lock.release()
+            raise StartupError(str(exc)) from None
         except OSError as exc:
             self._lock.release()
             raise StartupError(f"cannot load data dir {data_dir}: {exc}") from None

@@ -23,6 +23,8 @@ class BrokerState:
     config: BrokerConfig
     logs: LogSource
     handlers: Mapping[ApiKey, Handler]
+    # From the data dir's meta.properties (storage/meta_properties.py), read at start-up.
+    cluster_id: str = ""
     # Coordinators plug in here as they are built (group, transaction).
     group_coordinator: Any = None
     txn_coordinator: Any = None

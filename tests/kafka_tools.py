@@ -17,6 +17,7 @@ TOOLS_DIR = REPO / "tools" / "kafka-tools"
 MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",

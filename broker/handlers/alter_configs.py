@@ -4,9 +4,10 @@ Behaviour: a topic resource (type 2) gets exactly the configs in the request as 
 had before and the request leaves out fall back to the broker default, as Kafka's legacy
 AlterConfigs replaces the whole set. Names and values are validated as CreateTopics does (unknown
 name or bad value: INVALID_CONFIG; null value: INVALID_REQUEST) and persisted in topics.json.
-validate_only checks without changing. Broker and broker-logger resources are refused with
-INVALID_REQUEST: broker properties are static (server.properties, --set). A resource named twice
-gives INVALID_REQUEST for each.
+validate_only checks without changing. Broker resources are refused with INVALID_REQUEST: broker
+properties are static (server.properties, --set); so are broker-logger resources, whose levels
+IncrementalAlterConfigs changes (as Kafka, whose legacy AlterConfigs cannot). A resource named
+twice gives INVALID_REQUEST for each.
 Version notes: v1 and v2 only differ in throttling and flexible encoding.
 """
 
@@ -27,11 +28,25 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 # (resource, the topic's current own configs) -> its new own configs
 Compute = Callable[[Any, Mapping[str, str]], dict[str, str]]
+# (broker-logger resource, validate_only): change the levels, or raise KafkaError
+AlterLoggers = Callable[[Any, bool], None]
 
 
-async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool) -> None:
+def _refuse_loggers(resource: Any, validate_only: bool) -> None:
+    raise KafkaError(ErrorCode.invalid_request, "AlterConfigs cannot change log levels: use IncrementalAlterConfigs "
+                                                "(kafka-configs --alter --entity-type broker-loggers)")
+
+
+async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool,
+                     alter_loggers: AlterLoggers) -> None:
     kind = resource.resource_type
-    if kind in (BROKER, BROKER_LOGGER):
+    if kind == BROKER_LOGGER:
+        if resource.resource_name != str(ctx.broker.node_id):
+            raise KafkaError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker.node_id}, "
+                                                        f"but received {resource.resource_name}")
+        alter_loggers(resource, validate_only)
+        return
+    if kind == BROKER:
         raise KafkaError(ErrorCode.invalid_request,
                          "broker configs cannot be changed at run time on eosbroker: set them in "
                          "server.properties (or --set) and restart")
@@ -44,8 +59,10 @@ async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, valid
     await logs.alter_configs(meta.name, compute(resource, meta.configs), validate_only=validate_only)
 
 
-async def alter_all(ctx: RequestContext, request: Any, compute: Compute) -> Any:
-    """Apply compute to each resource of an (Incremental)AlterConfigs request and answer."""
+async def alter_all(ctx: RequestContext, request: Any, compute: Compute,
+                    alter_loggers: AlterLoggers = _refuse_loggers) -> Any:
+    """Apply compute to each topic resource of an (Incremental)AlterConfigs request, and
+    alter_loggers to each broker-logger resource, and answer."""
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
@@ -54,7 +71,7 @@ async def alter_all(ctx: RequestContext, request: Any, compute: Compute) -> Any:
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise KafkaError(ErrorCode.invalid_request, f"resource {resource.resource_name!r} is named twice")
-            await _alter_one(ctx, resource, compute, request.validate_only)
+            await _alter_one(ctx, resource, compute, request.validate_only, alter_loggers)
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}
         responses.append(entry)

@@ -21,7 +21,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                             "brokers": [], "endpoint_type": request.endpoint_type})
     host, port = ctx.broker.config.advertised
     return ctx.respond({
-        "throttle_time": 0, "error_code": ErrorCode.none, "cluster_id": ctx.broker.config.cluster_id,
+        "throttle_time": 0, "error_code": ErrorCode.none, "cluster_id": ctx.broker.cluster_id,
         "controller_id": ctx.broker.node_id, "endpoint_type": 1,
         "brokers": [{"broker_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}],
         "cluster_authorized_operations": -2147483648,

@@ -6,6 +6,9 @@ configs (cleanup.policy, the throttled-replica lists; INVALID_CONFIG on others),
 effective value. The result is validated as a whole (unknown name or bad value: INVALID_CONFIG),
 then persisted; validate_only checks without changing. A config key named twice in one resource
 gives INVALID_REQUEST. Broker resources are refused as in AlterConfigs (alter_configs.py).
+A broker-logger resource (8, named by this node's id) sets (SET) or unsets (DELETE: back to the
+parent's level) the levels of the broker's loggers at run time, all or none: see
+broker/log_levels.py for the names, levels and Kafka's checks.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from protocol.errors import ErrorCode, KafkaError
 from storage.api import incremental_alter
 
 from ..handler import Handler, RequestContext
+from ..log_levels import apply_change, validate_change
 from .alter_configs import alter_all
 
 
@@ -32,7 +36,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return incremental_alter(current, changes, defaults)
 
-    return await alter_all(ctx, request, compute)
+    return await alter_all(ctx, request, compute, alter_loggers)
+
+
+def alter_loggers(resource: Any, validate_only: bool) -> None:
+    changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
+    for change in changes:
+        validate_change(*change)
+    if not validate_only:
+        apply_change(changes)
 
 
 HANDLER = Handler(api_key=ApiKey.INCREMENTAL_ALTER_CONFIGS, min_version=0, max_version=1, handle=handle)

@@ -83,7 +83,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({
         "throttle_time": 0,
         "brokers": [{"node_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}],
-        "cluster_id": ctx.broker.config.cluster_id,
+        "cluster_id": ctx.broker.cluster_id,
         "controller_id": ctx.broker.node_id,
         "topics": entries,
         "cluster_authorized_operations": -2147483648,

@@ -8,14 +8,21 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.broker_process import BrokerProcess
+from tests.e2e.test_startup import refused
 from tests.kafka_tools import run_tool
 
 pytestmark = pytest.mark.e2e
 
 
+# Tools whose --bootstrap-server belongs to the subcommand, after it.
+SUBCOMMAND_OPTIONS = frozenset({"kafka-cluster"})
+
+
 def tool(broker: BrokerProcess, name: str, *args: str, input: str | None = None) -> str:
     """The tool's stdout; it must exit 0."""
-    out = run_tool(name, "--bootstrap-server", broker.bootstrap, *args, input=input)
+    bootstrap = ("--bootstrap-server", broker.bootstrap)
+    argv = (*args, *bootstrap) if name in SUBCOMMAND_OPTIONS else (*bootstrap, *args)
+    out = run_tool(name, *argv, input=input)
     assert out.returncode == 0, f"{name} {args}: {out.stdout}{out.stderr}"
     return out.stdout
 
@@ -64,3 +71,67 @@ def test_issue_11_features_groups_and_single_node_limits(broker: BrokerProcess) 
                  "--partition", "1")
     assert named.strip() == "Valid replica already elected for partitions tools-a-1"
     assert tool(broker, "kafka-reassign-partitions", "--list").strip() == "No partition reassignments found."
+
+
+def config_lines(out: str) -> dict[str, str]:
+    """kafka-configs --describe output: name -> the rest of its line."""
+    return dict(line.strip().split("=", 1) for line in out.splitlines() if line.startswith("  "))
+
+
+def test_issue_11_broker_topic_and_logger_configs(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    """`--describe --all` of a broker showed listeners=null and no synonyms; broker-logger configs
+    were refused with "resource type 8"."""
+    broker = broker_factory({"log.retention.ms": "100000"})
+    tool(broker, "kafka-topics", "--create", "--topic", "tools-c", "--config", "retention.bytes=999")
+    brokers = config_lines(tool(broker, "kafka-configs", "--describe", "--all", "--entity-type", "brokers",
+                                "--entity-name", "1"))
+    port = broker.bootstrap.rsplit(":", 1)[1]
+    assert brokers["listeners"] == (f"PLAINTEXT://127.0.0.1:{port} sensitive=false synonyms={{STATIC_BROKER_CONFIG:"
+                                    f"listeners=PLAINTEXT://127.0.0.1:{port}, DEFAULT_CONFIG:listeners=PLAINTEXT://:9092}}")
+    assert brokers["log.retention.ms"] == ("100000 sensitive=false synonyms={STATIC_BROKER_CONFIG:log.retention.ms="
+                                           "100000, DEFAULT_CONFIG:log.retention.hours=168}")
+    assert brokers["num.partitions"] == "1 sensitive=false synonyms={DEFAULT_CONFIG:num.partitions=1}"
+    assert brokers["log.retention.minutes"] == "null sensitive=false synonyms={}"
+    topic = config_lines(tool(broker, "kafka-configs", "--describe", "--all", "--entity-type", "topics",
+                              "--entity-name", "tools-c"))
+    assert topic["retention.bytes"] == ("999 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.bytes=999, "
+                                        "DEFAULT_CONFIG:log.retention.bytes=-1}")
+    assert topic["cleanup.policy"] == "delete sensitive=false synonyms={DEFAULT_CONFIG:log.cleanup.policy=delete}"
+    described = tool(broker, "kafka-topics", "--describe", "--topic", "tools-c")
+    assert "Configs: retention.ms=100000,retention.bytes=999" in described, described
+
+    def loggers() -> dict[str, str]:
+        out = tool(broker, "kafka-configs", "--describe", "--entity-type", "broker-loggers", "--entity-name", "1")
+        return {k: v.split()[0] for k, v in config_lines(out).items()}
+
+    before = loggers()
+    assert before["root"] == "INFO" and before["coordinator.transaction"] == "INFO", before
+    logger_args = ("--alter", "--entity-type", "broker-loggers", "--entity-name", "1")
+    assert "Completed updating config for broker-logger 1." in tool(
+        broker, "kafka-configs", *logger_args, "--add-config", "coordinator.transaction=DEBUG")
+    after = loggers()
+    assert after["coordinator.transaction"] == after["coordinator.transaction.coordinator"] == "DEBUG"
+    assert after["coordinator.group"] == "INFO"
+    refusal = failing(broker, "kafka-configs", *logger_args, "--add-config", "coordinator=LOUD")
+    assert ("InvalidConfigurationException: Cannot set the log level of coordinator to LOUD as it is not a "
+            "supported log level. Valid log levels are TRACE, DEBUG, INFO, WARN, ERROR, FATAL") in refusal
+    tool(broker, "kafka-configs", *logger_args, "--delete-config", "coordinator.transaction")
+    assert loggers() == before
+
+
+def test_issue_11_cluster_id_is_generated_per_data_dir_and_kept(broker_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The cluster id was the fixed string eosbroker-cluster-0001."""
+    first, second = broker_factory(name="one"), broker_factory(name="two")
+    ids = []
+    for broker in (first, second):
+        out = tool(broker, "kafka-cluster", "cluster-id").strip()
+        assert out.startswith("Cluster ID: ") and len(out.removeprefix("Cluster ID: ")) == 22, out
+        ids.append(out.removeprefix("Cluster ID: "))
+    assert ids[0] != ids[1]
+    meta = (tmp_path / "one" / "meta.properties").read_text()
+    assert f"cluster.id={ids[0]}\n" in meta and "node.id=1\n" in meta and "version=1\n" in meta
+    first.restart(kill=False)
+    assert tool(first, "kafka-cluster", "cluster-id").strip() == f"Cluster ID: {ids[0]}"
+    first.stop()
+    line = refused(tmp_path / "one", "--port", "0", "--data-dir", str(tmp_path / "one"), "--set", "node.id=2")
+    assert "Stored node id 1 doesn't match previous node id 2 in " in line, line

@@ -1,0 +1,111 @@
+"""The broker's configs as Kafka's DescribeConfigs describes them (ConfigHelper in Kafka's core):
+each property's value, its source, and, when asked, its synonyms.
+
+A property given in server.properties or on the command line is STATIC_BROKER_CONFIG; any other
+is DEFAULT_CONFIG with Kafka's default (null where Kafka has none, such as log.retention.ms, which
+Kafka derives from log.retention.hours). Synonyms follow Kafka's configSynonyms: for the names of a
+synonym group (log.retention.ms/.minutes/.hours, log.roll.ms/.hours), first the static entries, then
+the non-null defaults, then everything before the described name's own first entry is dropped; the
+source of a config is that of its first synonym. Topic configs add their own override
+(DYNAMIC_TOPIC_CONFIG) before the synonyms of the broker property that supplies their default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
+
+from .config import PROPERTY_FIELDS, BrokerConfig
+
+__all__ = ("DEFAULT_CONFIG", "DYNAMIC_TOPIC_CONFIG", "STATIC_BROKER_CONFIG", "broker_config_entries",
+           "broker_synonyms", "render", "topic_default_synonyms")
+
+# Kafka's ConfigSource ids (DescribeConfigs v1+)
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+# Kafka's ConfigEntry.ConfigType ids (DescribeConfigs v3+), by our Spec kinds
+_CONFIG_TYPES: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5}
+
+# DynamicBrokerConfig.brokerConfigSynonyms, for the properties eosbroker has.
+SYNONYM_GROUPS: Final = (("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+                         ("log.roll.ms", "log.roll.hours"))
+# Kafka's LogConfig synonyms of the topic configs whose broker property eosbroker does not read
+# (storage.log_config.TOPIC_CONFIG_DEFAULTS_FROM_BROKER has those it reads).
+TOPIC_CONFIG_SYNONYMS: Final[Mapping[str, str]] = {
+    "compression.gzip.level": "compression.gzip.level", "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level", "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms", "local.retention.bytes": "log.local.retention.bytes",
+    "local.retention.ms": "log.local.retention.ms", "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms", "preallocate": "log.preallocate",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+# Kafka's ConfigDef default where BrokerConfig's field default differs: values BrokerConfig derives
+# (log.retention.ms, log.roll.ms), and listeners.
+_KAFKA_DEFAULTS: Final[Mapping[str, str | None]] = {
+    "log.retention.ms": None, "log.roll.ms": None,
+    "listeners": "PLAINTEXT://:9092",
+}
+
+
+def render(value: object) -> str | None:
+    """ConfigDef.convertToString: booleans in lower case, null stays null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _default_values() -> dict[str, str | None]:
+    defaults = BrokerConfig()
+    return {key: _KAFKA_DEFAULTS[key] if key in _KAFKA_DEFAULTS else render(getattr(defaults, name))
+            for key, name in PROPERTY_FIELDS.items()}
+
+
+def _static_values(config: BrokerConfig) -> dict[str, str | None]:
+    out = {key: render(getattr(config, PROPERTY_FIELDS[key])) for key in config.static_keys}
+    if "listeners" in out and config.listeners is None:  # set by --host/--port
+        out["listeners"] = f"PLAINTEXT://{config.host}:{config.port}"
+    if "advertised.listeners" in out and config.advertised_listeners is None:
+        host, port = config.advertised
+        out["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
+    return out
+
+
+def broker_synonyms(name: str, static: Mapping[str, str | None],
+                    defaults: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    group = next((g for g in SYNONYM_GROUPS if name in g), (name,))
+    found = [{"name": n, "value": static[n], "source": STATIC_BROKER_CONFIG} for n in group if n in static]
+    found += [{"name": n, "value": defaults[n], "source": DEFAULT_CONFIG}
+              for n in group if defaults.get(n) is not None]
+    first_own = next((i for i, s in enumerate(found) if s["name"] == name), len(found))
+    return found[first_own:]
+
+
+def broker_config_entries(config: BrokerConfig, include_synonyms: bool) -> list[dict[str, Any]]:
+    static, defaults = _static_values(config), _default_values()
+    out = []
+    for key, field in sorted(PROPERTY_FIELDS.items()):
+        synonyms = broker_synonyms(key, static, defaults)
+        spec = BrokerConfig.__dataclass_fields__[field].metadata.get("kafka")
+        out.append({"name": key, "value": static[key] if key in static else defaults[key], "read_only": True,
+                    "config_source": synonyms[0]["source"] if synonyms else DEFAULT_CONFIG,
+                    "is_sensitive": False, "synonyms": synonyms if include_synonyms else [],
+                    "config_type": _CONFIG_TYPES.get(spec.kind if spec else "STRING", 2)})
+    return out
+
+
+def topic_default_synonyms(config: BrokerConfig, topic_key: str, default: object) -> list[dict[str, Any]]:
+    """The synonyms a topic config inherits from the broker property behind its default (Kafka's
+    LogConfig synonyms); a property eosbroker does not read shows Kafka's default, the topic's."""
+    broker_key = TOPIC_CONFIG_DEFAULTS_FROM_BROKER.get(topic_key) or TOPIC_CONFIG_SYNONYMS.get(topic_key)
+    if broker_key is None:
+        return []
+    if broker_key not in PROPERTY_FIELDS:
+        return [{"name": broker_key, "value": render(default), "source": DEFAULT_CONFIG}]
+    return broker_synonyms(broker_key, _static_values(config), _default_values())
