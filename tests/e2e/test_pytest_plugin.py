@@ -19,29 +19,26 @@ from tests.broker_process import REPO
 PROJECT = REPO / "examples" / "pytest-eosbroker"
 
 
-def plugin_args() -> list[str]:
-    """Until the installed eosbroker declares the entry point (pip install -e again after it lands),
-    load the plugin by module name; giving both would register it twice."""
-    installed = entry_points(group="pytest11", name="eosbroker")
-    return [] if installed else ["-p", "broker.pytest_plugin"]
-
-
 def run_pytest(*args: str) -> tuple[dict[str, int], str]:
-    """Run pytest on the example project; ({outcome: count}, output)."""
+    """Run pytest on the example project, which loads the plugin through the installed entry point;
+    ({outcome: count}, output)."""
     # PYTHONPATH: this checkout's broker, in the test run and in the brokers it starts. Hypothesis (our
     # venv has it; kio imports it) keeps its cache in ours, not in a .hypothesis/ left in the example.
     env = dict(os.environ, PYTHONPATH=str(REPO), HYPOTHESIS_STORAGE_DIRECTORY=str(REPO / ".hypothesis"))
     # no:asyncio: our venv's pytest-asyncio warns about a setting the example has no reason to set.
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:asyncio", *plugin_args(), *args]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:asyncio", *args]
     proc = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=240)
     output = proc.stdout + proc.stderr
     summary = proc.stdout.strip().splitlines()[-1]
     return {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|errors?)", summary)}, output
 
 
-def test_entry_point_is_declared() -> None:
+def test_entry_point_is_declared_and_installed() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"eosbroker": "broker.pytest_plugin"}
+    # the example project gets the plugin from this entry point alone, as users do
+    (installed,) = entry_points(group="pytest11", name="eosbroker")
+    assert installed.value == "broker.pytest_plugin", "pip install -e . again to install the entry point"
 
 
 def test_readme_example_is_the_tested_one() -> None:
