@@ -116,8 +116,8 @@ class OpenTransaction:
     producer_id: int
     producer_epoch: int
     first_offset: int
-    # Wall-clock ms when the broker appended its first batch; after a restart, that batch's
-    # timestamp if recovery replayed it, else the producer's last timestamp (an upper bound).
+    # Wall-clock ms when the broker appended its first batch; after a restart, that batch's own
+    # timestamp (CreateTime: the producer's clock).
     start_timestamp: int
     last_timestamp: int
 

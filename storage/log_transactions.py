@@ -182,6 +182,7 @@ class LogTransactions:
             ix.truncate_to(start)
         self.indexes[-1].create()  # at open, not when the first abort arrives on the event loop
         replayed = self._replay(segments, start)
+        self._restore_txn_start_times(segments)
         self.recovery_start_offset, self.recovery_replayed = start, replayed
         self.state.map_end_offset = log_end_offset
         level = logging.INFO if replayed or self.state.producers else logging.DEBUG
@@ -189,6 +190,18 @@ class LogTransactions:
                 "first unstable offset %s",
                  self.state.partition, start, replayed, len(self.state.producers),
                  self.state.first_unstable_offset())
+
+    def _restore_txn_start_times(self, segments: Sequence[LogSegment]) -> None:
+        """A snapshot keeps no start time for an open transaction (Kafka's format has no field):
+        take the timestamp of the batch that opened it, one index lookup per open transaction."""
+        for entry in self.state.producers.values():
+            first = entry.current_txn_first_offset
+            if first is None or entry.current_txn_start_ms >= 0:
+                continue
+            seg = next((s for s in reversed(segments) if s.base_offset <= first), None)
+            loc = None if seg is None else seg.find(first)
+            if loc is not None and loc.header.base_offset == first:
+                entry.current_txn_start_ms = loc.header.base_timestamp
 
     def _replay(self, segments: Sequence[LogSegment], start: int) -> int:
         replayed = 0

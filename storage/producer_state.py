@@ -98,8 +98,8 @@ class ProducerStateEntry:
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int | None = None
-    # Wall-clock ms when the broker appended the batch that opened the transaction (replay after a
-    # crash: that batch's timestamp; snapshots do not keep it, as Kafka's format has no field: -1).
+    # Wall-clock ms when the broker appended the batch that opened the transaction; after a restart
+    # that batch's timestamp (replay, or LogTransactions reads it: snapshots do not keep it). -1: unknown.
     current_txn_start_ms: int = -1
 
     @property

@@ -185,3 +185,23 @@ async def test_issue_9_recovery_after_a_crash_replays_only_after_the_newest_snap
         assert (await plog.append(batch(pid=1, seq=41))).base_offset == 42
     finally:
         await plog.close()
+
+
+@pytest.mark.parametrize("clean", [True, False])
+async def test_issue_11_open_transaction_start_time_survives_a_restart(tmp_path, clean):
+    plog = open_log(tmp_path)
+    await plog.append(batch(pid=1, n=2))
+    await plog.append(batch(pid=5, epoch=2, n=2, txn=True))
+    [live] = plog.open_transactions()
+    assert live.first_offset == 2 and live.start_timestamp > 1_000_000  # the broker's clock at the append
+    if clean:
+        await plog.close()  # a snapshot at the log end: nothing replayed at the next open
+    else:
+        crash(plog)
+    plog = open_log(tmp_path, clean=clean)
+    try:
+        [again] = plog.open_transactions()
+        assert (again.producer_id, again.producer_epoch, again.first_offset) == (5, 2, 2)
+        assert again.start_timestamp == 1000  # the opening batch's own timestamp
+    finally:
+        await plog.close()
