@@ -17,8 +17,10 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     labels = [f"{r['case']} {r['metric']}" for r in rows]
     fig, ax = plt.subplots(figsize=(9, 0.38 * max(len(rows), 4) + 1.4))
     if len(brokers) == 2:
-        _ratios(ax, rows, labels)
-        title = f"eosbroker / Apache Kafka {meta.get('kafka_version') or ''}"
+        vs_kafka = "kafka" in brokers
+        _ratios(ax, rows, labels, "eosbroker / Kafka" if vs_kafka else " / ".join(brokers))
+        title = (f"eosbroker / Apache Kafka {meta.get('kafka_version') or ''}" if vs_kafka
+                 else " / ".join(brokers))
     else:
         _medians(ax, rows, labels, brokers[0])
         title = f"{brokers[0]} alone"
@@ -29,7 +31,7 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def _ratios(ax, rows: list[dict], labels: list[str]) -> None:  # type: ignore[no-untyped-def]
+def _ratios(ax, rows: list[dict], labels: list[str], pair: str) -> None:  # type: ignore[no-untyped-def]
     values = [r.get("ratio") or 1.0 for r in rows]
     colors = [PLAIN if r.get("ratio") is None else (GOOD if r["favours_ours"] else BAD)
               for r in rows]
@@ -48,7 +50,7 @@ def _ratios(ax, rows: list[dict], labels: list[str]) -> None:  # type: ignore[no
         text = f"{ratio:.2f}x ({r['better']} is better)" if ratio else "no ratio (failed)"
         x = max(ratio or 1.0, 1.0)
         ax.text(x, y, " " + text, va="center", fontsize=8)
-    ax.set_xlabel("eosbroker / Kafka, medians (green favours eosbroker)")
+    ax.set_xlabel(f"{pair}, medians (green favours the first)")
 
 
 def _medians(ax, rows: list[dict], labels: list[str], broker: str) -> None:  # type: ignore[no-untyped-def]

@@ -61,13 +61,22 @@ def summarize(entries: list[dict], brokers: list[str]) -> list[dict]:
             row[f"{b} note"] = cpu_note(client, main_thread, broker_cpu)
             row[f"{b} errors"] = sum(1 for e in entries
                                      if e["broker"] == b and e["case"] == case and "error" in e)
-        if all(row.get(b) for b in (OURS, THEIRS)) and row[THEIRS]["median"]:
-            ratio = row[OURS]["median"] / row[THEIRS]["median"]
+        ours, theirs = compared(brokers)
+        if all(row.get(b) for b in (ours, theirs)) and row[theirs]["median"]:
+            ratio = row[ours]["median"] / row[theirs]["median"]
             row["ratio"] = ratio
             row["favours_ours"] = ratio >= 1 if way == HIGHER else ratio <= 1
         if any(row.get(b) or row[f"{b} errors"] for b in brokers):
             rows.append(row)
     return rows
+
+
+def compared(brokers: list[str]) -> tuple[str, str]:
+    """The pair the ratio compares: eosbroker over Kafka, or the first broker over the second
+    (eosbroker with metrics on over off)."""
+    if set(brokers) == {OURS, THEIRS} or len(brokers) != 2:
+        return OURS, THEIRS
+    return brokers[0], brokers[1]
 
 
 def _fmt(stats: dict | None, errors: int) -> str:
@@ -84,7 +93,9 @@ def _cores(row: dict, brokers: list[str], kind: str) -> str:
 
 
 def table(rows: list[dict], brokers: list[str]) -> str:
-    head = ["case", "metric", *brokers, "ours/kafka", "better", "client cores",
+    ours, theirs = compared(brokers)
+    head = ["case", "metric", *brokers, "ours/kafka" if theirs == THEIRS else f"{ours}/{theirs}", "better",
+            "client cores",
             "broker cores", "note"]
     lines = [head]
     for row in rows:
@@ -100,7 +111,7 @@ def table(rows: list[dict], brokers: list[str]) -> str:
             for r in lines]
     text.insert(1, "  ".join("-" * w for w in widths))
     legend = (f"medians [min-max] over rounds; cores as {'/'.join(brokers)}; ok/!! = ratio "
-              "favours eosbroker or not")
+              f"favours {ours} or not")
     return "\n".join(text + ["", legend]) + "\n"
 
 

@@ -23,9 +23,12 @@ from bench import report
 from bench.loadrun import LoadFailed, run_load
 from bench.plan import CASES, SIZES, W7_KEY, WARMUP, Case, Size
 from bench.profile import summarize as summarize_profile
-from bench.servers import BENCH_DIR, Running, kafka_version, machine, start_eosbroker, start_kafka
+from bench.servers import BENCH_DIR, Running, Scraper, kafka_version, machine, start_eosbroker, start_kafka
 
 BROKERS = ("eosbroker", "kafka")
+# --metrics-on-off: eosbroker with its Prometheus endpoint on, beside eosbroker with it off.
+METRICS_ON, METRICS_OFF = "eosbroker+metrics", "eosbroker"
+SCRAPE_INTERVAL_S = 5.0
 LOAD_TIMEOUT_S = {"tiny": 120.0, "small": 900.0, "full": 3600.0}
 
 
@@ -47,6 +50,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="only write the table and chart again from an earlier results.json")
     p.add_argument("--profile-native", action="store_true",
                    help="as --profile, with C frames (uvloop, kio's readers) in the stacks")
+    p.add_argument("--metrics-on-off", action="store_true",
+                   help="compare eosbroker with metrics.port set (scraped every "
+                        f"{SCRAPE_INTERVAL_S:.0f} s) against eosbroker without it, instead of Kafka")
     return p.parse_args(argv)
 
 
@@ -68,8 +74,9 @@ def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path, rnd: i
     if name == "kafka":
         return start_kafka(workdir, heap=args.kafka_heap)
     profiled = args.profile or args.profile_native
-    return start_eosbroker(workdir, profile=logs / f"eosbroker-r{rnd}-pyspy.txt"
-                           if profiled else None, native=args.profile_native)
+    return start_eosbroker(workdir, profile=logs / f"{name}-r{rnd}-pyspy.txt"
+                           if profiled else None, native=args.profile_native,
+                           metrics=name == METRICS_ON, name=name)
 
 
 def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
@@ -131,8 +138,9 @@ def measure(broker: Running, rnd: int, size: Size, cases: tuple[Case, ...],
           "metrics": {"start-up s": broker.startup_s, "idle RSS MB": broker.rss_mb()}}
     warm = run_case(WARMUP, broker, size, rnd, logs, timeout)
     entries = [w7] + ([warm] if "error" in warm else [])
-    for case in cases:
-        entries.append(run_case(case, broker, size, rnd, logs, timeout))
+    with Scraper(broker.metrics_port, SCRAPE_INTERVAL_S):
+        for case in cases:
+            entries.append(run_case(case, broker, size, rnd, logs, timeout))
     under_w1 = [e["broker_rss_peak_mb"] for e in entries
                 if e["case"].startswith("w1-") and "broker_rss_peak_mb" in e]
     if under_w1:
@@ -152,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds:
         size = replace(size, rounds=args.rounds)
     brokers = (args.only,) if args.only else BROKERS
+    if args.metrics_on_off:
+        brokers = (METRICS_ON, METRICS_OFF)  # the report's ratio is the first over the second
     cases = select_cases(args.cases)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = args.out / f"{stamp}-{args.size}"
@@ -159,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True)
     meta = {"size": args.size, "rounds": size.rounds, "brokers": list(brokers),
             "kafka_version": kafka_version() if "kafka" in brokers else None,
+            "scrape_interval_s": SCRAPE_INTERVAL_S if args.metrics_on_off else None,
             "kafka_heap": args.kafka_heap, "machine": machine(), "started": stamp,
             "cases": {c.key: c.title for c in cases}, "profiled": args.profile or args.profile_native,
             "loadavg_start": os.getloadavg()}

@@ -9,11 +9,13 @@ from this checkout. Each start gets a fresh data directory.
 from __future__ import annotations
 
 import base64
+import http.client
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -51,6 +53,7 @@ class Running:
     startup_s: float
     log_path: Path
     pid: int = 0  # the broker's own process (proc may be a profiler wrapping it)
+    metrics_port: int | None = None  # eosbroker's Prometheus endpoint, when on
 
     @property
     def bootstrap(self) -> str:
@@ -103,18 +106,58 @@ def _innermost(pid: int) -> int:
 
 
 def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None = None,
-                    native: bool = False) -> Running:
-    """Start `python -m broker`; with `profile`, under py-spy writing collapsed stacks there."""
+                    native: bool = False, metrics: bool = False, name: str = "eosbroker") -> Running:
+    """Start `python -m broker`; with `profile`, under py-spy writing collapsed stacks there;
+    with `metrics`, with its Prometheus endpoint on a free port."""
     port = free_port()
     data = workdir / "eos-data"
     data.mkdir(parents=True)
     argv = [sys.executable, "-m", "broker", "--host", HOST, "--port", str(port),
             "--data-dir", str(data)]
+    metrics_port = free_port() if metrics else None
+    if metrics_port is not None:
+        argv += ["--set", f"metrics.port={metrics_port}"]
     if profile is not None:
         argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
                 "--rate", "200", *(["--native"] if native else ["--nonblocking"]),
                 "-o", str(profile), "--", *argv]
-    return _spawn_and_wait("eosbroker", argv, port, workdir / "eosbroker.log", repo)
+    running = _spawn_and_wait(name, argv, port, workdir / f"{name}.log", repo)
+    running.metrics_port = metrics_port
+    return running
+
+
+class Scraper:
+    """Scrape /metrics every `interval` seconds while the block runs, as Prometheus would (a
+    context manager; does nothing without a port)."""
+
+    def __init__(self, port: int | None, interval: float) -> None:
+        self._port = port
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="scraper", daemon=True)
+        self.scrapes = 0
+
+    def __enter__(self) -> Scraper:
+        if self._port is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            conn = http.client.HTTPConnection(HOST, self._port, timeout=10)
+            try:
+                conn.request("GET", "/metrics")
+                conn.getresponse().read()
+                self.scrapes += 1
+            except OSError:
+                pass  # the broker is busy or stopping; the next scrape tries again
+            finally:
+                conn.close()
 
 
 def ensure_kafka_dist() -> None:

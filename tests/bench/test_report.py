@@ -33,6 +33,14 @@ def test_ratio_is_ours_over_kafka_and_direction_decides_who_it_favours() -> None
     assert rows["w6", "p99 ms"]["favours_ours"] is True
 
 
+def test_metrics_on_off_ratio_is_on_over_off() -> None:
+    brokers = ["eosbroker+metrics", "eosbroker"]
+    entries = [entry("eosbroker+metrics", "w1-p1", **{"MB/s": 99.0}), entry("eosbroker", "w1-p1", **{"MB/s": 100.0})]
+    rows = [r for r in summarize(entries, brokers) if r["case"] == "w1-p1" and r["metric"] == "MB/s"]
+    assert rows[0]["ratio"] == 0.99
+    assert "eosbroker+metrics/eosbroker" in table(rows, brokers).splitlines()[0]
+
+
 def test_median_and_spread_over_rounds() -> None:
     entries = [entry("kafka", "w1-p1", rnd, **{"MB/s": v}) for rnd, v in enumerate([5.0, 1.0, 3.0])]
     (row, *_) = [r for r in summarize(entries, ["kafka"]) if r["metric"] == "MB/s"]
