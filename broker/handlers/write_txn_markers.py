@@ -8,6 +8,7 @@ UNKNOWN_TOPIC_OR_PARTITION for a partition this broker has no log for. A marker 
 partition does not know, or with no open transaction there, is written and changes nothing, as on
 Kafka. The Admin client's abortTransaction (kafka-transactions abort) sends one ABORT marker for a
 hanging transaction; in cluster mode transaction coordinators send the markers they must write.
+An ABORT that ends an open transaction counts in eosbroker_transactions_aborted_total{cause="admin"}.
 
 Version notes: v2 adds transaction_version (KIP-890's TV2). Kafka then also requires the marker's
 epoch to be above the partition's; the Admin client sends 0, and this broker's own coordinator
@@ -16,10 +17,13 @@ writes its markers directly, so that stricter check is not applied here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from coordinator.transaction.outcomes import AbortCause
 from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from storage.api import TopicPartition
 
 from ..handler import Handler, RequestContext
@@ -32,9 +36,29 @@ def _entry(marker: Any) -> TxnMarkerEntry:
                           partitions=partitions)
 
 
+def _open_on(ctx: RequestContext, entry: TxnMarkerEntry) -> set[TopicPartition]:
+    """The marker's partitions where its producer has a transaction open (read before writing)."""
+    logs = ctx.broker.logs
+    return {tp for tp in entry.partitions
+            if (plog := logs.find_log(tp)) is not None and plog.has_open_transaction(entry.producer_id)}
+
+
+def _count_admin_abort(ctx: RequestContext, entry: TxnMarkerEntry, was_open: set[TopicPartition],
+                       results: Mapping[TopicPartition, ErrorCode]) -> None:
+    """eosbroker_transactions_aborted_total{cause="admin"}: an ABORT that ended a transaction
+    (a marker for none changes nothing and is not counted; COMMIT markers come only from other
+    brokers' coordinators in cluster mode, which count their own)."""
+    coordinator = ctx.broker.txn_coordinator
+    if coordinator is not None and not entry.commit and any(results[tp] is ErrorCode.none for tp in was_open):
+        coordinator.outcomes.record(False, AbortCause.ADMIN)
+
+
 async def _marker_result(ctx: RequestContext, marker: Any) -> dict[str, Any]:
     broker = ctx.broker
-    results = await write_txn_markers(broker.logs, _entry(marker), lambda: broker.group_coordinator)
+    entry = _entry(marker)
+    was_open = _open_on(ctx, entry)
+    results = await write_txn_markers(broker.logs, entry, lambda: broker.group_coordinator)
+    _count_admin_abort(ctx, entry, was_open, results)
     topics: dict[str, list[dict[str, Any]]] = {}
     for tp, code in results.items():
         topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": code})

@@ -7,6 +7,8 @@ import pytest
 
 from broker.dispatch import HANDLERS
 from broker.handler import RequestContext
+from broker.services import transaction_coordinator
+from coordinator.transaction.outcomes import AbortCause
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.codec import RequestHeader, encode_response, request_schema
@@ -83,3 +85,17 @@ async def test_marker_without_open_transaction_is_written_and_changes_nothing(br
                      ("nope", 0): ErrorCode.unknown_topic_or_partition}
     plog = state.logs.get_log(TP)
     assert plog.high_watermark == plog.last_stable_offset == 1  # the marker takes an offset, as on Kafka
+
+
+async def test_an_abort_that_ends_a_transaction_counts_as_admin(broker_state) -> None:  # type: ignore[no-untyped-def]
+    state = await broker_state(t=1)
+    outcomes = transaction_coordinator(state).outcomes  # its counters, without starting it
+    await write_markers(state, pid=99, epoch=0)  # no transaction open: changes nothing, not counted
+    await open_txn(state)
+    await write_markers(state, pid=4242, epoch=2)  # refused (stale epoch): not counted
+    assert outcomes.aborted[AbortCause.ADMIN] == 0
+    await write_markers(state, pid=4242, epoch=3)
+    await open_txn(state)
+    await write_markers(state, pid=4242, epoch=3, commit=True)
+    assert outcomes.aborted[AbortCause.ADMIN] == 1
+    assert outcomes.committed == 0

@@ -21,6 +21,7 @@ from protocol.build import build
 from protocol.codec import request_schema
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
+from tests.e2e.test_metrics import Scraper
 from tests.e2e.txn_clients import (
     confluent_read,
     create_topics,
@@ -67,7 +68,8 @@ def logged_line(broker, text: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_issue_11_find_and_abort_a_hanging_transaction(broker_factory) -> None:  # type: ignore[no-untyped-def]
-    broker = broker_factory({"transaction.lso.warning.threshold.ms": "1000"})
+    broker = broker_factory({"transaction.lso.warning.threshold.ms": "1000", "metrics.port": "0"})
+    scraper = Scraper(broker)
     create_topics(broker.bootstrap, [TOPIC], 2)
     produce_ghost_txn(broker.bootstrap, GHOST, 0, 2)
     plain = plain_producer(broker.bootstrap)
@@ -95,6 +97,10 @@ def test_issue_11_find_and_abort_a_hanging_transaction(broker_factory) -> None: 
     other = logged_line(broker, "last stable offset of hang-1 held back")
     assert "transactional id 'healthy-tx' (Ongoing)" in other, other
     assert "the coordinator times it out at " in other and "(transaction.timeout.ms 600000)" in other, other
+
+    # Metrics show it too: the age of the hanging transaction the coordinator does not know.
+    assert scraper.value("eosbroker_partition_oldest_open_transaction_age_seconds", topic=TOPIC, partition="0") > 0
+    assert scraper.value("eosbroker_partition_last_stable_offset_lag", topic=TOPIC, partition="0") == 5
 
     # find-hanging reports the hanging transaction only, by broker and by topic.
     for scope in (["--broker-id", "1"], ["--topic", TOPIC]):
@@ -127,6 +133,8 @@ def test_issue_11_find_and_abort_a_hanging_transaction(broker_factory) -> None: 
     out = transactions_tool(broker, *by_id, "--producer-epoch", "5", "--coordinator-epoch", "-1")
     assert out.returncode == 0, out.stdout + out.stderr
     assert last_stable_offsets(broker.bootstrap, TOPIC, 1) == high_watermarks(broker.bootstrap, TOPIC, 1) == {0: 8}
+
+    assert scraper.value("eosbroker_transactions_aborted_total", cause="admin") == 2  # the two that ended one
 
     healthy.commit_transaction(30)
     logged_line(broker, "last stable offset of hang-1 moves again")
