@@ -24,7 +24,7 @@ __all__ = ("error_response", "null_in_non_nullable")
 _ALIASES: Final = {
     "responses": ("topic_data", "topics", "resources"),
     "partition_responses": ("partition_data",),
-    "results": ("resources", "creations", "groups_names"),
+    "results": ("resources", "creations", "groups_names", "users"),
     "results_by_transaction": ("transactions",),
     "results_by_topic_v3_and_below": ("v3_and_below_topics",),
     "results_by_partition": ("partitions",),
@@ -37,6 +37,7 @@ _ALIASES: Final = {
     "name": ("topic", "topic_name"),
     "topic": ("name",),
     "key": ("coordinator_key",),
+    "user": ("name",),
 }
 
 

@@ -1,7 +1,7 @@
 """DescribeAcls v1-3.
 
 Behaviour: eosbroker has no authorizer, so it answers as Kafka does when authorizer.class.name is
-unset: SECURITY_DISABLED with "No Authorizer is configured". Admin tools and UIs (kafka-acls,
+unset: SECURITY_DISABLED with "No Authorizer is configured on the broker". Admin tools and UIs (kafka-acls,
 confluent-kafka's describe_acls, web consoles) then report that ACLs are off instead of failing
 on an unsupported API.
 """
@@ -15,7 +15,8 @@ from protocol.errors import ErrorCode
 
 from ..handler import Handler, RequestContext
 
-NO_AUTHORIZER = "No Authorizer is configured."
+# Kafka 4.x's wording (AclApis), which kafka-acls --list prints.
+NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -64,3 +64,28 @@ async def test_alter_partition_reassignments_refuses_other_brokers(state: Broker
     assert "eosbroker is a single node (broker 1)" in results[1].error_message
     listed = await call(state, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, timeout=1000, topics=None)
     assert listed.error_code == E.none and listed.topics == ()
+
+
+async def test_client_quotas_none_set_and_none_stored(state: BrokerState) -> None:
+    described = await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False,
+                           components=[{"entity_type": "user", "match_type": 2, "match": None}])
+    assert described.error_code == E.none and described.entries == ()
+    with pytest.raises(KafkaError) as bad:
+        await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False,
+                   components=[{"entity_type": "user", "match_type": 7, "match": None}])
+    assert bad.value.code == E.invalid_request
+    altered = await call(state, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=[
+        {"entity": [{"entity_type": "user", "entity_name": "alice"}],
+         "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}])
+    [entry] = altered.entries
+    assert entry.error_code == E.invalid_request and "does not enforce client quotas" in entry.error_message
+    assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("user", "alice")]
+
+
+async def test_no_user_has_scram_credentials(state: BrokerState) -> None:
+    everyone = await call(state, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, users=None)
+    assert everyone.error_code == E.none and everyone.results == ()
+    named = await call(state, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0,
+                       users=[{"name": "alice"}, {"name": "bob"}, {"name": "bob"}])
+    assert [(r.user, r.error_code) for r in named.results] == [("alice", E.resource_not_found),
+                                                                ("bob", E.duplicate_resource)]

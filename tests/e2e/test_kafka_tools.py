@@ -135,3 +135,50 @@ def test_issue_11_cluster_id_is_generated_per_data_dir_and_kept(broker_factory, 
     first.stop()
     line = refused(tmp_path / "one", "--port", "0", "--data-dir", str(tmp_path / "one"), "--set", "node.id=2")
     assert "Stored node id 1 doesn't match previous node id 2 in " in line, line
+
+
+def test_operator_workflow_prints_what_kafka_prints(broker: BrokerProcess, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The everyday commands, each output as Apache Kafka 4.4 printed it side by side (issue 11's
+    sweep; before it, `kafka-configs --describe --entity-type users` failed with "The node does not
+    support DESCRIBE_CLIENT_QUOTAS" and kafka-acls said "No Authorizer is configured.")."""
+    tool(broker, "kafka-topics", "--create", "--topic", "ops", "--partitions", "2")
+    tool(broker, "kafka-console-producer", "--topic", "ops", "--reader-property", "parse.key=true",
+         "--reader-property", "key.separator=:", input="a:1\nb:2\nc:3\nd:4\n")
+    consumed = tool(broker, "kafka-console-consumer", "--topic", "ops", "--from-beginning", "--max-messages", "4",
+                    "--formatter-property", "print.key=true", "--group", "ops-group",
+                    "--isolation-level", "read_committed", "--timeout-ms", "30000")
+    assert sorted(line for line in consumed.splitlines() if "\t" in line) == ["a\t1", "b\t2", "c\t3", "d\t4"], consumed
+    assert tool(broker, "kafka-consumer-groups", "--list").split() == ["ops-group"]
+    rows = [line.split() for line in tool(broker, "kafka-consumer-groups", "--describe", "--group",
+                                          "ops-group").splitlines() if line.startswith("ops-group")]
+    ends = {int(r[2]): int(r[4]) for r in rows}
+    assert sum(ends.values()) == 4 and all(r[3] == r[4] and r[5] == "0" and r[6] == "-" for r in rows), rows
+    reset = tool(broker, "kafka-consumer-groups", "--reset-offsets", "--group", "ops-group", "--topic", "ops:0",
+                 "--to-offset", "1", "--execute")
+    assert reset.split()[-4:] == ["ops-group", "ops", "0", "1"], reset
+    deleted = tool(broker, "kafka-consumer-groups", "--delete-offsets", "--group", "ops-group", "--topic", "ops")
+    assert "Request succeeded for deleting offsets from group ops-group." in deleted
+    assert tool(broker, "kafka-consumer-groups", "--delete", "--group", "ops-group").strip() == \
+        "Deletion of requested consumer groups ('ops-group') was successful."
+    assert sorted(tool(broker, "kafka-get-offsets", "--topic", "ops", "--time", "-1").split()) == [
+        f"ops:{p}:{ends[p]}" for p in sorted(ends)]
+    full = max(ends, key=lambda p: ends[p])
+    offsets = tmp_path / "delete.json"
+    offsets.write_text(f'{{"partitions":[{{"topic":"ops","partition":{full},"offset":1}}],"version":1}}')
+    assert f"partition: ops-{full}\tlow_watermark: 1" in tool(broker, "kafka-delete-records", "--offset-json-file",
+                                                               str(offsets))
+    assert '"logDir":' in tool(broker, "kafka-log-dirs", "--describe", "--topic-list", "ops")
+    assert "SecurityDisabledException: No Authorizer is configured on the broker" in failing(broker, "kafka-acls",
+                                                                                              "--list")
+    assert tool(broker, "kafka-configs", "--describe", "--entity-type", "users").strip() == ""
+    perf = run_tool("kafka-producer-perf-test", "--bootstrap-server", broker.bootstrap, "--topic", "ops",
+                    "--num-records", "200", "--record-size", "100", "--throughput", "-1", check=True).stdout
+    assert "200 records sent" in perf, perf
+    consumer_perf = tool(broker, "kafka-consumer-perf-test", "--topic", "ops", "--num-records", "100",
+                         "--timeout", "30000").splitlines()
+    assert consumer_perf[-2].startswith("start.time, end.time, data.consumed.in.MB"), consumer_perf
+    producers = tool(broker, "kafka-transactions", "describe-producers", "--topic", "ops", "--partition", "0")
+    assert producers.split()[:6] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                                     "LastTimestamp", "CurrentTransactionStartOffset"]
+    assert tool(broker, "kafka-transactions", "list").split() == ["TransactionalId", "Coordinator", "ProducerId",
+                                                                 "TransactionState"]
