@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
+from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 
 from .config import PROPERTY_FIELDS, BrokerConfig
 

@@ -18,7 +18,7 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 from protocol.errors import ErrorCode, KafkaError
 
 # Topic configs mean the same to every backend (Kafka's LogConfig): callers use them from here.
-from .log_config import TOPIC_CONFIG_TYPES, incremental_alter
+from .log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, TOPIC_CONFIG_TYPES, incremental_alter
 
 __all__ = (
     "AbortedTxn",
@@ -27,6 +27,7 @@ __all__ = (
     "FetchDataInfo",
     "INTERNAL_TOPICS",
     "IsolationLevel",
+    "TOPIC_CONFIG_DEFAULTS_FROM_BROKER",
     "TOPIC_CONFIG_TYPES",
     "LogAppendInfo",
     "LogSource",
