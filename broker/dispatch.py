@@ -37,7 +37,7 @@ HANDLER_MODULES: Final = (
     "incremental_alter_configs", "init_producer_id", "join_group", "leave_group", "list_groups", "list_offsets",
     "list_partition_reassignments", "list_transactions", "metadata", "offset_commit", "offset_delete",
     "offset_fetch", "offset_for_leader_epoch", "produce", "sasl_handshake", "sync_group", "txn_offset_commit",
-    "write_txn_markers",
+    "update_features", "write_txn_markers",
 )
 
 

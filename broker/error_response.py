@@ -24,7 +24,7 @@ __all__ = ("error_response", "null_in_non_nullable")
 _ALIASES: Final = {
     "responses": ("topic_data", "topics", "resources"),
     "partition_responses": ("partition_data",),
-    "results": ("resources", "creations", "groups_names", "users"),
+    "results": ("resources", "creations", "groups_names", "users", "feature_updates"),
     "results_by_transaction": ("transactions",),
     "results_by_topic_v3_and_below": ("v3_and_below_topics",),
     "results_by_partition": ("partitions",),

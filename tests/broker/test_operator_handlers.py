@@ -89,3 +89,19 @@ async def test_no_user_has_scram_credentials(state: BrokerState) -> None:
                        users=[{"name": "alice"}, {"name": "bob"}, {"name": "bob"}])
     assert [(r.user, r.error_code) for r in named.results] == [("alice", E.resource_not_found),
                                                                 ("bob", E.duplicate_resource)]
+
+
+async def test_update_features_accepts_only_the_finalized_level(state: BrokerState) -> None:
+    updates = [{"feature": "metadata.version", "max_version_level": 25, "upgrade_type": 1},
+               {"feature": "metadata.version", "max_version_level": 26, "upgrade_type": 1},
+               {"feature": "group.version", "max_version_level": 1, "upgrade_type": 1}]
+    v1 = await call(state, ApiKey.UPDATE_FEATURES, 1, timeout=1000, feature_updates=updates, validate_only=False)
+    assert [(r.feature, r.error_code) for r in v1.results] == [
+        ("metadata.version", E.none), ("metadata.version", E.invalid_update_version),
+        ("group.version", E.invalid_update_version)]
+    v2 = await call(state, ApiKey.UPDATE_FEATURES, 2, timeout=1000, feature_updates=updates[1:], validate_only=True)
+    assert v2.error_code == E.invalid_update_version
+    assert v2.error_message.startswith("The update failed for all features since the following feature had an "
+                                       "error: Invalid update version 26 for feature metadata.version.")
+    same = await call(state, ApiKey.UPDATE_FEATURES, 2, timeout=1000, feature_updates=updates[:1], validate_only=False)
+    assert same.error_code == E.none

@@ -61,6 +61,10 @@ def test_issue_11_features_groups_and_single_node_limits(broker: BrokerProcess) 
                                 "SupportedMaxVersion:", "4.0-IV3", "FinalizedVersionLevel:", "4.0-IV3",
                                 "Epoch:", "0"], features
 
+    refused_upgrade = failing(broker, "kafka-features", "upgrade", "--feature", "metadata.version=26")
+    assert ("Could not upgrade metadata.version to 26. The update failed for all features since the following "
+            "feature had an error: Invalid update version 26 for feature metadata.version.") in refused_upgrade
+
     groups = tool(broker, "kafka-groups", "--list").splitlines()
     assert groups[0].split() == ["GROUP", "TYPE", "PROTOCOL"]
     assert ["tools-group", "Classic"] in [line.split()[:2] for line in groups[1:]], groups
