@@ -145,6 +145,12 @@ class BrokerConfig:
     # (0: any free port, logged at start-up); its host defaults to the broker's.
     metrics_port: int | None = prop(None, INT, at_least=0, at_most=PORT_MAX)
     metrics_host: str | None = prop(None, STRING)
+    # Not Kafka properties: cluster mode (docs/cluster.md). With cluster.url (a PostgreSQL URL) every
+    # broker given the same URL serves one cluster whose state lives in that database; unset, the
+    # broker keeps its log in local segment files (the embedded default). cluster.lease.ms bounds how
+    # long a dead broker's partitions and coordinators stay unavailable.
+    cluster_url: str | None = prop(None, STRING)
+    cluster_lease_ms: int = prop(10000, INT, at_least=1000)
     extra: Mapping[str, str] = field(default_factory=dict)
     # The properties given in server.properties or with --set (listeners and advertised.listeners
     # also when --host/--port or --advertised-* set them): DescribeConfigs names these

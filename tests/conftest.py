@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.broker_process import BrokerProcess
+from tests.pg_server import PostgresServer
 
 BrokerFactory = Callable[..., BrokerProcess]
 
@@ -34,3 +36,19 @@ def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
 def broker(broker_factory: BrokerFactory) -> BrokerProcess:
     """A fresh broker on an ephemeral loopback port with its data under tmp_path."""
     return broker_factory()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (tests/pg_server.py); tests take a fresh
+    database each through pg_url. Its directory is a fresh one under the system temp dir, not
+    pytest's: under root the server runs as `postgres`, which cannot enter pytest's 0700 dirs."""
+    server = PostgresServer()
+    with server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server (cluster.url)."""
+    return pg_server.create_database(f"eos_{uuid.uuid4().hex[:12]}")

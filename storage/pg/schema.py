@@ -1,0 +1,97 @@
+"""The cluster's schema as versioned migrations, applied at start-up under an advisory lock.
+
+Each migration runs once, in order, inside one transaction with its row in schema_migrations, so
+brokers of one version can be rolled one at a time: the first to start applies what is missing,
+the others find it applied. A broker refuses a database whose schema is newer than it knows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = ("MIGRATIONS", "SCHEMA_LOCK_ID", "SchemaTooNewError", "migrate")
+
+# pg_advisory_xact_lock key: "eosbroker" schema lock (any fixed 64-bit value; it only has to be
+# the same for every broker).
+SCHEMA_LOCK_ID: Final = 0x656F7362726F6B72
+
+MIGRATIONS: Final[tuple[str, ...]] = (
+    # 1: the whole first schema (docs/cluster.md explains each table).
+    """
+    CREATE TABLE cluster_meta (
+        key   text PRIMARY KEY,
+        value text NOT NULL
+    );
+    CREATE TABLE brokers (
+        node_id          int PRIMARY KEY,
+        host             text NOT NULL,
+        port             int NOT NULL,
+        rack             text,
+        incarnation      uuid NOT NULL,
+        registered_at    timestamptz NOT NULL DEFAULT now(),
+        lease_expires_at timestamptz NOT NULL
+    );
+    CREATE TABLE topics (
+        name               text PRIMARY KEY,
+        topic_id           uuid NOT NULL UNIQUE,
+        partitions         int NOT NULL,
+        replication_factor smallint NOT NULL DEFAULT 1,
+        configs            jsonb NOT NULL DEFAULT '{}',
+        created_at         timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE partitions (
+        topic_id         uuid NOT NULL REFERENCES topics (topic_id) ON DELETE CASCADE,
+        partition        int NOT NULL,
+        leader           int,
+        leader_epoch     int NOT NULL DEFAULT 0,
+        next_offset      bigint NOT NULL DEFAULT 0,
+        log_start_offset bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (topic_id, partition)
+    );
+    CREATE TABLE batches (
+        topic_id      uuid NOT NULL,
+        partition     int NOT NULL,
+        base_offset   bigint NOT NULL,
+        last_offset   bigint NOT NULL,
+        max_timestamp bigint NOT NULL,
+        data          bytea NOT NULL,
+        PRIMARY KEY (topic_id, partition, base_offset)
+    );
+    CREATE TABLE producer_snapshots (
+        topic_id   uuid NOT NULL,
+        partition  int NOT NULL,
+        end_offset bigint NOT NULL,
+        data       bytea NOT NULL,
+        PRIMARY KEY (topic_id, partition, end_offset)
+    );
+    CREATE TABLE aborted_txns (
+        topic_id           uuid NOT NULL,
+        partition          int NOT NULL,
+        producer_id        bigint NOT NULL,
+        first_offset       bigint NOT NULL,
+        last_offset        bigint NOT NULL,
+        last_stable_offset bigint NOT NULL,
+        PRIMARY KEY (topic_id, partition, last_offset)
+    );
+    """,
+)
+
+
+class SchemaTooNewError(RuntimeError):
+    """The database was migrated by a newer broker version than this one."""
+
+
+async def migrate(conn: Any) -> int:
+    """Apply every missing migration; returns the schema version. conn is an asyncpg connection."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_ID)
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                           "version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        current = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        if current > len(MIGRATIONS):
+            raise SchemaTooNewError(f"the cluster database has schema version {current}; this broker knows "
+                                    f"versions up to {len(MIGRATIONS)}: upgrade the broker")
+        for version in range(current + 1, len(MIGRATIONS) + 1):
+            await conn.execute(MIGRATIONS[version - 1])
+            await conn.execute("INSERT INTO schema_migrations (version) VALUES ($1)", version)
+        return len(MIGRATIONS)
