@@ -24,14 +24,18 @@ __all__ = (
     "AbortedTxn",
     "ActiveProducer",
     "AppendOrigin",
+    "BrokerEndpoint",
+    "ClusterView",
     "FetchDataInfo",
     "INTERNAL_TOPICS",
     "IsolationLevel",
+    "LeadershipListener",
     "TOPIC_CONFIG_DEFAULTS_FROM_BROKER",
     "TOPIC_CONFIG_TYPES",
     "LogAppendInfo",
     "LogSource",
     "OpenTransaction",
+    "PartitionLeader",
     "PartitionLog",
     "TopicMetadata",
     "TopicPartition",
@@ -258,3 +262,48 @@ class LogSource(Protocol):
         ...
 
     async def delete_topic(self, name: str) -> None: ...
+
+
+# -- the cluster (docs/cluster.md): who is alive and who leads what ------------------------------
+
+
+class BrokerEndpoint(NamedTuple):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class PartitionLeader(NamedTuple):
+    leader: int  # node id; -1 while no live broker leads the partition
+    leader_epoch: int
+
+
+@runtime_checkable
+class LeadershipListener(Protocol):
+    """Told when this broker starts or stops leading a partition (the coordinators listen for
+    their internal topics' partitions: leading one is being that shard's coordinator, and the
+    leader epoch is the coordinator epoch)."""
+
+    async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None: ...
+
+    async def on_resigned(self, tp: TopicPartition) -> None: ...
+
+
+@runtime_checkable
+class ClusterView(Protocol):
+    """The live brokers and each partition's leader, as this broker last saw them (cheap reads on
+    the event loop). The local backend's view is one broker leading everything at epoch 0."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    def live_brokers(self) -> list[BrokerEndpoint]: ...
+
+    def leader(self, tp: TopicPartition) -> PartitionLeader | None:
+        """None for a partition the cluster does not have."""
+        ...
+
+    def add_listener(self, listener: LeadershipListener) -> None:
+        """Register for elections; partitions this broker already leads are announced at once."""
+        ...
