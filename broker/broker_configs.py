@@ -70,10 +70,10 @@ def _default_values() -> dict[str, str | None]:
 def _static_values(config: BrokerConfig) -> dict[str, str | None]:
     out = {key: render(getattr(config, PROPERTY_FIELDS[key])) for key in config.static_keys}
     if "listeners" in out and config.listeners is None:  # set by --host/--port
-        out["listeners"] = f"PLAINTEXT://{config.host}:{config.port}"
+        out["listeners"] = ",".join(f"{li.name}://{li.host}:{li.port}" for li in config.client_listeners)
     if "advertised.listeners" in out and config.advertised_listeners is None:
-        host, port = config.advertised
-        out["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
+        out["advertised.listeners"] = ",".join(f"{li.name}://{li.advertised[0]}:{li.advertised[1]}"
+                                               for li in config.client_listeners)
     return out
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .listeners import PORT_MAX, EndPoint, ListenerError, advertised_endpoint, broker_endpoint
+from .listeners import PORT_MAX, EndPoint, Listener, ListenerError, advertised_endpoints, client_endpoints
 
 __all__ = ("BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "Spec", "build_config", "load_properties",
            "parse_sets")
@@ -86,6 +86,9 @@ class BrokerConfig:
     advertised_host: str | None = None
     advertised_port: int | None = None
     listeners: str | None = prop(None, STRING)
+    # Every client listener, resolved by build_config; the first is the one host, port and
+    # advertised_* describe (and the one --host/--port override). Empty: that one, PLAINTEXT.
+    listener_endpoints: tuple[Listener, ...] = ()
     advertised_listeners: str | None = prop(None, STRING)
     # KRaft refuses a negative node.id ("Missing configuration `node.id`").
     node_id: int = prop(1, INT, at_least=0)
@@ -167,11 +170,35 @@ class BrokerConfig:
         port = self.advertised_port if self.advertised_port is not None else self.port
         return self.advertised_host or self.host, port
 
+    @property
+    def client_listeners(self) -> tuple[Listener, ...]:
+        if self.listener_endpoints:
+            return self.listener_endpoints
+        host, port = self.advertised
+        return (Listener(name="PLAINTEXT", security_protocol="PLAINTEXT", host=self.host, port=self.port,
+                         advertised_host=host, advertised_port=self.advertised_port),)
+
+    def advertised_for(self, listener_name: str) -> tuple[str, int]:
+        """What Metadata, FindCoordinator and DescribeCluster return to a client that came in on
+        `listener_name`, as Kafka answers with the addresses of the request's listener."""
+        for listener in self.listener_endpoints:
+            if listener.name == listener_name:
+                return listener.advertised
+        return self.advertised
+
     def with_port(self, port: int) -> BrokerConfig:
-        return dataclasses.replace(self, port=port)
+        """The first listener bound to `port` (port 0 replaced by the port the system gave)."""
+        first = self.client_listeners[0]
+        return self.with_bound_ports({first.name: port})
+
+    def with_bound_ports(self, ports: Mapping[str, int]) -> BrokerConfig:
+        listeners = tuple(dataclasses.replace(listener, port=ports.get(listener.name, listener.port))
+                          for listener in self.client_listeners)
+        return dataclasses.replace(self, port=listeners[0].port, listener_endpoints=listeners)
 
 
-_NOT_PROPERTIES: Final = frozenset({"host", "port", "advertised_host", "advertised_port", "extra", "static_keys"})
+_NOT_PROPERTIES: Final = frozenset({"host", "port", "advertised_host", "advertised_port", "listener_endpoints", "extra",
+                                    "static_keys"})
 # Kafka property name -> BrokerConfig field, for every field settable from properties.
 PROPERTY_FIELDS: Mapping[str, str] = {
     f.name.replace("_", "."): f.name for f in dataclasses.fields(BrokerConfig) if f.name not in _NOT_PROPERTIES
@@ -329,28 +356,42 @@ def _check_port(flag: str, port: int, low: int) -> int:
 
 
 def _resolve_listeners(values: dict[str, Any], props: Mapping[str, str], cli: Mapping[str, Any]) -> None:
-    """Bind address and advertised address from listeners / advertised.listeners; each command-line
-    flag, when given, overrides its part. Port 0 binds an ephemeral port."""
+    """Every client listener with its bind and advertised address, from listeners /
+    advertised.listeners; the command-line flags, when given, override their part of the first.
+    Port 0 binds an ephemeral port."""
     listeners = values.get("listeners")
-    endpoint = (broker_endpoint(listeners, props.get("listener.security.protocol.map"),
-                                props.get("controller.listener.names"))
-                if listeners else EndPoint("PLAINTEXT", _default("host"), _default("port")))
-    host = cli["host"] if cli.get("host") is not None else endpoint.host
-    port = _check_port("--port", cli["port"], 0) if cli.get("port") is not None else endpoint.port
+    found = (client_endpoints(listeners, props.get("listener.security.protocol.map"),
+                              props.get("controller.listener.names"))
+             if listeners else [(EndPoint("PLAINTEXT", _default("host"), _default("port")), "PLAINTEXT")])
     advertised = values.get("advertised_listeners")
-    listed = advertised_endpoint(advertised, endpoint.name) if advertised else None
-    adv_host = cli.get("advertised_host") or (listed.host if listed else None) or None
+    listed = advertised_endpoints(advertised, [e.name for e, _ in found]) if advertised else {}
+    (first, protocol), rest = found[0], found[1:]
+    host = cli["host"] if cli.get("host") is not None else first.host
+    port = _check_port("--port", cli["port"], 0) if cli.get("port") is not None else first.port
+    mine = listed.get(first.name)
+    adv_host = cli.get("advertised_host") or (mine.host if mine else None) or None
     adv_port = cli.get("advertised_port")
     if adv_port is not None:
         _check_port("--advertised-port", adv_port, 1)
-    elif listed is not None:
-        adv_port = listed.port
+    elif mine is not None:
+        adv_port = mine.port
     if adv_host == "0.0.0.0":
         raise ConfigError("--advertised-host cannot be the nonroutable meta-address 0.0.0.0; use a routable "
                           "address")
     if adv_host is None and host in _WILDCARDS:
         adv_host = socket.getfqdn()  # as Kafka advertises a listener bound to every interface
     values.update(host=host, port=port, advertised_host=adv_host, advertised_port=adv_port)
+    primary = Listener(name=first.name, security_protocol=protocol, host=host, port=port,
+                       advertised_host=adv_host or host, advertised_port=adv_port)
+    values["listener_endpoints"] = (primary, *(_listener(e, p, listed.get(e.name)) for e, p in rest))
+
+
+def _listener(endpoint: EndPoint, protocol: str, advertised: EndPoint | None) -> Listener:
+    adv_host = advertised.host if advertised is not None and advertised.host else None
+    if adv_host is None:
+        adv_host = socket.getfqdn() if endpoint.host in _WILDCARDS else endpoint.host
+    return Listener(name=endpoint.name, security_protocol=protocol, host=endpoint.host, port=endpoint.port,
+                    advertised_host=adv_host, advertised_port=advertised.port if advertised is not None else None)
 
 
 _WILDCARDS: Final = frozenset({"", "0.0.0.0", "::"})

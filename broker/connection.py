@@ -16,6 +16,7 @@ bytes would otherwise hold its buffer and its memory reservation for ever.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import deque
 from time import perf_counter
@@ -32,7 +33,9 @@ from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, sniff_foreig
 from .dispatch import describe, dispatch, supported
 from .handler import RequestContext
 from .handlers.api_versions import api_keys
+from .listeners import Listener
 from .memory_pool import MemoryPool
+from .principal import ANONYMOUS, Session
 from .state import BrokerState
 
 __all__ = ("KafkaConnection",)
@@ -44,8 +47,10 @@ _SASL_KEYS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, state: BrokerState, connections: set[KafkaConnection], memory_pool: MemoryPool) -> None:
+    def __init__(self, state: BrokerState, connections: set[KafkaConnection], memory_pool: MemoryPool,
+                 listener: Listener) -> None:
         self.state = state
+        self.listener = listener
         self._connections = connections
         self._pool = memory_pool
         self._decoder = FrameDecoder(state.config.socket_request_max_bytes)
@@ -57,6 +62,8 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = False
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        self.session = Session(principal=ANONYMOUS, listener_name=listener.name,
+                               security_protocol=listener.security_protocol, client_host="")
         self._task: asyncio.Task[None] | None = None
         # Bytes reserved from the pool: frames queued + the one being handled + the one arriving.
         self._held = 0
@@ -76,6 +83,8 @@ class KafkaConnection(asyncio.Protocol):
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if peer:
+            self.session = dataclasses.replace(self.session, client_host=peer[0])
         self._connections.add(self)
         self._task = self._loop.create_task(self._serve(), name=f"conn-{self.peer}")
         self._arm_timer(self._last_active + self.state.config.connections_max_idle_ms / 1000)
@@ -267,7 +276,7 @@ class KafkaConnection(asyncio.Protocol):
         except KafkaError as exc:
             self.close(f"cannot parse request: {exc.message}")
             return None
-        ctx = RequestContext(header=header, broker=self.state, peer=self.peer)
+        ctx = RequestContext(header=header, broker=self.state, peer=self.peer, session=self.session)
         metrics = self.state.metrics
         started = perf_counter() if metrics is not None else 0.0
         try:
@@ -285,7 +294,8 @@ class KafkaConnection(asyncio.Protocol):
             # KIP-511: answer a too-new ApiVersions with a v0 body naming our range.
             body = build(ApiVersionsResponseV0, {
                 "error_code": ErrorCode.unsupported_version,
-                "api_keys": api_keys(RequestContext(header=header, broker=self.state, peer=self.peer)),
+                "api_keys": api_keys(RequestContext(header=header, broker=self.state, peer=self.peer,
+                                                    session=self.session)),
             })
             return encode_response(header.correlation_id, body)
         if header.api_key in _SASL_KEYS:

@@ -12,6 +12,8 @@ from protocol.codec import RequestHeader, response_schema
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import IsolationLevel
 
+from .principal import Session
+
 if TYPE_CHECKING:
     from .state import BrokerState
 
@@ -34,6 +36,8 @@ class RequestContext:
     header: RequestHeader
     broker: BrokerState
     peer: str
+    # Who asks (principal, listener, client host): broker/principal.py, settled per connection.
+    session: Session
 
     @property
     def version(self) -> int:

@@ -1,22 +1,24 @@
 """Kafka's `listeners` / `advertised.listeners` values: NAME://host:port, comma separated.
 
-eosbroker serves one PLAINTEXT listener (several listeners come with the cluster work). So that a
-stock KRaft server.properties works unchanged, the listeners named in `controller.listener.names`
-are set aside, and a listener's security protocol is looked up in `listener.security.protocol.map`
-(default: each protocol's own name maps to itself), as Kafka does.
+eosbroker serves every client listener at once, each with its security protocol (PLAINTEXT, SSL,
+SASL_PLAINTEXT, SASL_SSL) looked up in `listener.security.protocol.map` (default: each protocol's
+own name maps to itself), as Kafka does. So that a stock KRaft server.properties works unchanged,
+the listeners named in `controller.listener.names` are set aside.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-__all__ = ("EndPoint", "ListenerError", "advertised_endpoint", "broker_endpoint", "parse_listeners")
+__all__ = ("EndPoint", "Listener", "ListenerError", "SECURITY_PROTOCOLS", "advertised_endpoints",
+           "client_endpoints", "parse_listeners")
 
 # Kafka's Endpoint regex: host may be empty (all interfaces) or a bracketed IPv6 address.
 _ENDPOINT: Final = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://\[?(?P<host>[0-9a-zA-Z\-%._:]*)\]?:(?P<port>-?[0-9]+)$")
-_SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 PORT_MAX: Final = 65535
 
 
@@ -49,44 +51,67 @@ def parse_listeners(key: str, value: str) -> list[EndPoint]:
 
 def _protocol_map(value: str | None) -> Mapping[str, str]:
     if not value:
-        return {p: p for p in _SECURITY_PROTOCOLS}
+        return {p: p for p in SECURITY_PROTOCOLS}
     out = {}
     for item in (v.strip() for v in value.split(",") if v.strip()):
         name, sep, protocol = item.partition(":")
-        if not sep or protocol.strip().upper() not in _SECURITY_PROTOCOLS:
+        if not sep or protocol.strip().upper() not in SECURITY_PROTOCOLS:
             raise ListenerError(f"Invalid value {item!r} in listener.security.protocol.map: expected NAME:PROTOCOL")
         out[name.strip().upper()] = protocol.strip().upper()
     return out
 
 
-def broker_endpoint(listeners: str, protocol_map: str | None = None, controller_names: str | None = None) -> EndPoint:
-    """The one client listener in `listeners`, which must speak PLAINTEXT."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listener:
+    """One client listener as served: where it binds, what it speaks, what it advertises."""
+
+    name: str
+    security_protocol: str
+    host: str
+    port: int  # 0 until bound, then the bound port
+    advertised_host: str
+    advertised_port: int | None  # None: the bound port
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """What Metadata, FindCoordinator and DescribeCluster return to a client of this listener."""
+        return self.advertised_host, self.port if self.advertised_port is None else self.advertised_port
+
+
+def client_endpoints(listeners: str, protocol_map: str | None = None,
+                     controller_names: str | None = None) -> list[tuple[EndPoint, str]]:
+    """The client listeners of `listeners`, in order, each with its security protocol."""
     controllers = {n.strip().upper() for n in (controller_names or "").split(",") if n.strip()}
     endpoints = [e for e in parse_listeners("listeners", listeners) if e.name not in controllers]
-    if len(endpoints) != 1:
-        raise ListenerError(f"listeners={listeners}: eosbroker serves exactly one client listener "
-                            f"(found {len(endpoints)}); list controller listeners in controller.listener.names")
-    (endpoint,) = endpoints
-    protocol = _protocol_map(protocol_map).get(endpoint.name)
-    if protocol is None:
-        raise ListenerError(f"No security protocol defined for listener {endpoint.name} "
-                            "(listener.security.protocol.map)")
-    if protocol != "PLAINTEXT":
-        raise ListenerError(f"listener {endpoint.name} uses {protocol}; eosbroker serves PLAINTEXT only")
-    return endpoint
+    if not endpoints:
+        raise ListenerError(f"listeners={listeners}: no client listener (all are in controller.listener.names)")
+    protocols = _protocol_map(protocol_map)
+    out = []
+    for endpoint in endpoints:
+        protocol = protocols.get(endpoint.name)
+        if protocol is None:
+            raise ListenerError(f"No security protocol defined for listener {endpoint.name} "
+                                "(listener.security.protocol.map)")
+        out.append((endpoint, protocol))
+    ports = [e.port for e, _ in out if e.port != 0]
+    if len(set(ports)) != len(ports):
+        raise ListenerError(f"listeners={listeners}: each listener must have a different port")
+    return out
 
 
-def advertised_endpoint(advertised: str, name: str) -> EndPoint:
-    """The endpoint of `advertised.listeners` for the broker's listener `name`."""
-    matches = [e for e in parse_listeners("advertised.listeners", advertised) if e.name == name]
-    if not matches:
-        raise ListenerError(f"advertised.listeners={advertised} has no listener named {name} "
-                            "(its names must be among those in listeners)")
-    endpoint = matches[0]
-    if endpoint.host == "0.0.0.0":
-        raise ListenerError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
-                            "Use a routable IP address.")
-    if endpoint.port == 0:
-        raise ListenerError(f"advertised.listeners={advertised}: the advertised port must be between 1 and "
-                            f"{PORT_MAX}")
-    return endpoint
+def advertised_endpoints(advertised: str, names: Collection[str]) -> dict[str, EndPoint]:
+    """The endpoints of `advertised.listeners` by listener name; each name must be a listener's
+    (Kafka: a subset of listeners); a listener not named here advertises its own address."""
+    out = {}
+    for endpoint in parse_listeners("advertised.listeners", advertised):
+        if endpoint.name not in names:
+            raise ListenerError(f"advertised.listeners={advertised} names {endpoint.name}, which is not a "
+                                f"listener (its names must be among those in listeners: {', '.join(names)})")
+        if endpoint.host == "0.0.0.0":
+            raise ListenerError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
+                                "Use a routable IP address.")
+        if endpoint.port == 0:
+            raise ListenerError(f"advertised.listeners={advertised}: the advertised port must be between 1 and "
+                                f"{PORT_MAX}")
+        out[endpoint.name] = endpoint
+    return out

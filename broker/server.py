@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from typing import Any
 
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
@@ -16,6 +17,7 @@ from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
+from .listeners import Listener
 from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
 from .startup import StartupError, bind_listener, check_data_dir
@@ -44,7 +46,7 @@ class Broker:
         self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS)
         self.connections: set[KafkaConnection] = set()
         self.memory_pool = MemoryPool(config.queued_max_request_bytes)
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._services: list[Any] = []
         self._lock = LogDirLock(config.data_dir)
@@ -60,7 +62,7 @@ class Broker:
         """Check, bind, lock, then load: every check that can fail runs before anything is created
         on disk, and a port in use leaves no lock or directory behind."""
         check_data_dir(self.config.data_dir)
-        sock = bind_listener(self.config.host, self.config.port, backlog=_BACKLOG)
+        socks = self._bind_listeners()
         metrics = self.metrics_endpoint
         metrics_host = self.config.host if self.config.metrics_host is None else self.config.metrics_host
         try:
@@ -68,7 +70,8 @@ class Broker:
                 metrics.bind(metrics_host, self.config.metrics_port or 0)
             self._open_storage()
         except BaseException:
-            sock.close()
+            for _, sock in socks:
+                sock.close()
             if metrics is not None:
                 metrics.close_socket()
             raise
@@ -77,17 +80,44 @@ class Broker:
         for service in self._build_services():
             await service.start()
             self._services.append(service)
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self.state, self.connections, self.memory_pool), sock=sock, backlog=_BACKLOG)
-        self.port = sock.getsockname()[1]
-        self.state.config = self.config = self.config.with_port(self.port)  # the port bound for port 0
-        self._tasks.append(loop.create_task(self._retention_loop(), name="retention"))
+        await self._serve_listeners(socks)
+        self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
         host, port = self.config.advertised
         log.info("eosbroker listening on %s:%d (advertised as %s:%d), data in %s, node %d of cluster %s",
                  self.config.host or "*", self.port, host, port, self.config.data_dir, self.config.node_id,
                  self.state.cluster_id)
         self.ready = True
+
+    def _bind_listeners(self) -> list[tuple[Listener, socket.socket]]:
+        socks: list[tuple[Listener, socket.socket]] = []
+        for listener in self.config.client_listeners:
+            if listener.security_protocol != "PLAINTEXT":
+                raise StartupError(f"listener {listener.name} uses {listener.security_protocol}, "
+                                   "which this broker does not serve yet")
+        try:
+            for listener in self.config.client_listeners:
+                socks.append((listener, bind_listener(listener.host, listener.port, backlog=_BACKLOG)))
+        except BaseException:
+            for _, sock in socks:
+                sock.close()
+            raise
+        return socks
+
+    async def _serve_listeners(self, socks: list[tuple[Listener, socket.socket]]) -> None:
+        loop = asyncio.get_running_loop()
+        for listener, sock in socks:
+            server = await loop.create_server(
+                lambda listener=listener: KafkaConnection(self.state, self.connections, self.memory_pool,  # type: ignore[misc]
+                                                          listener),
+                sock=sock, backlog=_BACKLOG)
+            self._servers.append(server)
+        bound = {listener.name: sock.getsockname()[1] for listener, sock in socks}
+        self.state.config = self.config = self.config.with_bound_ports(bound)  # the ports bound for port 0
+        self.port = self.config.port
+        for listener in self.config.client_listeners:
+            host, port = listener.advertised
+            log.info("listener %s (%s) on %s:%d, advertised as %s:%d", listener.name, listener.security_protocol,
+                     listener.host or "*", listener.port, host, port)
 
     def _open_storage(self) -> None:
         data_dir = self.config.data_dir
@@ -126,13 +156,13 @@ class Broker:
     async def stop(self) -> None:
         log.info("shutting down")
         self.ready = False
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             conn.close("broker shutting down")
-        if self._server is not None:
+        if self._servers:
             try:
-                await asyncio.wait_for(self._server.wait_closed(), 5)
+                await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in self._servers)), 5)
             except TimeoutError:
                 log.warning("connections did not close within 5 s")
         for task in self._tasks:

@@ -19,6 +19,8 @@ from pathlib import Path
 from broker.embedded import LISTENING, end_process, unexpected_problems
 
 REPO = Path(__file__).resolve().parent.parent
+# broker/server.py's line for each listener: "listener NAME (PROTOCOL) on host:port, ..."
+LISTENER = re.compile(r"listener (\S+) \((\S+)\) on (\S+):(\d+),")
 
 
 class BrokerProcess:
@@ -30,6 +32,8 @@ class BrokerProcess:
         self.log_lines: list[str] = []
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self.expected: list[re.Pattern[str]] = []
+        # Listener name -> bound port, from the log of the latest start (several listeners).
+        self.listener_ports: dict[str, int] = {}
         self.bad_exits: list[str] = []
         self._pump_thread: threading.Thread | None = None
         self._ended = True  # no process running that kill() or stop() should end
@@ -43,6 +47,10 @@ class BrokerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def bootstrap_of(self, listener: str) -> str:
+        """host:port of one listener (the process must have started)."""
+        return f"127.0.0.1:{self.listener_ports[listener]}"
 
     def expect_log(self, pattern: str) -> None:
         """Declare that an ERROR line or traceback matching `pattern` (re.search over the record,
@@ -75,6 +83,8 @@ class BrokerProcess:
                 self.log_lines.append(line)
                 out.write(line)
                 out.flush()
+                if (found := LISTENER.search(line)) is not None:
+                    self.listener_ports[found.group(1)] = int(found.group(4))
                 m = LISTENING.search(line)
                 if m and not ready.is_set():
                     self.port = int(m.group(1))  # keep the port across restarts

@@ -19,7 +19,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.respond({"error_code": ErrorCode.unsupported_endpoint_type, "error_message":
                             "only broker endpoints (type 1) are served", "cluster_id": "", "controller_id": -1,
                             "brokers": [], "endpoint_type": request.endpoint_type})
-    host, port = ctx.broker.config.advertised
+    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
     return ctx.respond({
         "throttle_time": 0, "error_code": ErrorCode.none, "cluster_id": ctx.broker.cluster_id,
         "controller_id": ctx.broker.node_id, "endpoint_type": 1,

@@ -19,7 +19,7 @@ GROUP, TRANSACTION = 0, 1
 
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
-    host, port = ctx.broker.config.advertised
+    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
     found = {"key": key, "node_id": ctx.broker.node_id, "host": host, "port": port,
              "error_code": ErrorCode.none, "error_message": None}
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}

@@ -79,7 +79,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                                error_entry(None, ErrorCode.unknown_topic_id, t.topic_id))
             else:
                 entries.append(await resolve_topic(ctx, t.name, allow_create))
-    host, port = ctx.broker.config.advertised
+    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
     return ctx.respond({
         "throttle_time": 0,
         "brokers": [{"node_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}],

@@ -11,6 +11,7 @@ import pytest
 
 from broker.dispatch import HANDLERS
 from broker.handler import RequestContext
+from broker.principal import LOCAL_ANONYMOUS
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
 from protocol.build import build
@@ -30,7 +31,8 @@ async def state(broker_state):  # type: ignore[no-untyped-def]
 async def call(state: BrokerState, key: ApiKey, version: int, **fields: Any) -> Any:
     request = build(request_schema(key, version), fields)
     header = RequestHeader(api_key=key, api_version=version, correlation_id=7, client_id="test")
-    response = await HANDLERS[key].handle(RequestContext(header=header, broker=state, peer="test"), request)
+    ctx = RequestContext(header=header, broker=state, peer="test", session=LOCAL_ANONYMOUS)
+    response = await HANDLERS[key].handle(ctx, request)
     assert encode_response(7, response)
     return response
 

@@ -140,19 +140,45 @@ def test_custom_listener_name_mapped_to_plaintext() -> None:
     assert (config.host, config.port, config.advertised) == ("::1", 9094, ("localhost", 9094))
 
 
+def test_several_listeners_each_with_its_protocol_and_advertised_address() -> None:
+    props = {"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9094,CLIENT://127.0.0.2:0",
+             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CLIENT:SSL",
+             "advertised.listeners": "PLAINTEXT://kafka.example:19092,CLIENT://client.example:29093"}
+    config = build(props)
+    assert [(li.name, li.security_protocol, li.host, li.port) for li in config.client_listeners] == [
+        ("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9092), ("SASL_SSL", "SASL_SSL", "", 9094),
+        ("CLIENT", "SSL", "127.0.0.2", 0)]
+    assert config.advertised == config.advertised_for("PLAINTEXT") == ("kafka.example", 19092)
+    assert config.advertised_for("SASL_SSL") == (socket.getfqdn(), 9094)
+    assert config.advertised_for("CLIENT") == ("client.example", 29093)
+    bound = config.with_bound_ports({"PLAINTEXT": 9092, "SASL_SSL": 9094, "CLIENT": 40001})
+    assert bound.client_listeners[2].port == 40001
+    assert bound.advertised_for("CLIENT") == ("client.example", 29093)
+
+
+def test_an_unadvertised_listener_advertises_its_bound_port() -> None:
+    config = build({"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"}, port=0)
+    bound = config.with_bound_ports({"PLAINTEXT": 40000, "SSL": 40001})
+    assert (bound.port, bound.advertised) == (40000, ("127.0.0.1", 40000))
+    assert bound.advertised_for("SSL") == ("127.0.0.1", 40001)
+
+
+def test_command_line_overrides_the_first_listener_only() -> None:
+    config = build({"listeners": "PLAINTEXT://127.0.0.2:9092,SSL://127.0.0.2:9093"}, host="127.0.0.1", port=0)
+    assert [(li.host, li.port) for li in config.client_listeners] == [("127.0.0.1", 0), ("127.0.0.2", 9093)]
+
+
 @pytest.mark.parametrize(("props", "cli", "fragment"), [
     ({"listeners": "PLAINTEXT://127.0.0.1:65536"}, {}, "must be between 0 and 65535"),
     ({"listeners": "PLAINTEXT://127.0.0.1:-1"}, {}, "must be between 0 and 65535"),
     ({"listeners": "127.0.0.1:9092"}, {}, "expected NAME://host:port"),
-    ({"listeners": "SSL://:9093"}, {}, "uses SSL; eosbroker serves PLAINTEXT only"),
-    ({"listeners": "SASL_PLAINTEXT://:9093"}, {}, "serves PLAINTEXT only"),
     ({"listeners": "CLIENT://:9093"}, {}, "No security protocol defined for listener CLIENT"),
-    ({"listeners": "PLAINTEXT://:9092,OTHER://:9093",
-      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"}, {}, "exactly one client listener"),
+    ({"listeners": "PLAINTEXT://:9092,SSL://:9092"}, {}, "each listener must have a different port"),
+    ({"listeners": "CONTROLLER://:9093", "controller.listener.names": "CONTROLLER"}, {}, "no client listener"),
     ({"listeners": "PLAINTEXT://:9092,PLAINTEXT://:9093"}, {}, "different name"),
     ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, {}, "nonroutable meta-address 0.0.0.0"),
     ({"advertised.listeners": "PLAINTEXT://localhost:0"}, {}, "advertised port must be between 1 and 65535"),
-    ({"advertised.listeners": "OTHER://localhost:9092"}, {}, "no listener named PLAINTEXT"),
+    ({"advertised.listeners": "OTHER://localhost:9092"}, {}, "names OTHER, which is not a listener"),
     ({}, {"port": 65536}, "Invalid value 65536 for --port"),
     ({}, {"port": -1}, "Invalid value -1 for --port"),
     ({}, {"advertised_port": 0}, "--advertised-port: a port must be between 1 and 65535"),

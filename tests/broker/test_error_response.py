@@ -14,6 +14,7 @@ import pytest
 from broker.dispatch import HANDLER_MODULES, HANDLERS, dispatch
 from broker.error_response import error_response, null_in_non_nullable
 from broker.handler import CloseConnection, RequestContext
+from broker.principal import LOCAL_ANONYMOUS
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
 from protocol.build import build
@@ -158,7 +159,7 @@ async def state(broker_state):  # type: ignore[no-untyped-def]
 
 def context(state: BrokerState, key: ApiKey, version: int) -> RequestContext:
     header = RequestHeader(api_key=key, api_version=version, correlation_id=5, client_id="test")
-    return RequestContext(header=header, broker=state, peer="test")
+    return RequestContext(header=header, broker=state, peer="test", session=LOCAL_ANONYMOUS)
 
 
 async def answer(state: BrokerState, request: Any) -> Any:

@@ -8,6 +8,7 @@ import pytest
 from broker.config import BrokerConfig
 from broker.dispatch import HANDLERS
 from broker.handler import RequestContext
+from broker.principal import LOCAL_ANONYMOUS
 from broker.services import transaction_coordinator
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
@@ -37,7 +38,8 @@ async def state(tmp_path):
 async def call(state, key: ApiKey, version: int, **fields):  # type: ignore[no-untyped-def]
     request = build(request_schema(key, version), fields)
     header = RequestHeader(api_key=key, api_version=version, correlation_id=7, client_id="test")
-    response = await HANDLERS[key].handle(RequestContext(header=header, broker=state, peer="test"), request)
+    ctx = RequestContext(header=header, broker=state, peer="test", session=LOCAL_ANONYMOUS)
+    response = await HANDLERS[key].handle(ctx, request)
     assert encode_response(7, response)  # it must also serialise for this version
     return response
 

@@ -7,6 +7,7 @@ import pytest
 
 from broker.dispatch import HANDLERS
 from broker.handler import RequestContext
+from broker.principal import LOCAL_ANONYMOUS
 from broker.services import transaction_coordinator
 from coordinator.transaction.outcomes import AbortCause
 from protocol.api_keys import ApiKey
@@ -31,7 +32,7 @@ async def write_markers(state, *, pid, epoch, coordinator_epoch=0, commit=False,
     header = RequestHeader(api_key=ApiKey.WRITE_TXN_MARKERS, api_version=version, correlation_id=3,
                            client_id="test")
     response = await HANDLERS[ApiKey.WRITE_TXN_MARKERS].handle(
-        RequestContext(header=header, broker=state, peer="test"), request)
+        RequestContext(header=header, broker=state, peer="test", session=LOCAL_ANONYMOUS), request)
     assert encode_response(3, response)
     [marker] = response.markers
     assert marker.producer_id == pid

@@ -61,7 +61,7 @@ def refused(root: Path, *args: str, busy: Path | None = None) -> str:
     (["--set", "log.retention.hours=0"], "log.retention.ms must be unlimited (-1) or, greater than or equal to 1"),
     (["--set", "log.message.timestamp.type=Wall"], "String must be one of: CreateTime, LogAppendTime"),
     (["--set", "listeners=PLAINTEXT://127.0.0.1:99999"], "must be between 0 and 65535"),
-    (["--set", "listeners=SSL://127.0.0.1:0"], "eosbroker serves PLAINTEXT only"),
+    (["--set", "listeners=SSL://127.0.0.1:0"], "listener SSL"),  # no keystore
     (["--set", "advertised.listeners=PLAINTEXT://0.0.0.0:9092"], "nonroutable meta-address 0.0.0.0"),
     (["--set", "novalue"], "--set expects key=value"),
 ])
