@@ -26,6 +26,8 @@ _BOUNDS: Final = {INT: (-(1 << 31), (1 << 31) - 1), LONG: (-(1 << 63), (1 << 63)
 _INTEGER: Final = re.compile(r"^[+-]?[0-9]+$")
 _HOUR_MS: Final = 3_600_000
 _WEEK_MS: Final = 168 * _HOUR_MS
+AUTHORIZER_CLASS_NAMES: Final = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                 "kafka.security.authorizer.AclAuthorizer")
 
 
 class ConfigError(ValueError):
@@ -154,6 +156,11 @@ class BrokerConfig:
     # long a dead broker's partitions and coordinators stay unavailable.
     cluster_url: str | None = prop(None, STRING)
     cluster_lease_ms: int = prop(10000, INT, at_least=1000)
+    # The authorizer (broker/authorizer): off when empty, as in Kafka; Kafka's two class names
+    # select the same StandardAuthorizer rules. super.users is `;`-separated principals.
+    authorizer_class_name: str = prop("", STRING, choices=("", *AUTHORIZER_CLASS_NAMES))
+    super_users: str = prop("", STRING)
+    allow_everyone_if_no_acl_found: bool = prop(False, BOOLEAN)
     extra: Mapping[str, str] = field(default_factory=dict)
     # The properties given in server.properties or with --set (listeners and advertised.listeners
     # also when --host/--port or --advertised-* set them): DescribeConfigs names these
@@ -163,6 +170,10 @@ class BrokerConfig:
     @property
     def data_dir(self) -> Path:
         return Path(self.log_dirs)
+
+    @property
+    def super_user_principals(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.super_users.split(";") if p.strip())
 
     @property
     def advertised(self) -> tuple[str, int]:
@@ -285,6 +296,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _resolve_log_dirs(values)
         _resolve_times(values, props)
         _resolve_listeners(values, props, overrides)
+        _check_super_users(values.get("super_users", ""))
     except ListenerError as exc:
         raise ConfigError(str(exc)) from None
     return BrokerConfig(**values, static_keys=_static_keys(props, overrides)), unknown
@@ -347,6 +359,15 @@ def _resolve_times(values: dict[str, Any], props: Mapping[str, str]) -> None:
     if values["log_roll_ms"] < 1:
         raise ConfigError(f"Invalid value {props['log.roll.ms']} for configuration log.roll.ms: "
                           "log.roll.ms must be greater than or equal to 1")
+
+
+def _check_super_users(raw: str) -> None:
+    # Kafka's SecurityUtils.parseKafkaPrincipal, which StandardAuthorizer.configure applies to each.
+    for principal in filter(None, (p.strip() for p in raw.split(";"))):
+        kind, sep, name = principal.partition(":")
+        if not sep or not kind or not name:
+            raise ConfigError(f"Invalid value {raw} for configuration super.users: expected principals as "
+                              f"Type:name separated by ';' (as in User:admin;User:ops), got {principal!r}")
 
 
 def _check_port(flag: str, port: int, low: int) -> int:

@@ -9,11 +9,13 @@ import signal
 import socket
 from typing import Any
 
+from storage.acl_store import AclFileStore
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 
+from .authorizer.standard import StandardAuthorizer
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
@@ -130,7 +132,11 @@ class Broker:
         try:
             meta = ensure_meta_properties(data_dir, self.config.node_id, self.config.cluster_id)
             self.state.cluster_id = meta.cluster_id
+            self.state.authorizer = self._open_authorizer()
             self.logs.load()
+        except StartupError:
+            self._lock.release()
+            raise
         except MetaPropertiesError as exc:
             self._lock.release()
             raise StartupError(str(exc)) from None
@@ -138,6 +144,20 @@ class Broker:
             self._lock.release()
             raise StartupError(f"cannot load data dir {data_dir}: {exc}") from None
         self.logs.start()
+
+    def _open_authorizer(self) -> StandardAuthorizer | None:
+        config = self.config
+        if not config.authorizer_class_name:
+            return None
+        authorizer = StandardAuthorizer(super_users=config.super_user_principals,
+                                        allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
+                                        store=AclFileStore(config.data_dir))
+        try:
+            authorizer.load()
+        except ValueError as exc:
+            # Starting without them would open what the ACLs closed: refuse instead.
+            raise StartupError(f"cannot load the ACLs: {exc}") from None
+        return authorizer
 
     def _build_services(self) -> list[Any]:
         """Coordinators and other services with async start()/stop(), in start order."""

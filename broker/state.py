@@ -12,6 +12,7 @@ from storage.api import LogSource
 from .config import BrokerConfig
 
 if TYPE_CHECKING:
+    from .authorizer.standard import StandardAuthorizer
     from .handler import Handler
     from .metrics.counters import BrokerMetrics
 
@@ -30,6 +31,8 @@ class BrokerState:
     txn_coordinator: Any = None
     # The request path's counters while metrics.port is set; None keeps that path free of them.
     metrics: BrokerMetrics | None = None
+    # Set when authorizer.class.name names one; None keeps every request path free of ACL checks.
+    authorizer: StandardAuthorizer | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -22,6 +22,7 @@ from .log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, TOPIC_CONFIG_TYPES, i
 
 __all__ = (
     "AbortedTxn",
+    "AclStore",
     "ActiveProducer",
     "AppendOrigin",
     "BrokerEndpoint",
@@ -307,3 +308,12 @@ class ClusterView(Protocol):
     def add_listener(self, listener: LeadershipListener) -> None:
         """Register for elections; partitions this broker already leads are announced at once."""
         ...
+
+
+class AclStore(Protocol):
+    """Where the authorizer keeps its ACLs (storage/acl_store.py keeps them in the data dir).
+    Records are plain JSON-able dicts; save replaces all of them at once, durably."""
+
+    def load(self) -> list[dict[str, Any]]: ...
+
+    def save(self, records: list[dict[str, Any]]) -> None: ...

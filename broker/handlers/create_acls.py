@@ -1,24 +1,51 @@
 """CreateAcls v1-3.
 
-Behaviour: no authorizer (see describe_acls.py): every creation fails with SECURITY_DISABLED, as
-in Kafka without authorizer.class.name.
+Behaviour: with no authorizer every creation fails with SECURITY_DISABLED, as in Kafka without
+authorizer.class.name. With one, the caller needs ALTER on the CLUSTER (every creation fails with
+CLUSTER_AUTHORIZATION_FAILED otherwise); each creation is validated on its own (Kafka's
+AclControlManager and AclApis: INVALID_REQUEST for an UNKNOWN or ANY field, a MATCH pattern, an
+empty name, a CLUSTER name other than kafka-cluster, a principal not of the form Type:name, or a
+delegation token resource, which eosbroker does not have) and the valid ones are stored together,
+durably, before the response. Creating an ACL that exists succeeds and keeps one copy.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclBinding, AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .describe_acls import NO_AUTHORIZER
+from .acl_common import NO_AUTHORIZER, binding_of, validated
+
+log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    results = [{"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER}
-               for _ in request.creations]
-    return ctx.respond({"throttle_time": 0, "results": results})
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return ctx.respond({"throttle_time": 0, "results": [
+            {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER} for _ in request.creations]})
+    require_cluster(ctx, AclOperation.ALTER)
+    outcomes = validated(request.creations, binding_of)
+    valid = [o for o in outcomes if isinstance(o, AclBinding)]
+    if valid:
+        try:
+            authorizer.create_acls(valid)
+            log.info("%s created ACLs: %s", ctx.session.principal, ", ".join(map(str, valid)))
+        except KafkaError as exc:
+            outcomes = [exc if isinstance(o, AclBinding) else o for o in outcomes]
+    return ctx.respond({"throttle_time": 0, "results": [_result(o) for o in outcomes]})
+
+
+def _result(outcome: AclBinding | KafkaError) -> dict[str, Any]:
+    if isinstance(outcome, KafkaError):
+        return {"error_code": outcome.code, "error_message": outcome.message}
+    return {"error_code": ErrorCode.none, "error_message": None}
 
 
 HANDLER = Handler(api_key=ApiKey.CREATE_ACLS, min_version=1, max_version=3, handle=handle)

@@ -1,23 +1,48 @@
 """DeleteAcls v1-3.
 
-Behaviour: no authorizer (see describe_acls.py): every filter fails with SECURITY_DISABLED and
-matches nothing, as in Kafka without authorizer.class.name.
+Behaviour: with no authorizer every filter fails with SECURITY_DISABLED and matches nothing, as in
+Kafka without authorizer.class.name. With one, the caller needs ALTER on the CLUSTER
+(CLUSTER_AUTHORIZATION_FAILED for every filter otherwise); each filter removes the ACLs it matches
+(the same matching as DescribeAcls, MATCH included) and lists them; a filter with an UNKNOWN field
+is INVALID_REQUEST on its own. The removals are stored together, durably, before the response.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclBindingFilter, AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .describe_acls import NO_AUTHORIZER
+from .acl_common import NO_AUTHORIZER, binding_fields, filter_of, validated
+
+log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    results = [{"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER, "matching_acls": []}
-               for _ in request.filters]
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return ctx.respond({"throttle_time": 0, "filter_results": [
+            {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER, "matching_acls": []}
+            for _ in request.filters]})
+    require_cluster(ctx, AclOperation.ALTER)
+    outcomes = validated(request.filters, filter_of)
+    valid = [o for o in outcomes if isinstance(o, AclBindingFilter)]
+    removed = iter(authorizer.delete_acls(valid)) if valid else iter(())
+    results = []
+    for outcome in outcomes:
+        if isinstance(outcome, KafkaError):
+            results.append({"error_code": outcome.code, "error_message": outcome.message, "matching_acls": []})
+            continue
+        acls = next(removed)
+        if acls:
+            log.info("%s deleted ACLs: %s", ctx.session.principal, ", ".join(map(str, acls)))
+        results.append({"error_code": ErrorCode.none, "error_message": None, "matching_acls": [
+            {"error_code": ErrorCode.none, "error_message": None, **binding_fields(acl)} for acl in acls]})
     return ctx.respond({"throttle_time": 0, "filter_results": results})
 
 

@@ -1,9 +1,11 @@
 """DescribeAcls v1-3.
 
-Behaviour: eosbroker has no authorizer, so it answers as Kafka does when authorizer.class.name is
-unset: SECURITY_DISABLED with "No Authorizer is configured on the broker". Admin tools and UIs (kafka-acls,
-confluent-kafka's describe_acls, web consoles) then report that ACLs are off instead of failing
-on an unsupported API.
+Behaviour: with no authorizer (authorizer.class.name unset) the answer is Kafka's: SECURITY_DISABLED
+with "No Authorizer is configured on the broker", so kafka-acls and consoles report ACLs as off.
+With one, the caller needs DESCRIBE on the CLUSTER (CLUSTER_AUTHORIZATION_FAILED otherwise), and
+the ACLs the filter matches come back grouped by resource pattern. A filter with an UNKNOWN field
+is INVALID_REQUEST. Filters: a null name or principal or host, and ANY, match everything; pattern
+type MATCH finds the ACLs that apply to the named resource (its literal, `*` and prefixes).
 """
 
 from __future__ import annotations
@@ -13,15 +15,28 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-
-# Kafka 4.x's wording (AclApis), which kafka-acls --list prints.
-NO_AUTHORIZER = "No Authorizer is configured on the broker"
+from .acl_common import NO_AUTHORIZER, filter_of
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.security_disabled,
-                        "error_message": NO_AUTHORIZER, "resources": []})
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.security_disabled,
+                            "error_message": NO_AUTHORIZER, "resources": []})
+    require_cluster(ctx, AclOperation.DESCRIBE)
+    acl_filter = filter_of(request)
+    acl_filter.validate()
+    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for acl in authorizer.acls(acl_filter):
+        resources.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(
+            {"principal": acl.principal, "host": acl.host, "operation": acl.operation,
+             "permission_type": acl.permission_type})
+    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "resources": [
+        {"resource_type": rtype, "resource_name": name, "pattern_type": pattern, "acls": acls}
+        for (rtype, name, pattern), acls in resources.items()]})
 
 
 HANDLER = Handler(api_key=ApiKey.DESCRIBE_ACLS, min_version=1, max_version=3, handle=handle)

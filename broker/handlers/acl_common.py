@@ -1,0 +1,64 @@
+"""What CreateAcls, DescribeAcls and DeleteAcls share: the wire's ACL fields as typed values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TypeVar
+
+from protocol.errors import KafkaError
+
+from ..authorizer.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    parse_enum,
+)
+
+__all__ = ("NO_AUTHORIZER", "binding_fields", "binding_of", "filter_of", "validated")
+
+# Kafka 4.x's wording (AclApis), which kafka-acls --list prints.
+NO_AUTHORIZER: Final = "No Authorizer is configured on the broker"
+V = TypeVar("V", AclBinding, AclBindingFilter)
+
+
+def validated(items: Iterable[Any], convert: Callable[[Any], V]) -> list[V | KafkaError]:
+    """Each wire item as a typed value, or the INVALID_REQUEST it earns on its own (Kafka
+    answers per creation and per filter, so one bad item does not fail the others)."""
+    out: list[V | KafkaError] = []
+    for item in items:
+        value = convert(item)
+        try:
+            value.validate()
+        except KafkaError as exc:
+            out.append(exc)
+            continue
+        out.append(value)
+    return out
+
+
+def binding_of(creation: Any) -> AclBinding:
+    return AclBinding(
+        resource_type=parse_enum(ResourceType, creation.resource_type), resource_name=creation.resource_name,
+        pattern_type=parse_enum(PatternType, creation.resource_pattern_type), principal=creation.principal,
+        host=creation.host, operation=parse_enum(AclOperation, creation.operation),
+        permission_type=parse_enum(AclPermissionType, creation.permission_type))
+
+
+def filter_of(request: Any) -> AclBindingFilter:
+    """A DescribeAclsRequest or one DeleteAclsFilter, which have the same fields."""
+    return AclBindingFilter(
+        resource_type=parse_enum(ResourceType, request.resource_type_filter),
+        resource_name=request.resource_name_filter,
+        pattern_type=parse_enum(PatternType, request.pattern_type_filter), principal=request.principal_filter,
+        host=request.host_filter, operation=parse_enum(AclOperation, request.operation),
+        permission_type=parse_enum(AclPermissionType, request.permission_type))
+
+
+def binding_fields(acl: AclBinding) -> dict[str, Any]:
+    """A DeleteAclsMatchingAcl's ACL fields (DescribeAcls groups the same ones by resource)."""
+    return {"resource_type": acl.resource_type, "resource_name": acl.resource_name, "pattern_type": acl.pattern_type,
+            "principal": acl.principal, "host": acl.host, "operation": acl.operation,
+            "permission_type": acl.permission_type}
