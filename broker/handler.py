@@ -4,24 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.codec import RequestHeader, response_schema
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import IsolationLevel
+from storage.api import ClusterView, IsolationLevel, TopicPartition
 
 from .principal import Session
 
 if TYPE_CHECKING:
     from .state import BrokerState
 
-__all__ = ("CloseConnection", "Handler", "LEADER_EPOCH", "RequestContext", "NO_RESPONSE", "check_leader_epoch",
-           "isolation_level")
+__all__ = ("CloseConnection", "Handler", "RequestContext", "NO_RESPONSE", "check_leader", "isolation_level")
 
-# One node that never hands leadership over: every partition's leader epoch, always.
-LEADER_EPOCH: Final = 0
 # A handler returns this when the protocol wants no answer (Produce with acks=0).
 NO_RESPONSE: Any = object()
 
@@ -71,11 +68,24 @@ def isolation_level(value: int) -> IsolationLevel:
         raise KafkaError(ErrorCode.invalid_request, f"unknown isolation level {value}") from None
 
 
-def check_leader_epoch(current_leader_epoch: int) -> None:
-    """Kafka's Partition.checkCurrentLeaderEpoch (KIP-320): -1 skips the check; an older epoch
-    than the leader's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH."""
-    if current_leader_epoch == -1 or current_leader_epoch == LEADER_EPOCH:
-        return
-    if current_leader_epoch < LEADER_EPOCH:
-        raise KafkaError(ErrorCode.fenced_leader_epoch, f"leader epoch {current_leader_epoch} is older than ours")
-    raise KafkaError(ErrorCode.unknown_leader_epoch, f"leader epoch {current_leader_epoch} is newer than ours")
+def check_leader(cluster: ClusterView, tp: TopicPartition, current_leader_epoch: int = -1) -> int:
+    """Kafka's Partition.localLogWithEpochOrThrow for a leader-only request: the client's
+    current_leader_epoch (KIP-320; -1 skips the check) older than the partition's is
+    FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (this broker has not seen that election yet);
+    then a partition another broker leads, or none does, is NOT_LEADER_OR_FOLLOWER. Returns the
+    leader epoch; -1 for a partition the cluster does not have (get_log says so)."""
+    leader = cluster.leader(tp)
+    if leader is None:
+        return -1
+    epoch = leader.leader_epoch
+    if current_leader_epoch != -1 and current_leader_epoch < epoch:
+        raise KafkaError(ErrorCode.fenced_leader_epoch,
+                         f"leader epoch {current_leader_epoch} of {tp} is older than the current {epoch}")
+    if current_leader_epoch > epoch:
+        raise KafkaError(ErrorCode.unknown_leader_epoch,
+                         f"leader epoch {current_leader_epoch} of {tp} is newer than the {epoch} known here")
+    if leader.leader != cluster.node_id:
+        message = (f"{tp} is led by broker {leader.leader}, not broker {cluster.node_id}" if leader.leader >= 0
+                   else f"{tp} has no leader at the moment")
+        raise KafkaError(ErrorCode.not_leader_or_follower, message)
+    return epoch

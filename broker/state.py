@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
-from storage.api import LogSource
+from storage.api import BrokerEndpoint, ClusterView, LogSource
 
+from .cluster.local_view import LocalClusterView
 from .config import BrokerConfig
 
 if TYPE_CHECKING:
@@ -34,6 +35,17 @@ class BrokerState:
     # Set when authorizer.class.name names one; None keeps every request path free of ACL checks.
     authorizer: StandardAuthorizer | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
+    cluster: ClusterView = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.cluster is None:
+            self.cluster = LocalClusterView(self.logs, self.endpoint)
+
+    def endpoint(self) -> BrokerEndpoint:
+        """This broker as Metadata advertises it (config changes once the listener is bound)."""
+        host, port = self.config.advertised
+        return BrokerEndpoint(self.config.node_id, host, port, None)
 
     @property
     def node_id(self) -> int:

@@ -26,6 +26,7 @@ __all__ = (
     "ActiveProducer",
     "AppendOrigin",
     "BrokerEndpoint",
+    "ClusterSnapshot",
     "ClusterView",
     "FetchDataInfo",
     "INTERNAL_TOPICS",
@@ -37,6 +38,7 @@ __all__ = (
     "LogSource",
     "OpenTransaction",
     "PartitionLeader",
+    "PartitionLease",
     "PartitionLog",
     "TopicMetadata",
     "TopicPartition",
@@ -280,6 +282,23 @@ class PartitionLeader(NamedTuple):
     leader_epoch: int
 
 
+class PartitionLease(NamedTuple):
+    """A partition's leadership as the database holds it (cluster mode)."""
+
+    tp: TopicPartition
+    leader: int  # node id; -1 while none, or while its lease has lapsed
+    leader_epoch: int
+    replication_factor: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSnapshot:
+    """The live brokers (by node id) and every partition's lease, read in one transaction."""
+
+    brokers: list[BrokerEndpoint]
+    partitions: list[PartitionLease]
+
+
 @runtime_checkable
 class LeadershipListener(Protocol):
     """Told when this broker starts or stops leading a partition (the coordinators listen for
@@ -303,6 +322,11 @@ class ClusterView(Protocol):
 
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         """None for a partition the cluster does not have."""
+        ...
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        """The brokers that could lead the partition at once, leader first (with shared storage:
+        the live brokers, up to the topic's replication factor); Metadata's replicas and ISR."""
         ...
 
     def add_listener(self, listener: LeadershipListener) -> None:

@@ -1,6 +1,7 @@
 """DescribeCluster v0-1.
 
-Behaviour: this one broker, which is also the controller. The Java admin client calls it first
+Behaviour: the live brokers; the controller is this broker (any broker changes topics, as
+Metadata says). The Java admin client calls it first
 in describeTopics (Spark's offset reader). v1 endpoint_type 1 (brokers) is the only type served.
 """
 
@@ -12,6 +13,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from ..handler import Handler, RequestContext
+from .metadata import live_brokers
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -19,11 +21,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.respond({"error_code": ErrorCode.unsupported_endpoint_type, "error_message":
                             "only broker endpoints (type 1) are served", "cluster_id": "", "controller_id": -1,
                             "brokers": [], "endpoint_type": request.endpoint_type})
-    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
     return ctx.respond({
         "throttle_time": 0, "error_code": ErrorCode.none, "cluster_id": ctx.broker.cluster_id,
         "controller_id": ctx.broker.node_id, "endpoint_type": 1,
-        "brokers": [{"broker_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}],
+        "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in live_brokers(ctx)],
         "cluster_authorized_operations": -2147483648,
     })
 

@@ -1,7 +1,7 @@
 """DescribeTopicPartitions v0.
 
-Behaviour: the topics' partitions as Metadata describes them (this broker leads every partition
-with epoch 0), paged as Kafka pages them: topics in name order (all topics, internal ones
+Behaviour: the topics' partitions as Metadata describes them (leaders and epochs from the
+ClusterView), paged as Kafka pages them: topics in name order (all topics, internal ones
 included, when the list is empty), starting at the cursor's topic and partition, at most
 response_partition_limit partitions (capped at 2000, Kafka's
 max.request.partition.size.limit) per answer; when partitions remain, next_cursor names the first
@@ -52,7 +52,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if limit == 0:
             next_cursor = {"topic_name": name, "partition_index": start}
             break
-        entry = topic_entry(meta, ctx.broker.node_id)
+        entry = topic_entry(meta, ctx.broker.cluster)
         # Empty ELR lists, not null, as Kafka sends them: Java clients 3.9 dereference them.
         entry["partitions"] = [p | {"eligible_leader_replicas": [], "last_known_elr": []}
                                for p in entry["partitions"][start : start + limit]]

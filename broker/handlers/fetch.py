@@ -6,8 +6,9 @@ first partition with data (KIP-74). Long poll: while fewer than min_bytes are re
 max_wait_ms, and any append to a fetched partition wakes it. READ_COMMITTED reads stop at the last
 stable offset and list the aborted transactions overlapping the returned range; READ_UNCOMMITTED
 sends no aborted list. Control batches and aborted batches are returned: consumers step over them.
-A current_leader_epoch other than ours (0) or -1 is FENCED/UNKNOWN_LEADER_EPOCH for that partition,
-an isolation level other than 0 and 1 INVALID_REQUEST.
+A current_leader_epoch older than the partition's is FENCED_LEADER_EPOCH, a newer one
+UNKNOWN_LEADER_EPOCH, and a partition this broker does not lead NOT_LEADER_OR_FOLLOWER (clients
+fetch from leaders only: no follower fetching); an isolation level other than 0 and 1 INVALID_REQUEST.
 Version notes: fetch sessions (v7+) are declined with session id 0, as KIP-227 allows, so clients
 send full fetch requests (an incremental one is FETCH_SESSION_ID_NOT_FOUND); v13+ (topic ids) is not advertised.
 """
@@ -22,7 +23,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
 
-from ..handler import Handler, RequestContext, check_leader_epoch, isolation_level
+from ..handler import Handler, RequestContext, check_leader, isolation_level
 
 
 def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> dict[str, Any]:
@@ -52,8 +53,8 @@ async def _read_all(ctx: RequestContext, request: Any, isolation: IsolationLevel
         for p in topic.partitions:
             tp = TopicPartition(topic.topic, p.partition)
             try:
+                check_leader(ctx.broker.cluster, tp, getattr(p, "current_leader_epoch", -1))
                 plog = ctx.broker.logs.get_log(tp)
-                check_leader_epoch(getattr(p, "current_leader_epoch", -1))
                 # KIP-74: a budget of zero still returns the first batch if nothing came before.
                 budget = max(min(p.partition_max_bytes, remaining), 0)
                 info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation)

@@ -5,8 +5,9 @@ stable offset at READ_COMMITTED), -3 (v7+) the offset of the largest timestamp; 
 first offset whose batch has a timestamp at or after it (offset -1 if none, as Kafka answers).
 -4 (v8+, earliest local) is the log start offset too, there being no remote storage; -5 (v9+,
 latest tiered) is offset -1, as Kafka answers for a topic without tiered storage. A
-current_leader_epoch other than ours (0) or -1 is FENCED/UNKNOWN_LEADER_EPOCH.
-Version notes: v2+ carries the isolation level; v4+ returns leader epochs (always 0 here); v10
+current_leader_epoch older than the partition's is FENCED_LEADER_EPOCH, a newer one
+UNKNOWN_LEADER_EPOCH; a partition led elsewhere is NOT_LEADER_OR_FOLLOWER.
+Version notes: v2+ carries the isolation level; v4+ returns the leader epoch (0 in local mode); v10
 adds a timeout for remote reads, not needed here.
 """
 
@@ -16,17 +17,21 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import IsolationLevel, TopicPartition
+from storage.api import IsolationLevel, PartitionLog, TopicPartition
 
-from ..handler import Handler, RequestContext, check_leader_epoch, isolation_level
+from ..handler import Handler, RequestContext, check_leader, isolation_level
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
 
 async def _lookup(ctx: RequestContext, tp: TopicPartition, p: Any, isolation: IsolationLevel) -> dict[str, Any]:
+    epoch = check_leader(ctx.broker.cluster, tp, getattr(p, "current_leader_epoch", -1))
     plog = ctx.broker.logs.get_log(tp)
-    check_leader_epoch(getattr(p, "current_leader_epoch", -1))
-    timestamp = p.timestamp
+    found = await _find(plog, p.timestamp, isolation)
+    return found | {"leader_epoch": epoch}
+
+
+async def _find(plog: PartitionLog, timestamp: int, isolation: IsolationLevel) -> dict[str, Any]:
     if timestamp == LATEST_TIERED:
         return {"timestamp": -1, "offset": -1}
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
@@ -54,7 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         parts = []
         for p in topic.partitions:
-            entry: dict[str, Any] = {"partition_index": p.partition_index, "leader_epoch": 0}
+            entry: dict[str, Any] = {"partition_index": p.partition_index}
             try:
                 entry |= await _lookup(ctx, TopicPartition(topic.name, p.partition_index), p, isolation)
                 entry["error_code"] = ErrorCode.none

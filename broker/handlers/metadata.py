@@ -1,6 +1,10 @@
 """Metadata v0-12.
 
-Behaviour: one node (this broker) leads every partition with leader epoch 0. Unknown topics are
+Behaviour: the live brokers and each partition's leader and leader epoch from the ClusterView (in
+local mode this broker leads every partition at epoch 0); replicas and ISR are the brokers that
+could lead the partition at once, leader first. A partition without a live leader is
+LEADER_NOT_AVAILABLE with leader -1, so clients ask again. The controller is this broker: any
+broker can change topics, their state being shared (local mode: the only one). Unknown topics are
 created when auto.create.topics.enable is set and the request allows it (v4+ flag), with
 num.partitions partitions. Topic ids are real, stable UUIDs (v10+). A null topic list (v1+) or an
 empty one at v0 means all topics; internal topics are included, flagged is_internal, as Kafka does.
@@ -14,24 +18,37 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicMetadata, validate_topic_name
+from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, TopicPartition, validate_topic_name
 
 from ..handler import Handler, RequestContext
 
 log = logging.getLogger(__name__)
 
 
-def topic_entry(meta: TopicMetadata, node_id: int) -> dict[str, Any]:
+def live_brokers(ctx: RequestContext) -> list[BrokerEndpoint]:
+    """The live brokers, this one with the address of the listener the client came in on (as
+    Kafka answers); the others as they registered."""
+    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
+    return [b._replace(host=host, port=port) if b.node_id == ctx.broker.node_id else b
+            for b in ctx.broker.cluster.live_brokers()]
+
+
+def partition_entry(cluster: ClusterView, tp: TopicPartition) -> dict[str, Any]:
+    leader = cluster.leader(tp) or PartitionLeader(-1, -1)
+    replicas = cluster.replicas(tp)
+    code = ErrorCode.none if leader.leader >= 0 else ErrorCode.leader_not_available
+    return {"error_code": code, "partition_index": tp.partition, "leader_id": leader.leader,
+            "leader_epoch": leader.leader_epoch, "replica_nodes": replicas, "isr_nodes": replicas,
+            "offline_replicas": []}
+
+
+def topic_entry(meta: TopicMetadata, cluster: ClusterView) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": meta.name,
         "topic_id": meta.topic_id,
         "is_internal": meta.internal,
-        "partitions": [
-            {"partition_index": p, "leader_id": node_id, "leader_epoch": 0,
-             "replica_nodes": [node_id], "isr_nodes": [node_id], "offline_replicas": []}
-            for p in range(meta.partitions)
-        ],
+        "partitions": [partition_entry(cluster, TopicPartition(meta.name, p)) for p in range(meta.partitions)],
         "topic_authorized_operations": -2147483648,
     }
 
@@ -44,7 +61,7 @@ async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> d
     logs = ctx.broker.logs
     meta = logs.topics.get(name)
     if meta is not None:
-        return topic_entry(meta, ctx.broker.node_id)
+        return topic_entry(meta, ctx.broker.cluster)
     try:
         validate_topic_name(name)
     except KafkaError:
@@ -55,10 +72,11 @@ async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> d
         meta = await logs.create_topic(name, ctx.broker.config.num_partitions)
     except KafkaError as exc:
         created = logs.topics.get(name)  # by a concurrent request while this one waited its turn
-        return topic_entry(created, ctx.broker.node_id) if created else error_entry(name, exc.code)
+        return topic_entry(created, ctx.broker.cluster) if created else error_entry(name, exc.code)
     log.info("auto-created topic %s for %s", name, ctx.peer)
-    # Kafka answers LEADER_NOT_AVAILABLE while a new topic's leaders are elected; ours are ready.
-    return topic_entry(meta, ctx.broker.node_id)
+    # Kafka answers LEADER_NOT_AVAILABLE while a new topic's leaders are elected: so does the
+    # entry of a partition no broker leads yet (cluster mode); local ones are ready.
+    return topic_entry(meta, ctx.broker.cluster)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -66,7 +84,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     allow_create = getattr(request, "allow_auto_topic_creation", True)
     topics = request.topics
     if topics is None or (ctx.version == 0 and not topics):
-        entries = [topic_entry(m, ctx.broker.node_id) for m in list(logs.topics.values())]
+        entries = [topic_entry(m, ctx.broker.cluster) for m in list(logs.topics.values())]
     else:
         entries = []
         for t in topics:
@@ -75,14 +93,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise KafkaError(ErrorCode.invalid_request, f"topic name can not be null for version {ctx.version}")
             if t.name is None:
                 meta = logs.topic_by_id(t.topic_id)
-                entries.append(topic_entry(meta, ctx.broker.node_id) if meta else
+                entries.append(topic_entry(meta, ctx.broker.cluster) if meta else
                                error_entry(None, ErrorCode.unknown_topic_id, t.topic_id))
             else:
                 entries.append(await resolve_topic(ctx, t.name, allow_create))
-    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
     return ctx.respond({
         "throttle_time": 0,
-        "brokers": [{"node_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}],
+        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in live_brokers(ctx)],
         "cluster_id": ctx.broker.cluster_id,
         "controller_id": ctx.broker.node_id,
         "topics": entries,

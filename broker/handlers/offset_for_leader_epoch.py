@@ -1,10 +1,13 @@
 """OffsetForLeaderEpoch v2-4.
 
-Behaviour: every batch is written with leader epoch 0 and the leader never changes, so for a
-requested epoch of 0 (or above) the end offset is the log end offset with epoch 0; a negative
-epoch is UNDEFINED. A current_leader_epoch above ours is UNKNOWN_LEADER_EPOCH (a client that
-knows a newer leader than this one), one below it FENCED_LEADER_EPOCH. Java consumers call this
-to validate positions after seeks (KIP-320).
+Behaviour: storage is never truncated (one leader writes at a time, fenced by its epoch, and a
+new leader continues at the stored next offset), so no epoch ends before the log end offset: a
+requested epoch of 0 or above gets the log end offset, with the requested epoch capped at the
+partition's (always 0 in local mode); a negative epoch is UNDEFINED. Consumers compare the end
+offset with their position, which it never falls below. A current_leader_epoch older than the
+partition's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, a partition led elsewhere
+NOT_LEADER_OR_FOLLOWER. Java consumers call this to validate positions after seeks and leader
+changes (KIP-320).
 """
 
 from __future__ import annotations
@@ -15,19 +18,20 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
-from ..handler import Handler, RequestContext, check_leader_epoch
+from ..handler import Handler, RequestContext, check_leader
 
 
 def _answer(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
     entry = {"partition": p.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
     try:
-        plog = ctx.broker.logs.get_log(TopicPartition(topic, p.partition))
-        check_leader_epoch(getattr(p, "current_leader_epoch", -1))
+        tp = TopicPartition(topic, p.partition)
+        epoch = check_leader(ctx.broker.cluster, tp, getattr(p, "current_leader_epoch", -1))
+        plog = ctx.broker.logs.get_log(tp)
     except KafkaError as exc:
         return entry | {"error_code": exc.code}
     if p.leader_epoch < 0:
         return entry
-    return entry | {"leader_epoch": 0, "end_offset": plog.log_end_offset}
+    return entry | {"leader_epoch": min(p.leader_epoch, epoch), "end_offset": plog.log_end_offset}
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -4,7 +4,9 @@ Behaviour: each partition's batch goes to that partition's log actor as the requ
 the log validates headers and CRCs, assigns offsets and writes. Partition data holding more (or
 less) than one batch is INVALID_RECORD, as in Kafka, and nothing of it is written; the request's
 other partitions go on. acks=0 gets no response (and a failure closes the connection, as in
-Kafka); acks 1 and -1 are the same on a single node (the write is in the page cache when we answer).
+Kafka); acks 1 and -1 are the same (locally the write is in the page cache when we answer; in
+cluster mode it is committed to PostgreSQL, which every broker reads). A partition this broker
+does not lead is NOT_LEADER_OR_FOLLOWER.
 Version notes: v0-2 are advertised so that librdkafka < 2.11.1 enables compression, but they
 carry message formats 0/1 and are refused (as Kafka 4 does). Stays at v11: v12+ is Transactions V2.
 """
@@ -21,7 +23,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import iter_batches
 from storage.api import INTERNAL_TOPICS, TopicPartition
 
-from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext
+from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) 
         if topic in INTERNAL_TOPICS:
             raise KafkaError(ErrorCode.invalid_topic_exception, f"cannot append to internal topic {topic}")
         tp = TopicPartition(topic, part.index)
+        check_leader(ctx.broker.cluster, tp)
         plog = ctx.broker.logs.get_log(tp)
         if (metrics := ctx.broker.metrics) is not None:
             stats = metrics.topic(topic)  # only topics that exist: unknown names make no series

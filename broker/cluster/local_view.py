@@ -1,0 +1,57 @@
+"""The ClusterView of a broker that keeps its log in local segment files: one broker, which leads
+every partition at leader epoch 0 and never hands leadership over."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from storage.api import BrokerEndpoint, LeadershipListener, LogSource, PartitionLeader, TopicPartition
+
+__all__ = ("LOCAL_LEADER_EPOCH", "LocalClusterView")
+
+log = logging.getLogger(__name__)
+LOCAL_LEADER_EPOCH: Final = 0
+
+
+class LocalClusterView:
+    def __init__(self, logs: LogSource, endpoint: Callable[[], BrokerEndpoint]) -> None:
+        # endpoint is read on each call: the advertised port is known only once the listener is bound.
+        self._logs = logs
+        self._endpoint = endpoint
+        self._listeners: list[LeadershipListener] = []
+        self._announcing: set[asyncio.Task[None]] = set()
+
+    @property
+    def node_id(self) -> int:
+        return self._endpoint().node_id
+
+    def live_brokers(self) -> list[BrokerEndpoint]:
+        return [self._endpoint()]
+
+    def leader(self, tp: TopicPartition) -> PartitionLeader | None:
+        meta = self._logs.topics.get(tp.topic)
+        if meta is None or not 0 <= tp.partition < meta.partitions:
+            return None
+        return PartitionLeader(self.node_id, LOCAL_LEADER_EPOCH)
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        return [self.node_id] if self.leader(tp) is not None else []
+
+    def add_listener(self, listener: LeadershipListener) -> None:
+        """Every partition that exists now is announced to the listener (elected at epoch 0), in
+        a task: this is called from synchronous start-up code."""
+        self._listeners.append(listener)
+        partitions = [TopicPartition(m.name, p) for m in list(self._logs.topics.values()) for p in range(m.partitions)]
+        task = asyncio.get_running_loop().create_task(self._announce(listener, partitions), name="announce")
+        self._announcing.add(task)
+        task.add_done_callback(self._announcing.discard)
+
+    async def _announce(self, listener: LeadershipListener, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            try:
+                await listener.on_elected(tp, LOCAL_LEADER_EPOCH)
+            except Exception:
+                log.exception("leadership listener failed on the election of %s", tp)

@@ -1,0 +1,148 @@
+"""Broker membership and partition leases in PostgreSQL (docs/cluster.md, "Leadership").
+
+Every time here is the database's now(), never a broker's clock. A broker's lease is its
+`brokers` row: registered with a new incarnation, extended by heartbeats that name that
+incarnation. A partition is led by `partitions.leader` while that broker's lease is live; taking
+one bumps its leader epoch in one compare-and-set UPDATE, and that epoch is what fences the
+appends of a leader that lost it (storage/pg's fenced append). No advisory lock is a fence here:
+a paused process keeps its session and its locks.
+
+The methods are single statements (or one read-only transaction), so any broker may run them
+concurrently: PostgreSQL's row locks serialise two brokers taking one partition, and the loser's
+re-checked WHERE clause finds the partition led.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition
+
+__all__ = ("ClusterStore",)
+
+Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
+
+_LEASE: Final = "now() + make_interval(secs => $3::double precision / 1000)"
+
+_REGISTER: Final = f"""
+    INSERT INTO brokers AS b (node_id, incarnation, lease_expires_at, host, port, rack)
+    VALUES ($1, $2, {_LEASE}, $4, $5, $6)
+    ON CONFLICT (node_id) DO UPDATE
+        SET incarnation = excluded.incarnation, lease_expires_at = excluded.lease_expires_at,
+            host = excluded.host, port = excluded.port, rack = excluded.rack, registered_at = now()
+        WHERE b.lease_expires_at <= now()
+    RETURNING b.incarnation
+"""
+
+_HEARTBEAT: Final = f"""
+    UPDATE brokers SET lease_expires_at = {_LEASE}
+    WHERE node_id = $1 AND incarnation = $2 AND lease_expires_at > now()
+"""
+
+_LIVE_BROKERS: Final = """
+    SELECT node_id, host, port, rack FROM brokers WHERE lease_expires_at > now() ORDER BY node_id
+"""
+
+# A leader whose lease has lapsed reads as -1: any broker may take its partitions.
+_PARTITIONS: Final = """
+    SELECT t.name, p.partition, coalesce(b.node_id, -1) AS leader, p.leader_epoch, t.replication_factor
+    FROM partitions p
+    JOIN topics t ON t.topic_id = p.topic_id
+    LEFT JOIN brokers b ON b.node_id = p.leader AND b.lease_expires_at > now()
+    ORDER BY t.name, p.partition
+"""
+
+# Free, lapsed, or ours from an earlier incarnation (a restarted broker retakes its partitions
+# with a new epoch, its in-memory state being gone); only while our own lease is live.
+_TAKE: Final = """
+    UPDATE partitions p SET leader = $1, leader_epoch = p.leader_epoch + 1
+    FROM topics t, unnest($3::text[], $4::int[]) AS want (name, partition)
+    WHERE t.topic_id = p.topic_id AND t.name = want.name AND p.partition = want.partition
+      AND EXISTS (SELECT 1 FROM brokers me
+                  WHERE me.node_id = $1 AND me.incarnation = $2 AND me.lease_expires_at > now())
+      AND (p.leader IS NULL OR p.leader = $1
+           OR NOT EXISTS (SELECT 1 FROM brokers b WHERE b.node_id = p.leader AND b.lease_expires_at > now()))
+    RETURNING t.name, p.partition, p.leader_epoch
+"""
+
+# Under the epoch we hold: a partition someone else took since is left alone.
+_RELEASE: Final = """
+    UPDATE partitions p SET leader = NULL
+    FROM topics t, unnest($2::text[], $3::int[], $4::int[]) AS held (name, partition, epoch)
+    WHERE t.topic_id = p.topic_id AND t.name = held.name AND p.partition = held.partition
+      AND p.leader = $1 AND p.leader_epoch = held.epoch
+"""
+
+_DEREGISTER: Final = """
+    UPDATE brokers SET lease_expires_at = now()
+    WHERE node_id = $1 AND incarnation = $2 AND lease_expires_at > now()
+"""
+
+
+class ClusterStore:
+    """One broker's membership and its partition leases; pool is an asyncpg Pool."""
+
+    def __init__(self, pool: Pool, node_id: int, lease_ms: int) -> None:
+        self.pool = pool
+        self.node_id = node_id
+        self.lease_ms = lease_ms
+        self.incarnation: uuid.UUID | None = None
+
+    async def register(self, endpoint: BrokerEndpoint) -> bool:
+        """Join with a new incarnation and a fresh lease. False while another incarnation of this
+        node id holds a live lease (a broker that was killed: its lease has to lapse first, or a
+        second broker given the same node.id)."""
+        incarnation = uuid.uuid4()
+        row = await self.pool.fetchrow(_REGISTER, self.node_id, incarnation, self.lease_ms,
+                                       endpoint.host, endpoint.port, endpoint.rack)
+        if row is None:
+            return False
+        self.incarnation = incarnation
+        return True
+
+    async def heartbeat(self) -> bool:
+        """Extend the lease; False if it had lapsed (or was taken over): register again."""
+        if self.incarnation is None:
+            return False
+        status = await self.pool.execute(_HEARTBEAT, self.node_id, self.incarnation, self.lease_ms)
+        return bool(_rows(status))
+
+    async def deregister(self) -> None:
+        """Leave: the lease ends now, so other brokers take this one's partitions at once."""
+        if self.incarnation is not None:
+            await self.pool.execute(_DEREGISTER, self.node_id, self.incarnation)
+            self.incarnation = None
+
+    async def snapshot(self) -> ClusterSnapshot:
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            brokers = await conn.fetch(_LIVE_BROKERS)
+            partitions = await conn.fetch(_PARTITIONS)
+        return ClusterSnapshot(
+            brokers=[BrokerEndpoint(r["node_id"], r["host"], r["port"], r["rack"]) for r in brokers],
+            partitions=[PartitionLease(TopicPartition(r["name"], r["partition"]), r["leader"], r["leader_epoch"],
+                                       r["replication_factor"]) for r in partitions])
+
+    async def take(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Lead those of the partitions that are free, lapsed or left from an earlier incarnation:
+        their new leader epochs. Nothing while this broker's own lease is not live."""
+        wanted = list(partitions)
+        if self.incarnation is None or not wanted:
+            return {}
+        rows = await self.pool.fetch(_TAKE, self.node_id, self.incarnation,
+                                     [tp.topic for tp in wanted], [tp.partition for tp in wanted])
+        return {TopicPartition(r["name"], r["partition"]): r["leader_epoch"] for r in rows}
+
+    async def release(self, held: Sequence[tuple[TopicPartition, int]]) -> int:
+        """Stop leading these (partition, leader epoch) pairs; how many were still ours."""
+        if not held:
+            return 0
+        status = await self.pool.execute(_RELEASE, self.node_id, [tp.topic for tp, _ in held],
+                                         [tp.partition for tp, _ in held], [epoch for _, epoch in held])
+        return _rows(status)
+
+
+def _rows(status: str) -> int:
+    """The row count of asyncpg's command status ("UPDATE 3")."""
+    return int(status.rsplit(" ", 1)[-1])

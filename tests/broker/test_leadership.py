@@ -1,0 +1,155 @@
+"""Leadership in the request path: handlers answer from the broker's ClusterView. Local mode's
+view leads everything at epoch 0; a ClusterView of several brokers (ThreeBrokers, as cluster
+mode's view would report them) drives the leader, epoch and broker-list answers of Metadata,
+DescribeCluster, Produce, Fetch, ListOffsets and OffsetForLeaderEpoch."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from broker.cluster.local_view import LocalClusterView
+from broker.state import BrokerState
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.records import Record, build_batch
+from storage.api import BrokerEndpoint, ClusterView, LeadershipListener, PartitionLeader, TopicPartition
+from tests.broker.test_admin_handlers import call
+
+E = ErrorCode
+BROKERS = [BrokerEndpoint(1, "h1", 9091, None), BrokerEndpoint(2, "h2", 9092, "r2"), BrokerEndpoint(3, "h3", 9093)]
+
+
+class ThreeBrokers:
+    """Broker 1's view of a three-broker cluster: it leads t-0 at epoch 5, broker 2 leads t-1 at
+    epoch 3, and t-2 has no live leader."""
+
+    node_id = 1
+    LEADERS = {0: PartitionLeader(1, 5), 1: PartitionLeader(2, 3), 2: PartitionLeader(-1, 4)}
+
+    def live_brokers(self) -> list[BrokerEndpoint]:
+        return BROKERS
+
+    def leader(self, tp: TopicPartition) -> PartitionLeader | None:
+        return self.LEADERS.get(tp.partition) if tp.topic == "t" else None
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        leader = self.LEADERS[tp.partition].leader
+        return [leader, *(b.node_id for b in BROKERS if b.node_id != leader)][:2] if leader >= 0 else [1, 2]
+
+    def add_listener(self, listener: LeadershipListener) -> None:
+        raise NotImplementedError
+
+
+@pytest.fixture
+async def state(broker_state):  # type: ignore[no-untyped-def]
+    state = await broker_state(t=3)
+    state.cluster = ThreeBrokers()
+    assert isinstance(state.cluster, ClusterView)
+    return state
+
+
+def batch() -> bytes:
+    return bytes(build_batch([Record(value=b"v")]))
+
+
+async def produce(state: BrokerState, partition: int) -> Any:
+    r = await call(state, ApiKey.PRODUCE, 9, acks=-1, timeout=1000, transactional_id=None,
+                   topic_data=[{"name": "t", "partition_data": [{"index": partition, "records": batch()}]}])
+    return r.responses[0].partition_responses[0]
+
+
+async def fetch(state: BrokerState, partition: int, current_leader_epoch: int) -> Any:
+    r = await call(state, ApiKey.FETCH, 12, replica_id=-1, max_wait=0, min_bytes=0, max_bytes=1 << 20,
+                   isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                   topics=[{"topic": "t", "partitions": [
+                       {"partition": partition, "current_leader_epoch": current_leader_epoch, "fetch_offset": 0,
+                        "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}])
+    return r.responses[0].partitions[0]
+
+
+async def test_metadata_lists_the_live_brokers_and_each_partitions_leader(state: BrokerState) -> None:
+    r = await call(state, ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False,
+                   include_topic_authorized_operations=False)
+    host, port = state.config.advertised  # this broker: the address of the client's listener
+    assert [(b.node_id, b.host, b.port, b.rack) for b in r.brokers] == [
+        (1, host, port, None), (2, "h2", 9092, "r2"), (3, "h3", 9093, None)]
+    [topic] = r.topics
+    got = [(p.partition_index, p.error_code, p.leader_id, p.leader_epoch, list(p.replica_nodes), list(p.isr_nodes))
+           for p in topic.partitions]
+    assert got == [(0, E.none, 1, 5, [1, 2], [1, 2]), (1, E.none, 2, 3, [2, 1], [2, 1]),
+                   (2, E.leader_not_available, -1, 4, [1, 2], [1, 2])]
+
+
+async def test_describe_cluster_lists_the_live_brokers(state: BrokerState) -> None:
+    r = await call(state, ApiKey.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=1)
+    assert [b.broker_id for b in r.brokers] == [1, 2, 3]
+    assert r.controller_id == 1
+
+
+async def test_produce_goes_to_the_leader_only(state: BrokerState) -> None:
+    assert (await produce(state, 0)).error_code is E.none
+    for partition in (1, 2):
+        refused = await produce(state, partition)
+        assert refused.error_code is E.not_leader_or_follower
+        assert refused.base_offset == -1
+    assert "led by broker 2, not broker 1" in (await produce(state, 1)).error_message
+
+
+@pytest.mark.parametrize(("partition", "epoch", "code"), [
+    (0, -1, E.none), (0, 5, E.none), (0, 4, E.fenced_leader_epoch), (0, 6, E.unknown_leader_epoch),
+    # Kafka checks the epoch first: a follower that knows epoch 3 still says NOT_LEADER_OR_FOLLOWER.
+    (1, 3, E.not_leader_or_follower), (1, 2, E.fenced_leader_epoch), (1, -1, E.not_leader_or_follower),
+    (2, -1, E.not_leader_or_follower)])
+async def test_fetch_checks_the_current_leader_epoch_then_leadership(
+        state: BrokerState, partition: int, epoch: int, code: ErrorCode) -> None:
+    assert (await fetch(state, partition, epoch)).error_code is code
+
+
+async def test_list_offsets_answers_the_leader_epoch(state: BrokerState) -> None:
+    partitions = [{"partition_index": p, "current_leader_epoch": -1, "timestamp": -1} for p in (0, 1)]
+    r = await call(state, ApiKey.LIST_OFFSETS, 9, replica_id=-1, isolation_level=0,
+                   topics=[{"name": "t", "partitions": partitions}])
+    got = [(p.error_code, p.leader_epoch, p.offset) for p in r.topics[0].partitions]
+    assert got == [(E.none, 5, 0), (E.not_leader_or_follower, -1, -1)]
+
+
+async def test_offset_for_leader_epoch_caps_the_epoch_at_the_partitions(state: BrokerState) -> None:
+    assert (await produce(state, 0)).error_code is E.none
+    r = await call(state, ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, replica_id=-1, topics=[{"topic": "t", "partitions": [
+        {"partition": 0, "current_leader_epoch": 5, "leader_epoch": e} for e in (2, 5, 9)] + [
+        {"partition": 1, "current_leader_epoch": -1, "leader_epoch": 3}]}])
+    got = [(p.error_code, p.leader_epoch, p.end_offset) for p in r.topics[0].partitions]
+    assert got == [(E.none, 2, 1), (E.none, 5, 1), (E.none, 5, 1), (E.not_leader_or_follower, -1, -1)]
+
+
+async def test_the_local_view_leads_every_partition_at_epoch_zero(broker_state) -> None:  # type: ignore[no-untyped-def]
+    state = await broker_state(t=2)
+    view = state.cluster
+    assert isinstance(view, LocalClusterView)
+    host, port = state.config.advertised
+    assert view.live_brokers() == [BrokerEndpoint(state.node_id, host, port, None)]
+    assert view.leader(TopicPartition("t", 1)) == PartitionLeader(state.node_id, 0)
+    assert view.leader(TopicPartition("t", 2)) is None and view.leader(TopicPartition("x", 0)) is None
+    assert view.replicas(TopicPartition("t", 0)) == [state.node_id]
+
+
+async def test_the_local_view_announces_every_partition_to_a_listener(broker_state) -> None:  # type: ignore[no-untyped-def]
+    state = await broker_state(t=2, u=1)
+    elected: list[tuple[TopicPartition, int]] = []
+    done = asyncio.Event()
+
+    class Listener:
+        async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+            elected.append((tp, leader_epoch))
+            if len(elected) == 3:
+                done.set()
+
+        async def on_resigned(self, tp: TopicPartition) -> None:
+            raise AssertionError("a local broker never resigns")
+
+    state.cluster.add_listener(Listener())
+    await done.wait()
+    assert sorted(elected) == [(TopicPartition("t", 0), 0), (TopicPartition("t", 1), 0), (TopicPartition("u", 0), 0)]
