@@ -25,7 +25,7 @@ __all__ = ("DEFAULT_CONFIG", "DYNAMIC_TOPIC_CONFIG", "STATIC_BROKER_CONFIG", "br
 # Kafka's ConfigSource ids (DescribeConfigs v1+)
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # Kafka's ConfigEntry.ConfigType ids (DescribeConfigs v3+), by our Spec kinds
-_CONFIG_TYPES: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5}
+_CONFIG_TYPES: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6}
 
 # DynamicBrokerConfig.brokerConfigSynonyms, for the properties eosbroker has.
 SYNONYM_GROUPS: Final = (("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -34,13 +34,12 @@ SYNONYM_GROUPS: Final = (("log.retention.ms", "log.retention.minutes", "log.rete
 # (storage.log_config.TOPIC_CONFIG_DEFAULTS_FROM_BROKER has those it reads).
 TOPIC_CONFIG_SYNONYMS: Final[Mapping[str, str]] = {
     "compression.gzip.level": "compression.gzip.level", "compression.lz4.level": "compression.lz4.level",
-    "compression.zstd.level": "compression.zstd.level", "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "compression.zstd.level": "compression.zstd.level",
     "file.delete.delay.ms": "log.segment.delete.delay.ms", "local.retention.bytes": "log.local.retention.bytes",
-    "local.retention.ms": "log.local.retention.ms", "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "local.retention.ms": "log.local.retention.ms",
     "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
     "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
-    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
-    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms", "preallocate": "log.preallocate",
+    "preallocate": "log.preallocate",
     "segment.index.bytes": "log.index.size.max.bytes",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
 }

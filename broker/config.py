@@ -21,7 +21,7 @@ from .listeners import PORT_MAX, EndPoint, Listener, ListenerError, advertised_e
 __all__ = ("BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "Spec", "build_config", "load_properties",
            "parse_sets")
 
-INT, LONG, BOOLEAN, STRING = "INT", "LONG", "BOOLEAN", "STRING"
+INT, LONG, BOOLEAN, STRING, DOUBLE = "INT", "LONG", "BOOLEAN", "STRING", "DOUBLE"
 _BOUNDS: Final = {INT: (-(1 << 31), (1 << 31) - 1), LONG: (-(1 << 63), (1 << 63) - 1)}
 _INTEGER: Final = re.compile(r"^[+-]?[0-9]+$")
 _HOUR_MS: Final = 3_600_000
@@ -49,6 +49,8 @@ class Spec:
             if value.lower() not in ("true", "false"):
                 raise _invalid(key, raw, "Expected value to be either true or false")
             return value.lower() == "true"
+        if self.kind == DOUBLE:
+            return self._parse_double(key, raw, value)
         if self.kind == STRING:
             if self.choices and value not in self.choices:
                 raise _invalid(key, raw, f"String must be one of: {', '.join(self.choices)}")
@@ -61,6 +63,18 @@ class Spec:
             raise _invalid(key, raw, f"Not a number of type {self.kind}")
         number = int(value)
         # Kafka's ConfigDef.Range says the same whether or not the range has its other end.
+        if self.at_least is not None and number < self.at_least:
+            raise _invalid(key, raw, f"Value must be at least {self.at_least}")
+        if self.at_most is not None and number > self.at_most:
+            raise _invalid(key, raw, f"Value must be no more than {self.at_most}")
+        return number
+
+
+    def _parse_double(self, key: str, raw: str, value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise _invalid(key, raw, "Not a number of type DOUBLE") from None
         if self.at_least is not None and number < self.at_least:
             raise _invalid(key, raw, f"Value must be at least {self.at_least}")
         if self.at_most is not None and number > self.at_most:
@@ -113,6 +127,15 @@ class BrokerConfig:
     log_flush_interval_messages: int = prop((1 << 63) - 1, LONG, at_least=1)
     log_flush_interval_ms: int | None = prop(None, LONG)
     log_index_interval_bytes: int = prop(4096, INT, at_least=0)
+    # The log cleaner (storage/cleaner/): Kafka's CleanerConfig and the cleaner's topic-config defaults.
+    log_cleaner_enable: bool = prop(True, BOOLEAN)
+    log_cleaner_backoff_ms: int = prop(15000, LONG, at_least=0)
+    log_cleaner_dedupe_buffer_size: int = prop(134217728, LONG)
+    log_cleaner_threads: int = prop(1, INT, at_least=0)
+    log_cleaner_delete_retention_ms: int = prop(86400000, LONG, at_least=0)
+    log_cleaner_min_cleanable_ratio: float = prop(0.5, DOUBLE, at_least=0, at_most=1)
+    log_cleaner_min_compaction_lag_ms: int = prop(0, LONG, at_least=0)
+    log_cleaner_max_compaction_lag_ms: int = prop((1 << 63) - 1, LONG, at_least=1)
     log_message_timestamp_type: str = prop("CreateTime", STRING, choices=("CreateTime", "LogAppendTime"))
     message_max_bytes: int = prop(1048588, INT, at_least=0)
     socket_request_max_bytes: int = prop(104857600, INT, at_least=1)
@@ -125,6 +148,7 @@ class BrokerConfig:
     # (a peer that trickles bytes is never idle, so connections.max.idle.ms alone would not end it).
     socket_request_receive_timeout_ms: int = prop(60000, LONG, at_least=1)
     offsets_topic_num_partitions: int = prop(50, INT, at_least=1)
+    offsets_topic_segment_bytes: int = prop(104857600, INT, at_least=1)
     offsets_retention_minutes: int = prop(10080, INT, at_least=1)
     offsets_retention_check_interval_ms: int = prop(600000, LONG, at_least=1)
     offset_metadata_max_bytes: int = prop(4096, INT)
@@ -133,6 +157,7 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = prop(1800000, INT)
     group_max_size: int = prop((1 << 31) - 1, INT, at_least=1)
     transaction_state_log_num_partitions: int = prop(50, INT, at_least=1)
+    transaction_state_log_segment_bytes: int = prop(104857600, INT, at_least=1)
     transaction_max_timeout_ms: int = prop(900000, INT, at_least=1)
     transactional_id_expiration_ms: int = prop(604800000, INT, at_least=1)
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = prop(10000, INT, at_least=1)

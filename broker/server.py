@@ -10,6 +10,7 @@ import socket
 from typing import Any
 
 from storage.acl_store import AclFileStore
+from storage.cleaner.log_cleaner import LogCleaner
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
@@ -56,6 +57,10 @@ class Broker:
         self.stopped = asyncio.Event()
         self.ready = False  # /readyz: logs recovered, coordinators loaded, listener up
         self.metrics_endpoint: MetricsEndpoint | None = None
+        self.cleaner: LogCleaner | None = None
+        if config.log_cleaner_enable and config.log_cleaner_threads > 0:
+            self.cleaner = LogCleaner(self.logs, backoff_ms=config.log_cleaner_backoff_ms,
+                                      dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
         if config.metrics_port is not None:
             self.metrics_endpoint = MetricsEndpoint(self.state, self.connections, lambda: self.ready)
             self.state.metrics = self.metrics_endpoint.metrics
@@ -84,6 +89,8 @@ class Broker:
             self._services.append(service)
         await self._serve_listeners(socks)
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
+        if self.cleaner is not None:
+            self.cleaner.start()
         host, port = self.config.advertised
         log.info("eosbroker listening on %s:%d (advertised as %s:%d), data in %s, node %d of cluster %s",
                  self.config.host or "*", self.port, host, port, self.config.data_dir, self.config.node_id,
@@ -188,6 +195,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.cleaner is not None:  # before the logs close: a pass in flight is dropped, not swapped
+            await self.cleaner.stop()
         for service in reversed(self._services):
             await service.stop()
         if self.metrics_endpoint is not None:

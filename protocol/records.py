@@ -22,7 +22,7 @@ from .record_batch import (
     iter_batches,
 )
 
-__all__ = ("Record", "build_batch", "read_records", "encode_varint", "decode_varint")
+__all__ = ("Record", "build_batch", "decode_varint", "decompress", "encode_varint", "read_records")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +104,7 @@ def build_batch(
     return buf
 
 
-def _decompress(codec: int, data: bytes) -> bytes:
+def decompress(codec: int, data: bytes) -> bytes:
     match codec:
         case CompressionType.NONE:
             return data
@@ -164,7 +164,7 @@ def read_records(data: bytes | memoryview) -> Iterator[tuple[RecordBatchHeader, 
     """Decode every batch in data (any codec) into its records."""
     for pos, header in iter_batches(data):
         raw = bytes(data[pos + BATCH_HEADER.size : pos + header.size])
-        body = _decompress(header.compression, raw)
+        body = decompress(header.compression, raw)
         records, p = [], 0
         for _ in range(header.records_count):
             rec, p = _decode_one(body, p, header)

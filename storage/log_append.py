@@ -13,6 +13,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
 
 from .api import AppendOrigin, LogAppendInfo
+from .cleaner.batch_filter import keyless_record
 from .log_config import LogConfig
 from .producer_state import BatchMetadata
 
@@ -38,7 +39,19 @@ def validate_batches(
             )
         if origin is AppendOrigin.CLIENT and header.is_control:
             raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
+    if origin is AppendOrigin.CLIENT and "compact" in config.cleanup_policy.split(","):
+        _check_keys(records, headers, partition)
     return headers
+
+
+def _check_keys(records: bytes, headers: list[tuple[int, RecordBatchHeader]], partition: str) -> None:
+    """Kafka's LogValidator: every record of a compacted topic needs a key, or the cleaner could
+    not keep it. The one check on the produce path that reads records, and only on such topics."""
+    for pos, header in headers:
+        index = keyless_record(records, pos, header)
+        if index is not None:
+            raise KafkaError(ErrorCode.invalid_record, f"compacted topic partition {partition} refuses a "
+                             f"record without a key (record {index} of a batch)")
 
 
 @dataclass(frozen=True, slots=True)

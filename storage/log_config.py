@@ -33,6 +33,10 @@ TOPIC_CONFIG_DEFAULTS_FROM_BROKER: Mapping[str, str] = {
     "cleanup.policy": "log.cleanup.policy",
     "compression.type": "compression.type",
     "min.insync.replicas": "min.insync.replicas",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
 }
 
 
@@ -48,6 +52,11 @@ class LogConfig:
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
     cleanup_policy: str = "delete"
+    # The cleaner's (storage/cleaner/): Kafka's defaults.
+    delete_retention_ms: int = 86_400_000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = (1 << 63) - 1
 
     @classmethod
     def from_values(cls, defaults: Mapping[str, object], overrides: Mapping[str, str]) -> LogConfig:
@@ -59,7 +68,10 @@ class LogConfig:
             if raw is None:
                 continue
             kind = str(cls.__dataclass_fields__[name].type)
-            values[name] = int(cast("int | str", raw)) if "int" in kind else str(raw)
+            if kind == "float":
+                values[name] = float(cast("float | str", raw))
+            else:
+                values[name] = int(cast("int | str", raw)) if "int" in kind else str(raw)
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -104,6 +116,15 @@ _CHOICES: Mapping[str, frozenset[str]] = {
 }
 
 
+# Kafka's LogConfig validators of the cleaner's configs (between / atLeast).
+_RANGES: Mapping[str, tuple[float, float]] = {
+    "min.cleanable.dirty.ratio": (0.0, 1.0),
+    "delete.retention.ms": (0, 2**63 - 1),
+    "min.compaction.lag.ms": (0, 2**63 - 1),
+    "max.compaction.lag.ms": (1, 2**63 - 1),
+}
+
+
 class AlterConfigOp(IntEnum):
     """IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType)."""
 
@@ -128,6 +149,9 @@ def _check_value(name: str, value: str) -> None:
         raise _invalid(f"invalid value {value!r} for topic config {name}: expected {kind}") from None
     if kind == "boolean" and value.lower() not in ("true", "false"):
         raise _invalid(f"invalid value {value!r} for topic config {name}: expected true or false")
+    bounds = _RANGES.get(name)
+    if bounds is not None and not bounds[0] <= float(value) <= bounds[1]:
+        raise _invalid(f"invalid value {value} for topic config {name}: must be in [{bounds[0]}, {bounds[1]}]")
     choices = _CHOICES.get(name)
     items = _split(value) if kind == "list" else [value]
     if choices is not None and not set(items) <= choices:

@@ -24,6 +24,9 @@ from .api import (
     OpenTransaction,
     TopicPartition,
 )
+from .cleaner import swap
+from .cleaner.clean_pass import CleanResult
+from .cleaner.cleanable import CleaningPlan, plan_cleaning, read_checkpoint, swap_in
 from .fs import LOCAL_FS, FileSystem
 from .log_actor import LogActor
 from .log_append import duplicate_info, prepare_append, validate_batches
@@ -80,6 +83,7 @@ class LocalPartitionLog(LogActor):
         self._closed = False
         self.closed_cleanly = False
         self._write_failing = False
+        self.first_dirty_offset = 0  # where the cleaner's next pass starts (storage/cleaner/)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -87,6 +91,8 @@ class LocalPartitionLog(LogActor):
         """Load segments (synchronously, before serving). The newest segment is fully scanned
         and its torn tail truncated unless the last shutdown was clean."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        swap.recover(self.directory, self._fs)  # a cleaner swap a crash interrupted
+        self.first_dirty_offset = read_checkpoint(self.directory)
         bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
         for i, base in enumerate(bases):
             seg = LogSegment(self.directory, base, self.config.index_interval_bytes, self._fs)
@@ -197,6 +203,22 @@ class LocalPartitionLog(LogActor):
     def has_open_transaction(self, producer_id: int) -> bool:
         entry = self.txns.state.producers.get(producer_id)
         return entry is not None and entry.current_txn_first_offset is not None
+
+    # -- cleaning (storage/cleaner/) ---------------------------------------------------------------
+
+    async def plan_cleaning(self, now_ms: int, map_capacity: int) -> CleaningPlan | None:
+        return await self.call(lambda: plan_cleaning(self, now_ms, map_capacity))
+
+    async def swap_cleaned(self, result: CleanResult) -> int:
+        """Take a cleaning pass's segments in, alone in the owner task (reads wait, never see a mix)."""
+        return await self._exclusive(lambda: swap_in(self, result))
+
+    @property
+    def fs(self) -> FileSystem:
+        return self._fs
+
+    def go_offline(self, why: str) -> KafkaError:
+        return self._go_offline(why)
 
     # -- append (in the owner task) -----------------------------------------------------------
 

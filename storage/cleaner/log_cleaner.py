@@ -1,0 +1,161 @@
+"""The broker's log cleaner: picks the dirtiest compacted log, cleans it off the event loop.
+
+A pass runs in a worker process, not a thread: cleaning decodes and re-encodes every record in
+Python, which would hold the GIL for most of a pass and stall produce and fetch on the event loop
+(bench/: `make bench` cleaner case). The partition's owner task only plans the pass (segment
+metadata, aborted transactions, active producers) and swaps the result in; between the two the log
+serves reads and appends as usual. As Kafka's LogCleaner: one log at a time, the dirtiest first,
+sleeping log.cleaner.backoff.ms when nothing is due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from protocol.errors import KafkaError
+
+from .clean_pass import BYTES_PER_MAP_ENTRY, CleanResult, CleanTask, run_clean_pass
+from .cleanable import CleaningPlan, dirty_ratio, first_uncleanable_offset
+
+if TYPE_CHECKING:
+    from ..log_manager import LogManager
+    from ..partition_log import LocalPartitionLog
+
+__all__ = ("CleanerStats", "LogCleaner", "PassStats")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PassStats:
+    partition: str
+    bytes_read: int
+    bytes_written: int
+    dirty_ratio_before: float
+    dirty_ratio_after: float
+    seconds: float
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    """Totals since start, for broker/metrics."""
+
+    passes: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+    failures: int = 0
+    last: PassStats | None = None
+
+
+def process_executor() -> Executor:
+    # forkserver: workers are forked from a clean server process, never from the broker with its
+    # event loop and threads; the worker ends with the broker (the server watches its parent).
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["storage.cleaner.clean_pass"])
+    return ProcessPoolExecutor(max_workers=1, mp_context=context)
+
+
+class LogCleaner:
+    def __init__(self, logs: LogManager, *, backoff_ms: int, dedupe_buffer_size: int,
+                 executor: Callable[[], Executor] = process_executor) -> None:
+        self.logs = logs
+        self.backoff_ms = backoff_ms
+        self.map_capacity = max(dedupe_buffer_size // BYTES_PER_MAP_ENTRY, 1)
+        self.stats = CleanerStats()
+        self._make_executor = executor
+        self._executor: Executor | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="log-cleaner")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._executor is not None:
+            # A pass in flight is abandoned (its cleaner-tmp/ is discarded at the next open): end
+            # the worker now rather than let it write on after the logs close. Python 3.11's
+            # executor has no terminate_workers(), hence its private table of processes.
+            processes = list((getattr(self._executor, "_processes", None) or {}).values())
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.kill()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                cleaned = await self.clean_dirtiest()
+            except Exception:
+                self.stats.failures += 1
+                log.exception("log cleaner pass failed; retrying after log.cleaner.backoff.ms")
+                cleaned = None
+            if cleaned is None:
+                await asyncio.sleep(self.backoff_ms / 1000)
+
+    async def _dirtiest(self, now_ms: int) -> tuple[LocalPartitionLog, CleaningPlan] | None:
+        best: tuple[LocalPartitionLog, CleaningPlan] | None = None
+        for plog in list(self.logs.logs.values()):
+            if "compact" not in plog.config.cleanup_policy.split(","):
+                continue
+            try:
+                plan = await plog.plan_cleaning(now_ms, self.map_capacity)
+            except KafkaError:  # closed or offline meanwhile
+                continue
+            if plan is not None and (best is None or (plan.forced, plan.dirty_ratio) >
+                                     (best[1].forced, best[1].dirty_ratio)):
+                best = (plog, plan)
+        return best
+
+    async def clean_dirtiest(self) -> PassStats | None:
+        """One pass over the log most in need; None if no log is due."""
+        found = await self._dirtiest(int(time.time() * 1000))
+        if found is None:
+            return None
+        plog, plan = found
+        started = time.monotonic()
+        try:
+            result = await self._clean(plan.task)
+            await plog.swap_cleaned(result)
+        except (FileNotFoundError, KafkaError) as exc:
+            # Retention, DeleteRecords or a topic deletion removed segments (or the log) meanwhile:
+            # nothing was swapped; the next pass starts over from what is there.
+            log.info("cleaning %s abandoned, its segments changed meanwhile: %s", plog.tp, exc)
+            return None
+        after = await plog.call(lambda: _ratio_now(plog))
+        stats = PassStats(partition=str(plog.tp), bytes_read=result.bytes_read, bytes_written=result.bytes_written,
+                          dirty_ratio_before=plan.dirty_ratio, dirty_ratio_after=after,
+                          seconds=time.monotonic() - started)
+        self._record(stats)
+        return stats
+
+    async def _clean(self, task: CleanTask) -> CleanResult:
+        if self._executor is None:
+            self._executor = self._make_executor()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, run_clean_pass, task)
+
+    def _record(self, s: PassStats) -> None:
+        self.stats.passes += 1
+        self.stats.bytes_read += s.bytes_read
+        self.stats.bytes_written += s.bytes_written
+        self.stats.seconds += s.seconds
+        self.stats.last = s
+        mb_s = s.bytes_read / 1e6 / s.seconds if s.seconds > 0 else 0.0
+        log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s); dirty ratio "
+                 "%.3f before, %.3f after", s.partition, s.bytes_read, s.bytes_written,
+                 100 * s.bytes_written / max(s.bytes_read, 1), s.seconds, mb_s, s.dirty_ratio_before,
+                 s.dirty_ratio_after)
+
+
+def _ratio_now(plog: LocalPartitionLog) -> float:
+    first_uncleanable = first_uncleanable_offset(plog, int(time.time() * 1000))
+    clean, dirty = dirty_ratio(plog.segments, max(plog.first_dirty_offset, plog.log_start_offset), first_uncleanable)
+    return dirty / (clean + dirty) if clean + dirty else 0.0

@@ -1,0 +1,100 @@
+"""Log compaction with real clients against the real broker: many versions of keys and tombstones
+over small segments, cleaned by the broker's background cleaner (a worker process), read back
+across the offset gaps in every codec."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from broker.embedded import create_topic
+from tests.broker_process import BrokerProcess
+
+pytestmark = pytest.mark.e2e
+
+CLEANER = {"log.cleaner.backoff.ms": "50", "transaction.state.log.num.partitions": "2",
+           "offsets.topic.num.partitions": "2"}
+TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01",
+                "delete.retention.ms": "0"}
+KEYS = 20
+ROUNDS = 15
+Row = tuple[int, bytes, bytes | None]
+
+
+def wait_for_log(broker: BrokerProcess, text: str, count: int = 1, timeout: float = 60.0) -> None:
+    """Block until the broker has logged text count times (a condition on the log, not a delay)."""
+    deadline = time.monotonic() + timeout
+    while sum(text in line for line in broker.log_lines) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"broker never logged {text!r} {count} times")
+        time.sleep(0.05)
+
+
+def produce(bootstrap: str, topic: str, rows: Iterable[tuple[bytes, bytes | None]], codec: str) -> list[Row]:
+    acked: list[Row] = []
+
+    def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
+        assert err is None, err
+        acked.append((msg.offset(), msg.key(), msg.value()))
+
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 0, "batch.num.messages": 4,
+                  "enable.idempotence": True})
+    for key, value in rows:
+        p.produce(topic, key=key, value=value, on_delivery=delivered)
+    assert p.flush(30) == 0
+    return sorted(acked)
+
+
+def consume_all(bootstrap: str, topic: str, end: int) -> list[Row]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    out: list[Row] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None or msg.error():
+                if out and out[-1][0] == end - 1:
+                    break
+                continue
+            out.append((msg.offset(), msg.key(), msg.value()))
+            if msg.offset() == end - 1:
+                break
+    finally:
+        c.close()
+    return out
+
+
+def check_compacted(produced: list[Row], got: list[Row]) -> None:
+    by_offset = {o: (k, v) for o, k, v in produced}
+    offsets = [o for o, _, _ in got]
+    assert offsets == sorted(set(offsets)), "offsets go forward, gaps allowed"
+    assert all(by_offset[o] == (k, v) for o, k, v in got), "every record is the one written at its offset"
+    latest: dict[bytes, Row] = {}
+    for row in produced:
+        latest[row[1]] = row
+    seen = {row[1]: row for row in got}
+    for key, row in latest.items():  # the newest version of every key survives where it was written
+        if row[2] is not None:
+            assert seen.get(key) == row
+    assert len(got) < len(produced), "something was compacted"
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_versions_and_tombstones_compact_in_every_codec(broker_factory, codec: str) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(CLEANER)
+    topic = f"compacted-{codec}"
+    create_topic(broker.bootstrap, topic, 1, TOPIC_CONFIG)
+    rows = [(b"key-%d" % k, b"value-%d-%d-" % (k, r) + b"x" * 40) for r in range(ROUNDS) for k in range(KEYS)]
+    rows += [(b"key-%d" % k, None) for k in range(0, KEYS, 4)]  # tombstones
+    rows += [(b"filler-%d" % i, b"f" * 40) for i in range(200)]  # pushes them into closed segments
+    produced = produce(broker.bootstrap, topic, rows, codec)
+    wait_for_log(broker, f"cleaned {topic}-0", count=2)
+    got = consume_all(broker.bootstrap, topic, produced[-1][0] + 1)
+    check_compacted(produced, got)
+    deleted = {b"key-%d" % k for k in range(0, KEYS, 4)}
+    assert not [row for row in got if row[1] in deleted and row[2] is not None], "no deleted key resurrected"

@@ -1,0 +1,102 @@
+"""Whole cleaning passes over a compacted LocalPartitionLog: Kafka's key, tombstone and
+transaction rules, the swap, and reopening."""
+
+import pytest
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import AppendOrigin, IsolationLevel
+from tests.storage.cleaner.helpers import clean, end_txn, kv, latest, open_log, records, write_marker
+
+
+async def test_latest_value_of_each_key_stays_at_its_offset(tmp_path):
+    plog = open_log(tmp_path / "t-0")
+    writes = []
+    for i in range(60):
+        key = b"k%d" % (i % 7)
+        info = await plog.append(kv(key, b"v%d" % i))
+        writes.append((info.base_offset, key, b"v%d" % i))
+    before = plog.size_bytes
+    assert await clean(plog)
+    got = await records(plog)
+    # closed segments keep only the latest of each key among them; the active one is untouched
+    active_base = plog.active.base_offset
+    want = latest([w for w in writes if w[0] < active_base])
+    expect = sorted([(o, k, v) for k, (o, v) in want.items() if o < active_base] +
+                    [w for w in writes if w[0] >= active_base])
+    assert got == expect
+    assert plog.size_bytes < before
+    assert plog.log_end_offset == 60
+    await plog.close()
+    reopened = open_log(tmp_path / "t-0", clean=True)
+    assert await records(reopened) == expect
+    await reopened.close()
+
+
+async def test_tombstones_stay_delete_retention_ms_after_cleaning_then_go(tmp_path):
+    plog = open_log(tmp_path / "t-0", delete_retention_ms=1000)
+    for i in range(10):
+        await plog.append(kv(b"a", b"%d" % i))
+    await plog.append(kv(b"a", None))
+    for i in range(20):
+        await plog.append(kv(b"b%d" % i, b"x" * 20))
+    assert await clean(plog, now_ms=10_000)
+    tomb = [r for r in await records(plog) if r[1] == b"a"]
+    assert tomb == [(10, b"a", None)]
+    for i in range(10):  # more dirt, so that a second pass is due
+        await plog.append(kv(b"b%d" % i, b"y" * 20))
+    assert await clean(plog, now_ms=10_500)  # within delete.retention.ms of the first cleaning
+    assert [r for r in await records(plog) if r[1] == b"a"] == [(10, b"a", None)]
+    for i in range(10):
+        await plog.append(kv(b"b%d" % i, b"z" * 20))
+    assert await clean(plog, now_ms=11_001)
+    assert [r for r in await records(plog) if r[1] == b"a"] == []
+    await plog.close()
+
+
+async def test_keyless_records_are_refused_on_compacted_topics(tmp_path):
+    plog = open_log(tmp_path / "t-0")
+    with pytest.raises(KafkaError) as info:
+        await plog.append(kv(None, b"v"))  # type: ignore[arg-type]
+    assert info.value.code is ErrorCode.invalid_record
+    assert plog.log_end_offset == 0
+    await plog.close()
+
+
+async def test_aborted_records_go_and_markers_stay_until_safe(tmp_path):
+    plog = open_log(tmp_path / "t-0", delete_retention_ms=1000)
+    await plog.append(kv(b"a", b"committed", pid=1, epoch=0, seq=0, txn=True))  # 0
+    await plog.append(kv(b"a", b"aborted", pid=2, epoch=0, seq=0, txn=True))  # 1
+    await write_marker(plog, 1, commit=True)  # 2
+    await write_marker(plog, 2, commit=False)  # 3
+    await plog.append(kv(b"b", b"plain"))  # 4
+    for i in range(12):
+        await plog.append(kv(b"f%d" % i, b"filler-%d" % i))
+    committed = await records(plog, IsolationLevel.READ_COMMITTED)
+    assert (1, b"a", b"aborted") not in committed
+    assert await clean(plog, now_ms=10_000)
+    for level in IsolationLevel:
+        got = await records(plog, level)
+        assert (0, b"a", b"committed") in got
+        assert all(value != b"aborted" for _, _, value in got)
+    await plog.close()
+
+
+async def test_a_live_idempotent_producer_keeps_writing_after_its_batches_are_cleaned(tmp_path):
+    plog = open_log(tmp_path / "t-0")
+    for seq in range(30):
+        await plog.append(kv(b"same", b"v%d" % seq, pid=5, epoch=0, seq=seq))
+    assert await clean(plog)
+    info = await plog.append(kv(b"same", b"next", pid=5, epoch=0, seq=30))
+    assert info.base_offset == 30
+    with pytest.raises(KafkaError) as refused:  # sequence checks still hold
+        await plog.append(kv(b"same", b"gap", pid=5, epoch=0, seq=40))
+    assert refused.value.code is ErrorCode.out_of_order_sequence_number
+    await plog.close()
+
+
+async def test_markers_are_coordinator_writes(tmp_path):
+    plog = open_log(tmp_path / "t-0")
+    await plog.append(kv(b"a", b"1", pid=1, epoch=0, seq=0, txn=True))
+    await plog.append(end_txn(1, True), AppendOrigin.COORDINATOR)
+    assert plog.last_stable_offset == 2
+    await plog.close()
