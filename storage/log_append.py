@@ -62,15 +62,17 @@ class PreparedAppend:
 
 
 def prepare_append(
-    view: memoryview, headers: list[tuple[int, RecordBatchHeader]], base_offset: int, append_time_ms: int | None
+    view: memoryview, headers: list[tuple[int, RecordBatchHeader]], base_offset: int, append_time_ms: int | None,
+    leader_epoch: int = LEADER_EPOCH,
 ) -> PreparedAppend:
-    """Assign offsets from base_offset; with append_time_ms, stamp LogAppendTime."""
+    """Assign offsets from base_offset; with append_time_ms, stamp LogAppendTime. Each batch
+    records the leader epoch it was written under (clients' OffsetForLeaderEpoch checks)."""
     offset = base_offset
     parts: list[bytes | memoryview] = []
     assigned: list[tuple[int, RecordBatchHeader]] = []
     for pos, header in headers:
         end = pos + header.size
-        parts += (_I64.pack(offset), view[pos + 8 : pos + 12], _I32.pack(LEADER_EPOCH))
+        parts += (_I64.pack(offset), view[pos + 8 : pos + 12], _I32.pack(leader_epoch))
         if append_time_ms is not None:
             parts.append(memoryview(stamp_log_append_time(view[pos:end], append_time_ms))[LOG_OVERHEAD + 4 :])
         else:

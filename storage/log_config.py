@@ -15,6 +15,8 @@ __all__ = (
     "LogConfig",
     "TOPIC_CONFIG_DEFAULTS_FROM_BROKER",
     "TOPIC_CONFIG_TYPES",
+    "check_topic_configs",
+    "effective_topic_defaults",
     "incremental_alter",
     "validate_topic_configs",
 )
@@ -166,6 +168,25 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
         if value is None:
             raise KafkaError(ErrorCode.invalid_request, f"null value not supported for topic config {name}")
         _check_value(name, value)
+
+
+def check_topic_configs(log_defaults: Mapping[str, object], configs: Mapping[str, str]) -> None:
+    """A topic's own configs, validated by name and value and as a whole LogConfig."""
+    validate_topic_configs(configs)
+    try:
+        LogConfig.from_values(log_defaults, configs)
+    except (TypeError, ValueError) as exc:
+        raise KafkaError(ErrorCode.invalid_config, f"invalid topic config: {exc}") from exc
+
+
+def effective_topic_defaults(log_defaults: Mapping[str, object]) -> dict[str, str]:
+    """The value every topic config has where the topic sets none: the broker's property
+    (log.retention.ms, ...) if it has one, else Kafka's default."""
+    out = dict(KAFKA_TOPIC_DEFAULTS)
+    for name, value in log_defaults.items():
+        if value is not None:
+            out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
 
 
 def _split(value: str) -> list[str]:

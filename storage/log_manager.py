@@ -34,8 +34,9 @@ from .api import (
     validate_topic_name,
 )
 from .fs import LOCAL_FS, FileSystem
-from .log_config import KAFKA_TOPIC_DEFAULTS, LogConfig, validate_topic_configs
+from .log_config import LogConfig, check_topic_configs, effective_topic_defaults
 from .partition_log import LocalPartitionLog
+from .topic_checks import check_new_topic
 
 __all__ = ("LogManager", "TopicMetadata", "validate_topic_name", "INTERNAL_TOPICS")
 
@@ -97,13 +98,8 @@ class LogManager:
     # -- topics ----------------------------------------------------------------------------------
 
     def topic_defaults(self) -> dict[str, str]:
-        """The value every topic config has where the topic sets none: the broker's property
-        (log.retention.ms, ...) if it has one, else Kafka's default."""
-        out = dict(KAFKA_TOPIC_DEFAULTS)
-        for name, value in self.log_defaults.items():
-            if value is not None:
-                out[name] = str(value).lower() if isinstance(value, bool) else str(value)
-        return out
+        """The value every topic config has where the topic sets none."""
+        return effective_topic_defaults(self.log_defaults)
 
     def log_config(self, meta: TopicMetadata) -> LogConfig:
         return LogConfig.from_values(self.log_defaults, meta.configs)
@@ -168,12 +164,7 @@ class LogManager:
 
     async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
                            validate_only: bool = False) -> TopicMetadata:
-        validate_topic_name(name)
-        if partitions <= 0:
-            raise KafkaError(ErrorCode.invalid_partitions,
-                             f"number of partitions must be larger than 0, got {partitions}")
-        configs = dict(configs or {})
-        self._check_configs(configs)
+        configs = check_new_topic(name, partitions, configs, self.log_defaults)
         async with self._changing:
             if name in self.topics:
                 raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
@@ -185,11 +176,7 @@ class LogManager:
         return meta
 
     def _check_configs(self, configs: Mapping[str, str]) -> None:
-        validate_topic_configs(configs)
-        try:
-            LogConfig.from_values(self.log_defaults, configs)
-        except (TypeError, ValueError) as exc:
-            raise KafkaError(ErrorCode.invalid_config, f"invalid topic config: {exc}") from exc
+        check_topic_configs(self.log_defaults, configs)
 
     def _existing(self, name: str) -> TopicMetadata:
         meta = self.topics.get(name)

@@ -37,9 +37,10 @@ from .log_start_offset import read_log_start_offset, write_log_start_offset
 from .log_transactions import LogTransactions, PendingBatch
 from .producer_state import ProducerStateEntry
 from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches
+from .topic_checks import delete_records_target
 from .transaction_index import TransactionIndexFile
 
-__all__ = ("LocalPartitionLog",)
+__all__ = ("LocalPartitionLog", "active_producer")
 
 log = logging.getLogger(__name__)
 # Producer state is snapshotted after this many bytes appended (and at every roll), which bounds
@@ -195,7 +196,7 @@ class LocalPartitionLog(LogActor):
         self.config = config
 
     async def active_producers(self) -> list[ActiveProducer]:
-        return await self.call(lambda: [_active_producer(e) for e in self.txns.state.producers.values()])
+        return await self.call(lambda: [active_producer(e) for e in self.txns.state.producers.values()])
 
     def open_transactions(self) -> list[OpenTransaction]:
         return self.txns.state.open_transactions() if self.txns.state.has_open_transactions else []
@@ -382,13 +383,7 @@ class LocalPartitionLog(LogActor):
     # -- retention --------------------------------------------------------------------------------
 
     async def _increment_log_start_offset(self, offset: int) -> int:
-        if "delete" not in self.config.cleanup_policy.split(","):
-            raise KafkaError(ErrorCode.policy_violation, f"records of {self.tp} cannot be deleted: "
-                             f"cleanup.policy is {self.config.cleanup_policy}")
-        target = self.high_watermark if offset == -1 else offset
-        if not 0 <= target <= self.high_watermark:
-            raise KafkaError(ErrorCode.offset_out_of_range, f"cannot move the log start offset of {self.tp} to "
-                             f"{offset}: it is outside [0, {self.high_watermark}]")
+        target = delete_records_target(self.tp, self.config, offset, self.high_watermark)
         if target > self._log_start_offset:
             try:
                 await asyncio.to_thread(write_log_start_offset, self.directory, self.tp.topic, self.tp.partition,
@@ -425,7 +420,7 @@ class LocalPartitionLog(LogActor):
             log.info("%s: deleted segment %d; log start offset %d", self.tp, seg.base_offset, self._log_start_offset)
 
 
-def _active_producer(e: ProducerStateEntry) -> ActiveProducer:
+def active_producer(e: ProducerStateEntry) -> ActiveProducer:
     return ActiveProducer(
         producer_id=e.producer_id, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
         last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,

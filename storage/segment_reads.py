@@ -8,11 +8,12 @@ import operator
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from protocol.record_batch import RecordBatchHeader
 from protocol.records import read_records
 
 from .log_segment import BatchLocation, LogSegment
 
-__all__ = ("read_batches", "offset_for_timestamp", "max_timestamp_offset", "segment_index")
+__all__ = ("first_record", "read_batches", "offset_for_timestamp", "max_timestamp_offset", "segment_index")
 
 
 def segment_index(segments: Sequence[LogSegment], offset: int) -> int:
@@ -83,8 +84,15 @@ def _first_record(
 ) -> tuple[int, int] | None:
     """(offset, timestamp) of the first record of the batch at loc, at or after min_offset, whose
     timestamp matches. Decoding (and decompressing) one batch is what Kafka does here too."""
-    h = loc.header
-    data = seg.read_range(loc.position, loc.position + h.size)
+    return first_record(seg.read_range(loc.position, loc.position + loc.header.size), loc.header,
+                        min_offset, match)
+
+
+def first_record(
+    data: bytes | memoryview, h: RecordBatchHeader, min_offset: int, match: Callable[[int], bool]
+) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of the batch data (header h) at or after
+    min_offset whose timestamp matches (any backend's stored batch)."""
     for _, records in read_records(data):
         for rec in records:
             # LogAppendTime batches stamp every record with the batch's max timestamp.

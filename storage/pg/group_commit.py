@@ -1,0 +1,168 @@
+"""Group commit: the appends of many partitions in one database statement, each fenced on its own.
+
+Every partition log hands one PartitionWrite per group of appends (docs/cluster.md): the batches
+with their assigned offsets, the aborted transactions their markers completed, the leader epoch it
+holds and the next offset it expects. While one statement runs, the writes that arrive queue up and
+go together in the next one, so the number of commits grows with time, not with requests.
+
+One statement, not one per partition: the UPDATE of `partitions` is the fence (this broker, this
+epoch, the expected next offset); the inserts take only the rows of partitions whose fence passed,
+and the statement returns those partitions. A partition missing from the answer was taken over by
+another broker: its write wrote nothing. A statement runs in its own implicit transaction, so a
+write is acknowledged only after its commit, and one round trip carries the whole group.
+
+A statement that fails (the database went away, a timeout) leaves its outcome unknown: every write
+of the group fails with KAFKA_STORAGE_ERROR and the partition logs re-read their state from the
+database before the next append.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Final
+
+from protocol.errors import ErrorCode, KafkaError
+
+from ..api import AbortedTxn
+from .pool import Pool
+
+__all__ = ("BatchRow", "GroupCommitter", "PartitionWrite")
+
+log = logging.getLogger(__name__)
+
+_APPEND: Final = """
+WITH w AS (
+    SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::bigint[], $6::bigint[])
+        AS w(topic_id, partition, leader_epoch, expected, next_offset)
+), fenced AS (
+    UPDATE partitions p SET next_offset = w.next_offset FROM w
+    WHERE p.topic_id = w.topic_id AND p.partition = w.partition AND p.leader = $1
+      AND p.leader_epoch = w.leader_epoch AND p.next_offset = w.expected
+    RETURNING p.topic_id, p.partition
+), b AS (
+    INSERT INTO batches (topic_id, partition, base_offset, last_offset, max_timestamp, data)
+    SELECT b.* FROM unnest($7::uuid[], $8::int[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[])
+        AS b(topic_id, partition, base_offset, last_offset, max_timestamp, data)
+    WHERE (b.topic_id, b.partition) IN (SELECT topic_id, partition FROM fenced)
+), a AS (
+    INSERT INTO aborted_txns (topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
+    SELECT a.* FROM unnest($13::uuid[], $14::int[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[])
+        AS a(topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
+    WHERE (a.topic_id, a.partition) IN (SELECT topic_id, partition FROM fenced)
+)
+SELECT topic_id, partition FROM fenced
+"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchRow:
+    """One row of `batches`: a batch's bytes with its offsets assigned, and its max timestamp."""
+
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionWrite:
+    topic_id: uuid.UUID
+    partition: int
+    leader_epoch: int
+    expected_offset: int  # partitions.next_offset as this leader last committed it
+    next_offset: int
+    batches: list[BatchRow]
+    aborted: list[AbortedTxn] = field(default_factory=list)
+
+
+_Queued = tuple[PartitionWrite, "asyncio.Future[bool]"]
+
+
+class GroupCommitter:
+    """Commits PartitionWrites in groups; `concurrency` statements may run at once (a partition
+    never has two writes in flight: its log waits for one before it sends the next)."""
+
+    def __init__(self, pool: Pool, node_id: int, *, concurrency: int = 2) -> None:
+        self._pool = pool
+        self._node_id = node_id
+        self._concurrency = concurrency
+        self._queue: asyncio.Queue[_Queued] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._failing = False
+        self.statements = 0  # committed statements (how well appends are grouped)
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._worker(), name=f"pg-group-commit-{i}")
+                       for i in range(self._concurrency)]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        closed = KafkaError(ErrorCode.kafka_storage_error, "the broker is shutting down; nothing was written")
+        while not self._queue.empty():
+            _, reply = self._queue.get_nowait()
+            if not reply.done():
+                reply.set_exception(closed)
+
+    async def commit(self, write: PartitionWrite) -> bool:
+        """True once committed; False if the fence failed (another broker leads the partition, or
+        the topic is gone). KafkaError KAFKA_STORAGE_ERROR if the outcome is unknown."""
+        if not self._tasks:
+            raise KafkaError(ErrorCode.kafka_storage_error, "the database writer is not running")
+        reply: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((write, reply))
+        return await reply
+
+    async def _worker(self) -> None:
+        while True:
+            group = [await self._queue.get()]
+            while not self._queue.empty():
+                group.append(self._queue.get_nowait())
+            await self._commit_group(group)
+
+    async def _commit_group(self, group: list[_Queued]) -> None:
+        try:
+            async with self._pool.acquire() as conn:
+                rows = await conn.fetch(_APPEND, self._node_id, *_arguments([w for w, _ in group]))
+        except Exception as exc:  # any failure: the outcome is unknown, the logs re-read it
+            if not self._failing:
+                log.warning("appends to the cluster database fail, answering KAFKA_STORAGE_ERROR: %r", exc)
+            self._failing = True
+            error = KafkaError(ErrorCode.kafka_storage_error, f"the cluster database did not confirm the "
+                               f"append (it may or may not be written; retry): {exc!r}")
+            for _, reply in group:
+                if not reply.done():
+                    reply.set_exception(error)
+            return
+        if self._failing:
+            self._failing = False
+            log.info("appends to the cluster database succeed again")
+        self.statements += 1
+        passed = {(r["topic_id"], r["partition"]) for r in rows}
+        for write, reply in group:
+            if not reply.done():
+                reply.set_result((write.topic_id, write.partition) in passed)
+
+
+def _arguments(writes: list[PartitionWrite]) -> list[list[object]]:
+    """The statement's 17 array parameters after $1 (columns of the three unnest() sources)."""
+    cols: list[list[object]] = [[] for _ in range(17)]
+    for w in writes:
+        for col, value in zip(cols[0:5], (w.topic_id, w.partition, w.leader_epoch, w.expected_offset,
+                                          w.next_offset), strict=True):
+            col.append(value)
+        for b in w.batches:
+            for col, value in zip(cols[5:11], (w.topic_id, w.partition, b.base_offset, b.last_offset,
+                                               b.max_timestamp, b.data), strict=True):
+                col.append(value)
+        for a in w.aborted:
+            for col, value in zip(cols[11:17], (w.topic_id, w.partition, a.producer_id, a.first_offset,
+                                                a.last_offset, a.last_stable_offset), strict=True):
+                col.append(value)
+    return cols

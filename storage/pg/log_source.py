@@ -1,0 +1,293 @@
+"""The LogSource of cluster mode: topics and their configs live in PostgreSQL, and this broker holds
+a PgPartitionLog for each partition it leads.
+
+Topics: every broker of the cluster changes them in the database (storage/pg/topic_store.py) and
+re-reads them every `refresh_interval_ms` (and at once after its own changes), so a topic created
+through one broker is known to all within that interval; a config change reaches the logs this
+broker leads then too, and a deleted topic's logs are dropped.
+
+Leadership: the lease layer (docs/cluster.md) calls open_partition(tp, leader_epoch) once it has
+taken a partition in the database, and close_partition(tp) when it gives one up or its lease
+lapsed. get_log(tp) of an existing partition this broker does not lead is NOT_LEADER_OR_FOLLOWER.
+A log whose append finds itself fenced drops out at once and the fenced-listeners are told, so the
+lease layer can update its view and the coordinators resign.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from protocol.errors import ErrorCode, KafkaError
+
+from ..api import LogSource, OpenTransaction, PartitionLog, TopicMetadata, TopicPartition
+from ..log_config import LogConfig, check_topic_configs, effective_topic_defaults
+from ..topic_checks import check_new_topic
+from .group_commit import GroupCommitter
+from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
+from .partition_store import PartitionStore
+from .pool import Pool
+from .topic_store import TopicStore
+
+__all__ = ("PgLogSource",)
+
+log = logging.getLogger(__name__)
+DEFAULT_REFRESH_INTERVAL_MS: Final = 1000
+
+
+class PgLogSource:
+    def __init__(
+        self,
+        pool: Pool,
+        node_id: int,
+        data_dir: Path,
+        log_defaults: Mapping[str, object],
+        producer_id_expiration_ms: int = 86_400_000,
+        *,
+        refresh_interval_ms: int = DEFAULT_REFRESH_INTERVAL_MS,
+        snapshot_interval_bytes: int = PRODUCER_SNAPSHOT_INTERVAL_BYTES,
+        commit_concurrency: int = 2,
+    ) -> None:
+        self.pool = pool
+        self.node_id = node_id
+        self._data_dir = data_dir
+        self.log_defaults = log_defaults
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.committer = GroupCommitter(pool, node_id, concurrency=commit_concurrency)
+        self._topic_store = TopicStore(pool)
+        self._topics: dict[str, TopicMetadata] = {}
+        self.logs: dict[TopicPartition, PgPartitionLog] = {}
+        self._refresh_interval_ms = refresh_interval_ms
+        self._snapshot_interval = snapshot_interval_bytes
+        self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._refresher: asyncio.Task[None] | None = None
+        self._changing = asyncio.Lock()  # this broker's topic changes, one at a time
+        self._refresh_failing = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Read the topics (raises the driver's error if the database cannot be reached)."""
+        self._topics = await self._topic_store.load()
+        log.info("cluster database holds %d topics", len(self._topics))
+
+    def start(self) -> None:
+        self.committer.start()
+        self._refresher = asyncio.get_running_loop().create_task(self._refresh_loop(), name="pg-topics")
+
+    async def close(self) -> None:
+        """Close every log (each stores a last producer snapshot), then the writer."""
+        if self._refresher is not None:
+            self._refresher.cancel()
+            await asyncio.gather(self._refresher, return_exceptions=True)
+        await self.close_all_partitions()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.committer.close()
+
+    @property
+    def data_dir(self) -> Path:
+        return self._data_dir
+
+    # -- leadership hooks (the lease layer calls these) -----------------------------------------
+
+    async def open_partition(self, tp: TopicPartition, leader_epoch: int) -> PgPartitionLog:
+        """Serve tp, which this broker has just taken at leader_epoch: rebuild its state from the
+        database, then start its log. KafkaError NOT_LEADER_OR_FOLLOWER if the database says
+        another broker leads it, KAFKA_STORAGE_ERROR if the database cannot be read."""
+        old = self.logs.pop(tp, None)
+        if old is not None:
+            await old.close()
+        meta = self._topics.get(tp.topic)
+        if meta is None or tp.partition >= meta.partitions:
+            meta = (await self.refresh_topics()).get(tp.topic)
+        if meta is None or tp.partition >= meta.partitions:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
+        plog = self._new_log(meta, tp, leader_epoch)
+        try:
+            await plog.load()
+        except KafkaError:
+            raise
+        except Exception as exc:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"cannot load {tp} from the cluster database: "
+                             f"{exc!r}") from exc
+        plog.start()
+        self.logs[tp] = plog
+        log.info("%s: leading at epoch %d from offset %d (log start %d)", tp, leader_epoch,
+                 plog.high_watermark, plog.log_start_offset)
+        return plog
+
+    def _new_log(self, meta: TopicMetadata, tp: TopicPartition, leader_epoch: int) -> PgPartitionLog:
+        return PgPartitionLog(
+            tp, PartitionStore(self.pool, meta.topic_id, tp.partition), self.committer, node_id=self.node_id,
+            leader_epoch=leader_epoch, config=self.log_config(meta),
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            snapshot_interval_bytes=self._snapshot_interval, on_fenced=self._log_fenced)
+
+    async def close_partition(self, tp: TopicPartition) -> None:
+        """Stop serving tp (resigned, or the lease lapsed); idempotent."""
+        plog = self.logs.pop(tp, None)
+        if plog is not None:
+            await plog.close()
+
+    async def close_all_partitions(self) -> None:
+        logs, self.logs = list(self.logs.values()), {}
+        await asyncio.gather(*(plog.close() for plog in logs))
+
+    def add_fenced_listener(self, listener: Callable[[TopicPartition], None]) -> None:
+        """listener(tp) runs (on the event loop) when this broker stops leading tp without being
+        asked: an append found that another broker took it, or its topic was deleted. The log is
+        already dropped."""
+        self._fenced_listeners.append(listener)
+
+    def _log_fenced(self, plog: PgPartitionLog) -> None:
+        if self.logs.get(plog.tp) is plog:
+            del self.logs[plog.tp]
+        self._spawn(plog.close())
+        for listener in self._fenced_listeners:
+            listener(plog.tp)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- LogSource: logs -------------------------------------------------------------------------
+
+    @property
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        return self._topics
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return next((m for m in self._topics.values() if m.topic_id == topic_id), None)
+
+    def topic_defaults(self) -> dict[str, str]:
+        return effective_topic_defaults(self.log_defaults)
+
+    def log_config(self, meta: TopicMetadata) -> LogConfig:
+        return LogConfig.from_values(self.log_defaults, meta.configs)
+
+    def get_log(self, tp: TopicPartition) -> PgPartitionLog:
+        plog = self.logs.get(tp)
+        if plog is not None:
+            return plog
+        meta = self._topics.get(tp.topic)
+        if meta is not None and 0 <= tp.partition < meta.partitions:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker does not lead {tp}")
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
+
+    def find_log(self, tp: TopicPartition) -> PgPartitionLog | None:
+        return self.logs.get(tp)
+
+    def open_transactions(self) -> dict[TopicPartition, list[OpenTransaction]]:
+        return {tp: txns for tp, plog in self.logs.items() if (txns := plog.open_transactions())}
+
+    async def enforce_retention(self) -> None:
+        now = int(time.time() * 1000)
+        for plog in list(self.logs.values()):
+            if "delete" in plog.config.cleanup_policy.split(","):
+                try:
+                    await plog.enforce_retention(now)
+                except KafkaError as exc:
+                    log.warning("%s: retention check failed: %s", plog.tp, exc)
+
+    # -- LogSource: topic changes -----------------------------------------------------------------
+
+    async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                           validate_only: bool = False, *, replication_factor: int = 1) -> TopicMetadata:
+        configs = check_new_topic(name, partitions, configs, self.log_defaults)
+        async with self._changing:
+            if name in self._topics:
+                raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+            meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
+            if validate_only:
+                return meta
+            await self._write(self._topic_store.create(meta, replication_factor))
+            self._topics[name] = meta
+        log.info("created topic %s with %d partitions (id %s)", name, partitions, meta.topic_id)
+        return meta
+
+    async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        async with self._changing:
+            meta = self._existing(name)
+            if count <= meta.partitions:
+                raise KafkaError(ErrorCode.invalid_partitions, f"topic {name!r} has {meta.partitions} "
+                                 f"partitions; the new count {count} must be larger")
+            if validate_only:
+                return
+            await self._write(self._topic_store.create_partitions(name, count))
+            self._topics[name] = replace(meta, partitions=count)
+
+    async def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
+        async with self._changing:
+            meta = self._existing(name)
+            check_topic_configs(self.log_defaults, configs)
+            if validate_only:
+                return
+            await self._write(self._topic_store.alter_configs(name, dict(configs)))
+            await self._adopt({**self._topics, name: replace(meta, configs=dict(configs))})
+
+    async def delete_topic(self, name: str) -> None:
+        async with self._changing:
+            self._existing(name)
+            await self._write(self._topic_store.delete(name))
+            await self._adopt({n: m for n, m in self._topics.items() if n != name})
+        log.info("deleted topic %s", name)
+
+    def _existing(self, name: str) -> TopicMetadata:
+        meta = self._topics.get(name)
+        if meta is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        return meta
+
+    async def _write(self, change: Awaitable[object]) -> None:
+        try:
+            await change
+        except KafkaError:
+            raise
+        except Exception as exc:
+            raise KafkaError(ErrorCode.kafka_storage_error, f"the cluster database did not take the "
+                             f"change: {exc!r}") from exc
+
+    # -- refresh: other brokers' changes ------------------------------------------------------------
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_interval_ms / 1000)
+            try:
+                await self.refresh_topics()
+            except Exception as exc:
+                if not self._refresh_failing:
+                    log.warning("cannot read topics from the cluster database: %r", exc)
+                self._refresh_failing = True
+            else:
+                self._refresh_failing = False
+
+    async def refresh_topics(self) -> Mapping[str, TopicMetadata]:
+        topics = await self._topic_store.load()
+        await self._adopt(topics)
+        return self._topics
+
+    async def _adopt(self, topics: dict[str, TopicMetadata]) -> None:
+        """Take topics as the current set: logs of topics gone (or recreated under a new id) are
+        closed, and logs whose topic configs changed adopt them."""
+        old, self._topics = self._topics, topics
+        for tp, plog in list(self.logs.items()):
+            meta = topics.get(tp.topic)
+            if meta is None or meta.topic_id != plog.topic_id:
+                await self.close_partition(tp)
+                for listener in self._fenced_listeners:
+                    listener(tp)
+            elif meta.configs != old.get(tp.topic, meta).configs:
+                await plog.update_config(self.log_config(meta))
+
+
+if TYPE_CHECKING:  # the cluster backend implements the same seam (storage/api.py)
+    _source: type[LogSource] = PgLogSource
+    _log: type[PartitionLog] = PgPartitionLog

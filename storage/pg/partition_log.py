@@ -1,0 +1,317 @@
+"""The log of one partition this broker leads in cluster mode, owned by one task (a LogActor).
+
+An append runs in two steps, as the local log's write-then-flush: inside the owner task each append
+of a group is validated against the producer state, given its offsets and applied (producer state,
+aborted index); then the whole group goes to the database as one fenced PartitionWrite (group
+commit across partitions: storage/pg/group_commit.py) and only then is acknowledged. The high
+watermark is the last committed next offset, so reads never serve a batch that is not durable.
+
+Three outcomes of a group's write:
+- committed: the high watermark moves, waiters wake, the producer state is periodically snapshotted;
+- fenced (another broker leads at a newer epoch, or the topic is gone): every append of the group
+  gets NOT_LEADER_OR_FOLLOWER, the log stops serving and tells its owner (on_fenced), which drops it;
+- unknown (the database went away): KAFKA_STORAGE_ERROR, and the state the group applied in memory
+  may not match the database, so the next append first rebuilds it from the database (and finds out
+  whether this broker still leads); until the database answers, appends keep failing retriably.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+from protocol.control import read_end_txn_marker
+from protocol.errors import ErrorCode, KafkaError
+
+from ..api import (
+    AbortedTxn,
+    ActiveProducer,
+    AppendOrigin,
+    FetchDataInfo,
+    IsolationLevel,
+    LogAppendInfo,
+    OpenTransaction,
+    TopicPartition,
+)
+from ..log_actor import LogActor
+from ..log_append import duplicate_info, prepare_append, validate_batches
+from ..log_config import LogConfig
+from ..partition_log import active_producer
+from ..producer_snapshot import encode_snapshot
+from ..producer_state import ProducerStateManager
+from ..topic_checks import delete_records_target
+from ..transaction_index import TransactionIndex
+from .group_commit import BatchRow, GroupCommitter, PartitionWrite
+from .partition_store import PartitionStore
+from .recovery import rebuild
+from .timestamps import max_timestamp_offset, offset_for_timestamp
+
+__all__ = ("PgPartitionLog",)
+
+log = logging.getLogger(__name__)
+# Producer state is snapshotted after this many bytes appended, which bounds what a new leader
+# replays (the local log's interval).
+PRODUCER_SNAPSHOT_INTERVAL_BYTES: Final = 16 << 20
+T = TypeVar("T")
+
+
+class PgPartitionLog(LogActor):
+    def __init__(
+        self,
+        tp: TopicPartition,
+        store: PartitionStore,
+        committer: GroupCommitter,
+        *,
+        node_id: int,
+        leader_epoch: int,
+        config: LogConfig,
+        producer_id_expiration_ms: int = 86_400_000,
+        snapshot_interval_bytes: int = PRODUCER_SNAPSHOT_INTERVAL_BYTES,
+        on_fenced: Callable[[PgPartitionLog], None] = lambda _: None,
+    ) -> None:
+        super().__init__(str(tp))
+        self.tp = tp
+        self.config = config
+        self.leader_epoch = leader_epoch
+        self._store = store
+        self._committer = committer
+        self._node_id = node_id
+        self._expiration_ms = producer_id_expiration_ms
+        self._snapshot_interval = snapshot_interval_bytes
+        self._on_fenced = on_fenced
+        self.state = ProducerStateManager(str(tp), producer_id_expiration_ms=producer_id_expiration_ms)
+        self._aborted = TransactionIndex(0)
+        self._log_start_offset = 0
+        self._high_watermark = 0  # committed: partitions.next_offset as this leader wrote it
+        self._next_offset = 0  # the next offset to assign (ahead of the watermark within a group)
+        self._pending: list[BatchRow] = []
+        self._pending_aborted: list[AbortedTxn] = []
+        self._size = 0
+        self._since_snapshot = 0
+        self._stale = False  # a write's outcome is unknown: rebuild before the next append
+        self.fenced = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Rebuild everything from the database (before start, and after an unknown outcome).
+        NOT_LEADER_OR_FOLLOWER if this broker no longer leads at its epoch."""
+        row = await self._store.partition_row()
+        if row is None or row.leader != self._node_id or row.leader_epoch != self.leader_epoch:
+            raise self._fence("another broker leads it now" if row else "the topic was deleted")
+        self.state = ProducerStateManager(str(self.tp), producer_id_expiration_ms=self._expiration_ms)
+        self._aborted = await rebuild(self._store, self.state, row.log_start_offset, row.next_offset)
+        self._size = await self._store.size_bytes()
+        self._log_start_offset = row.log_start_offset
+        self._high_watermark = self._next_offset = row.next_offset
+        self._pending, self._pending_aborted = [], []
+        self._stale = False
+
+    async def close(self) -> None:
+        """Stop serving (resignation, shutdown): a last snapshot first, so the next leader
+        replays nothing."""
+        await self._stop(self._final_snapshot)
+
+    async def _final_snapshot(self) -> None:
+        if not self.fenced and not self._stale and self._since_snapshot:
+            await self._snapshot()
+
+    def _fence(self, why: str) -> KafkaError:
+        if not self.fenced:
+            self.fenced = True
+            log.info("%s: no longer the leader at epoch %d (%s); dropping it", self.tp, self.leader_epoch, why)
+            self._on_fenced(self)
+        return KafkaError(ErrorCode.not_leader_or_follower,
+                          f"this broker no longer leads {self.tp} (epoch {self.leader_epoch}): {why}")
+
+    def _check_serving(self) -> None:
+        if self.fenced:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker no longer leads {self.tp}")
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    @property
+    def topic_id(self) -> uuid.UUID:
+        return self._store.topic_id
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._high_watermark
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return max(self.state.last_stable_offset(self._high_watermark), self._log_start_offset)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size
+
+    # -- append (in the owner task) ------------------------------------------------------------
+
+    async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+        self._check_serving()
+        if self._stale:
+            await self._reload()
+        headers = validate_batches(records, origin, self.config, str(self.tp))
+        view = memoryview(records)
+        markers = [read_end_txn_marker(view, pos, h) if h.is_control else None for pos, h in headers]
+        for (_, h), marker in zip(headers, markers, strict=True):
+            duplicate = self.state.check_append(h, origin, marker)
+            if duplicate is not None:  # a retry of a written batch: answer as before, write nothing
+                return duplicate_info(duplicate, self.config, self._log_start_offset)
+        now_ms = int(time.time() * 1000)
+        append_time = self.config.message_timestamp_type == "LogAppendTime"
+        base = self._next_offset
+        prepared = prepare_append(view, headers, base, now_ms if append_time else None, self.leader_epoch)
+        for i, ((_, h), marker) in enumerate(zip(prepared.assigned, markers, strict=True)):
+            data = b"".join(prepared.parts[4 * i : 4 * i + 4])  # the row's bytes: the one copy
+            self._pending.append(BatchRow(base_offset=h.base_offset, last_offset=h.last_offset,
+                                          max_timestamp=now_ms if append_time else h.max_timestamp, data=data))
+            completed = self.state.update(h, marker, now_ms)
+            if completed is not None and completed.is_aborted:
+                self._aborted.append(completed.aborted_txn())
+                self._pending_aborted.append(completed.aborted_txn())
+        self._next_offset = prepared.next_offset
+        return LogAppendInfo(base_offset=base, last_offset=prepared.next_offset - 1,
+                             log_append_time=now_ms if append_time else -1, log_start_offset=self._log_start_offset)
+
+    async def _reload(self) -> None:
+        try:
+            await self.load()
+        except KafkaError:
+            raise
+        except Exception as exc:
+            raise KafkaError(ErrorCode.kafka_storage_error,
+                             f"{self.tp} cannot be read back from the cluster database: {exc!r}") from exc
+        log.info("%s: state re-read from the cluster database at offset %d", self.tp, self._high_watermark)
+
+    async def _before_acks(self) -> None:
+        if not self._pending:
+            return  # only duplicates (or nothing passed validation): nothing to write
+        batches, aborted = self._pending, self._pending_aborted
+        self._pending, self._pending_aborted = [], []
+        write = PartitionWrite(topic_id=self._store.topic_id, partition=self.tp.partition,
+                               leader_epoch=self.leader_epoch, expected_offset=self._high_watermark,
+                               next_offset=self._next_offset, batches=batches, aborted=aborted)
+        try:
+            committed = await self._committer.commit(write)
+        except KafkaError:
+            self._stale = True
+            raise
+        if not committed:
+            self._stale = True
+            raise self._fence("its leader epoch or next offset changed in the database")
+        self._high_watermark = self._next_offset
+        written = sum(len(b.data) for b in batches)
+        self._size += written
+        self._since_snapshot += written
+        if self._since_snapshot >= self._snapshot_interval:
+            await self._snapshot()
+
+    async def _snapshot(self) -> None:
+        self._since_snapshot = 0
+        self.state.map_end_offset = self._high_watermark
+        try:
+            await self._store.write_snapshot(self._high_watermark, encode_snapshot(self.state.producers.values()))
+        except Exception as exc:  # the next leader replays from an older one: slower, not wrong
+            log.warning("%s: producer snapshot at offset %d failed: %r", self.tp, self._high_watermark, exc)
+
+    # -- reads (beside the owner task: rows below the high watermark never change) -----------------
+
+    async def read(
+        self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    ) -> FetchDataInfo:
+        self._check_serving()
+        hw, lso, start = self._high_watermark, self.last_stable_offset, self._log_start_offset
+        if fetch_offset < start or fetch_offset > hw:
+            raise KafkaError(ErrorCode.offset_out_of_range,
+                             f"offset {fetch_offset} is outside [{start}, {hw}] of {self.tp}")
+        limit = lso if isolation is IsolationLevel.READ_COMMITTED else hw
+        records, upper_bound = await self._guarded(self._store.read(fetch_offset, max_bytes, limit))
+        aborted = None
+        if isolation is IsolationLevel.READ_COMMITTED:
+            aborted = self._aborted_between(fetch_offset, upper_bound) if records else []
+        return FetchDataInfo(records=list(records), high_watermark=hw, last_stable_offset=lso,
+                             log_start_offset=start, aborted_transactions=aborted)
+
+    def _aborted_between(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        return self._aborted.collect_aborted(fetch_offset, upper_bound).aborted
+
+    async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        self._check_serving()
+        return await self._guarded(offset_for_timestamp(self._store, timestamp, self._log_start_offset,
+                                                        self._high_watermark))
+
+    async def offset_for_max_timestamp(self) -> tuple[int, int] | None:
+        self._check_serving()
+        return await self._guarded(max_timestamp_offset(self._store, self._high_watermark))
+
+    async def _guarded(self, query: Awaitable[T]) -> T:
+        try:
+            return await query
+        except KafkaError:
+            raise
+        except Exception as exc:
+            raise KafkaError(ErrorCode.kafka_storage_error,
+                             f"reading {self.tp} from the cluster database failed: {exc!r}") from exc
+
+    # -- producers ------------------------------------------------------------------------------
+
+    async def active_producers(self) -> list[ActiveProducer]:
+        return await self.call(lambda: [active_producer(e) for e in self.state.producers.values()])
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        return self.state.open_transactions() if self.state.has_open_transactions else []
+
+    def has_open_transaction(self, producer_id: int) -> bool:
+        entry = self.state.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None
+
+    async def update_config(self, config: LogConfig) -> None:
+        await self.call(lambda: setattr(self, "config", config))
+
+    # -- the log start offset: DeleteRecords and retention ------------------------------------------
+
+    async def delete_records_before(self, offset: int) -> int:
+        return await self._exclusive(lambda: self._delete_records(offset))
+
+    async def _delete_records(self, offset: int) -> int:
+        await self._move_log_start(delete_records_target(self.tp, self.config, offset, self._high_watermark))
+        return self._log_start_offset
+
+    async def enforce_retention(self, now_ms: int) -> int:
+        """Delete the batches past retention.ms / retention.bytes; the new log start offset."""
+        return await self._exclusive(lambda: self._enforce_retention(now_ms))
+
+    async def _enforce_retention(self, now_ms: int) -> int:
+        self.state.remove_expired_producers(now_ms)
+        cutoff = now_ms - self.config.retention_ms if self.config.retention_ms >= 0 else None
+        size = self.config.retention_bytes if self.config.retention_bytes >= 0 else None
+        target = await self._guarded(self._store.retention_start(cutoff, size, self._high_watermark))
+        if target is not None and target > self._log_start_offset:
+            await self._move_log_start(min(target, self._high_watermark))
+        return self._log_start_offset
+
+    async def _move_log_start(self, target: int) -> None:
+        if target <= self._log_start_offset:
+            return
+        deleted = await self._guarded(self._store.move_log_start(self._node_id, self.leader_epoch, target))
+        if deleted is None:
+            raise self._fence("its leader epoch changed in the database")
+        self._log_start_offset = target
+        self._size -= deleted
+        # The producers of the deleted batches stay known from memory; a snapshot at the watermark
+        # keeps them known to the next leader too (it replays from there, not from deleted rows).
+        await self._snapshot()
+        log.info("%s: log start offset %d (%d bytes deleted)", self.tp, target, deleted)
