@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
-from ..api import LogSource, OpenTransaction, PartitionLog, TopicMetadata, TopicPartition
+from ..api import LeadershipListener, LogSource, OpenTransaction, PartitionLog, TopicMetadata, TopicPartition
 from ..log_config import LogConfig, check_topic_configs, effective_topic_defaults
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
@@ -135,6 +135,14 @@ class PgLogSource:
         plog = self.logs.pop(tp, None)
         if plog is not None:
             await plog.close()
+
+    # The lease layer may hold the backend as a LeadershipListener (storage/api.py): election
+    # opens the log, resignation closes it.
+    async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+        await self.open_partition(tp, leader_epoch)
+
+    async def on_resigned(self, tp: TopicPartition) -> None:
+        await self.close_partition(tp)
 
     async def close_all_partitions(self) -> None:
         logs, self.logs = list(self.logs.values()), {}
@@ -290,4 +298,5 @@ class PgLogSource:
 
 if TYPE_CHECKING:  # the cluster backend implements the same seam (storage/api.py)
     _source: type[LogSource] = PgLogSource
+    _listener: type[LeadershipListener] = PgLogSource
     _log: type[PartitionLog] = PgPartitionLog

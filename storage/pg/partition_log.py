@@ -17,6 +17,7 @@ Three outcomes of a group's write:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -55,6 +56,7 @@ log = logging.getLogger(__name__)
 # Producer state is snapshotted after this many bytes appended, which bounds what a new leader
 # replays (the local log's interval).
 PRODUCER_SNAPSHOT_INTERVAL_BYTES: Final = 16 << 20
+FINAL_SNAPSHOT_TIMEOUT_S: Final = 2.0
 T = TypeVar("T")
 
 
@@ -117,7 +119,12 @@ class PgPartitionLog(LogActor):
 
     async def _final_snapshot(self) -> None:
         if not self.fenced and not self._stale and self._since_snapshot:
-            await self._snapshot()
+            # Bounded: a broker whose lease lapsed because the database is gone must drop its
+            # partitions at once, not after a statement timeout per partition.
+            try:
+                await asyncio.wait_for(self._snapshot(), FINAL_SNAPSHOT_TIMEOUT_S)
+            except TimeoutError:
+                log.warning("%s: no final producer snapshot (the database did not answer)", self.tp)
 
     def _fence(self, why: str) -> KafkaError:
         if not self.fenced:
@@ -128,7 +135,7 @@ class PgPartitionLog(LogActor):
                           f"this broker no longer leads {self.tp} (epoch {self.leader_epoch}): {why}")
 
     def _check_serving(self) -> None:
-        if self.fenced:
+        if self.fenced or self._stopping is not None:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker no longer leads {self.tp}")
 
     # -- offsets ---------------------------------------------------------------------------------

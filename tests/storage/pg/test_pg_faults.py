@@ -1,0 +1,72 @@
+"""The cluster database lost while a leader appends: retriable errors only, nothing acknowledged
+lost, no offset written twice, and appends succeed again once the database is back."""
+
+from __future__ import annotations
+
+import asyncio
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
+from tests.pg_server import PostgresServer
+from tests.storage.pg.conftest import SourceFactory
+from tests.storage.pg.helpers import batch, take, values
+
+TP = TopicPartition("t", 0)
+
+
+async def test_a_database_restart_while_appending_loses_nothing_acknowledged(
+    pg_server: PostgresServer, source_factory: SourceFactory, db
+) -> None:
+    source = await source_factory(1, command_timeout=5)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    acked: dict[int, bytes] = {}
+    errors: list[ErrorCode] = []
+    restarted, started = asyncio.Event(), asyncio.Event()
+
+    async def produce() -> None:
+        seq = 0
+        while not restarted.is_set() or len(acked) < 10 + seq // 2:
+            value = b"r%d" % seq
+            try:
+                info = await plog.append(batch(1, tag=value, pid=5, epoch=0, seq=seq))
+            except KafkaError as exc:
+                errors.append(exc.code)
+                await asyncio.sleep(0.05)  # a client's retry backoff
+                continue  # the same sequence again, as an idempotent producer retries
+            acked[info.base_offset] = value + b"0"
+            seq += 1
+            if seq == 5:
+                started.set()
+
+    producer = asyncio.create_task(produce())
+    await started.wait()
+    await asyncio.to_thread(pg_server.restart, "immediate")
+    restarted.set()
+    await asyncio.wait_for(producer, 60)
+    assert set(errors) <= {ErrorCode.kafka_storage_error}
+    stored = dict(await values(plog))
+    assert stored == acked  # every acknowledged record at its offset, and nothing else
+    assert await db.fetchval("SELECT next_offset FROM partitions") == plog.high_watermark == len(acked)
+
+
+async def test_appends_fail_while_the_database_is_down_and_resume_after(
+    pg_server: PostgresServer, source_factory: SourceFactory, db
+) -> None:
+    source = await source_factory(1, command_timeout=5)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    await plog.append(batch(1))
+    await asyncio.to_thread(pg_server.stop, "immediate")
+    try:
+        for _ in range(2):  # the failed write, then the re-read before the next one
+            try:
+                await plog.append(batch(1))
+            except KafkaError as exc:
+                assert exc.code is ErrorCode.kafka_storage_error
+            else:
+                raise AssertionError("an append succeeded with the database down")
+    finally:
+        await asyncio.to_thread(pg_server.start)
+    assert (await plog.append(batch(1))).base_offset == 1
+    assert [o for o, _ in await values(plog)] == [0, 1]
