@@ -17,8 +17,11 @@ from typing import Any, NoReturn
 # Before kio: its phantom types register Hypothesis strategies whenever Hypothesis is importable. A
 # broker has no use for them, and the import costs ~0.1 s, or ~1.5 s and a .hypothesis/ directory
 # left in the working directory when that holds no Hypothesis cache yet (the embedded broker runs
-# in a fresh temporary directory). setdefault: a process that already imported it keeps it.
-sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+# in a fresh temporary directory). setdefault: a process that already imported it keeps it. Not
+# under pytest: a test that imports this module (tests/test_deployment.py) must not take Hypothesis
+# away from the Hypothesis plugin, which imports it lazily.
+if "pytest" not in sys.modules:
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
 
 from .config import BrokerConfig, ConfigError, build_config, load_properties, parse_sets  # noqa: E402
 from .server import Broker  # noqa: E402
@@ -42,6 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, help="port to listen on, 1-65535, or 0 for any free port "
                    "(default: from listeners, else 9092)")
     p.add_argument("--data-dir", help="where partition logs live (log.dirs; default ./data; created if missing)")
+    p.add_argument("--node-id", type=int, help="node.id: unique per broker of a cluster (default 1)")
     p.add_argument("--config", type=Path, help="a Kafka-style server.properties file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a property, e.g. --set num.partitions=6 (repeatable)")
@@ -55,6 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def load_config(args: argparse.Namespace) -> tuple[BrokerConfig, list[str]]:
     props = load_properties(args.config) if args.config else {}
     props.update(parse_sets(args.set))
+    if args.node_id is not None:
+        props["node.id"] = str(args.node_id)
     return build_config(props, host=args.host, port=args.port, log_dirs=args.data_dir,
                         advertised_host=args.advertised_host, advertised_port=args.advertised_port)
 

@@ -15,7 +15,7 @@ from .job import DEFAULT_JARS_DIR, JobConfig, spark_session, start
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__.splitlines()[0])
-    p.add_argument("--bootstrap", default="127.0.0.1:9092", help="broker host:port")
+    p.add_argument("--bootstrap", default="127.0.0.1:9092", help="bootstrap servers: host:port[,host:port...]")
     p.add_argument("--topics", default="transfers", help="comma-separated topics to read")
     p.add_argument("--out", type=Path, default=Path("pipeline/out"), help="parquet and checkpoints")
     p.add_argument("--output-topic", default="balances", help="topic for balances ('' to skip)")

@@ -32,26 +32,45 @@ def bootstrap_of(service: dict[str, Any]) -> str:
     return value
 
 
-def test_host_clients_use_the_published_port() -> None:
-    broker = compose()["services"]["broker"]
-    config = broker_config(broker["command"])
-    assert config.host == "0.0.0.0"  # reachable through the container's interface, where docker forwards
-    (published,) = broker["ports"]
-    host_ip, host_port, container_port = published.split(":")
-    assert int(container_port) == config.port
-    # what Metadata returns is the published address on the host, which a host client can use
-    assert config.advertised == (host_ip, int(host_port)) == ("127.0.0.1", 9092)
+BROKERS = ("broker-1", "broker-2", "broker-3")
 
 
-def test_other_services_share_the_brokers_network() -> None:
-    """The advertised 127.0.0.1 is the broker only inside its own network namespace."""
+def test_host_clients_use_the_published_ports() -> None:
+    """Each broker binds every interface of the shared namespace and advertises the address the
+    postgres service (the namespace's owner) publishes for it on the host."""
     services = compose()["services"]
-    host, port = broker_config(services["broker"]["command"]).advertised
-    advertised = f"{host}:{port}"
+    published = {}
+    for entry in services["postgres"]["ports"]:
+        host_ip, host_port, container_port = entry.split(":")
+        published[int(container_port)] = (host_ip, int(host_port))
+    seen = set()
+    for name in BROKERS:
+        config = broker_config(services[name]["command"])
+        assert config.host == "0.0.0.0", name
+        assert config.advertised == published[config.port], name
+        seen.add(config.node_id)
+    assert seen == {1, 2, 3}
+
+
+def test_brokers_form_one_cluster_on_the_postgres_service() -> None:
+    services = compose()["services"]
+    env = services["postgres"]["environment"]
+    expected = f"postgresql://{env['POSTGRES_USER']}@127.0.0.1:5432/{env['POSTGRES_DB']}"
+    for name in BROKERS:
+        assert broker_config(services[name]["command"]).cluster_url == expected, name
+        assert services[name]["network_mode"] == "service:postgres", name
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy", name
+
+
+def test_other_services_share_the_namespace_and_bootstrap_from_every_broker() -> None:
+    """The advertised 127.0.0.1 addresses are the brokers only inside the shared namespace."""
+    services = compose()["services"]
+    addresses = [broker_config(services[name]["command"]).advertised for name in BROKERS]
+    advertised = {f"{host}:{port}" for host, port in addresses}
     for name in ("pipeline", "demo"):
-        assert services[name]["network_mode"] == "service:broker", name
-        assert bootstrap_of(services[name]) == advertised, name
-        assert services[name]["depends_on"]["broker"]["condition"] == "service_healthy"
+        assert services[name]["network_mode"] == "service:postgres", name
+        assert set(bootstrap_of(services[name]).split(",")) == advertised, name
+        assert services[name]["depends_on"]["broker-1"]["condition"] == "service_healthy", name
 
 
 def test_dockerfile_command_parses() -> None:
