@@ -156,6 +156,13 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = prop(6000, INT)
     group_max_session_timeout_ms: int = prop(1800000, INT)
     group_max_size: int = prop((1 << 31) - 1, INT, at_least=1)
+    # The consumer group protocol (KIP-848), under Kafka's GroupCoordinatorConfig keys.
+    group_consumer_session_timeout_ms: int = prop(45000, INT, at_least=1)
+    group_consumer_heartbeat_interval_ms: int = prop(5000, INT, at_least=1)
+    group_consumer_max_size: int = prop((1 << 31) - 1, INT, at_least=1)
+    # A comma-separated list (Kafka's LIST type): the server-side assignors a member may name in
+    # group.remote.assignor; the first is the default. Only Kafka's built-in two exist here.
+    group_consumer_assignors: str = prop("uniform,range", STRING)
     transaction_state_log_num_partitions: int = prop(50, INT, at_least=1)
     transaction_state_log_segment_bytes: int = prop(104857600, INT, at_least=1)
     transaction_max_timeout_ms: int = prop(900000, INT, at_least=1)
@@ -320,6 +327,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
     try:
         _resolve_log_dirs(values)
         _resolve_times(values, props)
+        _check_assignors(values)
         _resolve_listeners(values, props, overrides)
         _check_super_users(values.get("super_users", ""))
     except ListenerError as exc:
@@ -393,6 +401,20 @@ def _check_super_users(raw: str) -> None:
         if not sep or not kind or not name:
             raise ConfigError(f"Invalid value {raw} for configuration super.users: expected principals as "
                               f"Type:name separated by ';' (as in User:admin;User:ops), got {principal!r}")
+
+
+_CONSUMER_ASSIGNORS: Final = ("uniform", "range")
+
+
+def _check_assignors(values: dict[str, Any]) -> None:
+    raw = values.get("group_consumer_assignors", _default("group_consumer_assignors"))
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    unknown = [n for n in names if n not in _CONSUMER_ASSIGNORS]
+    if not names or unknown:
+        raise ConfigError(f"Invalid value {raw} for configuration group.consumer.assignors: the built-in "
+                          f"assignors are {', '.join(_CONSUMER_ASSIGNORS)} (custom assignor classes cannot "
+                          "be loaded)")
+    values["group_consumer_assignors"] = ",".join(names)
 
 
 def _check_port(flag: str, port: int, low: int) -> int:

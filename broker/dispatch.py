@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 # Modules of broker/handlers that export HANDLER, one per Kafka API.
 HANDLER_MODULES: Final = (
     "add_offsets_to_txn", "add_partitions_to_txn", "alter_client_quotas", "alter_configs",
-    "alter_partition_reassignments", "api_versions", "create_acls", "create_partitions", "create_topics",
+    "alter_partition_reassignments", "api_versions", "consumer_group_describe", "consumer_group_heartbeat",
+    "create_acls", "create_partitions", "create_topics",
     "delete_acls", "delete_groups", "delete_records", "delete_topics", "describe_acls",
     "describe_client_quotas", "describe_cluster", "describe_configs", "describe_groups", "describe_log_dirs",
     "describe_producers", "describe_topic_partitions", "describe_transactions",

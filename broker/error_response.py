@@ -89,7 +89,8 @@ def _shares_key(request: SchemaField, response: SchemaField) -> bool:
 
 def _key_field(cls: type[Any], kafka_type: str | None) -> str | None:
     """Where a scalar request item (a topic name, a partition index) goes in a response item."""
-    return next((f.name for f in schema_fields(cls) if f.kafka_type == kafka_type and not f.is_array), None)
+    return next((f.name for f in schema_fields(cls)
+                 if f.kafka_type == kafka_type and not f.is_array and f.name != "error_message"), None)
 
 
 def _item(cls: type[Any], source: Any, source_type: str | None, code: ErrorCode, message: str | None) -> Any:

@@ -6,6 +6,7 @@ import socket
 from typing import Any
 
 from coordinator.group.config import GroupConfig
+from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
@@ -40,7 +41,13 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
         offset_metadata_max_bytes=c.offset_metadata_max_bytes,
         offsets_topic_num_partitions=c.offsets_topic_num_partitions,
     )
-    coordinator = GroupCoordinator(state.logs, config)
+    consumer = ConsumerGroupConfig(
+        session_timeout_ms=c.group_consumer_session_timeout_ms,
+        heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+        assignors=tuple(c.group_consumer_assignors.split(",")),
+        max_size=c.group_consumer_max_size,
+    )
+    coordinator = GroupCoordinator(state.logs, config, consumer_config=consumer)
     state.group_coordinator = coordinator
     return coordinator
 

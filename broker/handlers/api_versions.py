@@ -6,7 +6,7 @@ above 4 gets a v0 body with UNSUPPORTED_VERSION and our ApiVersions range (KIP-5
 answers that before parsing (see broker/connection.py). v3+ carries client software name/version,
 which Kafka validates; we accept what clients send and only log it. v3+ carries the supported
 and finalized features of broker/features.py (kafka-features describe prints them); as Kafka does,
-v3 leaves out features whose minimum version is 0.
+v3 leaves out supported features whose minimum version is 0 (finalized ones are all listed).
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ def features(version: int) -> dict[str, Any]:
         "supported_features": [{"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
                                for f in listed],
         "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+        # Kafka's createFinalizedFeatureKeys: every feature finalized above level 0, at any version.
         "finalized_features": [{"name": f.name, "min_version_level": f.finalized_level,
-                                "max_version_level": f.finalized_level} for f in listed],
+                                "max_version_level": f.finalized_level} for f in FEATURES if f.finalized_level],
     }
 
 

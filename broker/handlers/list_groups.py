@@ -3,22 +3,26 @@
 Behaviour: every group this node coordinates (all of them), with its protocol type ("" for groups
 that only store offsets) and, v4+, its state; v4's states_filter keeps the named states
 (case-insensitive, as Kafka does).
-Version notes: v5 (KIP-848) adds each group's type; every group here is "classic" (the consumer
-protocol is not served), so a types_filter without "classic" (case-insensitive) lists nothing.
+Version notes: v5 (KIP-848) adds each group's type, "classic" or "consumer", and a types_filter
+(case-insensitive); a consumer group's states are Empty, Assigning, Reconciling and Stable.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from coordinator.group.consumer_group import ConsumerGroupState
+from coordinator.group.state import GroupState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
-# Kafka's GroupType.CLASSIC, as ListGroups v5 names it.
-CLASSIC = "classic"
+
+def _group_type(state: GroupState | ConsumerGroupState) -> str:
+    # Kafka's GroupType names, as ListGroups v5 reports them.
+    return "consumer" if isinstance(state, ConsumerGroupState) else "classic"
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -27,11 +31,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     except KafkaError as exc:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "groups": []})
     types = {t.lower() for t in getattr(request, "types_filter", ())}
-    if types and CLASSIC not in types:
-        listed = []
     groups = [
-        {"group_id": group_id, "protocol_type": protocol_type, "group_state": str(state), "group_type": CLASSIC}
+        {"group_id": group_id, "protocol_type": protocol_type, "group_state": str(state),
+         "group_type": _group_type(state)}
         for group_id, protocol_type, state in listed
+        if not types or _group_type(state) in types
     ]
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "groups": groups})
 

@@ -4,7 +4,9 @@ Behaviour: the offsets are appended to the group's __consumer_offsets partition 
 answer, so an acknowledged commit survives a crash. A group without members accepts commits with
 generation -1 and an empty member id (assign() consumers); once it has members only the current
 generation's members may commit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID;
-REBALANCE_IN_PROGRESS between JoinGroup and SyncGroup). Unknown partitions get
+REBALANCE_IN_PROGRESS between JoinGroup and SyncGroup). In a consumer-protocol (KIP-848) group
+the generation field carries the member epoch: another epoch is STALE_MEMBER_EPOCH, and its
+members must use v9+ (UNSUPPORTED_VERSION below, as Kafka answers). Unknown partitions get
 UNKNOWN_TOPIC_OR_PARTITION, metadata over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE.
 Version notes: v2-4 carry retention_time_ms (-1: the broker's offsets.retention.minutes); v6+
 committed_leader_epoch; v7+ group_instance_id.
@@ -33,6 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 generation_id=request.generation_id_or_member_epoch,
                 group_instance_id=getattr(request, "group_instance_id", None),
                 retention_ms=None if retention is None else ms(retention),
+                api_version=ctx.version,
             )
         except KafkaError as exc:
             results |= dict.fromkeys(wanted, exc.code)

@@ -4,7 +4,10 @@ Behaviour: the last committed offset of each requested partition, -1 (and no err
 a null topic list (v2+) returns every offset the group has. With require_stable (v7+,
 read_committed consumers) a partition with transactional offsets still awaiting their marker
 answers UNSTABLE_OFFSET_COMMIT, and the client retries (KIP-447).
-Version notes: v1-7 name one group; v8+ name several (groups array), each answered apart.
+A consumer-protocol (KIP-848) member that names itself (v9 member id and epoch) must be in the
+group at that epoch: UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH otherwise, as Kafka checks.
+Version notes: v1-7 name one group; v8+ name several (groups array), each answered apart;
+v9 adds the member id and epoch.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ def _partitions(topics: Any) -> list[TopicPartition] | None:
     return [TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes]
 
 
-async def _group(ctx: RequestContext, group_id: str, topics: Any, stable: bool) -> dict[str, Any]:
+async def _group(ctx: RequestContext, group_id: str, topics: Any, stable: bool,
+                 member: tuple[str | None, int] = (None, -1)) -> dict[str, Any]:
     try:
-        fetched = await group_coordinator(ctx).fetch_offsets(group_id, _partitions(topics), stable)
+        fetched = await group_coordinator(ctx).fetch_offsets(
+            group_id, _partitions(topics), stable, member_id=member[0], member_epoch=member[1])
     except KafkaError as exc:
         return {"group_id": group_id, "error_code": exc.code, "topics": []}
     results = {f.topic_partition: f for f in fetched}
@@ -47,7 +52,9 @@ async def _group(ctx: RequestContext, group_id: str, topics: Any, stable: bool) 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     stable = bool(getattr(request, "require_stable", False))
     if ctx.version >= 8:
-        groups = [await _group(ctx, g.group_id, g.topics, stable) for g in request.groups]
+        groups = [await _group(ctx, g.group_id, g.topics, stable, (getattr(g, "member_id", None),
+                                                                     getattr(g, "member_epoch", -1)))
+                  for g in request.groups]
         return ctx.respond({"throttle_time": 0, "groups": groups})
     group = await _group(ctx, request.group_id, request.topics, stable)
     return ctx.respond({"throttle_time": 0, "topics": group["topics"],

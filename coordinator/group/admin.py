@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 from storage.api import TopicPartition
 
 from . import commands as c
+from .consumer_group import ConsumerGroupState
 from .metadata import CONSUMER_PROTOCOL_TYPE
 from .operations import GroupOperations, append_error
 from .snapshot import GroupSummary, describe
@@ -35,17 +36,25 @@ class AdminOperations(GroupOperations):
                         members=(),
                     )
                 )
+            elif group.consumer is not None:
+                out.append(GroupSummary(group_id=group_id, state=GroupState.DEAD, protocol_type="",
+                                        protocol="", members=(), error=ErrorCode.group_id_not_found,
+                                        error_message=f"Group {group_id} is not a classic group."))
             else:
                 out.append(describe(group))
         return out
 
-    def do_list(self, cmd: c.ListGroups) -> list[tuple[str, str, GroupState]]:
+    def do_list(self, cmd: c.ListGroups) -> list[tuple[str, str, GroupState | ConsumerGroupState]]:
+        """(group id, protocol type, state); a consumer group's state is a ConsumerGroupState
+        (which is how callers tell its type) and its protocol type "consumer", as Kafka lists it."""
         wanted = {s.lower() for s in cmd.states}
-        return [
-            (g.group_id, g.protocol_type or "", g.state)
-            for g in self.groups.values()
-            if g.state is not GroupState.DEAD and (not wanted or g.state.value.lower() in wanted)
-        ]
+        out: list[tuple[str, str, GroupState | ConsumerGroupState]] = []
+        for g in self.groups.values():
+            if g.consumer is not None:
+                out.append((g.group_id, CONSUMER_PROTOCOL_TYPE, g.consumer.state))
+            elif g.state is not GroupState.DEAD:
+                out.append((g.group_id, g.protocol_type or "", g.state))
+        return [entry for entry in out if not wanted or entry[2].value.lower() in wanted]
 
     async def do_delete_groups(self, cmd: c.DeleteGroups) -> dict[str, ErrorCode]:
         now = self._clock_ms()
@@ -54,7 +63,7 @@ class AdminOperations(GroupOperations):
             group = self.groups.get(group_id)
             if group is None or group.state is GroupState.DEAD:
                 result[group_id] = ErrorCode.group_id_not_found
-            elif group.state is not GroupState.EMPTY:
+            elif not group.is_empty():
                 result[group_id] = ErrorCode.non_empty_group
             else:
                 try:
@@ -75,12 +84,16 @@ class AdminOperations(GroupOperations):
         group = self.groups.get(cmd.group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, {}
+        consumer = group.consumer
         if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return ErrorCode.non_empty_group, {}
         result, deletable = {}, []
         for tp in cmd.partitions:
-            subscribed = group.subscribed_topics is None or tp.topic in group.subscribed_topics
-            if group.state is not GroupState.EMPTY and subscribed:
+            if consumer is not None:
+                subscribed = tp.topic in consumer.subscribed_topic_names()
+            else:
+                subscribed = group.subscribed_topics is None or tp.topic in group.subscribed_topics
+            if not group.is_empty() and subscribed:
                 result[tp] = ErrorCode.group_subscribed_to_topic
             else:
                 result[tp] = ErrorCode.none

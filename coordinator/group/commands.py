@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from storage.api import TopicPartition
 
 from ..transaction.metadata import ProducerIdAndEpoch
+from .consumer_heartbeat import HeartbeatRequest
 from .member import JoinParams
 from .offsets import OffsetAndMetadata
 
@@ -22,6 +23,8 @@ __all__ = (
     "Command",
     "CommitOffsets",
     "CompleteTxn",
+    "ConsumerGroupDescribe",
+    "ConsumerGroupHeartbeat",
     "DeleteGroups",
     "DeleteOffsets",
     "DescribeGroups",
@@ -86,6 +89,8 @@ class CommitOffsets:
     retention_ms: int | None
     # TxnOffsetCommit: the producer whose transaction holds the offsets pending.
     producer: ProducerIdAndEpoch | None = None
+    # OffsetCommit's version: consumer-protocol members must use v9+ (Kafka's validateOffsetCommit).
+    api_version: int = 9
     reply: _Reply
 
 
@@ -94,6 +99,9 @@ class FetchOffsets:
     group_id: str
     partitions: tuple[TopicPartition, ...] | None
     require_stable: bool
+    # OffsetFetch v9+: who asks (null and -1: an admin or a client outside the group).
+    member_id: str | None = None
+    member_epoch: int = -1
     reply: _Reply
 
 
@@ -145,6 +153,19 @@ class CompleteTxn:
     reply: _Reply
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeartbeat:
+    group_id: str
+    request: HeartbeatRequest
+    reply: _Reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribe:
+    group_ids: tuple[str, ...]
+    reply: _Reply
+
+
 Command = (
     JoinGroup
     | SyncGroup
@@ -158,4 +179,6 @@ Command = (
     | DeleteOffsets
     | TopicsDeleted
     | CompleteTxn
+    | ConsumerGroupHeartbeat
+    | ConsumerGroupDescribe
 )

@@ -32,6 +32,10 @@ from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
 from .admin import AdminOperations
 from .config import GroupConfig
+from .consumer_group import ConsumerGroupState
+from .consumer_heartbeat import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
+from .consumer_operations import ConsumerOperations, group_deadline
+from .consumer_persist import ConsumerGroupDescription
 from .group_offsets import remove_expired_offsets
 from .loader import PartitionLoader
 from .log import CONSUMER_OFFSETS_TOPIC, partition_for
@@ -50,7 +54,7 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class GroupCoordinator(AdminOperations):
+class GroupCoordinator(ConsumerOperations, AdminOperations):
     """Public face: one coroutine per group API; see commands.py for what each carries."""
 
     def __init__(
@@ -59,8 +63,10 @@ class GroupCoordinator(AdminOperations):
         config: GroupConfig | None = None,
         *,
         clock_ms: Callable[[], int] = _wall_clock_ms,
+        consumer_config: ConsumerGroupConfig | None = None,
     ) -> None:
         super().__init__(logs, config or GroupConfig(), clock_ms)
+        self.consumer_config = consumer_config or ConsumerGroupConfig()
         self._queue: asyncio.Queue[c.Command] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._next_retention_check_ms = 0
@@ -94,6 +100,7 @@ class GroupCoordinator(AdminOperations):
             CONSUMER_OFFSETS_TOPIC,
         )
         self._next_retention_check_ms = now + self.config.offsets_retention_check_interval_ms
+        self.resume_consumer_groups(now)
         for group_id in self.groups:
             self._schedule(group_id)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="group-coordinator")
@@ -198,6 +205,7 @@ class GroupCoordinator(AdminOperations):
         group_instance_id: str | None = None,
         retention_ms: int | None = None,
         producer: ProducerIdAndEpoch | None = None,
+        api_version: int = 9,
     ) -> dict[TopicPartition, ErrorCode]:
         """OffsetCommit; with a producer, TxnOffsetCommit: the offsets are written as a
         transactional batch of the producer and held pending until complete_txn (KIP-447: a
@@ -211,6 +219,7 @@ class GroupCoordinator(AdminOperations):
                 offsets=dict(offsets),
                 retention_ms=retention_ms,
                 producer=producer,
+                api_version=api_version,
                 reply=r,
             )
         )
@@ -220,20 +229,43 @@ class GroupCoordinator(AdminOperations):
         group_id: str,
         partitions: Sequence[TopicPartition] | None,
         require_stable: bool = False,
+        *,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> list[c.FetchedOffset]:
-        return await self._call(
+        """Raises KafkaError (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) for a consumer-protocol
+        member that is not (or no longer) at this epoch."""
+        result: list[c.FetchedOffset] | KafkaError = await self._call(
             lambda r: c.FetchOffsets(
                 group_id=group_id,
                 partitions=None if partitions is None else tuple(partitions),
                 require_stable=require_stable,
+                member_id=member_id,
+                member_epoch=member_epoch,
                 reply=r,
             )
         )
+        if isinstance(result, KafkaError):
+            raise result
+        return result
+
+    async def consumer_group_heartbeat(self, group_id: str, request: HeartbeatRequest) -> HeartbeatResult:
+        """ConsumerGroupHeartbeat (KIP-848); raises KafkaError with the error to answer."""
+        result: HeartbeatResult | KafkaError = await self._call(
+            lambda r: c.ConsumerGroupHeartbeat(group_id=group_id, request=request, reply=r))
+        if isinstance(result, KafkaError):
+            raise result
+        return result
+
+    async def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerGroupDescription]:
+        return await self._call(lambda r: c.ConsumerGroupDescribe(group_ids=tuple(group_ids), reply=r))
 
     async def describe_groups(self, group_ids: Sequence[str]) -> list[GroupSummary]:
         return await self._call(lambda r: c.DescribeGroups(group_ids=tuple(group_ids), reply=r))
 
-    async def list_groups(self, states: Collection[str] = ()) -> list[tuple[str, str, GroupState]]:
+    async def list_groups(
+        self, states: Collection[str] = ()
+    ) -> list[tuple[str, str, GroupState | ConsumerGroupState]]:
         """(group id, protocol type, state) of every live group, optionally filtered by state name."""
         return await self._call(lambda r: c.ListGroups(states=frozenset(states), reply=r))
 
@@ -294,7 +326,7 @@ class GroupCoordinator(AdminOperations):
         """Remember the group's next deadline. Entries go stale when a heartbeat moves the
         deadline; _run_timers re-checks each against the group and drops the stale ones."""
         group = self.groups.get(group_id)
-        deadline = None if group is None else group.next_deadline_ms()
+        deadline = None if group is None else group_deadline(group)
         if deadline is not None:
             heapq.heappush(self._timers, (deadline, group_id))
 
@@ -308,12 +340,12 @@ class GroupCoordinator(AdminOperations):
         while self._timers and self._timers[0][0] <= now:
             _, group_id = heapq.heappop(self._timers)
             group = self.groups.get(group_id)
-            deadline = None if group is None else group.next_deadline_ms()
+            deadline = None if group is None else group_deadline(group)
             if group is None or deadline is None or deadline > now:
                 continue  # stale: the group's real deadline has its own entry
             before = set(group.members)
             await self.complete(group, group.tick(now), now)
-            gone = before - set(group.members)
+            gone = (before - set(group.members)) | set(await self.expire_consumer_members(group, now))
             if gone:
                 log.info("group %s: removed %s after their session or rebalance timeout; %s, "
                          "generation %d", group_id, sorted(gone), group.state, group.generation_id)
@@ -326,7 +358,7 @@ class GroupCoordinator(AdminOperations):
     async def _expire_offsets(self, now: int) -> None:
         for group in list(self.groups.values()):
             expired = remove_expired_offsets(group, now)
-            dead = group.state is GroupState.EMPTY and not group.offsets.has_offsets()
+            dead = group.is_empty() and not group.offsets.has_offsets()
             if not expired and not dead:
                 continue
             try:
@@ -353,6 +385,10 @@ class GroupCoordinator(AdminOperations):
                 await self.do_sync(cmd)
             case c.LeaveGroup():
                 await self.do_leave(cmd)
+            case c.ConsumerGroupHeartbeat():
+                cmd.reply.set_result(await self.do_consumer_heartbeat(cmd))
+            case c.ConsumerGroupDescribe():
+                cmd.reply.set_result(self.do_consumer_describe(cmd))
             case _:
                 cmd.reply.set_result(await self._answer(cmd))
 
@@ -376,7 +412,8 @@ class GroupCoordinator(AdminOperations):
                 return await self.do_topics_deleted(cmd)
             case c.CompleteTxn():
                 return self.do_complete_txn(cmd)
-            case c.JoinGroup() | c.SyncGroup() | c.LeaveGroup():
-                raise AssertionError("parked commands are executed by _execute")
+            case (c.JoinGroup() | c.SyncGroup() | c.LeaveGroup() | c.ConsumerGroupHeartbeat()
+                  | c.ConsumerGroupDescribe()):
+                raise AssertionError("executed by _execute")
             case _:
                 assert_never(cmd)

@@ -11,10 +11,12 @@ from kio.schema.errors import ErrorCode
 
 from storage.api import TopicPartition
 
+from .consumer_group import ConsumerGroup
 from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from .state import GroupState
 
-__all__ = ("remove_expired_offsets", "validate_offset_commit")
+__all__ = ("remove_expired_offsets", "validate_consumer_offset_commit", "validate_offset_commit",
+           "validate_offset_fetch")
 
 
 def validate_offset_commit(
@@ -24,9 +26,14 @@ def validate_offset_commit(
     group_instance_id: str | None,
     generation_id: int,
     transactional: bool = False,
+    api_version: int = 9,
 ) -> ErrorCode | None:
     """Who may commit now: Kafka's validateOffsetCommit for OffsetCommit, and the KIP-447 check
     of TxnOffsetCommit v3+ (transactional). None: the commit may be written."""
+    if group.consumer is not None:
+        return validate_consumer_offset_commit(
+            group.consumer, member_id=member_id, member_epoch=generation_id,
+            transactional=transactional, api_version=api_version)
     if group.state is GroupState.DEAD:
         return ErrorCode.coordinator_not_available
     if generation_id >= 0 or member_id or group_instance_id is not None:
@@ -44,6 +51,38 @@ def validate_offset_commit(
     return None
 
 
+def validate_consumer_offset_commit(
+    group: ConsumerGroup, *, member_id: str, member_epoch: int, transactional: bool, api_version: int
+) -> ErrorCode | None:
+    """Kafka's ConsumerGroup.validateOffsetCommit: the generation field carries the member epoch.
+    An epoch below 0 may commit while the group has no members (admin tools, assign())."""
+    if member_epoch < 0 and not group.members:
+        return None
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if not transactional and api_version < 9:
+        # "OffsetCommit version 9 or above must be used by members using the modern group protocol"
+        return ErrorCode.unsupported_version
+    if member_epoch != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return None
+
+
+def validate_offset_fetch(group: GroupMetadata, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+    """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9+ from a consumer-protocol member);
+    classic groups and requests without a member (null id, epoch -1) are not checked."""
+    consumer = group.consumer
+    if consumer is None or (member_id is None and member_epoch < 0):
+        return None
+    member = consumer.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if member_epoch != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return None
+
+
 def remove_expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
     """Expire offsets past offsets.retention.minutes, as Kafka 2.1+ (KIP-211) does.
 
@@ -54,6 +93,9 @@ def remove_expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicParti
     """
     retention = group.config.offsets_retention_ms
     store = group.offsets
+    if group.consumer is not None:
+        # Kafka's ConsumerGroup.isSubscribedToTopic: offsets of subscribed topics never expire.
+        return store.remove_expired(now_ms, retention, keep_topics=group.consumer.subscribed_topic_names())
     if group.protocol_type is not None and group.state is GroupState.EMPTY:
         return store.remove_expired(now_ms, retention, base_timestamp=group.current_state_timestamp)
     if (

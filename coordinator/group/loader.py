@@ -20,6 +20,9 @@ from protocol.records import Record, read_records
 from storage.api import PartitionLog
 
 from .config import GroupConfig
+from .consumer_group import ConsumerGroup
+from .consumer_log import CONSUMER_RECORD_TYPES, decode_consumer_key, decode_consumer_value
+from .consumer_persist import apply_consumer_record
 from .log import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, parse_record
 from .metadata import GroupMetadata
 from .offsets import OffsetAndMetadata
@@ -60,6 +63,10 @@ class PartitionLoader:
             self._apply_marker(header, records)
             return
         for record in records:
+            if record.key is not None and len(record.key) >= 2 and \
+                    int.from_bytes(record.key[:2], "big", signed=True) in CONSUMER_RECORD_TYPES:
+                self._apply_consumer(record)
+                continue
             try:
                 key, value = parse_record(record)
             except ValueError as exc:
@@ -73,6 +80,20 @@ class PartitionLoader:
             else:
                 assert value is None or isinstance(value, GroupMetadataValue)
                 self._apply_group(key, value)
+
+    def _apply_consumer(self, record: Record) -> None:
+        """A consumer-group (KIP-848) record: it makes (or keeps) the group a consumer group."""
+        assert record.key is not None
+        try:
+            key = decode_consumer_key(record.key)
+            value = None if record.value is None else decode_consumer_value(key, record.value)
+        except (ValueError, IndexError, UnicodeDecodeError) as exc:
+            log.warning("skipping unreadable __consumer_offsets record at %d: %s", record.offset, exc)
+            return
+        group = self._group(key.group)
+        if group.consumer is None:
+            group.consumer = ConsumerGroup(key.group)
+        apply_consumer_record(group.consumer, key, value)
 
     def _apply_marker(self, header: RecordBatchHeader, records: list[Record]) -> None:
         try:

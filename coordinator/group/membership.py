@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from kio.schema.errors import ErrorCode
 
 from .config import GroupConfig
+from .consumer_group import ConsumerGroup
 from .member import (
     JoinedMember,
     JoinGroupResult,
@@ -58,12 +59,26 @@ class GroupMembership:
         self.current_state_timestamp: int | None = now_ms
         self.subscribed_topics: frozenset[str] | None = None
         self.offsets = OffsetStore()
+        # Set while the group speaks the consumer protocol (KIP-848): its members live there and
+        # the classic fields above stay empty. Offsets are kept here for both types.
+        self.consumer: ConsumerGroup | None = None
         self._new_member_id = new_member_id
         self._join_deadline_ms: int | None = None
         self._initial_delay_remaining_ms: int | None = None  # set while InitialDelayedJoin runs
         self._new_member_added = False
         self._sync_deadline_ms: int | None = None
         self._out = Outcome()
+
+    @property
+    def group_type(self) -> str:
+        """Kafka's GroupType name, as ListGroups v5 reports it."""
+        return "classic" if self.consumer is None else "consumer"
+
+    def is_empty(self) -> bool:
+        """No members of either protocol (Kafka's Group.isEmpty)."""
+        if self.consumer is not None:
+            return not self.consumer.members
+        return self.state is _S.EMPTY
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id

@@ -21,7 +21,8 @@ from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
 
 from . import commands as c
 from .config import GroupConfig
-from .group_offsets import validate_offset_commit
+from .consumer_persist import tombstones as consumer_tombstones
+from .group_offsets import validate_offset_commit, validate_offset_fetch
 from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, offset_commit_record, partition_for
 from .member import JoinGroupResult, Outcome, SyncGroupResult
 from .metadata import GroupMetadata
@@ -97,6 +98,10 @@ class GroupOperations:
         )
         return await self._logs.get_log(tp).append(bytes(batch), AppendOrigin.COORDINATOR)
 
+    async def append_records(self, group_id: str, records: Sequence[Record]) -> LogAppendInfo:
+        """Append plain (non-transactional) records to the group's __consumer_offsets partition."""
+        return await self._append(group_id, records)
+
     async def complete(self, group: GroupMetadata, outcome: Outcome, now: int) -> None:
         """Persist the group if the outcome asks, then deliver its replies."""
         replies = outcome.replies
@@ -133,6 +138,8 @@ class GroupOperations:
             offset_commit_record(group.group_id, tp, None, timestamp=now) for tp in partitions
         ]
         if group_too:
+            if group.consumer is not None:
+                records += consumer_tombstones(group.consumer, now)
             records.append(group_metadata_record(group.group_id, None, timestamp=now))
         if records:
             await self._append(group.group_id, records)
@@ -141,6 +148,7 @@ class GroupOperations:
         """A group that only exists in memory and holds nothing worth keeping."""
         return (
             group.state is GroupState.EMPTY
+            and (group.consumer is None or (not group.consumer.members and group.consumer.group_epoch == 0))
             and group.generation_id == 0
             and not group.pending_members
             and not group.offsets.has_offsets()
@@ -168,6 +176,15 @@ class GroupOperations:
                 )
                 return
             group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
+        if group.consumer is not None:
+            if group.consumer.members:
+                # Kafka moves classic members into a consumer group only under
+                # group.consumer.migration.policy upgrade/bidirectional, which is not served.
+                cmd.reply.set_result(JoinGroupResult(member_id=params.member_id,
+                                                     error=ErrorCode.inconsistent_group_protocol))
+                return
+            log.info("group %s: now a classic group (its consumer group was empty)", cmd.group_id)
+            group.consumer = None
         await self.complete(group, group.join(params, now, cmd.reply), now)
         self._maybe_forget(group)
 
@@ -275,7 +292,7 @@ class GroupOperations:
             group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
         error = validate_offset_commit(
             group, member_id=cmd.member_id, group_instance_id=cmd.group_instance_id,
-            generation_id=cmd.generation_id, transactional=txn is not None,
+            generation_id=cmd.generation_id, transactional=txn is not None, api_version=cmd.api_version,
         )
         if error is None:
             member = group.members.get(cmd.member_id)
@@ -307,8 +324,12 @@ class GroupOperations:
             group.offsets.add_pending(txn.producer_id, written)
         return result | dict.fromkeys(ok, ErrorCode.none)
 
-    def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset]:
+    def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset] | KafkaError:
         group = self.groups.get(cmd.group_id)
+        error = None if group is None else validate_offset_fetch(group, cmd.member_id, cmd.member_epoch)
+        if error is not None:
+            return KafkaError(error, f"member {cmd.member_id} at epoch {cmd.member_epoch} may not fetch "
+                              f"the offsets of group {cmd.group_id}")
         if cmd.partitions is None:
             if group is None:
                 return []

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kio.schema.errors import ErrorCode
+
 from .config import GroupConfig
 from .log import GroupMetadataValue, MemberMetadataValue
 from .member import MemberMetadata
@@ -97,6 +99,9 @@ class GroupSummary:
     protocol_type: str
     protocol: str
     members: tuple[MemberSummary, ...]
+    # DescribeGroups answers GROUP_ID_NOT_FOUND for a consumer-protocol group, as Kafka does.
+    error: ErrorCode = ErrorCode.none
+    error_message: str | None = None
 
 
 def describe(group: GroupMetadata) -> GroupSummary:

@@ -1,0 +1,141 @@
+"""Server-side assignors of the consumer group protocol (KIP-848): `uniform` and `range`.
+
+Kafka's group-coordinator module names them UniformAssignor and RangeAssignor and picks one per
+group from the members' ServerAssignor (else the first of group.consumer.assignors). Both are
+pure functions here: members' subscriptions and the previous target assignment in, the next
+target assignment out. Partitions are named by topic id, as on the wire.
+
+- uniform: every partition goes to one of the members subscribed to its topic, balanced so that
+  member counts differ by at most one where subscriptions allow, and sticky: a partition stays
+  with its previous owner while that owner is under its share. Kafka's version is the same idea
+  (OptimizedUniformAssignmentBuilder for identical subscriptions, GeneralUniformAssignmentBuilder
+  otherwise); with different subscriptions ours balances greedily (least-loaded subscriber first)
+  rather than by Kafka's exact heuristic, so the two can pick different, equally valid owners.
+- range: per topic, the subscribers sorted by member id get contiguous ranges, the first
+  (partitions % members) one extra, so co-partitioned topics line up member by member. Kafka's
+  RangeAssignor also keeps partitions sticky where the ranges allow; ours recomputes the ranges.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+__all__ = (
+    "ASSIGNORS",
+    "Assignor",
+    "GroupSpec",
+    "MemberSubscription",
+    "RangeAssignor",
+    "TargetAssignment",
+    "TopicPartitionIds",
+    "UniformAssignor",
+)
+
+# topic id -> partition indexes
+TopicPartitionIds = Mapping[uuid.UUID, frozenset[int]]
+# member id -> its partitions
+TargetAssignment = dict[str, dict[uuid.UUID, frozenset[int]]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberSubscription:
+    member_id: str
+    topic_ids: frozenset[uuid.UUID]
+    # The member's partitions in the previous target assignment (stickiness).
+    current: TopicPartitionIds = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupSpec:
+    members: tuple[MemberSubscription, ...]
+    # Partition count of every subscribed topic that exists.
+    partitions: Mapping[uuid.UUID, int]
+
+
+class Assignor(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def assign(self, spec: GroupSpec) -> TargetAssignment: ...
+
+
+def _empty(spec: GroupSpec) -> dict[str, dict[uuid.UUID, set[int]]]:
+    return {m.member_id: {} for m in spec.members}
+
+
+def _freeze(out: Mapping[str, Mapping[uuid.UUID, Set[int]]]) -> TargetAssignment:
+    return {mid: {t: frozenset(ps) for t, ps in topics.items() if ps} for mid, topics in out.items()}
+
+
+class UniformAssignor:
+    name: Final = "uniform"
+
+    def assign(self, spec: GroupSpec) -> TargetAssignment:
+        out = _empty(spec)
+        subscribers = _subscribers(spec)
+        counts = dict.fromkeys(out, 0)
+        shares = _shares(spec, subscribers)
+        taken: set[tuple[uuid.UUID, int]] = set()
+        # Stickiness first: keep what each member had while it stays within its share.
+        for m in sorted(spec.members, key=lambda m: m.member_id):
+            for topic_id, parts in sorted(m.current.items()):
+                if topic_id not in m.topic_ids or topic_id not in spec.partitions:
+                    continue
+                for p in sorted(parts):
+                    if p < spec.partitions[topic_id] and counts[m.member_id] < shares[m.member_id]:
+                        out[m.member_id].setdefault(topic_id, set()).add(p)
+                        counts[m.member_id] += 1
+                        taken.add((topic_id, p))
+        # Then every free partition to its least-loaded subscriber (ties: member id order).
+        for topic_id in sorted(subscribers):
+            members = subscribers[topic_id]
+            for p in range(spec.partitions[topic_id]):
+                if (topic_id, p) in taken:
+                    continue
+                owner = min(members, key=lambda mid: (counts[mid], mid))
+                out[owner].setdefault(topic_id, set()).add(p)
+                counts[owner] += 1
+        return _freeze(out)
+
+
+def _subscribers(spec: GroupSpec) -> dict[uuid.UUID, list[str]]:
+    out: dict[uuid.UUID, list[str]] = {}
+    for m in spec.members:
+        for topic_id in m.topic_ids:
+            if topic_id in spec.partitions:
+                out.setdefault(topic_id, []).append(m.member_id)
+    return {t: sorted(ms) for t, ms in out.items()}
+
+
+def _shares(spec: GroupSpec, subscribers: Mapping[uuid.UUID, list[str]]) -> dict[str, int]:
+    """How many partitions each member may keep from before: its fair share of the partitions
+    it can receive, rounded up (so with identical subscriptions counts differ by at most one)."""
+    shares: dict[str, float] = dict.fromkeys((m.member_id for m in spec.members), 0.0)
+    for topic_id, members in subscribers.items():
+        for mid in members:
+            shares[mid] += spec.partitions[topic_id] / len(members)
+    return {mid: int(-(-share // 1)) for mid, share in shares.items()}
+
+
+class RangeAssignor:
+    name: Final = "range"
+
+    def assign(self, spec: GroupSpec) -> TargetAssignment:
+        out = _empty(spec)
+        for topic_id, members in _subscribers(spec).items():
+            count = spec.partitions[topic_id]
+            per, extra = divmod(count, len(members))
+            start = 0
+            for i, mid in enumerate(members):
+                size = per + (1 if i < extra else 0)
+                if size:
+                    out[mid][topic_id] = set(range(start, start + size))
+                start += size
+        return _freeze(out)
+
+
+# By name, in Kafka's default group.consumer.assignors order (the first is the default).
+ASSIGNORS: Final[Mapping[str, Assignor]] = {a.name: a for a in (UniformAssignor(), RangeAssignor())}

@@ -1,0 +1,164 @@
+"""ConsumerGroup: one group of the consumer protocol (KIP-848), as a synchronous state object.
+
+Kafka's ConsumerGroup (group-coordinator/.../modern/consumer). Three epochs drive it:
+- the group epoch, bumped whenever membership, subscriptions or the subscribed topics'
+  partitions change;
+- the assignment epoch, the group epoch the target assignment was last computed for;
+- each member's epoch, the target epoch it has reconciled to (consumer_member.py).
+The state is derived from them, never stored: Empty without members, Assigning while the target
+lags the group epoch, Reconciling while a member lags the target, else Stable.
+
+The heartbeat protocol that moves these lives in consumer_heartbeat.py; this module holds the
+data and its invariants (the partition epochs: who holds each partition right now).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from .consumer_member import Assignment, ConsumerGroupMember, MemberState
+
+__all__ = ("ConsumerGroup", "ConsumerGroupState", "GroupSnapshot")
+
+
+class ConsumerGroupState(Enum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+    def __str__(self) -> str:
+        # The value is the name ListGroups and ConsumerGroupDescribe put on the wire.
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """Everything a heartbeat may change, to put back if its records cannot be written."""
+
+    group_epoch: int
+    assignment_epoch: int
+    members: dict[str, ConsumerGroupMember]
+    target: dict[str, Assignment]
+    partition_epochs: dict[tuple[uuid.UUID, int], int]
+    subscription_metadata: dict[str, tuple[uuid.UUID, int]]
+    session_deadlines: dict[str, int]
+    rebalance_deadlines: dict[str, tuple[int, int]]
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target: dict[str, Assignment] = {}
+        # (topic id, partition) -> epoch of the member holding it (assigned or being revoked).
+        self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        # topic name -> (topic id, partition count) of every topic some member subscribes to;
+        # a change (new topic, more partitions) bumps the group epoch.
+        self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        self.session_deadlines: dict[str, int] = {}
+        # member id -> (deadline, member epoch it was set for): revocation must finish by then.
+        self.rebalance_deadlines: dict[str, tuple[int, int]] = {}
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        for member in self.members.values():
+            if member.instance_id == instance_id:
+                return member
+        return None
+
+    def owner_epoch(self, member_id: str) -> OwnerEpoch:
+        return OwnerEpoch(self, member_id)
+
+    def subscribed_topic_names(self) -> frozenset[str]:
+        return frozenset(self.subscription_metadata)
+
+    def next_deadline_ms(self) -> int | None:
+        deadlines = list(self.session_deadlines.values())
+        deadlines.extend(d for d, _ in self.rebalance_deadlines.values())
+        return min(deadlines, default=None)
+
+    def iter_assigned(self) -> Iterator[tuple[str, Assignment]]:
+        for member_id, member in self.members.items():
+            yield member_id, member.assigned
+
+    # -- changes -----------------------------------------------------------------------------------
+
+    def put_member(self, member: ConsumerGroupMember) -> None:
+        """Add or replace a member, moving its partition epochs with it."""
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._release(old)
+        self.members[member.member_id] = member
+        if member.state is not MemberState.UNKNOWN:
+            for assignment in (member.assigned, member.pending_revocation):
+                for topic_id, parts in assignment.items():
+                    for p in parts:
+                        self.partition_epochs[(topic_id, p)] = member.member_epoch
+
+    def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self._release(member)
+        self.target.pop(member_id, None)
+        self.session_deadlines.pop(member_id, None)
+        self.rebalance_deadlines.pop(member_id, None)
+        return member
+
+    def _release(self, member: ConsumerGroupMember) -> None:
+        for assignment in (member.assigned, member.pending_revocation):
+            for topic_id, parts in assignment.items():
+                for p in parts:
+                    self.partition_epochs.pop((topic_id, p), None)
+
+    def snapshot(self) -> GroupSnapshot:
+        return GroupSnapshot(
+            self.group_epoch, self.assignment_epoch, dict(self.members), dict(self.target),
+            dict(self.partition_epochs), dict(self.subscription_metadata),
+            dict(self.session_deadlines), dict(self.rebalance_deadlines),
+        )
+
+    def restore(self, s: GroupSnapshot) -> None:
+        self.group_epoch, self.assignment_epoch = s.group_epoch, s.assignment_epoch
+        self.members, self.target = s.members, s.target
+        self.partition_epochs, self.subscription_metadata = s.partition_epochs, s.subscription_metadata
+        self.session_deadlines, self.rebalance_deadlines = s.session_deadlines, s.rebalance_deadlines
+
+
+class OwnerEpoch:
+    """Kafka's currentPartitionEpoch as seen by one member: -1 when the partition is free or
+    already the member's own, else the holder's epoch."""
+
+    __slots__ = ("_group", "_member_id")
+
+    def __init__(self, group: ConsumerGroup, member_id: str) -> None:
+        self._group, self._member_id = group, member_id
+
+    def __call__(self, topic_id: uuid.UUID, partition: int) -> int:
+        epoch = self._group.partition_epochs.get((topic_id, partition))
+        if epoch is None:
+            return -1
+        mine = self._group.members.get(self._member_id)
+        if mine is not None and (
+            partition in mine.assigned.get(topic_id, frozenset())
+            or partition in mine.pending_revocation.get(topic_id, frozenset())
+        ):
+            return -1
+        return epoch

@@ -1,0 +1,225 @@
+"""Consumer-group (KIP-848) records of __consumer_offsets, in Kafka's own layouts.
+
+Keys are not flexible and start with their version, which is also the record type; values are
+flexible (compact strings and arrays, tagged fields) at version 0, as Kafka's
+group-coordinator/src/main/resources/common/message/ConsumerGroup*.json define them:
+  3 ConsumerGroupMetadata               key group        value Epoch int32
+  5 ConsumerGroupMemberMetadata         key group, member value InstanceId?, RackId?, ClientId,
+      ClientHost, SubscribedTopicNames [string], SubscribedTopicRegex?, RebalanceTimeoutMs int32,
+      ServerAssignor?  (tag 0 ClassicMemberMetadata: not written, skipped when read)
+  6 ConsumerGroupTargetAssignmentMetadata key group      value AssignmentEpoch int32
+  7 ConsumerGroupTargetAssignmentMember key group, member value TopicPartitions [uuid, [int32]]
+  8 ConsumerGroupCurrentMemberAssignment key group, member value MemberEpoch, PreviousMemberEpoch
+      int32, State int8, AssignedPartitions and PartitionsPendingRevocation [uuid, [int32]]
+Key 4 (ConsumerGroupPartitionMetadata) is not written: the subscribed topics' metadata is derived
+from the topics at load time. A null value is a tombstone.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass, replace
+from typing import Final
+
+from protocol.records import Record
+
+from .consumer_member import Assignment, ConsumerGroupMember, MemberState
+from .log import _Reader
+
+__all__ = (
+    "CURRENT_MEMBER_ASSIGNMENT",
+    "TARGET_ASSIGNMENT_MEMBER",
+    "TARGET_ASSIGNMENT_METADATA",
+    "MEMBER_METADATA",
+    "GROUP_METADATA",
+    "CONSUMER_RECORD_TYPES",
+    "ConsumerRecordKey",
+    "ConsumerValue",
+    "CurrentAssignment",
+    "consumer_record",
+    "decode_consumer_key",
+    "decode_consumer_value",
+    "encode_consumer_value",
+    "with_current",
+)
+
+GROUP_METADATA: Final = 3
+MEMBER_METADATA: Final = 5
+TARGET_ASSIGNMENT_METADATA: Final = 6
+TARGET_ASSIGNMENT_MEMBER: Final = 7
+CURRENT_MEMBER_ASSIGNMENT: Final = 8
+CONSUMER_RECORD_TYPES: Final = frozenset({3, 5, 6, 7, 8})
+_I8, _I16, _I32 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerRecordKey:
+    record_type: int
+    group: str
+    member_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurrentAssignment:
+    member_epoch: int
+    previous_member_epoch: int
+    state: MemberState
+    assigned: Assignment
+    pending_revocation: Assignment
+
+
+# A decoded value: an epoch (3, 6), a member's subscription (5), a target (7), a current one (8).
+ConsumerValue = int | ConsumerGroupMember | Assignment | CurrentAssignment
+
+
+class _Compact:
+    """Writer of one flexible value: compact lengths are unsigned varints of length + 1."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray(_I16.pack(0))
+
+    def i32(self, v: int) -> None:
+        self.buf += _I32.pack(v)
+
+    def string(self, s: str | None) -> None:
+        if s is None:
+            self.buf += _unsigned(0)
+            return
+        data = s.encode()
+        self.buf += _unsigned(len(data) + 1) + data
+
+    def length(self, n: int) -> None:
+        self.buf += _unsigned(n + 1)
+
+    def assignment(self, a: Assignment) -> None:
+        self.length(len(a))
+        for topic_id, parts in sorted(a.items()):
+            self.buf += topic_id.bytes
+            self.length(len(parts))
+            for p in sorted(parts):
+                self.i32(p)
+            self.buf += b"\x00"  # no tagged fields
+
+    def end(self) -> bytes:
+        self.buf += b"\x00"
+        return bytes(self.buf)
+
+
+def _unsigned(value: int) -> bytes:
+    """Kafka's unsigned varint (protocol.records.encode_varint is the zigzag, signed one)."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_key(key: ConsumerRecordKey) -> bytes:
+    buf = bytearray(_I16.pack(key.record_type))
+    for s in (key.group, key.member_id):
+        if s is not None:
+            data = s.encode()
+            buf += _I16.pack(len(data)) + data
+    return bytes(buf)
+
+
+def encode_consumer_value(record_type: int, value: ConsumerValue) -> bytes:
+    w = _Compact()
+    if record_type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+        assert isinstance(value, int)
+        w.i32(value)
+    elif record_type == MEMBER_METADATA:
+        assert isinstance(value, ConsumerGroupMember)
+        _member_metadata(w, value)
+    elif record_type == TARGET_ASSIGNMENT_MEMBER:
+        assert isinstance(value, dict)
+        w.assignment(value)
+    else:
+        assert isinstance(value, CurrentAssignment)
+        w.i32(value.member_epoch)
+        w.i32(value.previous_member_epoch)
+        w.buf += _I8.pack(value.state.value)
+        w.assignment(value.assigned)
+        w.assignment(value.pending_revocation)
+    return w.end()
+
+
+def _member_metadata(w: _Compact, m: ConsumerGroupMember) -> None:
+    for s in (m.instance_id, m.rack_id, m.client_id, m.client_host):
+        w.string(s)
+    w.length(len(m.subscribed_topic_names))
+    for name in m.subscribed_topic_names:
+        w.string(name)
+    w.string(m.subscribed_topic_regex)
+    w.i32(m.rebalance_timeout_ms)
+    w.string(m.server_assignor)
+
+
+def consumer_record(key: ConsumerRecordKey, value: ConsumerValue | None, *, timestamp: int) -> Record:
+    data = None if value is None else encode_consumer_value(key.record_type, value)
+    return Record(timestamp=timestamp, key=encode_key(key), value=data)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def decode_consumer_key(data: bytes) -> ConsumerRecordKey:
+    r = _Reader(data)
+    if r.version not in CONSUMER_RECORD_TYPES:
+        raise ValueError(f"not a consumer group record key: version {r.version}")
+    group = r.string()
+    member = r.string() if r.version in (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT) \
+        else None
+    return ConsumerRecordKey(record_type=r.version, group=group, member_id=member)
+
+
+def _read_assignment(r: _Reader) -> Assignment:
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for _ in range(max(r.array_length(), 0)):
+        topic_id = uuid.UUID(bytes=r._take(16))
+        out[topic_id] = frozenset(r.i32() for _ in range(max(r.array_length(), 0)))
+        r.tagged_fields()
+    return out
+
+
+def decode_consumer_value(key: ConsumerRecordKey, data: bytes) -> ConsumerValue:
+    r = _Reader(data, flexible_from=0)
+    value: ConsumerValue
+    if key.record_type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+        value = r.i32()
+    elif key.record_type == MEMBER_METADATA:
+        value = _read_member(r, key.member_id or "")
+    elif key.record_type == TARGET_ASSIGNMENT_MEMBER:
+        value = _read_assignment(r)
+    else:
+        epoch, previous = r.i32(), r.i32()
+        state_id = r._take(1)[0]
+        try:
+            state = MemberState(state_id)
+        except ValueError:
+            state = MemberState.UNKNOWN
+        value = CurrentAssignment(member_epoch=epoch, previous_member_epoch=previous, state=state,
+                                  assigned=_read_assignment(r), pending_revocation=_read_assignment(r))
+    r.tagged_fields()
+    return value
+
+
+def _read_member(r: _Reader, member_id: str) -> ConsumerGroupMember:
+    instance_id, rack_id = r.nullable_string(), r.nullable_string()
+    client_id, client_host = r.string(), r.string()
+    names = tuple(r.string() for _ in range(max(r.array_length(), 0)))
+    regex = r.nullable_string()
+    rebalance_timeout = r.i32()
+    assignor = r.nullable_string()
+    return ConsumerGroupMember(member_id=member_id, instance_id=instance_id, rack_id=rack_id,
+                               client_id=client_id, client_host=client_host, subscribed_topic_names=names,
+                               subscribed_topic_regex=regex, rebalance_timeout_ms=rebalance_timeout,
+                               server_assignor=assignor)
+
+
+def with_current(member: ConsumerGroupMember, current: CurrentAssignment) -> ConsumerGroupMember:
+    return replace(member, member_epoch=current.member_epoch,
+                   previous_member_epoch=current.previous_member_epoch, state=current.state,
+                   assigned=current.assigned, pending_revocation=current.pending_revocation)

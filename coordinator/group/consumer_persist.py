@@ -1,0 +1,163 @@
+"""What a consumer group writes to __consumer_offsets after a change, and how it is read back;
+plus its ConsumerGroupDescribe view.
+
+persist_changes diffs the group against the snapshot taken before the change and appends only
+the records that differ, in Kafka's order (member subscription, group epoch, target assignment,
+assignment epoch, current assignment; tombstones for members that left). ConsumerGroupLoader
+replays them at start-up into the same ConsumerGroup, so a restarted broker knows every member,
+its epoch and its partitions: members resume with their next heartbeat, within their session
+timeout (which restarts at load, as in Kafka).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from protocol.records import Record
+
+from .consumer_group import ConsumerGroup, ConsumerGroupState, GroupSnapshot
+from .consumer_heartbeat import ConsumerGroupConfig, assignor_name
+from .consumer_log import (
+    CURRENT_MEMBER_ASSIGNMENT,
+    GROUP_METADATA,
+    MEMBER_METADATA,
+    TARGET_ASSIGNMENT_MEMBER,
+    TARGET_ASSIGNMENT_METADATA,
+    ConsumerRecordKey,
+    ConsumerValue,
+    CurrentAssignment,
+    consumer_record,
+    with_current,
+)
+from .consumer_member import Assignment, ConsumerGroupMember
+
+if TYPE_CHECKING:
+    from .metadata import GroupMetadata
+    from .operations import GroupOperations
+
+__all__ = ("ConsumerGroupDescription", "apply_consumer_record", "describe_consumer_group", "persist_changes",
+           "tombstones")
+
+_SUBSCRIPTION_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
+                        "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor")
+
+
+def _current(m: ConsumerGroupMember) -> CurrentAssignment:
+    return CurrentAssignment(member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
+                             state=m.state, assigned=m.assigned, pending_revocation=m.pending_revocation)
+
+
+def _records(group: ConsumerGroup, before: GroupSnapshot, now: int) -> list[Record]:
+    gid = group.group_id
+    out: list[Record] = []
+
+    def add(kind: int, value: ConsumerValue | None, member_id: str | None = None) -> None:
+        key = ConsumerRecordKey(record_type=kind, group=gid, member_id=member_id)
+        out.append(consumer_record(key, value, timestamp=now))
+
+    for mid in before.members.keys() - group.members.keys():
+        add(CURRENT_MEMBER_ASSIGNMENT, None, mid)
+        add(TARGET_ASSIGNMENT_MEMBER, None, mid)
+        add(MEMBER_METADATA, None, mid)
+    for mid, member in group.members.items():
+        old = before.members.get(mid)
+        if old is None or any(getattr(old, f) != getattr(member, f) for f in _SUBSCRIPTION_FIELDS):
+            add(MEMBER_METADATA, member, mid)
+    if group.group_epoch != before.group_epoch:
+        add(GROUP_METADATA, group.group_epoch)
+    for mid, target in group.target.items():
+        if before.target.get(mid) != target:
+            add(TARGET_ASSIGNMENT_MEMBER, dict(target), mid)
+    if group.assignment_epoch != before.assignment_epoch:
+        add(TARGET_ASSIGNMENT_METADATA, group.assignment_epoch)
+    for mid, member in group.members.items():
+        old = before.members.get(mid)
+        if old is None or _current(old) != _current(member):
+            add(CURRENT_MEMBER_ASSIGNMENT, _current(member), mid)
+    return out
+
+
+async def persist_changes(ops: GroupOperations, group: GroupMetadata, before: GroupSnapshot, now: int) -> None:
+    assert group.consumer is not None
+    records = _records(group.consumer, before, now)
+    if records:
+        await ops.append_records(group.group_id, records)
+
+
+def tombstones(group: ConsumerGroup, now: int) -> list[Record]:
+    """The records that delete an (empty) consumer group's own records."""
+    kinds = (TARGET_ASSIGNMENT_METADATA, GROUP_METADATA)
+    keys = [ConsumerRecordKey(record_type=k, group=group.group_id) for k in kinds]
+    return [consumer_record(key, None, timestamp=now) for key in keys]
+
+
+def apply_consumer_record(group: ConsumerGroup, key: ConsumerRecordKey, value: ConsumerValue | None) -> None:
+    """Replay one record (loader.py); the inverse of _records."""
+    mid = key.member_id or ""
+    if key.record_type == GROUP_METADATA:
+        group.group_epoch = value if isinstance(value, int) else 0
+    elif key.record_type == TARGET_ASSIGNMENT_METADATA:
+        group.assignment_epoch = value if isinstance(value, int) else 0
+    elif key.record_type == TARGET_ASSIGNMENT_MEMBER:
+        if isinstance(value, dict):
+            group.target[mid] = value
+        else:
+            group.target.pop(mid, None)
+    elif key.record_type == MEMBER_METADATA:
+        if isinstance(value, ConsumerGroupMember):
+            old = group.members.get(mid)
+            group.put_member(value if old is None else with_current(value, _current(old)))
+        else:
+            group.remove_member(mid)
+    elif key.record_type == CURRENT_MEMBER_ASSIGNMENT and isinstance(value, CurrentAssignment):
+        old = group.members.get(mid)
+        group.put_member(with_current(old or ConsumerGroupMember(member_id=mid), value))
+
+
+# -- ConsumerGroupDescribe -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberDescription:
+    member: ConsumerGroupMember
+    target: Mapping[str, tuple[uuid.UUID, frozenset[int]]]
+    assigned: Mapping[str, tuple[uuid.UUID, frozenset[int]]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescription:
+    group_id: str
+    error: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+    state: str = ""
+    group_epoch: int = -1
+    assignment_epoch: int = -1
+    assignor_name: str = ""
+    members: tuple[MemberDescription, ...] = field(default=())
+
+
+def _named(a: Assignment, names: Mapping[uuid.UUID, str]) -> dict[str, tuple[uuid.UUID, frozenset[int]]]:
+    return {names[t]: (t, ps) for t, ps in sorted(a.items()) if t in names}
+
+
+def describe_consumer_group(
+    group: ConsumerGroup, cfg: ConsumerGroupConfig, names: Mapping[uuid.UUID, str]
+) -> ConsumerGroupDescription:
+    state = group.state
+    return ConsumerGroupDescription(
+        group_id=group.group_id,
+        state=str(state if state is not ConsumerGroupState.DEAD else ""),
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=assignor_name(group, cfg),
+        members=tuple(
+            MemberDescription(member=m, assigned=_named(m.assigned, names),
+                              target=_named(group.target.get(mid, {}), names))
+            for mid, m in group.members.items()
+        ),
+    )
