@@ -2,7 +2,7 @@
 
 Every start-up failure (a bad flag or property, an unusable data dir, a data dir held by another
 broker, a port in use) prints one line, `eosbroker: <cause>`, on stderr and exits with status 2,
-before anything is created on disk."""
+before anything is created on disk; in cluster mode a database that cannot be reached exits with 1."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         _run(Broker(config).serve_forever())
     except StartupError as exc:
         print(f"eosbroker: {exc}", file=sys.stderr)
-        return EXIT_STARTUP_FAILURE
+        return exc.exit_code
     return 0
 
 

@@ -4,9 +4,13 @@ listener, close connections, stop services, flush and close the logs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import shutil
 import signal
 import socket
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from storage.acl_store import AclFileStore
@@ -17,6 +21,7 @@ from storage.log_manager import LogManager
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 
 from .authorizer.standard import StandardAuthorizer
+from .cluster.backend import ClusterBackend
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
@@ -44,7 +49,14 @@ def log_defaults(config: BrokerConfig) -> dict[str, object]:
 
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
+        self._temp_dir: Path | None = None
+        if config.cluster_url and "log.dirs" not in config.static_keys:
+            # Cluster mode keeps nothing that matters locally: without --data-dir, a private
+            # temporary one (brokers on one machine must not share a data dir).
+            self._temp_dir = Path(tempfile.mkdtemp(prefix=f"eosbroker-node{config.node_id}-"))
+            config = dataclasses.replace(config, log_dirs=str(self._temp_dir))
         self.config = config
+        self.cluster: ClusterBackend | None = None
         self.logs = LogManager(config.data_dir, log_defaults(config), config.producer_id_expiration_ms)
         self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS)
         self.connections: set[KafkaConnection] = set()
@@ -58,7 +70,7 @@ class Broker:
         self.ready = False  # /readyz: logs recovered, coordinators loaded, listener up
         self.metrics_endpoint: MetricsEndpoint | None = None
         self.cleaner: LogCleaner | None = None
-        if config.log_cleaner_enable and config.log_cleaner_threads > 0:
+        if config.log_cleaner_enable and config.log_cleaner_threads > 0 and not config.cluster_url:
             self.cleaner = LogCleaner(self.logs, backoff_ms=config.log_cleaner_backoff_ms,
                                       dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
         if config.metrics_port is not None:
@@ -70,23 +82,29 @@ class Broker:
         on disk, and a port in use leaves no lock or directory behind."""
         check_data_dir(self.config.data_dir)
         socks = self._bind_listeners()
+        # The ports bound for port 0, known before anything registers or advertises them.
+        bound = {listener.name: sock.getsockname()[1] for listener, sock in socks}
+        self.state.config = self.config = self.config.with_bound_ports(bound)
         metrics = self.metrics_endpoint
         metrics_host = self.config.host if self.config.metrics_host is None else self.config.metrics_host
         try:
             if metrics is not None:
                 metrics.bind(metrics_host, self.config.metrics_port or 0)
+            if self.config.cluster_url:
+                await self._open_cluster()
             self._open_storage()
         except BaseException:
             for _, sock in socks:
                 sock.close()
             if metrics is not None:
                 metrics.close_socket()
+            if self.cluster is not None:
+                await self.cluster.close()
+            self._remove_temp_dir()
             raise
         if metrics is not None:
             await metrics.start(metrics_host)
-        for service in self._build_services():
-            await service.start()
-            self._services.append(service)
+        await self._start_services()
         await self._serve_listeners(socks)
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
         if self.cleaner is not None:
@@ -96,6 +114,19 @@ class Broker:
                  self.config.host or "*", self.port, host, port, self.config.data_dir, self.config.node_id,
                  self.state.cluster_id)
         self.ready = True
+
+    async def _start_services(self) -> None:
+        try:
+            if self.cluster is not None:  # leading a first share before the coordinators start
+                await self.cluster.join()
+            for service in self._build_services():
+                await service.start()
+                self._services.append(service)
+        except BaseException:
+            if self.cluster is not None:  # hand back what was taken, end the lease, disconnect
+                await self.cluster.leave()
+                await self.cluster.close()
+            raise
 
     def _bind_listeners(self) -> list[tuple[Listener, socket.socket]]:
         socks: list[tuple[Listener, socket.socket]] = []
@@ -120,13 +151,22 @@ class Broker:
                                                           listener),
                 sock=sock, backlog=_BACKLOG)
             self._servers.append(server)
-        bound = {listener.name: sock.getsockname()[1] for listener, sock in socks}
-        self.state.config = self.config = self.config.with_bound_ports(bound)  # the ports bound for port 0
         self.port = self.config.port
         for listener in self.config.client_listeners:
             host, port = listener.advertised
             log.info("listener %s (%s) on %s:%d, advertised as %s:%d", listener.name, listener.security_protocol,
                      listener.host or "*", listener.port, host, port)
+
+    async def _open_cluster(self) -> None:
+        """Cluster mode: the logs and the view come from the cluster database (docs/cluster.md)."""
+        self.cluster = await ClusterBackend.open(self.config, self.config.data_dir, log_defaults(self.config),
+                                                 self.state.endpoint)
+        self.state.logs = self.cluster.logs
+        self.state.cluster = self.cluster.member.view
+
+    def _remove_temp_dir(self) -> None:
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
 
     def _open_storage(self) -> None:
         data_dir = self.config.data_dir
@@ -137,10 +177,12 @@ class Broker:
         except OSError as exc:
             raise StartupError(f"cannot create or lock data dir {data_dir}: {exc.strerror or exc}") from None
         try:
-            meta = ensure_meta_properties(data_dir, self.config.node_id, self.config.cluster_id)
+            cluster_id = self.cluster.cluster_id if self.cluster is not None else self.config.cluster_id
+            meta = ensure_meta_properties(data_dir, self.config.node_id, cluster_id)
             self.state.cluster_id = meta.cluster_id
             self.state.authorizer = self._open_authorizer()
-            self.logs.load()
+            if self.cluster is None:
+                self.logs.load()
         except StartupError:
             self._lock.release()
             raise
@@ -150,7 +192,8 @@ class Broker:
         except OSError as exc:
             self._lock.release()
             raise StartupError(f"cannot load data dir {data_dir}: {exc}") from None
-        self.logs.start()
+        if self.cluster is None:
+            self.logs.start()
 
     def _open_authorizer(self) -> StandardAuthorizer | None:
         config = self.config
@@ -176,7 +219,7 @@ class Broker:
         while True:
             await asyncio.sleep(self.config.log_retention_check_interval_ms / 1000)
             try:
-                await self.logs.enforce_retention()
+                await self.state.logs.enforce_retention()  # type: ignore[attr-defined]
             except Exception:
                 log.exception("retention check failed")
 
@@ -197,12 +240,18 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.cleaner is not None:  # before the logs close: a pass in flight is dropped, not swapped
             await self.cleaner.stop()
+        if self.cluster is not None:  # other brokers take over now, not after a lease
+            await self.cluster.leave()
         for service in reversed(self._services):
             await service.stop()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.stop()
-        await self.logs.close()
+        if self.cluster is not None:
+            await self.cluster.close()
+        else:
+            await self.logs.close()
         self._lock.release()
+        self._remove_temp_dir()
         log.info("stopped cleanly")
         self.stopped.set()
 

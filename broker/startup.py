@@ -12,7 +12,11 @@ __all__ = ("StartupError", "bind_listener", "check_data_dir")
 
 
 class StartupError(Exception):
-    """The broker cannot start; str(exc) names the cause in one line."""
+    """The broker cannot start; str(exc) names the cause in one line, exit_code is the status."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def _usable(path: Path) -> bool:

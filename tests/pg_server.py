@@ -10,6 +10,7 @@ that was acknowledged.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ("PostgresServer", "find_pg_bin")
@@ -39,6 +41,14 @@ def _free_port() -> int:
 
 
 class PostgresServer:
+    @staticmethod
+    @contextlib.contextmanager
+    def unused_port() -> Iterator[int]:
+        """A loopback port nothing listens on (held bound, not listening, while in use)."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            yield int(s.getsockname()[1])
+
     def __init__(self, root: Path | None = None) -> None:
         bin_dir = find_pg_bin()
         if bin_dir is None:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition
 
-__all__ = ("ClusterStore",)
+__all__ = ("ClusterStore", "ensure_cluster_id")
 
 Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
@@ -79,6 +79,19 @@ _DEREGISTER: Final = """
     UPDATE brokers SET lease_expires_at = now()
     WHERE node_id = $1 AND incarnation = $2 AND lease_expires_at > now()
 """
+
+
+_CLUSTER_ID: Final = """
+    WITH new AS (INSERT INTO cluster_meta (key, value) VALUES ('cluster.id', $1)
+                 ON CONFLICT (key) DO NOTHING RETURNING value)
+    SELECT value FROM new UNION ALL SELECT value FROM cluster_meta WHERE key = 'cluster.id'
+"""
+
+
+async def ensure_cluster_id(pool: Pool, proposed: str) -> str:
+    """The cluster's id: the one stored, else proposed (the first broker's) stored now."""
+    value: str = await pool.fetchval(_CLUSTER_ID, proposed)
+    return value
 
 
 class ClusterStore:

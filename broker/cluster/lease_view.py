@@ -1,0 +1,94 @@
+"""The ClusterView of a broker in cluster mode: the last snapshot of the database's brokers and
+partition leases, with what this broker serves itself laid over it (ClusterMember keeps both).
+
+A partition is reported as led here only while this broker serves it: its log is open at the
+epoch it took. A row that names this node without that (left from an earlier incarnation, or a
+lease that lapsed) reads as leaderless until this broker takes it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Mapping
+
+from storage.api import (
+    BrokerEndpoint,
+    ClusterSnapshot,
+    LeadershipListener,
+    PartitionLeader,
+    PartitionLease,
+    TopicPartition,
+)
+
+__all__ = ("LeaseView", "notify")
+
+log = logging.getLogger(__name__)
+
+
+class LeaseView:
+    def __init__(self, node_id: int) -> None:
+        self._node_id = node_id
+        self._brokers: list[BrokerEndpoint] = []
+        self._rows: dict[TopicPartition, PartitionLease] = {}
+        self.serving: dict[TopicPartition, int] = {}  # partition -> the leader epoch we hold
+        self.listeners: list[LeadershipListener] = []
+        self._announcing: set[asyncio.Task[None]] = set()
+
+    @property
+    def node_id(self) -> int:
+        return self._node_id
+
+    def update(self, snapshot: ClusterSnapshot) -> None:
+        self._brokers = list(snapshot.brokers)
+        self._rows = {p.tp: p for p in snapshot.partitions}
+
+    @property
+    def rows(self) -> Mapping[TopicPartition, PartitionLease]:
+        return self._rows
+
+    def live_brokers(self) -> list[BrokerEndpoint]:
+        return list(self._brokers)
+
+    def leader(self, tp: TopicPartition) -> PartitionLeader | None:
+        epoch = self.serving.get(tp)
+        if epoch is not None:
+            return PartitionLeader(self._node_id, epoch)
+        row = self._rows.get(tp)
+        if row is None:
+            return None
+        return PartitionLeader(row.leader if row.leader != self._node_id else -1, row.leader_epoch)
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        """The leader, then other live brokers, up to the replication factor: with shared storage
+        any live broker can lead the partition at once."""
+        leader = self.leader(tp)
+        row = self._rows.get(tp)
+        if leader is None or row is None:
+            return [leader.leader] if leader is not None and leader.leader >= 0 else []
+        first = [leader.leader] if leader.leader >= 0 else []
+        others = [b.node_id for b in self._brokers if b.node_id != leader.leader]
+        return (first + others)[:max(row.replication_factor, len(first))]
+
+    def add_listener(self, listener: LeadershipListener) -> None:
+        """Registered for every later election; what is served now is announced in a task (this is
+        called from synchronous start-up code)."""
+        self.listeners.append(listener)
+        served = list(self.serving.items())
+        if served:
+            task = asyncio.get_running_loop().create_task(self._announce(listener, served), name="announce")
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    async def _announce(self, listener: LeadershipListener, served: list[tuple[TopicPartition, int]]) -> None:
+        for tp, epoch in served:
+            if self.serving.get(tp) == epoch:  # not resigned meanwhile
+                await notify(listener.on_elected(tp, epoch), "election", tp)
+
+
+async def notify(call: Awaitable[None], what: str, tp: TopicPartition) -> None:
+    """A listener's failure is logged, never allowed to stop leadership moving."""
+    try:
+        await call
+    except Exception:
+        log.exception("leadership listener failed on the %s of %s", what, tp)

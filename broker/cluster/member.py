@@ -1,0 +1,240 @@
+"""This broker's membership of a cluster (docs/cluster.md, "Leadership"): it registers, keeps its
+lease with heartbeats, and moves partition leadership to and from itself as balance asks.
+
+Two tasks, so that a slow election (a coordinator loading its shard) never delays a heartbeat:
+- heartbeats every cluster.lease.ms / 4; a lease found lapsed means another broker may already
+  lead our partitions, so everything is dropped and the broker registers again;
+- balancing at the same pace (or at once when woken): read a snapshot, then release, take, and
+  drop what was lost (balance.plan).
+A timer set at each successful heartbeat's send time + the lease drops everything locally even
+while the database does not answer, before any other broker can take over: the lease is measured
+by the database's clock from a moment after that send.
+
+On election the storage backend opens the log first (it rebuilds producer state at the new
+epoch), then the view reports the partition led here, then the listeners (the coordinators) hear
+of it; on resignation the listeners go first, then the log closes, and only then is the
+partition released in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from storage.api import BrokerEndpoint, ClusterSnapshot, LeadershipListener, TopicPartition
+
+from .balance import plan
+from .lease_view import LeaseView, notify
+
+__all__ = ("ClusterMember", "LeaseStore")
+
+log = logging.getLogger(__name__)
+_STOP_TIMEOUT_S = 5.0
+
+
+class LeaseStore(Protocol):
+    """storage/pg/cluster_store.py's ClusterStore, as this module uses it."""
+
+    async def register(self, endpoint: BrokerEndpoint) -> bool: ...
+    async def heartbeat(self) -> bool: ...
+    async def deregister(self) -> None: ...
+    async def snapshot(self) -> ClusterSnapshot: ...
+    async def take(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+    async def release(self, held: Sequence[tuple[TopicPartition, int]]) -> int: ...
+
+
+class ClusterMember:
+    def __init__(self, store: LeaseStore, endpoint: Callable[[], BrokerEndpoint], lease_ms: int,
+                 logs: LeadershipListener) -> None:
+        self.store = store
+        self.view = LeaseView(endpoint().node_id)
+        self._endpoint = endpoint
+        self._lease_s = lease_ms / 1000
+        self._interval = self._lease_s / 4
+        self._logs = logs  # the storage backend: opens a partition's log on election, closes it
+        self._wake = asyncio.Event()
+        self._registered = False
+        self._generation = 0  # bumped on each loss of the lease: elections begun before it are void
+        self._deadline: asyncio.TimerHandle | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._side_tasks: set[asyncio.Task[Any]] = set()
+        self._db_down = False
+
+    @property
+    def node_id(self) -> int:
+        return self.view.node_id
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register (waiting while an earlier incarnation's lease is live), then take a first share."""
+        await self._register()
+        await self.balance()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._heartbeats(), name="cluster-heartbeat"),
+                       loop.create_task(self._balancing(), name="cluster-balance")]
+
+    async def stop(self) -> None:
+        """Leave cleanly: stop serving, release every partition and end the lease, so the other
+        brokers take over at once (not after a lease); bounded when the database is gone."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._cancel_deadline()
+        held = [(tp, epoch) for tp in list(self.view.serving) if (epoch := await self._resign(tp)) is not None]
+        try:
+            async with asyncio.timeout(_STOP_TIMEOUT_S):
+                await self.store.release(held)
+                await self.store.deregister()
+        except Exception as exc:  # the others take over once the lease lapses
+            log.warning("could not leave the cluster cleanly (%s); other brokers take over when the lease "
+                        "lapses", exc or type(exc).__name__)
+
+    def wake(self) -> None:
+        """Balance now (a topic was created, a partition was lost)."""
+        self._wake.set()
+
+    def lost(self, tp: TopicPartition) -> None:
+        """The backend found itself fenced on tp (another broker leads it at a newer epoch)."""
+        self._spawn(self._resign(tp))
+        self.wake()
+
+    # -- the lease -----------------------------------------------------------------------------
+
+    async def _register(self) -> None:
+        waited = False
+        while True:
+            sent = asyncio.get_running_loop().time()
+            if await self.store.register(self._endpoint()):
+                break
+            if not waited:
+                log.warning("node.id %d is held by an earlier incarnation whose lease is live; waiting up to "
+                            "cluster.lease.ms for it to lapse", self.node_id)
+                waited = True
+            await asyncio.sleep(self._interval)
+        self._registered = True
+        self._extend(sent)
+        log.info("joined the cluster as node %d", self.node_id)
+
+    def _extend(self, sent: float) -> None:
+        self._cancel_deadline()
+        self._deadline = asyncio.get_running_loop().call_at(sent + self._lease_s, self._lapsed)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _lapsed(self) -> None:
+        log.warning("node %d's lease lapsed without a heartbeat reaching the database: no longer leading "
+                    "its %d partitions", self.node_id, len(self.view.serving))
+        self._spawn(self._drop_all())
+
+    async def _drop_all(self) -> None:
+        self._registered = False
+        self._generation += 1
+        self._cancel_deadline()
+        await asyncio.gather(*(self._resign(tp) for tp in list(self.view.serving)))
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            sent = asyncio.get_running_loop().time()
+            try:
+                alive = await self.store.heartbeat()
+                if not alive:
+                    log.warning("node %d's lease was found lapsed; registering again", self.node_id)
+                    await self._drop_all()
+                    await self._register()
+                    self.wake()
+                    continue
+            except Exception as exc:
+                self._database_down(exc)
+                continue
+            self._database_back()
+            # Alive: also after the timer dropped everything while the database was slow but the
+            # lease held; the next round takes our partitions back at new epochs.
+            self._registered = True
+            self._extend(sent)
+
+    def _database_down(self, exc: BaseException) -> None:
+        if not self._db_down:
+            log.warning("cannot reach the cluster database (%s); partitions stay led here until the lease "
+                        "lapses", exc or type(exc).__name__)
+            self._db_down = True
+
+    def _database_back(self) -> None:
+        if self._db_down:
+            log.info("the cluster database answers again")
+            self._db_down = False
+
+    # -- leadership ----------------------------------------------------------------------------
+
+    async def _balancing(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.balance()
+            except Exception as exc:
+                self._database_down(exc)
+
+    async def balance(self) -> None:
+        """One balancing round."""
+        snapshot = await self.store.snapshot()
+        self.view.update(snapshot)
+        if not self._registered:
+            return
+        moves = plan(self.node_id, self.view.serving, [b.node_id for b in snapshot.brokers], snapshot.partitions)
+        for tp in moves.lost:
+            log.info("%s is led by another broker now (or gone); no longer serving it", tp)
+            await self._resign(tp)
+        released = [(tp, epoch) for tp in moves.release if (epoch := await self._resign(tp)) is not None]
+        if released:
+            await self.store.release(released)
+            log.info("handed over %d partitions for balance: %s", len(released), _names(tp for tp, _ in released))
+        taken = await self.store.take(moves.take) if moves.take else {}
+        for tp, epoch in sorted(taken.items()):
+            await self._elect(tp, epoch)
+        if taken:
+            log.info("now leading %d partitions; took %s", len(self.view.serving), _names(taken))
+
+    async def _elect(self, tp: TopicPartition, epoch: int) -> None:
+        generation = self._generation
+        try:
+            await self._logs.on_elected(tp, epoch)
+        except Exception as exc:
+            log.warning("cannot open %s at leader epoch %d (%s); handing it back", tp, epoch, exc)
+            await self.store.release([(tp, epoch)])
+            return
+        if generation != self._generation:  # the lease lapsed while the log opened
+            await notify(self._logs.on_resigned(tp), "resignation", tp)
+            return
+        self.view.serving[tp] = epoch
+        for listener in list(self.view.listeners):
+            await notify(listener.on_elected(tp, epoch), "election", tp)
+
+    async def _resign(self, tp: TopicPartition) -> int | None:
+        """Stop serving tp here; the epoch it was held at (None if it was not)."""
+        epoch = self.view.serving.pop(tp, None)
+        if epoch is None:
+            return None
+        for listener in list(self.view.listeners):
+            await notify(listener.on_resigned(tp), "resignation", tp)
+        await notify(self._logs.on_resigned(tp), "resignation", tp)
+        return epoch
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+
+def _names(tps: Iterable[TopicPartition]) -> str:
+    names = sorted(str(tp) for tp in tps)
+    return ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")

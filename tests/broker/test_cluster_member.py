@@ -1,0 +1,140 @@
+"""ClusterMember against a real PostgreSQL server: several members in one process, each with a
+storage backend that records what it is told. Leases are long (nothing expires by itself) and
+the tests run balancing rounds themselves; a lease "lapses" by SQL, as in test_cluster_store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import asyncpg
+import pytest
+
+from broker.cluster.member import ClusterMember
+from storage.api import BrokerEndpoint, TopicPartition
+from storage.pg.cluster_store import ClusterStore
+from tests.storage.pg.test_cluster_store import add_topic, lapse, pool  # noqa: F401 (fixture)
+
+LEASE_MS = 600_000
+Event = tuple[str, ...]
+
+
+class Recorder:
+    """A LeadershipListener that writes what it hears into a shared list."""
+
+    def __init__(self, name: str, events: list[Event]) -> None:
+        self.name, self.events = name, events
+
+    async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+        self.events.append((self.name, "elected", str(tp), str(leader_epoch)))
+
+    async def on_resigned(self, tp: TopicPartition) -> None:
+        self.events.append((self.name, "resigned", str(tp)))
+
+
+MemberFactory = Callable[[int], Awaitable[ClusterMember]]
+
+
+@pytest.fixture
+async def members(pool: asyncpg.Pool) -> AsyncIterator[tuple[MemberFactory, list[Event]]]:  # noqa: F811
+    events: list[Event] = []
+    started: list[ClusterMember] = []
+
+    async def start(node_id: int) -> ClusterMember:
+        member = ClusterMember(ClusterStore(pool, node_id, LEASE_MS),
+                               lambda: BrokerEndpoint(node_id, "127.0.0.1", 9000 + node_id), LEASE_MS,
+                               Recorder(f"logs{node_id}", events))
+        await member.start()
+        started.append(member)
+        return member
+
+    yield start, events
+    for member in started:
+        await member.stop()
+
+
+def led(*members: ClusterMember) -> dict[int, list[str]]:
+    return {m.node_id: sorted(str(tp) for tp in m.view.serving) for m in members}
+
+
+async def settle(*members: ClusterMember) -> None:
+    """Balancing rounds until one full pass over the members changes nothing."""
+    for _ in range(10):
+        before = led(*members)
+        for m in members:
+            await m.balance()
+        if led(*members) == before:
+            return
+    raise AssertionError(f"leadership still moving: {led(*members)}")
+
+
+async def test_the_first_broker_leads_everything_and_others_take_their_share(members) -> None:  # type: ignore[no-untyped-def]
+    start, events = members
+    one = await start(1)
+    # The fixture's topics: t with 2 partitions, u with 1.
+    assert led(one) == {1: ["t-0", "t-1", "u-0"]}
+    assert one.view.live_brokers() == [BrokerEndpoint(1, "127.0.0.1", 9001)]
+    two = await start(2)
+    await settle(one, two)
+    assert sorted(led(one, two)[1] + led(one, two)[2]) == ["t-0", "t-1", "u-0"]
+    assert len(led(one, two)[1]) <= 2 and len(led(one, two)[2]) >= 1
+    moved = led(one, two)[2][0]
+    # The partition moved: released by 1 (log closed), then opened by 2 at the next epoch.
+    assert [e for e in events if e[2] == moved] == [
+        ("logs1", "elected", moved, "1"), ("logs1", "resigned", moved), ("logs2", "elected", moved, "2")]
+    tp = TopicPartition(*moved.rsplit("-", 1)[0:1], int(moved.rsplit("-", 1)[1]))
+    assert one.view.leader(tp) == (2, 2) and two.view.leader(tp) == (2, 2)
+
+
+async def test_listeners_hear_after_the_log_opens_and_before_it_closes(members) -> None:  # type: ignore[no-untyped-def]
+    start, events = members
+    one = await start(1)
+    one.view.add_listener(Recorder("coordinator1", events))  # announced what 1 leads already
+    two = await start(2)
+    two.view.add_listener(Recorder("coordinator2", events))
+    await settle(one, two)
+    [moved, *_] = led(one, two)[2]
+    assert [e[:2] for e in events if e[2] == moved] == [
+        ("logs1", "elected"), ("coordinator1", "elected"), ("coordinator1", "resigned"), ("logs1", "resigned"),
+        ("logs2", "elected"), ("coordinator2", "elected")]
+
+
+async def test_a_lapsed_broker_loses_everything_and_comes_back_at_new_epochs(members, pool) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    start, events = members
+    one, two = await start(1), await start(2)
+    await settle(one, two)
+    await lapse(pool, 1)  # broker 1 was paused past its lease
+    await two.balance()
+    assert led(two) == {2: ["t-0", "t-1", "u-0"]}
+    # Broker 1 still believes it leads until it looks: its next round finds its rows taken.
+    await one.balance()
+    assert led(one) == {1: []}
+    assert not await one.store.heartbeat()  # what its heartbeat task finds: it registers again
+    assert await one.store.register(BrokerEndpoint(1, "127.0.0.1", 9001))
+    await settle(one, two)
+    assert len(led(one)[1]) >= 1
+    epochs = {tp: e for tp, e in two.view.serving.items()} | {tp: e for tp, e in one.view.serving.items()}
+    assert all(epoch >= 2 for epoch in epochs.values())
+
+
+async def test_a_broker_that_stops_hands_over_at_once(members) -> None:  # type: ignore[no-untyped-def]
+    start, _ = members
+    one, two = await start(1), await start(2)
+    await settle(one, two)
+    await one.stop()
+    await two.balance()
+    assert led(two) == {2: ["t-0", "t-1", "u-0"]}
+    assert [b.node_id for b in two.view.live_brokers()] == [2]
+
+
+async def test_a_fenced_partition_is_dropped_and_a_deleted_topic_forgotten(members, pool) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    start, events = members
+    one = await start(1)
+    await pool.execute("DELETE FROM topics WHERE name = 'u'")
+    async with pool.acquire() as conn:
+        await add_topic(conn, "v", 1)
+    await one.balance()
+    assert led(one) == {1: ["t-0", "t-1", "v-0"]}
+    assert ("logs1", "resigned", "u-0") in events
+    one.lost(TopicPartition("v", 0))  # the backend's fenced append
+    await one.balance()
+    assert ("logs1", "resigned", "v-0") in events
