@@ -65,6 +65,7 @@ class LogActor:
         self._waiters: set[asyncio.Future[None]] = set()
         self._offline: KafkaError | None = None
         self._stopping: asyncio.Future[None] | None = None
+        self._last_ran = False  # the command _stop queued last has run: _run may end
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self._name}")
@@ -82,12 +83,22 @@ class LogActor:
         if not task.done() and self._offline is None:
             # Commands queued before this one still run; _put refuses any sent after it, so
             # nothing touches the files once last has closed them.
+            async def final() -> Any:
+                try:
+                    return await last()
+                finally:
+                    self._last_ran = True
+
             reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._queue.put_nowait(_Io(last, reply))
+            self._queue.put_nowait(_Io(final, reply))
             try:
                 await reply
             except KafkaError:
                 pass  # went offline meanwhile: the caller closes the files anyway
+            if self._last_ran:
+                # The appends that ran in last's group may still be being acknowledged (a commit
+                # in flight): _run ends by itself once they are, so none is left unanswered.
+                await asyncio.wait({task})
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
@@ -161,6 +172,8 @@ class LogActor:
             if acks:
                 await self._acknowledge(acks)
                 self._wake_waiters()
+            if self._last_ran and self._queue.empty():
+                return
 
     async def _execute(self, cmd: _Command, acks: _Acks) -> None:
         if cmd.reply.done():

@@ -227,6 +227,11 @@ class PgPartitionLog(LogActor):
             await self._snapshot()
 
     async def _snapshot(self) -> None:
+        if self._next_offset != self._high_watermark:
+            # Appends of this group are applied but not committed: a snapshot now would hold
+            # state the database may never get. Take it right after the group's commit instead.
+            self._since_snapshot = max(self._since_snapshot, self._snapshot_interval, 1)
+            return
         self._since_snapshot = 0
         self.state.map_end_offset = self._high_watermark
         try:

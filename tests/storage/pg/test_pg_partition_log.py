@@ -12,6 +12,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import iter_batches
 from storage.api import AppendOrigin, IsolationLevel, TopicPartition
 from storage.pg.log_source import PgLogSource
+from storage.producer_snapshot import decode_snapshot
 from tests.storage.pg.conftest import SourceFactory
 from tests.storage.pg.helpers import batch, marker, take, values
 
@@ -156,3 +157,32 @@ async def test_delete_records_and_retention_delete_rows(plog, db) -> None:
     assert await db.fetchval("SELECT log_start_offset FROM partitions WHERE partition = 0") == 6
     assert await db.fetchval("SELECT count(*) FROM batches") == 2
     assert plog.size_bytes == 2 * len(batch(2))
+
+
+async def test_appends_in_flight_when_the_log_closes_are_answered(plog, db) -> None:
+    async with db.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT * FROM partitions FOR UPDATE")  # the group's commit waits on this
+        appends = [asyncio.create_task(plog.append(batch(1))) for _ in range(20)]
+        while not await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
+            await asyncio.sleep(0.01)  # until the commit is in flight
+        closing = asyncio.create_task(plog.close())  # waits for the commit in flight...
+    await closing
+    infos = await asyncio.wait_for(asyncio.gather(*appends), 30)  # ...which answers every append
+    assert sorted(i.base_offset for i in infos) == list(range(20))
+    assert await db.fetchval("SELECT next_offset FROM partitions WHERE partition = 0") == 20
+
+
+async def test_no_snapshot_holds_state_that_was_not_committed(source_factory: SourceFactory, db) -> None:
+    source = await source_factory(1, snapshot_interval_bytes=1 << 30)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    await plog.append(batch(1, pid=4, epoch=0, seq=0))
+    await db.execute("UPDATE partitions SET next_offset = next_offset + 1")  # the append's fence will fail
+    # An append and a DeleteRecords in one group: the log-start move (which snapshots) succeeds
+    # while the append is applied in memory but not yet committed; then its commit is refused.
+    appended, start = await asyncio.gather(plog.append(batch(1, pid=4, epoch=0, seq=1)),
+                                           plog.delete_records_before(1), return_exceptions=True)
+    assert isinstance(appended, KafkaError) and appended.code is ErrorCode.not_leader_or_follower
+    assert start == 1
+    for row in await db.fetch("SELECT data FROM producer_snapshots"):
+        assert [e.last_seq for e in decode_snapshot(row["data"]) if e.producer_id == 4] == [0]
