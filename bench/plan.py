@@ -82,6 +82,13 @@ CASES = (
     Case(key="w6", title="6 end-to-end latency, read_committed", load="e2e_latency",
          params=lambda s, t: {"topic": t, "rate": s.e2e_rate, "seconds": s.e2e_seconds},
          metrics={"p50 ms": LOWER, "p99 ms": LOWER}),
+    # Issue 14: a 3-member group's rebalance under each group protocol (no size dependence).
+    Case(key="w8-classic", title="8 rebalance of 3 members, classic protocol", load="rebalance",
+         params=lambda s, t: {"topic": t, "protocol": "classic"},
+         metrics={"join s": LOWER, "leave s": LOWER}),
+    Case(key="w8-consumer", title="8 rebalance of 3 members, consumer protocol (KIP-848)", load="rebalance",
+         params=lambda s, t: {"topic": t, "protocol": "consumer"},
+         metrics={"join s": LOWER, "leave s": LOWER}),
 )
 
 # Workload 7 is measured by the harness around the others, not by a load process.

@@ -12,6 +12,7 @@ GroupMetadataManager.doLoadGroupsAndOffsets does:
 from __future__ import annotations
 
 import logging
+import struct
 
 from protocol.control import ControlRecordType, parse_control_type
 from protocol.errors import CorruptRecordError
@@ -87,7 +88,7 @@ class PartitionLoader:
         try:
             key = decode_consumer_key(record.key)
             value = None if record.value is None else decode_consumer_value(key, record.value)
-        except (ValueError, IndexError, UnicodeDecodeError) as exc:
+        except (ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
             log.warning("skipping unreadable __consumer_offsets record at %d: %s", record.offset, exc)
             return
         group = self._group(key.group)

@@ -5,11 +5,18 @@ member epochs, and the group and its offsets resumed after kill -9 of the broker
 
 from __future__ import annotations
 
+import subprocess
+import threading
+from pathlib import Path
+
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
 
+from tests.broker_process import REPO
 from tests.e2e.test_consumer_groups import ALL, TOPIC, group_broker, owned, poll_all, produce
+from tests.e2e.test_java_clients import compile_java
+from tests.e2e.test_kafka_tools import tool
 from tests.e2e.txn_clients import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -59,3 +66,127 @@ def test_members_share_a_topic_and_rebalance_as_they_join_and_leave(group_broker
     assert len(description.members) == 2
     a.close()
     b.close()
+
+
+JAVA_SOURCE = Path(__file__).parent / "java" / "ConsumerProtocolMember.java"
+# kafka-clients 4.3.1, the client of Kafka's newest tools, and what it loads at run time.
+JAVA_JARS = ("kafka-clients-4.3.1.jar", "slf4j-api-", "lz4-java-", "snappy-java-", "zstd-jni-")
+
+
+@pytest.fixture(scope="module")
+def java_member(tmp_path_factory: pytest.TempPathFactory) -> str:
+    tools = REPO / "tools" / "kafka-tools"
+    jars = [j for j in sorted(tools.glob("*.jar")) if j.name.startswith(JAVA_JARS)]
+    if not any(j.name.startswith("kafka-clients-4") for j in jars):
+        pytest.fail("tools/kafka-tools/kafka-clients-4.3.1.jar is missing")
+    return compile_java(tmp_path_factory.mktemp("kip848-java"), JAVA_SOURCE, jars)
+
+
+class JavaMember:
+    """A Java kafka-clients 4.x consumer (group.protocol=consumer) in its own process."""
+
+    def __init__(self, classpath: str, bootstrap: str, group: str) -> None:
+        self.proc = subprocess.Popen(["java", "-cp", classpath, "ConsumerProtocolMember", bootstrap, TOPIC, group],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        self.assigned: set[int] = set()
+        self.values: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            kind, _, rest = line.strip().partition(" ")
+            if kind == "ASSIGNED":
+                self.assigned = {int(p) for p in rest.split(",") if p}
+            elif kind == "RECORD":
+                self.values.append(rest.split(" ", 2)[2].encode())
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(60) == 0
+        self._reader.join(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        self._reader.join(10)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def committed_offsets(bootstrap: str, group: str) -> dict[int, int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    [result] = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]).values()
+    return {tp.partition: tp.offset for tp in result.result().topic_partitions if tp.topic == TOPIC}
+
+
+def poll_and_commit(c: Consumer, received: list[bytes]) -> None:
+    before = len(received)
+    poll_all([c], received)
+    if len(received) > before:
+        c.commit(asynchronous=False)
+
+
+def test_java_and_librdkafka_members_share_a_topic_and_resume_after_kill_9(  # type: ignore[no-untyped-def]
+        group_broker, java_member: str) -> None:
+    bs = group_broker.bootstrap
+    produce(bs, 60)
+    got: list[bytes] = []
+    a = consumer(bs, "mixed")
+    j = JavaMember(java_member, bs, "mixed")
+    try:
+        def shared() -> bool:
+            poll_and_commit(a, got)
+            mine = {p for _, p in owned(a)}
+            return len(mine) == 3 and len(j.assigned) == 3 and mine | j.assigned == set(range(6))
+        wait_until(shared, "librdkafka and Java members owning 3 partitions each", timeout=90)
+        every = {f"m{i}".encode() for i in range(60)}
+        wait_until(lambda: (poll_and_commit(a, got), every <= set(got) | set(j.values))[1], "every record", 60)
+        wait_until(lambda: committed_offsets(bs, "mixed") == dict.fromkeys(range(6), 10), "every offset committed")
+        # Both members stay in the group across a crash of the broker: it replays their epochs
+        # and assignments from __consumer_offsets and they carry on from their committed offsets.
+        group_broker.restart(kill=True)
+        produce(bs, 12, start=60)
+        before_a, before_j = len(got), len(j.values)
+        later = {f"m{i}".encode() for i in range(60, 72)}
+        wait_until(lambda: (poll_and_commit(a, got), later <= set(got[before_a:]) | set(j.values[before_j:]))[1],
+                   "the 12 records after the restart", 90)
+        assert set(got[before_a:]) | set(j.values[before_j:]) == later  # nothing consumed twice
+        j.stop()
+        wait_until(lambda: (poll_and_commit(a, got), len(owned(a)) == 6)[1], "the Java member's partitions")
+    finally:
+        j.close()
+        a.close()
+
+
+def test_kafka_tools_show_a_consumer_protocol_group(group_broker) -> None:  # type: ignore[no-untyped-def]
+    """kafka-groups and kafka-consumer-groups 4.3.1 describe the group through ListGroups v5 and
+    ConsumerGroupDescribe, as they do on Kafka 4.x (outputs checked against Kafka's layout)."""
+    produce(group_broker.bootstrap, 12)
+    c = consumer(group_broker.bootstrap, "tools-848", **{"client.id": "tools-client"})
+    got: list[bytes] = []
+    try:
+        wait_until(lambda: (poll_all([c], got), len(got) >= 12)[1], "the records")
+        c.commit(asynchronous=False)
+        listed = tool(group_broker, "kafka-groups", "--list").splitlines()
+        assert ["tools-848", "Consumer", "consumer"] in [line.split() for line in listed[1:]], listed
+        typed = tool(group_broker, "kafka-consumer-groups", "--list", "--type", "consumer").splitlines()
+        assert typed[0].split() == ["GROUP", "TYPE"] and typed[1].split() == ["tools-848", "Consumer"], typed
+        state = tool(group_broker, "kafka-consumer-groups", "--describe", "--group", "tools-848", "--state")
+        [row] = [line.split() for line in state.splitlines() if line.startswith("tools-848")]
+        assert row[-3:] == ["uniform", "Stable", "1"], state
+        members = tool(group_broker, "kafka-consumer-groups", "--describe", "--group", "tools-848", "--members",
+                       "--verbose")
+        [member] = [line.split() for line in members.splitlines() if line.startswith("tools-848")]
+        # CLIENT-ID, #PARTITIONS, CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH, TARGET-ASSIGNMENT
+        assert member[3:] == ["tools-client", "6", "1", f"{TOPIC}:0,1,2,3,4,5", "1", f"{TOPIC}:0,1,2,3,4,5"], members
+        offsets = tool(group_broker, "kafka-consumer-groups", "--describe", "--group", "tools-848")
+        rows = [line.split() for line in offsets.splitlines() if line.startswith("tools-848")]
+        assert sorted(int(r[2]) for r in rows) == list(range(6)) and all(r[5] == "0" for r in rows), offsets
+    finally:
+        c.close()

@@ -56,10 +56,13 @@ def test_issue_11_features_groups_and_single_node_limits(broker: BrokerProcess) 
     produce(broker, "tools-a", 3)
     commit_offsets(broker, "tools-group", "tools-a", 2)
 
-    features = tool(broker, "kafka-features", "describe")
-    assert features.split() == ["Feature:", "metadata.version", "SupportedMinVersion:", "3.3-IV3",
-                                "SupportedMaxVersion:", "4.0-IV3", "FinalizedVersionLevel:", "4.0-IV3",
-                                "Epoch:", "0"], features
+    features = {line.split()[1]: line.split() for line in tool(broker, "kafka-features", "describe").splitlines()}
+    assert features["metadata.version"] == ["Feature:", "metadata.version", "SupportedMinVersion:", "3.3-IV3",
+                                            "SupportedMaxVersion:", "4.0-IV3", "FinalizedVersionLevel:", "4.0-IV3",
+                                            "Epoch:", "0"], features
+    assert features["group.version"] == ["Feature:", "group.version", "SupportedMinVersion:", "0",
+                                         "SupportedMaxVersion:", "1", "FinalizedVersionLevel:", "1",
+                                         "Epoch:", "0"], features
 
     refused_upgrade = failing(broker, "kafka-features", "upgrade", "--feature", "metadata.version=26")
     assert ("Could not upgrade metadata.version to 26. The update failed for all features since the following "

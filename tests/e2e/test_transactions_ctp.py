@@ -30,7 +30,10 @@ def _rewind(consumer: Consumer) -> None:
         consumer.seek(TP(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
 
-def test_consume_transform_produce_is_exactly_once_with_aborts(broker_factory):
+# KIP-848: the same loop with the consumer group protocol, where TxnOffsetCommit carries the
+# member epoch in its generation field.
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_consume_transform_produce_is_exactly_once_with_aborts(broker_factory, protocol):
     b = broker_factory({"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3",
                         "group.initial.rebalance.delay.ms": "0"})
     bs = b.bootstrap
@@ -41,7 +44,7 @@ def test_consume_transform_produce_is_exactly_once_with_aborts(broker_factory):
     source.flush(WAIT_S)
 
     consumer = Consumer({"bootstrap.servers": bs, "group.id": "ctp", "isolation.level": "read_committed",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest", "group.protocol": protocol})
     consumer.subscribe(["in"])
     producer = txn_producer(bs, "ctp-1")
     batches = aborted = 0
@@ -71,6 +74,7 @@ def test_consume_transform_produce_is_exactly_once_with_aborts(broker_factory):
     finally:
         consumer.close()
     assert aborted >= 2
+    assert b.logged("group ctp: now a consumer group") == (protocol == "consumer")
     assert sorted((tp.partition, tp.offset) for tp in committed) == sorted(
         (p, n) for p, n in Counter(r[1] for r in confluent_read(bs, {"in": 3}, "read_committed", INPUTS)).items())
     out = confluent_read(bs, {"out": 3}, "read_committed", INPUTS)

@@ -1,0 +1,67 @@
+"""Consumer-group records of __consumer_offsets in Kafka's layouts (keys 3, 5, 6, 7, 8)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from coordinator.group.consumer_log import (
+    CURRENT_MEMBER_ASSIGNMENT,
+    GROUP_METADATA,
+    MEMBER_METADATA,
+    TARGET_ASSIGNMENT_MEMBER,
+    ConsumerRecordKey,
+    CurrentAssignment,
+    consumer_record,
+    decode_consumer_key,
+    decode_consumer_value,
+)
+from coordinator.group.consumer_member import ConsumerGroupMember, MemberState
+
+T = uuid.UUID("0123456789abcdef0123456789abcdef")
+
+
+def test_group_epoch_record_bytes_are_kafkas() -> None:
+    record = consumer_record(ConsumerRecordKey(record_type=GROUP_METADATA, group="g"), 5, timestamp=1)
+    # key: version 3, int16-length string; value: version 0, Epoch int32, no tagged fields.
+    assert record.key == b"\x00\x03\x00\x01g"
+    assert record.value == b"\x00\x00\x00\x00\x00\x05\x00"
+
+
+def test_target_assignment_bytes_are_kafkas() -> None:
+    key = ConsumerRecordKey(record_type=TARGET_ASSIGNMENT_MEMBER, group="g", member_id="m")
+    record = consumer_record(key, {T: frozenset({2, 1})}, timestamp=1)
+    assert record.key == b"\x00\x07\x00\x01g\x00\x01m"
+    # compact array of 1 (varint 2): uuid, compact array of 2 (varint 3) int32s, tags; tags.
+    assert record.value == b"\x00\x00\x02" + T.bytes + b"\x03\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00"
+
+
+@pytest.mark.parametrize("kind,value", [
+    (GROUP_METADATA, 7),
+    (MEMBER_METADATA, ConsumerGroupMember(member_id="m", instance_id="i", rack_id=None, client_id="c",
+                                          client_host="/127.0.0.1", subscribed_topic_names=("a", "b"),
+                                          subscribed_topic_regex="x.*", rebalance_timeout_ms=300_000,
+                                          server_assignor="range")),
+    (TARGET_ASSIGNMENT_MEMBER, {T: frozenset({0, 3})}),
+    (CURRENT_MEMBER_ASSIGNMENT, CurrentAssignment(member_epoch=4, previous_member_epoch=3,
+                                                  state=MemberState.UNREVOKED_PARTITIONS,
+                                                  assigned={T: frozenset({1})},
+                                                  pending_revocation={T: frozenset({2})})),
+])
+def test_records_round_trip(kind: int, value: object) -> None:
+    key = ConsumerRecordKey(record_type=kind, group="group-é", member_id=None if kind == GROUP_METADATA else "m")
+    record = consumer_record(key, value, timestamp=1)  # type: ignore[arg-type]
+    assert record.key is not None and record.value is not None
+    decoded_key = decode_consumer_key(record.key)
+    assert decoded_key == key
+    assert decode_consumer_value(decoded_key, record.value) == value
+
+
+def test_a_tombstone_has_no_value_and_garbage_is_refused() -> None:
+    key = ConsumerRecordKey(record_type=MEMBER_METADATA, group="g", member_id="m")
+    assert consumer_record(key, None, timestamp=1).value is None
+    with pytest.raises(ValueError):
+        decode_consumer_key(b"\x00\x02\x00\x01g")
+    with pytest.raises((ValueError, IndexError)):
+        decode_consumer_value(key, b"\x00\x00\x05")
