@@ -147,6 +147,8 @@ class BrokerConfig:
     # Not a Kafka property: how long one request frame may take to arrive once its first byte has
     # (a peer that trickles bytes is never idle, so connections.max.idle.ms alone would not end it).
     socket_request_receive_timeout_ms: int = prop(60000, LONG, at_least=1)
+    # How long a request to another broker of the cluster may go unanswered (broker/inter_broker.py).
+    request_timeout_ms: int = prop(30000, INT, at_least=0)
     offsets_topic_num_partitions: int = prop(50, INT, at_least=1)
     offsets_topic_segment_bytes: int = prop(104857600, INT, at_least=1)
     offsets_retention_minutes: int = prop(10080, INT, at_least=1)

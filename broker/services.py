@@ -10,8 +10,29 @@ from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
+from storage.api import ClusterView
 
+from .inter_broker import InterBrokerClient, TxnMarkerChannel
 from .state import BrokerState
+
+
+def cluster_view(state: BrokerState) -> ClusterView | None:
+    """The view coordinators follow for their shards; None on a single node, whose coordinators
+    elect every shard themselves and load them all before the broker listens."""
+    return state.cluster if state.config.cluster_url else None
+
+
+class InterBrokerService:
+    """Closes the inter-broker connections at shutdown (after the coordinators that use them)."""
+
+    def __init__(self, client: InterBrokerClient) -> None:
+        self.client = client
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        await self.client.close()
 
 
 def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
@@ -24,7 +45,11 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
         remove_expired_interval_ms=c.transaction_remove_expired_transaction_cleanup_interval_ms,
         offsets_num_partitions=c.offsets_topic_num_partitions,
     )
-    coordinator = TransactionCoordinator(state.logs, config, group=lambda: state.group_coordinator)
+    client = state.extras.get("inter_broker")
+    coordinator = TransactionCoordinator(
+        state.logs, config, group=lambda: state.group_coordinator, cluster=cluster_view(state),
+        producer_id_blocks=state.producer_id_blocks,
+        remote_markers=None if client is None else TxnMarkerChannel(client))
     state.txn_coordinator = coordinator
     return coordinator
 
@@ -47,7 +72,7 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
         assignors=tuple(c.group_consumer_assignors.split(",")),
         max_size=c.group_consumer_max_size,
     )
-    coordinator = GroupCoordinator(state.logs, config, consumer_config=consumer)
+    coordinator = GroupCoordinator(state.logs, config, consumer_config=consumer, cluster=cluster_view(state))
     state.group_coordinator = coordinator
     return coordinator
 
@@ -61,5 +86,16 @@ def lso_monitor(state: BrokerState) -> LsoMonitor:
                       coordinator=lambda: state.txn_coordinator)
 
 
+def inter_broker(state: BrokerState) -> list[Any]:
+    """Cluster mode: the client the transaction coordinator sends markers to other leaders with."""
+    cluster = cluster_view(state)
+    if cluster is None:
+        return []
+    client = InterBrokerClient(cluster, client_id=f"eosbroker-{state.node_id}",
+                               request_timeout_ms=state.config.request_timeout_ms)
+    state.extras["inter_broker"] = client
+    return [InterBrokerService(client)]
+
+
 def build_services(state: BrokerState) -> list[Any]:
-    return [group_coordinator(state), transaction_coordinator(state), lso_monitor(state)]
+    return [*inter_broker(state), group_coordinator(state), transaction_coordinator(state), lso_monitor(state)]

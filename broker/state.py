@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
-from storage.api import BrokerEndpoint, ClusterView, LogSource
+from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockSource
 
 from .cluster.local_view import LocalClusterView
 from .config import BrokerConfig
@@ -27,6 +27,8 @@ class BrokerState:
     handlers: Mapping[ApiKey, Handler]
     # From the data dir's meta.properties (storage/meta_properties.py), read at start-up.
     cluster_id: str = ""
+    # Cluster mode (docs/cluster.md): the cluster-wide producer-id blocks; None on a single node.
+    producer_id_blocks: ProducerIdBlockSource | None = None
     # Coordinators plug in here as they are built (group, transaction).
     group_coordinator: Any = None
     txn_coordinator: Any = None

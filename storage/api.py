@@ -40,6 +40,7 @@ __all__ = (
     "PartitionLeader",
     "PartitionLease",
     "PartitionLog",
+    "ProducerIdBlockSource",
     "TopicMetadata",
     "TopicPartition",
     "incremental_alter",
@@ -341,3 +342,14 @@ class AclStore(Protocol):
     def load(self) -> list[dict[str, Any]]: ...
 
     def save(self, records: list[dict[str, Any]]) -> None: ...
+
+
+@runtime_checkable
+class ProducerIdBlockSource(Protocol):
+    """Blocks of producer ids that no other broker of the cluster is given (Kafka's controller
+    answers AllocateProducerIds so). Cluster mode only: a single node keeps its blocks in
+    __transaction_state partition 0."""
+
+    async def allocate_producer_ids(self, count: int) -> int:
+        """Durably take the next count ids; the first of them."""
+        ...

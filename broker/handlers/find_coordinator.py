@@ -1,7 +1,11 @@
 """FindCoordinator v0-6.
 
-Behaviour: this node coordinates every group (key type GROUP = 0) and, once the transaction
-coordinator runs, every transactional id (TRANSACTION = 1); other key types are INVALID_REQUEST.
+Behaviour: the coordinator of a group (key type GROUP = 0) or, once the transaction coordinator
+runs, of a transactional id (TRANSACTION = 1) is the current leader of its shard, the
+__consumer_offsets or __transaction_state partition the key hashes to, in the ClusterView (on a
+single node: this node), answered with the address of the listener the client came in on when it
+is this broker; COORDINATOR_NOT_AVAILABLE while no live broker leads the shard (docs/cluster.md).
+Other key types are INVALID_REQUEST.
 Version notes: v0 has no key type (GROUP); v1-3 answer one key with an error message; v4+ batch
 coordinator_keys and answer one entry per key (Java asks for groups and transactions this way).
 """
@@ -10,18 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from storage.api import TopicPartition
 
 from ..handler import Handler, RequestContext
+from .metadata import live_brokers
 
 GROUP, TRANSACTION = 0, 1
 
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
-    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
-    found = {"key": key, "node_id": ctx.broker.node_id, "host": host, "port": port,
-             "error_code": ErrorCode.none, "error_message": None}
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
     if key_type == GROUP:
         service = ctx.broker.group_coordinator
@@ -33,7 +37,16 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     if service is None:
         return missing | {"error_code": ErrorCode.coordinator_not_available,
                           "error_message": "the coordinator is not running"}
-    return found
+    shard = (service.partition_for(key) if key_type == GROUP
+             else TopicPartition(TRANSACTION_STATE_TOPIC, service.partition_for(key)))
+    leader = ctx.broker.cluster.leader(shard)
+    node = -1 if leader is None else leader.leader
+    for broker in live_brokers(ctx):
+        if broker.node_id == node:
+            return {"key": key, "node_id": node, "host": broker.host, "port": broker.port,
+                    "error_code": ErrorCode.none, "error_message": None}
+    return missing | {"error_code": ErrorCode.coordinator_not_available,
+                      "error_message": f"no live broker leads {shard} yet"}
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -7,6 +7,7 @@ parked request is answered by whichever later command or timer completes the reb
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = (
     "JoinGroup",
     "LeaveGroup",
     "ListGroups",
+    "RunInActor",
     "SyncGroup",
     "TopicsDeleted",
 )
@@ -166,6 +168,14 @@ class ConsumerGroupDescribe:
     reply: _Reply
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunInActor:
+    """Work that must see group state between commands (installing a loaded shard)."""
+
+    fn: Callable[[], Coroutine[Any, Any, None]]
+    reply: _Reply
+
+
 Command = (
     JoinGroup
     | SyncGroup
@@ -181,4 +191,5 @@ Command = (
     | CompleteTxn
     | ConsumerGroupHeartbeat
     | ConsumerGroupDescribe
+    | RunInActor
 )

@@ -17,6 +17,7 @@ append fails the group is put back as it was and the heartbeat fails with the ap
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
@@ -57,11 +58,12 @@ class ConsumerOperations(GroupOperations):
     def topics_view(self) -> Topics:
         return {name: (meta.topic_id, meta.partitions) for name, meta in self._logs.topics.items()}
 
-    def resume_consumer_groups(self, now: int) -> None:
-        """Loaded consumer groups: their members get a fresh session, as Kafka schedules one per
-        member on load, and the subscribed topics' metadata is taken from the topics now."""
+    def resume_consumer_groups(self, now: int, groups: Iterable[GroupMetadata] | None = None) -> None:
+        """Loaded consumer groups (all, or those of one loaded shard): their members get a fresh
+        session, as Kafka schedules one per member on load, and the subscribed topics' metadata is
+        taken from the topics now."""
         topics = self.topics_view()
-        for group in self.groups.values():
+        for group in self.groups.values() if groups is None else groups:
             if group.consumer is not None:
                 consumer = group.consumer
                 for member_id in consumer.members:

@@ -9,7 +9,8 @@ __consumer_offsets writes around them, Kafka's way:
   A commit is acknowledged only once its records are in the log; a SyncGroup or a group emptying
   out is answered only once the group record is.
 - at start-up every partition of __consumer_offsets is replayed (loader.py) before the broker
-  listens, so a restarted broker answers OffsetFetch with what it acknowledged before.
+  listens, so a restarted broker answers OffsetFetch with what it acknowledged before. In cluster
+  mode each partition is a shard loaded when this broker is elected its leader (sharding.py).
 - session, rebalance and sync timeouts run off the queue's wait: the loop sleeps until the
   earliest group deadline (or the next offset-retention check) and then calls tick().
 """
@@ -20,27 +21,26 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar, assert_never
 
 from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
-from storage.api import LogSource, TopicPartition
+from storage.api import ClusterView, LogSource, TopicPartition
 
 from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
-from .admin import AdminOperations
 from .config import GroupConfig
 from .consumer_group import ConsumerGroupState
 from .consumer_heartbeat import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from .consumer_operations import ConsumerOperations, group_deadline
 from .consumer_persist import ConsumerGroupDescription
 from .group_offsets import remove_expired_offsets
-from .loader import PartitionLoader
 from .log import CONSUMER_OFFSETS_TOPIC, partition_for
 from .member import JoinGroupResult, JoinParams, SyncGroupResult
 from .offsets import OffsetAndMetadata
+from .sharding import ShardedGroups, fail_waiters
 from .snapshot import GroupSummary
 from .state import GroupState
 
@@ -54,7 +54,7 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class GroupCoordinator(ConsumerOperations, AdminOperations):
+class GroupCoordinator(ConsumerOperations, ShardedGroups):
     """Public face: one coroutine per group API; see commands.py for what each carries."""
 
     def __init__(
@@ -64,9 +64,12 @@ class GroupCoordinator(ConsumerOperations, AdminOperations):
         *,
         clock_ms: Callable[[], int] = _wall_clock_ms,
         consumer_config: ConsumerGroupConfig | None = None,
+        cluster: ClusterView | None = None,
     ) -> None:
         super().__init__(logs, config or GroupConfig(), clock_ms)
         self.consumer_config = consumer_config or ConsumerGroupConfig()
+        self._init_shards()
+        self.cluster = cluster
         self._queue: asyncio.Queue[c.Command] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._next_retention_check_ms = 0
@@ -75,38 +78,22 @@ class GroupCoordinator(ConsumerOperations, AdminOperations):
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Create __consumer_offsets if needed, replay it, then start serving."""
-        meta = self._logs.topics.get(CONSUMER_OFFSETS_TOPIC)
-        if meta is None:
-            meta = await self._logs.create_topic(
-                CONSUMER_OFFSETS_TOPIC,
-                self.config.offsets_topic_num_partitions,
-                {"cleanup.policy": "compact"},
-            )
-        self.num_partitions = meta.partitions
-        now = self._clock_ms()
-        loader = PartitionLoader(self.groups, self.config, now)
-        records = 0
-        for p in range(self.num_partitions):
-            records += await loader.load(
-                self._logs.get_log(TopicPartition(CONSUMER_OFFSETS_TOPIC, p))
-            )
-        for group_id in [g for g, group in self.groups.items() if self._removable(group)]:
-            del self.groups[group_id]
-        log.info(
-            "loaded %d groups from %d records of %s",
-            len(self.groups),
-            records,
-            CONSUMER_OFFSETS_TOPIC,
-        )
-        self._next_retention_check_ms = now + self.config.offsets_retention_check_interval_ms
-        self.resume_consumer_groups(now)
-        for group_id in self.groups:
-            self._schedule(group_id)
+        """Create __consumer_offsets if needed and start serving; a single node (no ClusterView)
+        replays every partition first, a cluster member loads the shards it is elected to."""
+        self.num_partitions = await self.ensure_topic(self.config)
+        self._next_retention_check_ms = self._clock_ms() + self.config.offsets_retention_check_interval_ms
         self._task = asyncio.get_running_loop().create_task(self._run(), name="group-coordinator")
         self._task.add_done_callback(self._on_done)
+        if self.cluster is None:
+            await self.elect_all(0)
+        else:
+            self.cluster.add_listener(self)
+
+    async def _in_actor(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        await self._call(lambda r: c.RunInActor(fn=fn, reply=r))
 
     async def stop(self) -> None:
+        await self._loads.stop()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -123,10 +110,7 @@ class GroupCoordinator(ConsumerOperations, AdminOperations):
             if not cmd.reply.done():
                 cmd.reply.set_exception(error)
         for group in self.groups.values():
-            for member in group.members.values():
-                for waiter in (member.join_waiter, member.sync_waiter):
-                    if isinstance(waiter, asyncio.Future) and not waiter.done():
-                        waiter.set_exception(error)
+            fail_waiters(group, error)
 
     # -- public face -------------------------------------------------------------------------------
 
@@ -310,7 +294,9 @@ class GroupCoordinator(ConsumerOperations, AdminOperations):
                 cmd = None
             # Expire what is due first: a command arriving late must see the expiry.
             await self._run_timers()
-            if cmd is not None and not cmd.reply.done():
+            if cmd is not None and not cmd.reply.done() and (error := self.shard_error(cmd)):
+                cmd.reply.set_exception(error)  # a group of a shard served elsewhere, or loading
+            elif cmd is not None and not cmd.reply.done():
                 try:
                     await self._execute(cmd)
                 except Exception as exc:
@@ -412,6 +398,8 @@ class GroupCoordinator(ConsumerOperations, AdminOperations):
                 return await self.do_topics_deleted(cmd)
             case c.CompleteTxn():
                 return self.do_complete_txn(cmd)
+            case c.RunInActor():
+                return await cmd.fn()
             case (c.JoinGroup() | c.SyncGroup() | c.LeaveGroup() | c.ConsumerGroupHeartbeat()
                   | c.ConsumerGroupDescribe()):
                 raise AssertionError("executed by _execute")

@@ -8,6 +8,12 @@ CONCURRENT_TRANSACTIONS. Timers queue a scan for timed-out transactions (aborted
 epoch, so the zombie is fenced) and for ids idle past transactional.id.expiration.ms. Start-up
 replays __transaction_state through the same apply and finishes any transaction that was
 preparing when the broker stopped.
+
+Sharding (docs/cluster.md): each partition of __transaction_state is a shard, served while this
+broker leads it (LeadershipListener). on_elected replays the partition and resumes the markers of
+every transaction found preparing, with the leader epoch as coordinator epoch; on_resigned drops
+its ids and stops their marker writes (the next coordinator redoes them). Ids of other shards get
+NOT_COORDINATOR. A single node (no ClusterView) elects every shard itself at start, epoch 0.
 """
 
 from __future__ import annotations
@@ -20,15 +26,18 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, assert_never
 
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import LogSource, TopicPartition
+from storage.api import ClusterView, LogSource, ProducerIdBlockSource, TopicPartition
 
+from ..shards import CoordinatorShards
 from ..tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
-from .log import partition_for
+from .log import TRANSACTION_STATE_TOPIC, partition_for
 from .marker_writer import CONSUMER_OFFSETS, GroupTxnParticipant, MarkerWriter, TxnMarker
 from .metadata import ProducerIdAndEpoch, TransactionMetadata, TxnTransition, is_epoch_exhausted
 from .outcomes import AbortCause, TxnOutcomes
+from .sharding import TxnShards
 from .state import TxnState
 from .state_store import TransactionStateStore
+from .txn_markers import RemoteMarkerWriter
 
 __all__ = ("TransactionCoordinator", "TxnCoordinatorConfig")
 
@@ -67,29 +76,37 @@ async def _noop() -> None:
     return None
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(TxnShards):
     def __init__(
         self,
         logs: LogSource,
         config: TxnCoordinatorConfig,
         group: Callable[[], GroupTxnParticipant | None] = lambda: None,
         clock: Callable[[], int] = wall_clock_ms,
+        *,
+        cluster: ClusterView | None = None,
+        producer_id_blocks: ProducerIdBlockSource | None = None,
+        remote_markers: RemoteMarkerWriter | None = None,
     ) -> None:
         self.config = config
         self._now = clock
-        self.store = TransactionStateStore(logs, config.num_partitions, config.producer_id_block_size)
-        self.markers = MarkerWriter(logs, config.coordinator_epoch, group, config.retry_backoff)
+        self.cluster = cluster
+        self.store = TransactionStateStore(logs, config.num_partitions, config.producer_id_block_size,
+                                           producer_id_blocks)
+        self.markers = MarkerWriter(logs, config.coordinator_epoch, group, config.retry_backoff,
+                                    cluster=cluster, remote=remote_markers)
+        self.shards = CoordinatorShards(TRANSACTION_STATE_TOPIC, "transactional id")
         self.transactions: dict[str, TransactionMetadata] = {}
         self.outcomes = TxnOutcomes()
         self._queue: asyncio.Queue[_Call] = asyncio.Queue()
         self._tasks = TaskSupervisor("transaction coordinator", config.retry_backoff)
-        self._marker_tasks: set[asyncio.Task[Any]] = set()
+        self._marker_tasks: dict[str, asyncio.Task[Any]] = {}
         self._run_task: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.transactions = await self.store.load()
+        await self.store.ensure_topic()
         loop = asyncio.get_running_loop()
         self._run_task = loop.create_task(self._run(), name="txn-coordinator")
         self._run_task.add_done_callback(self._on_done)
@@ -97,11 +114,13 @@ class TransactionCoordinator:
                           lambda: self._timer(self.config.abort_timed_out_interval_ms, self._abort_timed_out))
         self._tasks.spawn("transactional id expiration",
                           lambda: self._timer(self.config.remove_expired_interval_ms, self._expire_ids))
-        for md in self.transactions.values():
-            if md.state.is_preparing:  # the broker stopped while markers were being written
-                log.info("resuming %s of '%s' after restart", md.state.display_name,
-                         md.transactional_id)
-                self._send_markers(md)
+        if self.cluster is not None:
+            self.cluster.add_listener(self)
+            return
+        # A single node leads every shard, for good; it serves none before all are loaded.
+        for partition in range(self.store.num_partitions):
+            if self.shards.elect(partition, self.config.coordinator_epoch):
+                await self._load(partition, self.config.coordinator_epoch)
 
     async def stop(self) -> None:
         if self._run_task is not None and not self._run_task.done():
@@ -130,7 +149,7 @@ class TransactionCoordinator:
         (shutdown, and tests that need the end state without sleeping)."""
         while self._marker_tasks:
             # wait, not gather: a caller that stops waiting must not cancel the markers
-            await asyncio.wait(self._marker_tasks)
+            await asyncio.wait(list(self._marker_tasks.values()))
             await self._call(_noop)
 
     async def abort_timed_out_transactions(self) -> None:
@@ -170,7 +189,11 @@ class TransactionCoordinator:
     # -- public face ---------------------------------------------------------------------------
 
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.config.num_partitions)
+        return partition_for(transactional_id, self.store.num_partitions)
+
+    def check_coordinator(self, transactional_id: str) -> None:
+        """NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS unless the id's shard is loaded here."""
+        self.shards.check(self.partition_for(transactional_id), transactional_id)
 
     async def init_producer_id(
         self, transactional_id: str | None, txn_timeout_ms: int,
@@ -225,8 +248,10 @@ class TransactionCoordinator:
             await self.store.append(md.transactional_id, t)
         except Exception as exc:
             md.cancel_pending()
+            # A shard whose log this broker no longer leads: the client must find the new one.
+            moved = isinstance(exc, KafkaError) and exc.code is ErrorCode.not_leader_or_follower
             raise KafkaError(
-                ErrorCode.coordinator_not_available,
+                ErrorCode.not_coordinator if moved else ErrorCode.coordinator_not_available,
                 f"could not persist the transaction state of '{md.transactional_id}': {exc}",
             ) from exc
         md.complete_transition(t)
@@ -234,6 +259,7 @@ class TransactionCoordinator:
     def _known(self, transactional_id: str) -> TransactionMetadata:
         if not transactional_id:
             raise KafkaError(ErrorCode.invalid_request, "the transactional id is empty")
+        self.check_coordinator(transactional_id)
         md = self.transactions.get(transactional_id)
         if md is None or md.state is TxnState.DEAD:
             raise KafkaError(
@@ -250,6 +276,7 @@ class TransactionCoordinator:
             return ProducerIdAndEpoch(producer_id=await self.store.generate_producer_id(), epoch=0)
         if not transactional_id:
             raise KafkaError(ErrorCode.invalid_request, "the transactional id is empty")
+        self.check_coordinator(transactional_id)
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             raise KafkaError(
                 ErrorCode.invalid_transaction_timeout,
@@ -307,7 +334,8 @@ class TransactionCoordinator:
         logged and tried again; the id answers CONCURRENT_TRANSACTIONS until both are done."""
         txn = TxnMarker(transactional_id=md.transactional_id, producer_id=md.producer_id,
                         producer_epoch=md.producer_epoch, commit=md.state is TxnState.PREPARE_COMMIT,
-                        partitions=md.topic_partitions)
+                        partitions=md.topic_partitions,
+                        coordinator_epoch=self.shards.epoch(self.partition_for(md.transactional_id)))
         written: set[TopicPartition] = set()  # kept across reruns: a rerun skips them
 
         async def write_then_complete() -> None:
@@ -315,8 +343,9 @@ class TransactionCoordinator:
             await self._call(lambda: self._complete(txn.transactional_id, txn.producer_epoch))
 
         task = self._tasks.spawn(f"markers of '{txn.transactional_id}'", write_then_complete)
-        self._marker_tasks.add(task)
-        task.add_done_callback(self._marker_tasks.discard)
+        self._marker_tasks[txn.transactional_id] = task
+        task.add_done_callback(lambda t: self._marker_tasks.pop(txn.transactional_id, None)
+                               if self._marker_tasks.get(txn.transactional_id) is t else None)
 
     async def _complete(self, transactional_id: str, epoch: int) -> None:
         md = self.transactions.get(transactional_id)

@@ -1,8 +1,12 @@
 """The coordinator's durable side: __transaction_state and producer-id blocks.
 
-append() writes one transaction record to the partition of its id; load() replays every partition
-into TransactionMetadata (the last record of an id wins, a tombstone removes it) and the newest
-producer-id block. Records are written as ordinary batches through the partition log actor.
+append() writes one transaction record to the partition of its id; load_partition() replays one
+partition (a coordinator shard) into TransactionMetadata (the last record of an id wins, a
+tombstone removes it). Records are written as ordinary batches through the partition log actor.
+
+Producer ids: on a single node the blocks are records in partition 0 (replayed with it); in
+cluster mode every broker hands out ids, so blocks come from a ProducerIdBlockSource shared by the
+cluster (storage/api.py) and partition 0 holds none.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ import logging
 import time
 from pathlib import Path
 
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import Record, build_batch, read_records
-from storage.api import AppendOrigin, LogSource, PartitionLog, TopicPartition
+from storage.api import AppendOrigin, LogSource, PartitionLog, ProducerIdBlockSource, TopicPartition
 
 from .log import (
     TRANSACTION_STATE_TOPIC,
@@ -34,21 +39,28 @@ _READ_CHUNK = 1 << 20
 
 
 class TransactionStateStore:
-    def __init__(self, logs: LogSource, num_partitions: int, block_size: int) -> None:
+    def __init__(self, logs: LogSource, num_partitions: int, block_size: int,
+                 blocks: ProducerIdBlockSource | None = None) -> None:
         self.logs = logs
         self.num_partitions = num_partitions
         self.producer_ids = ProducerIdManager(block_size)
+        self.blocks = blocks
 
     def _log(self, partition: int) -> PartitionLog:
         return self.logs.get_log(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
 
-    async def _ensure_topic(self) -> None:
+    async def ensure_topic(self) -> None:
         meta = self.logs.topics.get(TRANSACTION_STATE_TOPIC)
         if meta is None:
-            await self.logs.create_topic(
-                TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"}
-            )
-        elif meta.partitions != self.num_partitions:
+            try:
+                await self.logs.create_topic(
+                    TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"}
+                )
+            except KafkaError as exc:  # cluster mode: another broker created it first
+                if exc.code is not ErrorCode.topic_already_exists:
+                    raise
+            meta = self.logs.topics.get(TRANSACTION_STATE_TOPIC)
+        if meta is not None and meta.partitions != self.num_partitions:
             # Kafka keeps the existing count too: ids must keep mapping to their old partition.
             log.warning("%s has %d partitions, not transaction.state.log.num.partitions=%d; "
                         "keeping %d", TRANSACTION_STATE_TOPIC, meta.partitions,
@@ -66,8 +78,13 @@ class TransactionStateStore:
     async def generate_producer_id(self) -> int:
         pid = self.producer_ids.try_generate()
         if pid is None:
-            block = self.producer_ids.next_block()
-            await self._write(0, producer_id_block_key(), producer_id_block_value(block))
+            if self.blocks is None:
+                block = self.producer_ids.next_block()
+                await self._write(0, producer_id_block_key(), producer_id_block_value(block))
+            else:
+                size = self.producer_ids.block_size
+                block = ProducerIdBlock(first_producer_id=await self.blocks.allocate_producer_ids(size),
+                                        size=size)
             self.producer_ids.apply_block(block)
             log.info("allocated producer ids %d-%d", block.first_producer_id,
                      block.last_producer_id)
@@ -77,35 +94,36 @@ class TransactionStateStore:
 
     # -- loading -------------------------------------------------------------------------------
 
-    async def load(self) -> dict[str, TransactionMetadata]:
-        await self._ensure_topic()
-        self._honour_legacy_block_file()
+    async def load_partition(self, partition: int) -> dict[str, TransactionMetadata]:
+        """Replay one shard; partition 0 also carries a single node's producer-id blocks."""
+        if partition == 0:
+            self._honour_legacy_block_file()
         transactions: dict[str, TransactionMetadata] = {}
-        records = 0
-        for partition in range(self.num_partitions):
-            plog = self._log(partition)
-            offset = plog.log_start_offset
-            while offset < plog.log_end_offset:
-                info = await plog.read(offset, _READ_CHUNK)
-                data = b"".join(info.records)
-                if not data:
-                    break
-                for header, recs in read_records(data):
-                    for rec in recs:
-                        if rec.offset >= offset:
-                            self._apply(transactions, decode_record(rec.key, rec.value))
-                            records += 1
-                    offset = header.last_offset + 1
-        self.producer_ids.finish_loading()
-        log.info("loaded %d transactional ids from %d %s records", len(transactions), records,
-                 TRANSACTION_STATE_TOPIC)
+        plog = self._log(partition)
+        offset, records = plog.log_start_offset, 0
+        while offset < plog.log_end_offset:
+            info = await plog.read(offset, _READ_CHUNK)
+            data = b"".join(info.records)
+            if not data:
+                break
+            for header, recs in read_records(data):
+                for rec in recs:
+                    if rec.offset >= offset:
+                        self._apply(transactions, decode_record(rec.key, rec.value))
+                        records += 1
+                offset = header.last_offset + 1
+        if partition == 0:
+            self.producer_ids.finish_loading()
+        log.log(logging.INFO if records else logging.DEBUG, "loaded %d transactional ids from %d records of %s-%d",
+                len(transactions), records, TRANSACTION_STATE_TOPIC, partition)
         return transactions
 
     def _apply(
         self, transactions: dict[str, TransactionMetadata], entry: TxnLogEntry | ProducerIdBlock
     ) -> None:
         if isinstance(entry, ProducerIdBlock):
-            self.producer_ids.apply_block(entry)
+            if self.blocks is None:  # in cluster mode the shared source alone hands out blocks
+                self.producer_ids.apply_block(entry)
             return
         if entry.transition is None:
             transactions.pop(entry.transactional_id, None)
@@ -121,6 +139,8 @@ class TransactionStateStore:
     def _honour_legacy_block_file(self) -> None:
         # The interim InitProducerId handler kept its high mark in <data-dir>/producer_id_block;
         # ids below it may be in use, so they are never handed out again.
+        if self.blocks is not None:
+            return
         path = Path(self.logs.data_dir) / "producer_id_block"
         if path.exists():
             mark = int(path.read_text().strip() or 0)

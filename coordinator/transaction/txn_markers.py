@@ -25,7 +25,8 @@ from protocol.control import ControlRecordType, build_end_txn_marker
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import AppendOrigin, LogSource, TopicPartition
 
-__all__ = ("CONSUMER_OFFSETS", "GroupTxnParticipant", "TxnMarkerEntry", "end_txn_marker_batch", "write_txn_markers")
+__all__ = ("CONSUMER_OFFSETS", "GroupTxnParticipant", "RemoteMarkerWriter", "TxnMarkerEntry", "end_txn_marker_batch",
+           "write_txn_markers")
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 
@@ -48,6 +49,14 @@ class TxnMarkerEntry:
     coordinator_epoch: int
     commit: bool
     partitions: tuple[TopicPartition, ...]
+
+
+class RemoteMarkerWriter(Protocol):
+    """Sends a marker to the broker leading its partitions (cluster mode: a WriteTxnMarkers
+    request over the inter-broker connection). Raises OSError or a retriable KafkaError when the
+    request got no answer."""
+
+    async def write_txn_markers(self, node_id: int, entry: TxnMarkerEntry) -> Mapping[TopicPartition, ErrorCode]: ...
 
 
 def end_txn_marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool) -> bytes:

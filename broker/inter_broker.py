@@ -1,0 +1,181 @@
+"""Requests from this broker to the others of its cluster (docs/cluster.md), as Kafka's
+NetworkClient sends them between brokers: today WriteTxnMarkers, from a transaction coordinator to
+the leaders of a transaction's partitions (Kafka's TransactionMarkerChannelManager).
+
+One connection per destination broker, found in the ClusterView by node id and opened on first
+use; requests on it are pipelined (a broker answers a connection's requests in order) and matched
+to their responses by correlation id. A request that gets no answer within request.timeout.ms, or
+whose connection breaks, fails with a retriable error and the connection is closed, so the
+caller's next attempt opens a fresh one, to wherever the broker (or the partition's new leader)
+is then. Retrying is the caller's business: MarkerWriter retries until the marker is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import struct
+from collections.abc import Mapping
+from typing import Any, Final
+
+from kio.schema.write_txn_markers.v1.request import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
+
+from coordinator.transaction.txn_markers import TxnMarkerEntry
+from protocol.codec import decode_response, encode_request
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import BrokerEndpoint, ClusterView, TopicPartition
+
+__all__ = ("InterBrokerClient", "TxnMarkerChannel")
+
+log = logging.getLogger(__name__)
+_SIZE: Final = struct.Struct(">i")
+_MAX_RESPONSE: Final = 100 * 1024 * 1024
+
+
+class _Connection:
+    """One TCP connection to one broker: pipelined requests, one reader task."""
+
+    def __init__(self, endpoint: BrokerEndpoint, client_id: str) -> None:
+        self.endpoint = endpoint
+        self._client_id = client_id
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._pending: dict[int, tuple[asyncio.Future[Any], int, int]] = {}
+        self._ids = itertools.count(1)
+        self._connecting = asyncio.Lock()
+        self.closed = False
+
+    async def _connect(self) -> asyncio.StreamWriter:
+        async with self._connecting:
+            if self._writer is None:
+                reader, self._writer = await asyncio.open_connection(self.endpoint.host, self.endpoint.port)
+                self._reader_task = asyncio.get_running_loop().create_task(
+                    self._read(reader), name=f"inter-broker reader {self.endpoint.node_id}")
+            return self._writer
+
+    async def send(self, request: Any, timeout_s: float) -> Any:
+        writer = await asyncio.wait_for(self._connect(), timeout_s)
+        correlation_id = next(self._ids)
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = (reply, int(request.__api_key__), int(request.__version__))
+        writer.write(encode_request(request, correlation_id, self._client_id))
+        try:
+            return await asyncio.wait_for(reply, timeout_s)
+        finally:
+            self._pending.pop(correlation_id, None)
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        error: BaseException = ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
+        try:
+            while True:
+                (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+                if not 4 <= size <= _MAX_RESPONSE:
+                    raise ConnectionError(f"broker {self.endpoint.node_id} sent a frame of {size} bytes")
+                self._deliver(await reader.readexactly(size))
+        except (OSError, asyncio.IncompleteReadError, KafkaError) as exc:
+            error = exc
+        finally:
+            self.close(error)
+
+    def _deliver(self, payload: bytes) -> None:
+        (correlation_id,) = _SIZE.unpack_from(payload, 0)
+        entry = self._pending.pop(correlation_id, None)
+        if entry is None:
+            return  # its caller timed out and gave up on it
+        reply, api_key, version = entry
+        if not reply.done():
+            reply.set_result(decode_response(payload, api_key, version)[1])
+
+    def close(self, error: BaseException | None = None) -> None:
+        self.closed = True
+        if self._writer is not None:
+            self._writer.close()
+        if self._reader_task is not None and self._reader_task is not asyncio.current_task():
+            self._reader_task.cancel()
+        failure = error or ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
+        for reply, _, _ in self._pending.values():
+            if not reply.done():
+                reply.set_exception(failure)
+        self._pending.clear()
+
+    async def wait_closed(self) -> None:
+        if self._reader_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader_task
+        if self._writer is not None:
+            with contextlib.suppress(OSError):
+                await self._writer.wait_closed()
+
+
+class InterBrokerClient:
+    def __init__(self, cluster: ClusterView, *, client_id: str, request_timeout_ms: int) -> None:
+        self.cluster = cluster
+        self.client_id = client_id
+        self.timeout_s = request_timeout_ms / 1000
+        self._connections: dict[int, _Connection] = {}
+
+    def _endpoint(self, node_id: int) -> BrokerEndpoint:
+        for endpoint in self.cluster.live_brokers():
+            if endpoint.node_id == node_id:
+                return endpoint
+        raise KafkaError(ErrorCode.leader_not_available, f"broker {node_id} is not a live broker of the cluster")
+
+    def _connection(self, node_id: int) -> _Connection:
+        endpoint = self._endpoint(node_id)
+        conn = self._connections.get(node_id)
+        if conn is not None and (conn.closed or conn.endpoint != endpoint):
+            conn.close()  # broken, or the broker came back elsewhere
+            conn = None
+        if conn is None:
+            conn = self._connections[node_id] = _Connection(endpoint, self.client_id)
+        return conn
+
+    async def send(self, node_id: int, request: Any) -> Any:
+        """The response body; OSError or a retriable KafkaError when there is none."""
+        conn = self._connection(node_id)
+        try:
+            return await conn.send(request, self.timeout_s)
+        except TimeoutError:
+            conn.close()
+            raise KafkaError(ErrorCode.request_timed_out,
+                             f"broker {node_id} did not answer within {self.timeout_s:g} s") from None
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            conn.close()
+            raise KafkaError(ErrorCode.network_exception, f"broker {node_id}: {exc!r}") from None
+
+    async def close(self) -> None:
+        conns = list(self._connections.values())
+        self._connections.clear()
+        for conn in conns:
+            conn.close()
+        for conn in conns:
+            await conn.wait_closed()
+
+
+class TxnMarkerChannel:
+    """The coordinator's RemoteMarkerWriter: a marker as a WriteTxnMarkers v1 request."""
+
+    def __init__(self, client: InterBrokerClient) -> None:
+        self.client = client
+
+    async def write_txn_markers(self, node_id: int, entry: TxnMarkerEntry) -> Mapping[TopicPartition, ErrorCode]:
+        topics: dict[str, list[int]] = {}
+        for tp in entry.partitions:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        marker = WritableTxnMarker(
+            producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,  # type: ignore[arg-type]
+            transaction_result=entry.commit, coordinator_epoch=entry.coordinator_epoch,  # type: ignore[arg-type]
+            topics=tuple(WritableTxnMarkerTopic(name=name, partition_indexes=tuple(parts))  # type: ignore[arg-type]
+                         for name, parts in topics.items()))
+        response = await self.client.send(node_id, WriteTxnMarkersRequest(markers=(marker,)))
+        results = {TopicPartition(t.name, p.partition_index): ErrorCode(p.error_code)
+                   for m in response.markers if m.producer_id == entry.producer_id
+                   for t in m.topics for p in t.partitions}
+        log.debug("markers of producer %d sent to broker %d: %s", entry.producer_id, node_id, results)
+        return results

@@ -1,0 +1,163 @@
+"""The transaction coordinator sharded by __transaction_state partitions (docs/cluster.md), with
+two coordinators over one LogManager as two brokers over one database: which of them serves an id
+is decided by the ClusterView, markers for partitions led elsewhere go through the remote writer
+(here the leader's own write_txn_markers, as its WriteTxnMarkers handler calls it), and a
+coordinator elected after another one died between PrepareCommit and the markers finishes the
+transaction with its own coordinator epoch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from coordinator.tasks import Backoff
+from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
+from coordinator.transaction.log import TRANSACTION_STATE_TOPIC, partition_for
+from coordinator.transaction.state import TxnState
+from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
+from protocol.control import read_end_txn_marker
+from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import iter_batches
+from protocol.records import Record, build_batch
+from storage.api import IsolationLevel, PartitionLeader, TopicPartition
+from storage.log_manager import LogManager
+
+from ..cluster_view import StaticClusterView
+
+T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+CONFIG = TxnCoordinatorConfig(num_partitions=3, producer_id_block_size=10, abort_timed_out_interval_ms=3_600_000,
+                              retry_backoff=Backoff(initial_ms=1, max_ms=5))
+SHARD = TopicPartition(TRANSACTION_STATE_TOPIC, partition_for("tx", CONFIG.num_partitions))
+
+
+class Blocks:
+    """Cluster-wide producer-id blocks (PostgreSQL's cluster_meta counter in a real cluster)."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    async def allocate_producer_ids(self, count: int) -> int:
+        first, self.next = self.next, self.next + count
+        return first
+
+
+class Leader:
+    """The other broker's side of WriteTxnMarkers: it appends to the shared logs."""
+
+    def __init__(self, logs: LogManager, fail: bool = False) -> None:
+        self.logs, self.fail = logs, fail
+        self.sent: list[tuple[int, TxnMarkerEntry]] = []
+
+    async def write_txn_markers(self, node_id: int, entry: TxnMarkerEntry) -> Mapping[TopicPartition, ErrorCode]:
+        self.sent.append((node_id, entry))
+        if self.fail:
+            raise KafkaError(ErrorCode.network_exception, f"broker {node_id} is unreachable")
+        return await write_txn_markers(self.logs, entry)
+
+
+@pytest.fixture
+async def logs(tmp_path):  # type: ignore[no-untyped-def]
+    manager = LogManager(tmp_path, {})
+    manager.load()
+    manager.start()
+    await manager.create_topic("orders", 2)
+    yield manager
+    await manager.close()
+
+
+def coordinator(logs, node_id, leader, blocks, **leaders):  # type: ignore[no-untyped-def]
+    view = StaticClusterView(node_id, {T0: PartitionLeader(1, 0), T1: PartitionLeader(2, 0)})
+    return TransactionCoordinator(logs, CONFIG, cluster=view, producer_id_blocks=blocks, remote_markers=leader)
+
+
+async def expect(code: ErrorCode, coro) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(KafkaError) as info:
+        await coro
+    assert info.value.code is code, info.value
+
+
+async def produce(logs: LogManager, tp: TopicPartition, pid: int, epoch: int) -> None:
+    batch = build_batch([Record(value=b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                        transactional=True)
+    await logs.get_log(tp).append(bytes(batch))
+
+
+async def markers(logs: LogManager, tp: TopicPartition) -> list[tuple[bool, int]]:
+    """(commit?, coordinator epoch) of each marker in tp."""
+    info = await logs.get_log(tp).read(0, 1 << 20, IsolationLevel.READ_UNCOMMITTED)
+    out = []
+    for data in info.records:
+        for pos, header in iter_batches(data):
+            marker = read_end_txn_marker(data, pos, header) if header.is_control else None
+            if marker is not None:
+                out.append((marker.control_type.name == "COMMIT", marker.coordinator_epoch))
+    return out
+
+
+async def test_ids_are_served_only_by_the_shard_leader_and_markers_go_to_each_leader(logs) -> None:  # type: ignore[no-untyped-def]
+    leader = Leader(logs)
+    c = coordinator(logs, 1, leader, Blocks())
+    await c.start()
+    try:
+        assert c.cluster.listeners == [c]  # type: ignore[union-attr]
+        await expect(ErrorCode.not_coordinator, c.init_producer_id("tx", 60000))
+        idempotent = await c.init_producer_id(None, 0)  # any broker hands out producer ids
+        await c.on_elected(SHARD, 5)
+        await c.shards.wait_loaded(SHARD.partition)
+        p = await c.init_producer_id("tx", 60000)
+        assert p.producer_id != idempotent.producer_id
+        await c.add_partitions("tx", p.producer_id, p.epoch, [T0, T1])
+        await produce(logs, T0, p.producer_id, p.epoch)
+        await produce(logs, T1, p.producer_id, p.epoch)
+        await c.end_txn("tx", p.producer_id, p.epoch, commit=True)
+        await c.quiesce()
+        assert c.describe("tx").state is TxnState.COMPLETE_COMMIT
+        assert await markers(logs, T0) == await markers(logs, T1) == [(True, 5)]
+        assert [(node, e.partitions, e.coordinator_epoch) for node, e in leader.sent] == [(2, (T1,), 5)]
+        await c.on_resigned(SHARD)
+        assert c.describe("tx") is None
+        await expect(ErrorCode.not_coordinator, c.end_txn("tx", p.producer_id, p.epoch, commit=True))
+    finally:
+        await c.stop()
+
+
+async def test_the_next_coordinator_completes_a_commit_its_predecessor_prepared(logs) -> None:  # type: ignore[no-untyped-def]
+    blocks = Blocks()
+    first = coordinator(logs, 1, Leader(logs, fail=True), blocks)  # broker 2 unreachable from 1
+    await first.start()
+    await first.on_elected(SHARD, 5)
+    await first.shards.wait_loaded(SHARD.partition)
+    p = await first.init_producer_id("tx", 60000)
+    await first.add_partitions("tx", p.producer_id, p.epoch, [T0, T1])
+    await produce(logs, T1, p.producer_id, p.epoch)
+    await first.end_txn("tx", p.producer_id, p.epoch, commit=True)
+    assert first.describe("tx").state is TxnState.PREPARE_COMMIT
+    await first.on_resigned(SHARD)  # it loses the shard with T1's marker still unwritten
+    await first.stop()
+    assert logs.get_log(T1).last_stable_offset == 0
+    second = coordinator(logs, 2, Leader(logs), blocks)
+    await second.start()
+    try:
+        await second.on_elected(SHARD, 6)
+        await second.shards.wait_loaded(SHARD.partition)
+        await second.quiesce()
+        assert second.describe("tx").state is TxnState.COMPLETE_COMMIT
+        assert (await markers(logs, T1))[-1] == (True, 6)
+        assert logs.get_log(T1).last_stable_offset == logs.get_log(T1).high_watermark == 2
+        fresh = await second.init_producer_id("tx", 60000)
+        assert (fresh.producer_id, fresh.epoch) == (p.producer_id, p.epoch + 1)
+    finally:
+        await second.stop()
+
+
+async def test_a_shard_still_loading_answers_load_in_progress(logs) -> None:  # type: ignore[no-untyped-def]
+    c = coordinator(logs, 1, Leader(logs), Blocks())
+    await c.start()
+    try:
+        await c.on_elected(SHARD, 1)
+        await expect(ErrorCode.coordinator_load_in_progress, c.init_producer_id("tx", 60000))
+        await c.shards.wait_loaded(SHARD.partition)
+        await c.init_producer_id("tx", 60000)
+    finally:
+        await c.stop()

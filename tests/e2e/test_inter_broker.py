@@ -1,0 +1,50 @@
+"""The inter-broker client (broker/inter_broker.py) against a real broker process: a transaction
+coordinator's WriteTxnMarkers reaches the partition's leader and ends the open transaction there,
+as the coordinator of another broker sends it in cluster mode."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from broker.inter_broker import InterBrokerClient, TxnMarkerChannel
+from coordinator.transaction.txn_markers import TxnMarkerEntry
+from protocol.api_keys import ApiKey
+from protocol.build import build
+from protocol.codec import request_schema
+from protocol.errors import ErrorCode
+from storage.api import BrokerEndpoint, TopicPartition
+
+from ..coordinator.cluster_view import StaticClusterView
+from .txn_clients import create_topics, last_stable_offsets, txn_producer
+
+pytestmark = pytest.mark.e2e
+SETTINGS = {"transaction.state.log.num.partitions": "2", "offsets.topic.num.partitions": "2"}
+
+
+async def test_markers_sent_to_the_leader_end_its_open_transaction(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(SETTINGS)
+    create_topics(broker.bootstrap, ["t"], 1)
+    producer = txn_producer(broker.bootstrap, "tx")
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce("t", value=b"%d" % i)
+    producer.flush(30)
+    view = StaticClusterView(9)
+    view.brokers = [BrokerEndpoint(1, "127.0.0.1", broker.port)]
+    client = InterBrokerClient(view, client_id="eosbroker-9", request_timeout_ms=30000)
+    try:
+        described = await client.send(1, build(request_schema(ApiKey.DESCRIBE_TRANSACTIONS, 0),
+                                               {"transactional_ids": ["tx"]}))
+        [state] = described.transaction_states
+        assert state.transaction_state == "Ongoing"
+        entry = TxnMarkerEntry(producer_id=state.producer_id, producer_epoch=state.producer_epoch,
+                               coordinator_epoch=0, commit=False, partitions=(TopicPartition("t", 0),))
+        channel = TxnMarkerChannel(client)
+        results = await asyncio.gather(*(channel.write_txn_markers(1, entry) for _ in range(3)))  # pipelined
+        assert results == [{TopicPartition("t", 0): ErrorCode.none}] * 3
+    finally:
+        await client.close()
+    assert last_stable_offsets(broker.bootstrap, "t", 1) == {0: 5}  # 2 records and the 3 markers
+    producer.abort_transaction(30)
