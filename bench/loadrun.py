@@ -12,21 +12,27 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from bench.servers import REPO_DIR, Running
+
+if TYPE_CHECKING:
+    from bench.cluster import ClusterRunning
 
 RSS_SAMPLE_S = 0.1
 
 
 @dataclass(slots=True)
 class RssSampler:
-    """Samples a process's RSS from a thread until stopped; keeps the peak."""
+    """Samples RSS (of a broker, or of a cluster's brokers and database) from a thread until
+    stopped; keeps the peak."""
 
-    proc: psutil.Process
+    rss_mb: Callable[[], float]
     peak_mb: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -38,7 +44,7 @@ class RssSampler:
     def _loop(self) -> None:
         while True:
             try:
-                self.peak_mb = max(self.peak_mb, self.proc.memory_info().rss / 2**20)
+                self.peak_mb = max(self.peak_mb, self.rss_mb())
             except psutil.Error:
                 return
             if self._stop.wait(RSS_SAMPLE_S):
@@ -55,7 +61,7 @@ class LoadFailed(RuntimeError):
     pass
 
 
-def run_load(load: str, params: dict, broker: Running, log_path: Path, timeout: float) -> dict:
+def run_load(load: str, params: dict, broker: Running | ClusterRunning, log_path: Path, timeout: float) -> dict:
     """Run `python -m bench.load LOAD`; return its RESULT plus the broker's CPU and peak RSS."""
     argv = [sys.executable, "-m", "bench.load", load, "--bootstrap", broker.bootstrap,
             "--params", json.dumps(params)]
@@ -75,13 +81,13 @@ def run_load(load: str, params: dict, broker: Running, log_path: Path, timeout: 
     return result
 
 
-def _follow(proc: subprocess.Popen, broker: Running) -> dict | None:
+def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning) -> dict | None:
     sampler, cpu0, wall0, result = None, 0.0, 0.0, None
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("MARK start"):
             cpu0, wall0 = broker.cpu_s(), time.perf_counter()
-            sampler = RssSampler(broker.process())
+            sampler = RssSampler(broker.rss_mb)
             sampler.start()
         elif line.startswith("PROGRESS "):
             print(f"[{time.strftime('%H:%M:%S')}]     {line.removeprefix('PROGRESS ').strip()}",

@@ -91,6 +91,13 @@ CASES = (
          metrics={"join s": LOWER, "leave s": LOWER}),
 )
 
+# Cluster mode (--cluster): these cases against the local-disk broker, one broker over PostgreSQL
+# and three brokers over the same PostgreSQL; failover only where there is a successor.
+CLUSTER_CASE_KEYS = ("w1-p6", "w2-100ms", "w5-8")
+FAILOVER = Case(key="w8-failover", title="8 failover: kill -9 of a leader to the first ack (3 brokers)",
+                load="failover", params=lambda s, t: {"topic": t, "partitions": 3, "rate": 100},
+                metrics={"failover s": LOWER})
+
 # Workload 7 is measured by the harness around the others, not by a load process.
 W7_KEY = "w7"
 W7_TITLE = "7 start-up and resident memory"
@@ -103,4 +110,5 @@ WARMUP = Case(key="warmup", title="warm-up (not reported)", load="produce",
 def metric_directions() -> dict[tuple[str, str], str]:
     table = {(case.key, name): way for case in CASES for name, way in case.metrics.items()}
     table.update({(W7_KEY, name): way for name, way in W7_METRICS.items()})
+    table.update({(FAILOVER.key, name): way for name, way in FAILOVER.metrics.items()})
     return table

@@ -46,6 +46,9 @@ def cpu_note(client: dict | None, main_thread: dict | None, broker: dict | None)
     return ""
 
 
+CLUSTER3 = "eosbroker-pg3"
+
+
 def summarize(entries: list[dict], brokers: list[str]) -> list[dict]:
     rows = []
     for (case, metric), way in metric_directions().items():
@@ -74,6 +77,8 @@ def summarize(entries: list[dict], brokers: list[str]) -> list[dict]:
 def compared(brokers: list[str]) -> tuple[str, str]:
     """The pair the ratio compares: eosbroker over Kafka, or the first broker over the second
     (eosbroker with metrics on over off)."""
+    if CLUSTER3 in brokers and OURS in brokers:  # --cluster: three brokers over PostgreSQL / local disk
+        return CLUSTER3, OURS
     if set(brokers) == {OURS, THEIRS} or len(brokers) != 2:
         return OURS, THEIRS
     return brokers[0], brokers[1]

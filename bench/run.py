@@ -20,12 +20,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import report
+from bench.cluster import ClusterRunning, pids, start_cluster
 from bench.loadrun import LoadFailed, run_load
-from bench.plan import CASES, SIZES, W7_KEY, WARMUP, Case, Size
+from bench.plan import CASES, CLUSTER_CASE_KEYS, FAILOVER, SIZES, W7_KEY, WARMUP, Case, Size
 from bench.profile import summarize as summarize_profile
 from bench.servers import BENCH_DIR, Running, Scraper, kafka_version, machine, start_eosbroker, start_kafka
 
 BROKERS = ("eosbroker", "kafka")
+# --cluster: the local-disk broker, one broker over PostgreSQL, three brokers over one PostgreSQL.
+CLUSTER_BROKERS = {"eosbroker": 0, "eosbroker-pg1": 1, "eosbroker-pg3": 3}
 # --metrics-on-off: eosbroker with its Prometheus endpoint on, beside eosbroker with it off.
 METRICS_ON, METRICS_OFF = "eosbroker+metrics", "eosbroker"
 SCRAPE_INTERVAL_S = 5.0
@@ -46,6 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true",
                    help="run eosbroker under py-spy and write its top frames (figures then "
                         "include the profiler's overhead)")
+    p.add_argument("--cluster", action="store_true",
+                   help="cluster mode: " + ", ".join(CLUSTER_BROKERS) + f" on {', '.join(CLUSTER_CASE_KEYS)} "
+                   f"(or --cases) and {FAILOVER.key} with three brokers, instead of Kafka")
     p.add_argument("--render", type=Path, metavar="RESULTS_JSON",
                    help="only write the table and chart again from an earlier results.json")
     p.add_argument("--profile-native", action="store_true",
@@ -70,7 +76,10 @@ def select_cases(spec: str | None) -> tuple[Case, ...]:
     return tuple(c for c in CASES if c.key in wanted)
 
 
-def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path, rnd: int) -> Running:
+def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
+          rnd: int) -> Running | ClusterRunning:
+    if CLUSTER_BROKERS.get(name):
+        return start_cluster(workdir, CLUSTER_BROKERS[name], name)
     if name == "kafka":
         return start_kafka(workdir, heap=args.kafka_heap)
     profiled = args.profile or args.profile_native
@@ -79,15 +88,17 @@ def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path, rnd: i
                            metrics=name == METRICS_ON, name=name)
 
 
-def run_case(case: Case, broker: Running, size: Size, rnd: int, logs: Path,
+def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int, logs: Path,
              timeout: float) -> dict:
     # The machine may be shared: keep its load next to each figure.
     entry: dict = {"round": rnd, "broker": broker.name, "case": case.key,
                    "loadavg_1m": os.getloadavg()[0]}
     t0 = time.perf_counter()
+    params = case.params(size, f"{case.key}-r{rnd}")
+    if case.load == "failover":
+        params["pids"] = pids(broker)
     try:
-        result = run_load(case.load, case.params(size, f"{case.key}-r{rnd}"), broker,
-                          logs / f"{broker.name}-r{rnd}-{case.key}.log", timeout)
+        result = run_load(case.load, params, broker, logs / f"{broker.name}-r{rnd}-{case.key}.log", timeout)
     except LoadFailed as exc:
         entry["error"] = str(exc)
         progress(f"  {case.key:<11} FAILED after {time.perf_counter() - t0:.1f} s "
@@ -120,7 +131,9 @@ def broker_round(name: str, rnd: int, size: Size, cases: tuple[Case, ...],
             return measure(broker, rnd, size, cases, args, logs)
         finally:
             broker.stop()
-            shutil.copy(broker.log_path, logs / f"{name}-r{rnd}-broker.log")
+            for path in ([b.log_path for b in broker.brokers.values()] if isinstance(broker, ClusterRunning)
+                         else [broker.log_path]):
+                shutil.copy(path, logs / f"{name}-r{rnd}-{path.stem}.log")
             profiled = logs / f"{name}-r{rnd}-pyspy.txt"
             if profiled.exists():
                 top = summarize_profile(profiled, logs.parent / f"profile-{name}-r{rnd}.txt")
@@ -129,7 +142,7 @@ def broker_round(name: str, rnd: int, size: Size, cases: tuple[Case, ...],
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def measure(broker: Running, rnd: int, size: Size, cases: tuple[Case, ...],
+def measure(broker: Running | ClusterRunning, rnd: int, size: Size, cases: tuple[Case, ...],
             args: argparse.Namespace, logs: Path) -> list[dict]:
     timeout = LOAD_TIMEOUT_S[args.size]
     progress(f"  {broker.name} answered after {broker.startup_s:.2f} s")
@@ -140,7 +153,11 @@ def measure(broker: Running, rnd: int, size: Size, cases: tuple[Case, ...],
     entries = [w7] + ([warm] if "error" in warm else [])
     with Scraper(broker.metrics_port, SCRAPE_INTERVAL_S):
         for case in cases:
+            if case.load == "failover" and not (isinstance(broker, ClusterRunning) and len(broker.brokers) > 1):
+                continue  # no successor to fail over to
             entries.append(run_case(case, broker, size, rnd, logs, timeout))
+            if isinstance(broker, ClusterRunning):
+                broker.revive()  # after failover: the next case runs on the whole cluster again
     under_w1 = [e["broker_rss_peak_mb"] for e in entries
                 if e["case"].startswith("w1-") and "broker_rss_peak_mb" in e]
     if under_w1:
@@ -162,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     brokers = (args.only,) if args.only else BROKERS
     if args.metrics_on_off:
         brokers = (METRICS_ON, METRICS_OFF)  # the report's ratio is the first over the second
-    cases = select_cases(args.cases)
+    cases = select_cases(args.cases or (",".join(CLUSTER_CASE_KEYS) if args.cluster else None))
+    if args.cluster:
+        brokers = tuple(CLUSTER_BROKERS)
+        cases = (*cases, FAILOVER)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = args.out / f"{stamp}-{args.size}"
     logs = run_dir / "logs"

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from bench.load import ctp, e2e_latency, produce, read_committed, rebalance, txn_latency, txn_produce
+from bench.load import ctp, e2e_latency, failover, produce, read_committed, rebalance, txn_latency, txn_produce
 
 WORKLOADS = {
     "produce": produce.run,
@@ -16,6 +16,7 @@ WORKLOADS = {
     "txn_latency": txn_latency.run,
     "e2e_latency": e2e_latency.run,
     "rebalance": rebalance.run,
+    "failover": failover.run,
 }
 
 
