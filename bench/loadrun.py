@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from bench.plan import CPU_PER_GB
 from bench.servers import REPO_DIR, Running
 
 if TYPE_CHECKING:
@@ -95,7 +96,11 @@ def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning) -> dict | 
         elif line.startswith("RESULT "):
             wall = time.perf_counter() - wall0
             result = json.loads(line.removeprefix("RESULT "))
-            result["broker_cores"] = (broker.cpu_s() - cpu0) / wall if wall > 0 else 0.0
+            broker_cpu = broker.cpu_s() - cpu0
+            result["broker_cores"] = broker_cpu / wall if wall > 0 else 0.0
+            moved = result.get("info", {}).get("bytes")
+            if moved:
+                result["metrics"][CPU_PER_GB] = broker_cpu / (moved / 1e9)
             result["broker_rss_peak_mb"] = sampler.stop() if sampler else 0.0
             sampler = None
     if sampler is not None:

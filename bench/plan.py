@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 HIGHER, LOWER = "higher", "lower"
+# The broker's CPU seconds per GB moved, from the load's byte count (its own cost, beside MB/s).
+CPU_PER_GB = "broker CPU s/GB"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,18 +26,19 @@ class Size:
     txns_each_of_8: int
     e2e_rate: int
     e2e_seconds: float
+    tool_records: int  # records of 1 KiB per run of Kafka's load tools (k cases)
 
 
 SIZES = {
     "tiny": Size(rounds=1, warmup_records=500, produce_records=2_000, txn_records=2_000,
                  read_committed_mb=2, ctp_records=2_000, txns_one=20, txns_each_of_8=5,
-                 e2e_rate=50, e2e_seconds=2),
+                 e2e_rate=50, e2e_seconds=2, tool_records=2_000),
     "small": Size(rounds=3, warmup_records=20_000, produce_records=200_000, txn_records=60_000,
                   read_committed_mb=128, ctp_records=20_000, txns_one=300, txns_each_of_8=60,
-                  e2e_rate=200, e2e_seconds=10),
+                  e2e_rate=200, e2e_seconds=10, tool_records=500_000),
     "full": Size(rounds=5, warmup_records=50_000, produce_records=300_000, txn_records=200_000,
                  read_committed_mb=1024, ctp_records=100_000, txns_one=1_000, txns_each_of_8=200,
-                 e2e_rate=500, e2e_seconds=30),
+                 e2e_rate=500, e2e_seconds=30, tool_records=2_000_000),
 }
 
 
@@ -90,6 +93,35 @@ CASES = (
          params=lambda s, t: {"topic": t, "protocol": "consumer"},
          metrics={"join s": LOWER, "leave s": LOWER}),
 )
+
+def _producer_perf(batch_size: int, linger_ms: int, transaction_ms: int = 0) -> Callable[[Size, str], dict]:
+    return lambda s, t: {"topic": t, "partitions": 1, "records": s.tool_records, "batch_size": batch_size,
+                         "linger_ms": linger_ms, "transaction_ms": transaction_ms}
+
+
+_PERF_PRODUCE = {"MB/s": HIGHER, "records/s": HIGHER, "p99 ms": LOWER, CPU_PER_GB: LOWER}
+_PERF_CONSUME = {"MB/s": HIGHER, "records/s": HIGHER, CPU_PER_GB: LOWER}
+# Kafka's own load tools (issue 15): a JVM drives the load, so no figure is set by a Python loop.
+KAFKA_TOOL_CASES = (
+    Case(key="k1-16k", title="k1 ProducerPerformance, idempotent acks=all, batch 16 KiB linger 5 ms",
+         load="producer_perf", params=_producer_perf(16384, 5), metrics=_PERF_PRODUCE),
+    Case(key="k1-64k", title="k1 ProducerPerformance, idempotent acks=all, batch 64 KiB linger 10 ms",
+         load="producer_perf", params=_producer_perf(65536, 10), metrics=_PERF_PRODUCE),
+    Case(key="k1-256k", title="k1 ProducerPerformance, idempotent acks=all, batch 256 KiB linger 10 ms",
+         load="producer_perf", params=_producer_perf(262144, 10), metrics=_PERF_PRODUCE),
+    Case(key="k2-txn", title="k2 ProducerPerformance, transactional, 100 ms transactions, batch 64 KiB",
+         load="producer_perf", params=_producer_perf(65536, 10, 100), metrics=_PERF_PRODUCE),
+    Case(key="k3-ru", title="k3 ConsumerPerformance, read_uncommitted", load="consumer_perf",
+         params=lambda s, t: {"topic": t, "partitions": 1, "records": s.tool_records,
+                              "isolation": "read_uncommitted"}, metrics=_PERF_CONSUME),
+    Case(key="k3-rc", title="k3 ConsumerPerformance, read_committed (transactional data)", load="consumer_perf",
+         params=lambda s, t: {"topic": t, "partitions": 1, "records": s.tool_records,
+                              "isolation": "read_committed"}, metrics=_PERF_CONSUME),
+    Case(key="k4-e2e", title="k4 EndToEndLatency, acks=all, one record at a time", load="java_e2e_latency",
+         params=lambda s, t: {"topic": t, "records": max(200, s.tool_records // 500)},
+         metrics={"p50 ms": LOWER, "p99 ms": LOWER}),
+)
+CASES = CASES + KAFKA_TOOL_CASES
 
 # Cluster mode (--cluster): these cases against the local-disk broker, one broker over PostgreSQL
 # and three brokers over the same PostgreSQL; failover only where there is a successor.

@@ -6,7 +6,17 @@ import argparse
 import json
 import sys
 
-from bench.load import ctp, e2e_latency, failover, produce, read_committed, rebalance, txn_latency, txn_produce
+from bench.load import (
+    ctp,
+    e2e_latency,
+    failover,
+    kafka_perf,
+    produce,
+    read_committed,
+    rebalance,
+    txn_latency,
+    txn_produce,
+)
 
 WORKLOADS = {
     "produce": produce.run,
@@ -17,6 +27,9 @@ WORKLOADS = {
     "e2e_latency": e2e_latency.run,
     "rebalance": rebalance.run,
     "failover": failover.run,
+    "producer_perf": kafka_perf.producer_perf,
+    "consumer_perf": kafka_perf.consumer_perf,
+    "java_e2e_latency": kafka_perf.end_to_end_latency,
 }
 
 

@@ -1,0 +1,140 @@
+"""Kafka's own load tools as load generators (issue 15): ProducerPerformance, ConsumerPerformance and
+EndToEndLatency from kafka-tools (tools/kafka-tools/, `make kafka-tools`), run in a JVM so that no
+figure is set by a Python client loop.
+
+Each prints its summary in Kafka's words; this wrapper parses it into a RESULT line. The client
+CPU is the JVM's (this wrapper only waits), from the children's rusage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import resource
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench.load.common import RECORD_BYTES, base_config, create_topics, fail, mark, mb_per_s, payload, report_progress
+from bench.servers import REPO_DIR
+
+TOOLS = REPO_DIR / "tools" / "kafka-tools"
+# "500000 records sent, 72864.1 records/sec (71.16 MB/sec), 340.1 ms avg latency, 720.0 ms max
+# latency, 330 ms 50th, 600 ms 95th, 700 ms 99th, 718 ms 99.9th."
+_PRODUCER = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                       r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th")
+_E2E_AVG = re.compile(r"Avg latency: ([\d.]+) ms")
+_E2E_PCT = re.compile(r"Percentiles: 50th = (\d+), 99th = (\d+), 99.9th = (\d+)")
+
+
+def _java(main: str, *args: str) -> tuple[str, float, float]:
+    """Run a tool's main class; its stdout, wall seconds and CPU seconds."""
+    if not list(TOOLS.glob("kafka-tools-*.jar")):
+        fail(f"Kafka's tools are not in {TOOLS}: run `make kafka-tools`")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(["java", "-Xmx512m", "-cp", f"{TOOLS}/*", main, *args], capture_output=True, text=True,
+                          timeout=3600)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        fail(f"{main} exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done.stdout, wall, cpu
+
+
+def _emit(metrics: dict[str, float], wall: float, cpu: float, **info: object) -> None:
+    print("RESULT " + json.dumps({"metrics": metrics, "wall_s": wall, "client_cpu_s": cpu,
+                                  "client_cores": cpu / wall if wall > 0 else 0.0,
+                                  "client_main_thread_cores": 0.0, "info": info}), flush=True)
+
+
+def producer_perf(bootstrap: str, params: dict) -> None:
+    """params: topic, partitions, records, batch_size, linger_ms, and transaction_ms (optional)."""
+    topic = params["topic"]
+    create_topics(bootstrap, {topic: params["partitions"]})
+    props = ["acks=all", "enable.idempotence=true", f"batch.size={params['batch_size']}",
+             f"linger.ms={params.get('linger_ms', 5)}", "max.in.flight.requests.per.connection=5"]
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(params["records"]),
+            "--record-size", str(RECORD_BYTES), "--throughput", "-1", "--command-property", *props]
+    if params.get("transaction_ms"):
+        args += ["--transaction-duration-ms", str(params["transaction_ms"])]
+    mark("start")
+    out, wall, cpu = _java("org.apache.kafka.tools.ProducerPerformance", *args)
+    # The last match is the run's summary; earlier ones are interval reports.
+    m = ([None, *_PRODUCER.finditer(out)])[-1]
+    if m is None:
+        fail(f"no summary in ProducerPerformance's output: {out[-800:]}")
+    sent = int(m[1])
+    _emit({"MB/s": float(m[3]) * 2**20 / 1e6, "records/s": float(m[2]), "p99 ms": float(m[8])}, wall, cpu,
+          bytes=sent * RECORD_BYTES, p50_ms=float(m[6]), avg_ms=float(m[4]))
+
+
+def _fill(bootstrap: str, topic: str, partitions: int, records: int, transactional: bool) -> None:
+    """Write the records a consume case reads (untimed), with confluent-kafka."""
+    from confluent_kafka import Producer
+
+    create_topics(bootstrap, {topic: partitions})
+    extra: dict[str, object] = {"linger.ms": 20, "batch.size": 1 << 20, "enable.idempotence": True}
+    if transactional:
+        extra["transactional.id"] = f"{topic}-fill"
+    producer = Producer(base_config(bootstrap, **extra))
+    value = payload()
+    if transactional:
+        producer.init_transactions(30)
+    for start in range(0, records, 5000):
+        if transactional:
+            producer.begin_transaction()
+        for i in range(start, min(records, start + 5000)):
+            producer.produce(topic, value, partition=i % partitions)
+            if i % 1000 == 0:
+                producer.poll(0)
+        if transactional:
+            producer.commit_transaction(60)
+    if producer.flush(120) != 0:
+        fail("fill: records left unacknowledged")
+    report_progress(f"filled {topic} with {records} records")
+
+
+def consumer_perf(bootstrap: str, params: dict) -> None:
+    """params: topic, partitions, records, isolation (read_committed | read_uncommitted)."""
+    topic, records = params["topic"], params["records"]
+    committed = params.get("isolation") == "read_committed"
+    _fill(bootstrap, topic, params["partitions"], records, transactional=committed)
+    with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
+        f.write(f"isolation.level={params.get('isolation', 'read_uncommitted')}\nauto.offset.reset=earliest\n")
+        config = f.name
+    mark("start")
+    try:
+        out, wall, cpu = _java("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bootstrap,
+                               "--topic", topic, "--num-records", str(records), "--command-config", config,
+                               "--timeout", "60000", "--hide-header")
+    finally:
+        Path(config).unlink(missing_ok=True)
+    # start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
+    # rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+    fields = [f.strip() for f in out.strip().splitlines()[-1].split(",")]
+    try:
+        consumed, fetch_ms = int(fields[4]), float(fields[7])
+    except (IndexError, ValueError):
+        fail(f"cannot read ConsumerPerformance's output: {out[-800:]}")
+    if consumed < records:
+        fail(f"ConsumerPerformance read {consumed} of {records} records")
+    seconds = fetch_ms / 1000
+    _emit({"MB/s": mb_per_s(consumed, seconds), "records/s": consumed / seconds}, wall, cpu,
+          bytes=consumed * RECORD_BYTES)
+
+
+def end_to_end_latency(bootstrap: str, params: dict) -> None:
+    """params: topic, records. Kafka's EndToEndLatency: one record at a time, acks=all."""
+    topic = params["topic"]
+    create_topics(bootstrap, {topic: 1})
+    mark("start")
+    out, wall, cpu = _java("org.apache.kafka.tools.EndToEndLatency", bootstrap, topic, str(params["records"]),
+                           "all", str(RECORD_BYTES))
+    avg, pct = _E2E_AVG.search(out), _E2E_PCT.search(out)
+    if avg is None or pct is None:
+        fail(f"cannot read EndToEndLatency's output: {out[-800:]}")
+    _emit({"p50 ms": float(pct[1]), "p99 ms": float(pct[2])}, wall, cpu, records=params["records"],
+          avg_ms=float(avg[1]), p999_ms=float(pct[3]))
