@@ -126,7 +126,7 @@ CASES = CASES + KAFKA_TOOL_CASES
 # Cluster mode (--cluster): these cases against the local-disk broker, one broker over PostgreSQL
 # and three brokers over the same PostgreSQL; failover only where there is a successor.
 CLUSTER_CASE_KEYS = ("w1-p6", "w2-100ms", "w5-8")
-FAILOVER = Case(key="w8-failover", title="8 failover: kill -9 of a leader to the first ack (3 brokers)",
+FAILOVER = Case(key="c1-failover", title="c1 failover: kill -9 of a leader to the first ack (3 brokers)",
                 load="failover", params=lambda s, t: {"topic": t, "partitions": 3, "rate": 100},
                 metrics={"failover s": LOWER})
 
