@@ -30,7 +30,7 @@ from ..api import LeadershipListener, LogSource, OpenTransaction, PartitionLog, 
 from ..log_config import LogConfig, check_topic_configs, effective_topic_defaults
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
-from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
+from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BATCHES, PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
 from .partition_store import PartitionStore
 from .pool import Pool
 from .topic_store import TopicStore
@@ -52,6 +52,7 @@ class PgLogSource:
         *,
         refresh_interval_ms: int = DEFAULT_REFRESH_INTERVAL_MS,
         snapshot_interval_bytes: int = PRODUCER_SNAPSHOT_INTERVAL_BYTES,
+        snapshot_interval_batches: int = PRODUCER_SNAPSHOT_INTERVAL_BATCHES,
         commit_concurrency: int = 2,
     ) -> None:
         self.pool = pool
@@ -64,7 +65,7 @@ class PgLogSource:
         self._topics: dict[str, TopicMetadata] = {}
         self.logs: dict[TopicPartition, PgPartitionLog] = {}
         self._refresh_interval_ms = refresh_interval_ms
-        self._snapshot_interval = snapshot_interval_bytes
+        self._snapshot_interval = (snapshot_interval_bytes, snapshot_interval_batches)
         self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._refresher: asyncio.Task[None] | None = None
@@ -128,7 +129,8 @@ class PgLogSource:
             tp, PartitionStore(self.pool, meta.topic_id, tp.partition), self.committer, node_id=self.node_id,
             leader_epoch=leader_epoch, config=self.log_config(meta),
             producer_id_expiration_ms=self.producer_id_expiration_ms,
-            snapshot_interval_bytes=self._snapshot_interval, on_fenced=self._log_fenced)
+            snapshot_interval_bytes=self._snapshot_interval[0], snapshot_interval_batches=self._snapshot_interval[1],
+            on_fenced=self._log_fenced)
 
     async def close_partition(self, tp: TopicPartition) -> None:
         """Stop serving tp (resigned, or the lease lapsed); idempotent."""

@@ -144,6 +144,15 @@ async def test_snapshots_are_stored_and_bound_the_replay(source_factory: SourceF
     assert (await successor.append(batch(1, pid=3, epoch=0, seq=4))).duplicate
 
 
+async def test_snapshots_follow_the_number_of_batches_too(source_factory: SourceFactory, db) -> None:
+    source = await source_factory(1, snapshot_interval_batches=3)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    for seq in range(7):
+        await plog.append(batch(1, pid=3, epoch=0, seq=seq))
+    assert await db.fetchval("SELECT array_agg(end_offset) FROM producer_snapshots") == [6]
+
+
 async def test_delete_records_and_retention_delete_rows(plog, db) -> None:
     for i in range(5):
         await plog.append(batch(2, ts=1000 * (i + 1)))  # batches at 0, 2, 4, 6, 8
