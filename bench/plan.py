@@ -12,6 +12,7 @@ from dataclasses import dataclass
 HIGHER, LOWER = "higher", "lower"
 # The broker's CPU seconds per GB moved, from the load's byte count (its own cost, beside MB/s).
 CPU_PER_GB = "broker CPU s/GB"
+PEAK_RSS = "broker peak RSS MB"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,6 +124,20 @@ KAFKA_TOOL_CASES = (
 )
 CASES = CASES + KAFKA_TOOL_CASES
 
+# Scale (issue 15; --scale, not in the default set: each takes minutes at full size).
+SCALE_CASES = (
+    Case(key="s1-1000p", title="s1 20 producers (4 processes) over 1,000 partitions, idempotent acks=all",
+         load="many_producers", params=lambda s, t: {"topic": t, "partitions": 1000, "producers": 20,
+                                                     "processes": 4, "records": s.tool_records},
+         metrics={"MB/s": HIGHER, "p99 ms": LOWER, CPU_PER_GB: LOWER}),
+    Case(key="s2-group50", title="s2 a group of 50 members over 1,000 partitions, to a stable assignment",
+         load="big_group", params=lambda s, t: {"topic": t, "partitions": 1000, "members": 50},
+         metrics={"settle s": LOWER}),
+    Case(key="s3-conn2000", title="s3 2,000 connections, ApiVersions from each every 2 s", load="connections",
+         params=lambda s, t: {"connections": 2000, "interval_s": 2.0, "seconds": max(10.0, s.e2e_seconds * 2)},
+         metrics={"p99 ms": LOWER, "requests/s": HIGHER, PEAK_RSS: LOWER}),
+)
+
 # Cluster mode (--cluster): these cases against the local-disk broker, one broker over PostgreSQL
 # and three brokers over the same PostgreSQL; failover only where there is a successor.
 CLUSTER_CASE_KEYS = ("w1-p6", "w2-100ms", "w5-8")
@@ -143,4 +158,5 @@ def metric_directions() -> dict[tuple[str, str], str]:
     table = {(case.key, name): way for case in CASES for name, way in case.metrics.items()}
     table.update({(W7_KEY, name): way for name, way in W7_METRICS.items()})
     table.update({(FAILOVER.key, name): way for name, way in FAILOVER.metrics.items()})
+    table.update({(c.key, name): way for c in SCALE_CASES for name, way in c.metrics.items()})
     return table

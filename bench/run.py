@@ -22,7 +22,7 @@ from pathlib import Path
 from bench import report
 from bench.cluster import ClusterRunning, pids, start_cluster
 from bench.loadrun import LoadFailed, run_load
-from bench.plan import CASES, CLUSTER_CASE_KEYS, FAILOVER, SIZES, W7_KEY, WARMUP, Case, Size
+from bench.plan import CASES, CLUSTER_CASE_KEYS, FAILOVER, PEAK_RSS, SCALE_CASES, SIZES, W7_KEY, WARMUP, Case, Size
 from bench.profile import summarize as summarize_profile
 from bench.servers import BENCH_DIR, Running, Scraper, kafka_version, machine, start_eosbroker, start_kafka
 
@@ -52,6 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cluster", action="store_true",
                    help="cluster mode: " + ", ".join(CLUSTER_BROKERS) + f" on {', '.join(CLUSTER_CASE_KEYS)} "
                    f"(or --cases) and {FAILOVER.key} with three brokers, instead of Kafka")
+    p.add_argument("--scale", action="store_true",
+                   help="add the scale cases: " + ", ".join(c.key for c in SCALE_CASES))
     p.add_argument("--render", type=Path, metavar="RESULTS_JSON",
                    help="only write the table and chart again from an earlier results.json")
     p.add_argument("--profile-native", action="store_true",
@@ -66,14 +68,15 @@ def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def select_cases(spec: str | None) -> tuple[Case, ...]:
+def select_cases(spec: str | None, scale: bool = False) -> tuple[Case, ...]:
+    known = CASES + SCALE_CASES
     if not spec:
-        return CASES
+        return CASES + (SCALE_CASES if scale else ())
     wanted = set(spec.split(","))
-    unknown = wanted - {c.key for c in CASES}
+    unknown = wanted - {c.key for c in known}
     if unknown:
         raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}")
-    return tuple(c for c in CASES if c.key in wanted)
+    return tuple(c for c in known if c.key in wanted)
 
 
 def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
@@ -106,6 +109,8 @@ def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int,
         return entry
     entry.update({k: result[k] for k in ("metrics", "wall_s", "client_cores", "broker_cores",
                                           "broker_rss_peak_mb", "client_main_thread_cores", "info")})
+    if PEAK_RSS in case.metrics:
+        entry["metrics"][PEAK_RSS] = result["broker_rss_peak_mb"]
     shown = ", ".join(f"{v:,.1f} {k}" for k, v in result["metrics"].items())
     progress(f"  {case.key:<11} {shown}  (client {result['client_cores']:.2f} cores, "
              f"broker {result['broker_cores']:.2f} cores, {result['wall_s']:.1f} s)")
@@ -179,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     brokers = (args.only,) if args.only else BROKERS
     if args.metrics_on_off:
         brokers = (METRICS_ON, METRICS_OFF)  # the report's ratio is the first over the second
-    cases = select_cases(args.cases or (",".join(CLUSTER_CASE_KEYS) if args.cluster else None))
+    cases = select_cases(args.cases or (",".join(CLUSTER_CASE_KEYS) if args.cluster else None), args.scale)
     if args.cluster:
         brokers = tuple(CLUSTER_BROKERS)
         cases = (*cases, FAILOVER)

@@ -14,6 +14,7 @@ from bench.load import (
     produce,
     read_committed,
     rebalance,
+    scale,
     txn_latency,
     txn_produce,
 )
@@ -30,6 +31,9 @@ WORKLOADS = {
     "producer_perf": kafka_perf.producer_perf,
     "consumer_perf": kafka_perf.consumer_perf,
     "java_e2e_latency": kafka_perf.end_to_end_latency,
+    "many_producers": scale.many_producers,
+    "big_group": scale.big_group,
+    "connections": scale.connections,
 }
 
 
