@@ -25,7 +25,7 @@ __all__ = ("DEFAULT_CONFIG", "DYNAMIC_TOPIC_CONFIG", "STATIC_BROKER_CONFIG", "br
 # Kafka's ConfigSource ids (DescribeConfigs v1+)
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # Kafka's ConfigEntry.ConfigType ids (DescribeConfigs v3+), by our Spec kinds
-_CONFIG_TYPES: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6}
+_CONFIG_TYPES: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "PASSWORD": 9}
 
 # DynamicBrokerConfig.brokerConfigSynonyms, for the properties eosbroker has.
 SYNONYM_GROUPS: Final = (("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -66,8 +66,15 @@ def _default_values() -> dict[str, str | None]:
             for key, name in PROPERTY_FIELDS.items()}
 
 
+def _sensitive(key: str) -> bool:
+    spec = BrokerConfig.__dataclass_fields__[PROPERTY_FIELDS[key]].metadata.get("kafka")
+    return spec is not None and spec.kind == "PASSWORD"
+
+
 def _static_values(config: BrokerConfig) -> dict[str, str | None]:
-    out = {key: render(getattr(config, PROPERTY_FIELDS[key])) for key in config.static_keys}
+    # A password's value is never described (Kafka answers null and is_sensitive).
+    out = {key: None if _sensitive(key) else render(getattr(config, PROPERTY_FIELDS[key]))
+           for key in config.static_keys}
     if "listeners" in out and config.listeners is None:  # set by --host/--port
         out["listeners"] = ",".join(f"{li.name}://{li.host}:{li.port}" for li in config.client_listeners)
     if "advertised.listeners" in out and config.advertised_listeners is None:
@@ -94,7 +101,7 @@ def broker_config_entries(config: BrokerConfig, include_synonyms: bool) -> list[
         spec = BrokerConfig.__dataclass_fields__[field].metadata.get("kafka")
         out.append({"name": key, "value": static[key] if key in static else defaults[key], "read_only": True,
                     "config_source": synonyms[0]["source"] if synonyms else DEFAULT_CONFIG,
-                    "is_sensitive": False, "synonyms": synonyms if include_synonyms else [],
+                    "is_sensitive": _sensitive(key), "synonyms": synonyms if include_synonyms else [],
                     "config_type": _CONFIG_TYPES.get(spec.kind if spec else "STRING", 2)})
     return out
 

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .listeners import PORT_MAX, EndPoint, Listener, ListenerError, advertised_endpoints, client_endpoints
+from .listeners import PORT_MAX, Listener, ListenerError, resolve_listeners
 
 __all__ = ("BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "Spec", "build_config", "load_properties",
            "parse_sets")
 
-INT, LONG, BOOLEAN, STRING, DOUBLE = "INT", "LONG", "BOOLEAN", "STRING", "DOUBLE"
+INT, LONG, BOOLEAN, STRING, DOUBLE, PASSWORD = "INT", "LONG", "BOOLEAN", "STRING", "DOUBLE", "PASSWORD"
 _BOUNDS: Final = {INT: (-(1 << 31), (1 << 31) - 1), LONG: (-(1 << 63), (1 << 63) - 1)}
 _INTEGER: Final = re.compile(r"^[+-]?[0-9]+$")
 _HOUR_MS: Final = 3_600_000
@@ -51,7 +50,7 @@ class Spec:
             return value.lower() == "true"
         if self.kind == DOUBLE:
             return self._parse_double(key, raw, value)
-        if self.kind == STRING:
+        if self.kind in (STRING, PASSWORD):
             if self.choices and value not in self.choices:
                 raise _invalid(key, raw, f"String must be one of: {', '.join(self.choices)}")
             return value
@@ -195,6 +194,28 @@ class BrokerConfig:
     authorizer_class_name: str = prop("", STRING, choices=("", *AUTHORIZER_CLASS_NAMES))
     super_users: str = prop("", STRING)
     allow_everyone_if_no_acl_found: bool = prop(False, BOOLEAN)
+    # Security (broker/security/), Kafka's names and defaults. Kafka's default keystore type is
+    # JKS, which only Java reads: a listener that needs one says so at start-up. Each of these may
+    # be set for one listener as listener.name.<listener>.<key>, which wins (listener_overrides).
+    ssl_keystore_type: str = prop("JKS", STRING)
+    ssl_keystore_location: str | None = prop(None, STRING)
+    ssl_keystore_password: str | None = prop(None, PASSWORD)
+    ssl_key_password: str | None = prop(None, PASSWORD)
+    ssl_keystore_certificate_chain: str | None = prop(None, PASSWORD)
+    ssl_keystore_key: str | None = prop(None, PASSWORD)
+    ssl_truststore_type: str = prop("JKS", STRING)
+    ssl_truststore_location: str | None = prop(None, STRING)
+    ssl_truststore_password: str | None = prop(None, PASSWORD)
+    ssl_truststore_certificates: str | None = prop(None, PASSWORD)
+    ssl_client_auth: str = prop("none", STRING, choices=("required", "requested", "none"))
+    ssl_enabled_protocols: str = prop("TLSv1.2,TLSv1.3", STRING)
+    ssl_principal_mapping_rules: str = prop("DEFAULT", STRING)
+    sasl_enabled_mechanisms: str = prop("GSSAPI", STRING)
+    sasl_jaas_config: str | None = prop(None, PASSWORD)
+    sasl_server_max_receive_size: int = prop(524288, INT)
+    connections_max_reauth_ms: int = prop(0, LONG)
+    # listener.name.<listener>.<key> values as given (broker/security/settings.py reads them).
+    listener_overrides: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, str] = field(default_factory=dict)
     # The properties given in server.properties or with --set (listeners and advertised.listeners
     # also when --host/--port or --advertised-* set them): DescribeConfigs names these
@@ -242,7 +263,8 @@ class BrokerConfig:
         return dataclasses.replace(self, port=listeners[0].port, listener_endpoints=listeners)
 
 
-_NOT_PROPERTIES: Final = frozenset({"host", "port", "advertised_host", "advertised_port", "listener_endpoints", "extra",
+_NOT_PROPERTIES: Final = frozenset({"host", "port", "advertised_host", "advertised_port", "listener_endpoints",
+                                    "listener_overrides", "extra",
                                     "static_keys"})
 # Kafka property name -> BrokerConfig field, for every field settable from properties.
 PROPERTY_FIELDS: Mapping[str, str] = {
@@ -273,7 +295,9 @@ IGNORED_PROPERTIES = frozenset({
     "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "min.insync.replicas", "num.recovery.threads.per.data.dir", "broker.id",
+    "sasl.mechanism.inter.broker.protocol", "security.inter.broker.protocol",
 })
+LISTENER_PREFIX: Final = "listener.name."
 _ALIASES = {"log.dir": "log.dirs", "broker.id": "node.id"}
 # key, then "=", ":" or whitespace, then the value (a key alone has an empty value, as in Java)
 _PROPERTY_LINE: Final = re.compile(r"^([^=:\s]+)(?:\s*[=:\s]\s*(.*))?$")
@@ -330,7 +354,8 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _resolve_log_dirs(values)
         _resolve_times(values, props)
         _check_assignors(values)
-        _resolve_listeners(values, props, overrides)
+        values.update(resolve_listeners(values.get("listeners"), values.get("advertised_listeners"), props,
+                                        overrides, default=(_default("host"), _default("port"))))
         _check_super_users(values.get("super_users", ""))
     except ListenerError as exc:
         raise ConfigError(str(exc)) from None
@@ -356,6 +381,9 @@ def _typed_values(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
             continue  # Kafka: log.dirs wins over log.dir
         key = _ALIASES.get(key, key)
         if key in IGNORED_PROPERTIES:
+            continue
+        if key.startswith(LISTENER_PREFIX):
+            values.setdefault("listener_overrides", {})[key] = raw.strip()
             continue
         name = PROPERTY_FIELDS.get(key)
         if name is None:
@@ -418,50 +446,3 @@ def _check_assignors(values: dict[str, Any]) -> None:
                           "be loaded)")
     values["group_consumer_assignors"] = ",".join(names)
 
-
-def _check_port(flag: str, port: int, low: int) -> int:
-    if not low <= port <= PORT_MAX:
-        raise ConfigError(f"Invalid value {port} for {flag}: a port must be between {low} and {PORT_MAX}")
-    return port
-
-
-def _resolve_listeners(values: dict[str, Any], props: Mapping[str, str], cli: Mapping[str, Any]) -> None:
-    """Every client listener with its bind and advertised address, from listeners /
-    advertised.listeners; the command-line flags, when given, override their part of the first.
-    Port 0 binds an ephemeral port."""
-    listeners = values.get("listeners")
-    found = (client_endpoints(listeners, props.get("listener.security.protocol.map"),
-                              props.get("controller.listener.names"))
-             if listeners else [(EndPoint("PLAINTEXT", _default("host"), _default("port")), "PLAINTEXT")])
-    advertised = values.get("advertised_listeners")
-    listed = advertised_endpoints(advertised, [e.name for e, _ in found]) if advertised else {}
-    (first, protocol), rest = found[0], found[1:]
-    host = cli["host"] if cli.get("host") is not None else first.host
-    port = _check_port("--port", cli["port"], 0) if cli.get("port") is not None else first.port
-    mine = listed.get(first.name)
-    adv_host = cli.get("advertised_host") or (mine.host if mine else None) or None
-    adv_port = cli.get("advertised_port")
-    if adv_port is not None:
-        _check_port("--advertised-port", adv_port, 1)
-    elif mine is not None:
-        adv_port = mine.port
-    if adv_host == "0.0.0.0":
-        raise ConfigError("--advertised-host cannot be the nonroutable meta-address 0.0.0.0; use a routable "
-                          "address")
-    if adv_host is None and host in _WILDCARDS:
-        adv_host = socket.getfqdn()  # as Kafka advertises a listener bound to every interface
-    values.update(host=host, port=port, advertised_host=adv_host, advertised_port=adv_port)
-    primary = Listener(name=first.name, security_protocol=protocol, host=host, port=port,
-                       advertised_host=adv_host or host, advertised_port=adv_port)
-    values["listener_endpoints"] = (primary, *(_listener(e, p, listed.get(e.name)) for e, p in rest))
-
-
-def _listener(endpoint: EndPoint, protocol: str, advertised: EndPoint | None) -> Listener:
-    adv_host = advertised.host if advertised is not None and advertised.host else None
-    if adv_host is None:
-        adv_host = socket.getfqdn() if endpoint.host in _WILDCARDS else endpoint.host
-    return Listener(name=endpoint.name, security_protocol=protocol, host=endpoint.host, port=endpoint.port,
-                    advertised_host=adv_host, advertised_port=advertised.port if advertised is not None else None)
-
-
-_WILDCARDS: Final = frozenset({"", "0.0.0.0", "::"})

@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import struct
+import time
 from collections import deque
 from time import perf_counter
-from typing import Final
+from typing import Any, Final
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
@@ -33,9 +35,12 @@ from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, sniff_foreig
 from .dispatch import describe, dispatch, supported
 from .handler import RequestContext
 from .handlers.api_versions import api_keys
-from .listeners import Listener
 from .memory_pool import MemoryPool
 from .principal import ANONYMOUS, Session
+from .security.listener_security import ListenerSecurity
+from .security.sasl import SaslAuthenticator, SaslState
+from .security.sasl_errors import AuthenticationFailed
+from .security.ssl_principal import NoMatchingRule, peer_principal
 from .state import BrokerState
 
 __all__ = ("KafkaConnection",)
@@ -43,14 +48,24 @@ __all__ = ("KafkaConnection",)
 log = logging.getLogger(__name__)
 MAX_QUEUED_FRAMES: Final = 16
 WRITE_HIGH_WATER: Final = 4 << 20
+_SIZE: Final = struct.Struct(">i")
+_API_KEY: Final = struct.Struct(">h")
 _SASL_KEYS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"
 
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(self, state: BrokerState, connections: set[KafkaConnection], memory_pool: MemoryPool,
-                 listener: Listener) -> None:
+                 security: ListenerSecurity) -> None:
         self.state = state
-        self.listener = listener
+        self.security = security
+        listener = security.listener
         self._connections = connections
         self._pool = memory_pool
         self._decoder = FrameDecoder(state.config.socket_request_max_bytes)
@@ -75,6 +90,12 @@ class KafkaConnection(asyncio.Protocol):
         self._last_active = self._loop.time()
         self._frame_started: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._sasl: SaslAuthenticator | None = None
+        self._handle_plain = self._handle
+        if security.sasl is not None:
+            self._sasl = SaslAuthenticator(security.sasl, "?")
+            self._handle = self._handle_sasl  # type: ignore[method-assign]
+            self._decoder.set_limit(security.sasl.max_receive_size, "sasl.server.max.receive.size")
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
 
@@ -85,9 +106,23 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         if peer:
             self.session = dataclasses.replace(self.session, client_host=peer[0])
+        if self.security.principal_mapper is not None:
+            self._tls_principal(transport)
+        if self._sasl is not None:
+            self._sasl.peer = self.peer
         self._connections.add(self)
         self._task = self._loop.create_task(self._serve(), name=f"conn-{self.peer}")
         self._arm_timer(self._last_active + self.state.config.connections_max_idle_ms / 1000)
+
+    def _tls_principal(self, transport: asyncio.BaseTransport) -> None:
+        """An SSL listener's client is its certificate's subject (User:ANONYMOUS without one)."""
+        assert self.security.principal_mapper is not None
+        try:
+            principal = peer_principal(transport.get_extra_info("ssl_object"), self.security.principal_mapper)
+        except NoMatchingRule as exc:
+            self.close(f"ssl.principal.mapping.rules: {exc}")
+            return
+        self.session = dataclasses.replace(self.session, principal=principal)
 
     def data_received(self, data: bytes) -> None:
         now = self._last_active = self._loop.time()
@@ -276,7 +311,10 @@ class KafkaConnection(asyncio.Protocol):
         except KafkaError as exc:
             self.close(f"cannot parse request: {exc.message}")
             return None
-        ctx = RequestContext(header=header, broker=self.state, peer=self.peer, session=self.session)
+        return await self._dispatch(header, request)
+
+    async def _dispatch(self, header: RequestHeader, request: Any) -> bytes | None:
+        ctx = RequestContext(header=header, broker=self.state, peer=self.peer, session=self.session, sasl=self._sasl)
         metrics = self.state.metrics
         started = perf_counter() if metrics is not None else 0.0
         try:
@@ -288,6 +326,65 @@ class KafkaConnection(asyncio.Protocol):
             if metrics is not None:
                 # Kafka's RequestMetrics time: decoded to response ready (the write is queued).
                 metrics.request(header.api_key).observe(header.api_version, perf_counter() - started)
+
+    # -- SASL listeners: until authenticated, and while sessions expire (KIP-368) ----------------
+
+    async def _handle_sasl(self, frame: bytes) -> bytes | None:
+        """_handle on a SASL listener while it must watch requests (broker/security/sasl.py);
+        PLAINTEXT and SSL connections, and SASL ones once authenticated without
+        connections.max.reauth.ms, never come here."""
+        sasl = self._sasl
+        assert sasl is not None
+        if sasl.state is SaslState.RAW_TOKEN:
+            return self._raw_token(sasl, frame)
+        # The API key leads every request header: checked before the request is parsed, as Kafka does.
+        api_key = _API_KEY.unpack_from(frame)[0] if len(frame) >= 2 else -1
+        if not self._sasl_allows(sasl, api_key):
+            return None
+        response = await self._handle_plain(frame)
+        if api_key == ApiKey.API_VERSIONS:
+            sasl.versions_sent()
+        return self._after_sasl_step(sasl, response)
+
+    def _sasl_allows(self, sasl: SaslAuthenticator, api_key: int) -> bool:
+        if sasl.state is SaslState.COMPLETE and api_key != ApiKey.SASL_HANDSHAKE:
+            if sasl.session_expires is not None and time.monotonic() >= sasl.session_expires:
+                self.close(f"{_api_name(api_key)} request after the SASL session of {sasl.principal} expired "
+                           f"(connections.max.reauth.ms={sasl.config.reauth_ms}) without re-authentication")
+                return False
+            return True
+        if not sasl.allows(api_key):
+            self.close(f"{_api_name(api_key)} request on SASL listener {self.session.listener_name} before "
+                       f"authentication (state {sasl.state.name}); a client must send SaslHandshake first")
+            return False
+        return True
+
+    def _after_sasl_step(self, sasl: SaslAuthenticator, response: bytes | None) -> bytes | None:
+        if sasl.state is SaslState.FAILED:
+            # Answer (so the client can say why), then close: transport.close() sends what is queued.
+            if response is not None and self.transport is not None:
+                self.transport.write(response)
+            self.close("SASL authentication failed", level=logging.INFO)
+            return None
+        if sasl.state is SaslState.COMPLETE and sasl.principal is not None:
+            if sasl.principal != self.session.principal:
+                self.session = dataclasses.replace(self.session, principal=sasl.principal)
+                self._decoder.set_limit(self.state.config.socket_request_max_bytes, "socket.request.max.bytes")
+                log.info("%s authenticated as %s on listener %s", self.peer, sasl.principal,
+                         self.session.listener_name)
+            if sasl.session_expires is None:
+                self._handle = self._handle_plain  # type: ignore[method-assign]
+        return response
+
+    def _raw_token(self, sasl: SaslAuthenticator, frame: bytes) -> bytes | None:
+        """A token after SaslHandshake v0: unframed by Kafka headers both ways."""
+        try:
+            answer = sasl.authenticate(frame)
+        except AuthenticationFailed:
+            self.close("SASL authentication failed", level=logging.INFO)  # v0 has no way to say why
+            return None
+        self._after_sasl_step(sasl, None)
+        return _SIZE.pack(len(answer)) + answer
 
     def _unsupported(self, header: RequestHeader) -> bytes | None:
         if header.api_key == ApiKey.API_VERSIONS:

@@ -14,6 +14,7 @@ import dataclasses
 from functools import cache
 from typing import Any, Final
 
+from protocol.api_keys import ApiKey
 from protocol.build import SchemaField, build, schema_fields
 from protocol.codec import response_schema
 from protocol.errors import ErrorCode
@@ -133,6 +134,10 @@ def error_response(api_key: int, version: int, request: Any, code: ErrorCode, me
     """The response entity answering every item of `request` with `code` (and `message` where the
     version carries error_message)."""
     schema = response_schema(api_key, version)
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        # One results array answers two request arrays (Kafka's getErrorResponse: each user once).
+        users = dict.fromkeys(item.name for item in (*request.deletions, *request.upsertions))
+        return build(schema, {"results": [{"user": u, "error_code": code, "error_message": message} for u in users]})
     return build(schema, _mirror(schema, request, code, message, keys=False))
 
 

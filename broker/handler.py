@@ -15,6 +15,7 @@ from storage.api import ClusterView, IsolationLevel, TopicPartition
 from .principal import Session
 
 if TYPE_CHECKING:
+    from .security.sasl import SaslAuthenticator
     from .state import BrokerState
 
 __all__ = ("CloseConnection", "Handler", "RequestContext", "NO_RESPONSE", "check_leader", "isolation_level")
@@ -35,6 +36,9 @@ class RequestContext:
     peer: str
     # Who asks (principal, listener, client host): broker/principal.py, settled per connection.
     session: Session
+    # The connection's SASL state on a SASL listener (broker/security/sasl.py), for SaslHandshake
+    # and SaslAuthenticate; None elsewhere.
+    sasl: SaslAuthenticator | None = None
 
     @property
     def version(self) -> int:

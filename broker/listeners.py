@@ -9,12 +9,13 @@ the listeners named in `controller.listener.names` are set aside.
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 __all__ = ("EndPoint", "Listener", "ListenerError", "SECURITY_PROTOCOLS", "advertised_endpoints",
-           "client_endpoints", "parse_listeners")
+           "client_endpoints", "parse_listeners", "resolve_listeners")
 
 # Kafka's Endpoint regex: host may be empty (all interfaces) or a bracketed IPv6 address.
 _ENDPOINT: Final = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://\[?(?P<host>[0-9a-zA-Z\-%._:]*)\]?:(?P<port>-?[0-9]+)$")
@@ -115,3 +116,51 @@ def advertised_endpoints(advertised: str, names: Collection[str]) -> dict[str, E
                                 f"{PORT_MAX}")
         out[endpoint.name] = endpoint
     return out
+
+
+def _check_port(flag: str, port: int, low: int) -> int:
+    if not low <= port <= PORT_MAX:
+        raise ListenerError(f"Invalid value {port} for {flag}: a port must be between {low} and {PORT_MAX}")
+    return port
+
+
+def resolve_listeners(listeners: str | None, advertised: str | None, props: Mapping[str, str],
+                      cli: Mapping[str, Any], default: tuple[str, int]) -> dict[str, Any]:
+    """BrokerConfig's host, port, advertised_* (the first listener's) and listener_endpoints (all):
+    every client listener with its bind and advertised address, from listeners /
+    advertised.listeners; the command-line flags, when given, override their part of the first.
+    Port 0 binds an ephemeral port."""
+    found = (client_endpoints(listeners, props.get("listener.security.protocol.map"),
+                              props.get("controller.listener.names"))
+             if listeners else [(EndPoint("PLAINTEXT", *default), "PLAINTEXT")])
+    listed = advertised_endpoints(advertised, [e.name for e, _ in found]) if advertised else {}
+    (first, protocol), rest = found[0], found[1:]
+    host = cli["host"] if cli.get("host") is not None else first.host
+    port = _check_port("--port", cli["port"], 0) if cli.get("port") is not None else first.port
+    mine = listed.get(first.name)
+    adv_host = cli.get("advertised_host") or (mine.host if mine else None) or None
+    adv_port = cli.get("advertised_port")
+    if adv_port is not None:
+        _check_port("--advertised-port", adv_port, 1)
+    elif mine is not None:
+        adv_port = mine.port
+    if adv_host == "0.0.0.0":
+        raise ListenerError("--advertised-host cannot be the nonroutable meta-address 0.0.0.0; use a routable "
+                          "address")
+    if adv_host is None and host in _WILDCARDS:
+        adv_host = socket.getfqdn()  # as Kafka advertises a listener bound to every interface
+    primary = Listener(name=first.name, security_protocol=protocol, host=host, port=port,
+                       advertised_host=adv_host or host, advertised_port=adv_port)
+    return {"host": host, "port": port, "advertised_host": adv_host, "advertised_port": adv_port,
+            "listener_endpoints": (primary, *(_listener(e, p, listed.get(e.name)) for e, p in rest))}
+
+
+def _listener(endpoint: EndPoint, protocol: str, advertised: EndPoint | None) -> Listener:
+    adv_host = advertised.host if advertised is not None and advertised.host else None
+    if adv_host is None:
+        adv_host = socket.getfqdn() if endpoint.host in _WILDCARDS else endpoint.host
+    return Listener(name=endpoint.name, security_protocol=protocol, host=endpoint.host, port=endpoint.port,
+                    advertised_host=adv_host, advertised_port=advertised.port if advertised is not None else None)
+
+
+_WILDCARDS: Final = frozenset({"", "0.0.0.0", "::"})

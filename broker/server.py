@@ -10,10 +10,12 @@ import shutil
 import signal
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from storage.acl_store import AclFileStore
+from storage.api import ScramCredential, ScramCredentialStore
 from storage.cleaner.log_cleaner import LogCleaner
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
@@ -25,9 +27,10 @@ from .cluster.backend import ClusterBackend
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
-from .listeners import Listener
 from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
+from .security.listener_security import ListenerSecurity, build_listener_security
+from .security.tls_acceptor import tls_protocol_factory
 from .startup import StartupError, bind_listener, check_data_dir
 from .state import BrokerState
 
@@ -62,6 +65,7 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.memory_pool = MemoryPool(config.queued_max_request_bytes)
         self._servers: list[asyncio.Server] = []
+        self._security: list[ListenerSecurity] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._services: list[Any] = []
         self._lock = LogDirLock(config.data_dir)
@@ -83,7 +87,7 @@ class Broker:
         check_data_dir(self.config.data_dir)
         socks = self._bind_listeners()
         # The ports bound for port 0, known before anything registers or advertises them.
-        bound = {listener.name: sock.getsockname()[1] for listener, sock in socks}
+        bound = {security.listener.name: sock.getsockname()[1] for security, sock in socks}
         self.state.config = self.config = self.config.with_bound_ports(bound)
         metrics = self.metrics_endpoint
         metrics_host = self.config.host if self.config.metrics_host is None else self.config.metrics_host
@@ -128,28 +132,25 @@ class Broker:
                 await self.cluster.close()
             raise
 
-    def _bind_listeners(self) -> list[tuple[Listener, socket.socket]]:
-        socks: list[tuple[Listener, socket.socket]] = []
-        for listener in self.config.client_listeners:
-            if listener.security_protocol != "PLAINTEXT":
-                raise StartupError(f"listener {listener.name} uses {listener.security_protocol}, "
-                                   "which this broker does not serve yet")
+    def _bind_listeners(self) -> list[tuple[ListenerSecurity, socket.socket]]:
+        # Key material is read (once) before any port is bound or anything is created on disk.
+        self._security = [build_listener_security(self.config, listener, self._scram_credential)
+                          for listener in self.config.client_listeners]
+        socks: list[tuple[ListenerSecurity, socket.socket]] = []
         try:
-            for listener in self.config.client_listeners:
-                socks.append((listener, bind_listener(listener.host, listener.port, backlog=_BACKLOG)))
+            for security in self._security:
+                listener = security.listener
+                socks.append((security, bind_listener(listener.host, listener.port, backlog=_BACKLOG)))
         except BaseException:
             for _, sock in socks:
                 sock.close()
             raise
         return socks
 
-    async def _serve_listeners(self, socks: list[tuple[Listener, socket.socket]]) -> None:
+    async def _serve_listeners(self, socks: list[tuple[ListenerSecurity, socket.socket]]) -> None:
         loop = asyncio.get_running_loop()
-        for listener, sock in socks:
-            server = await loop.create_server(
-                lambda listener=listener: KafkaConnection(self.state, self.connections, self.memory_pool,  # type: ignore[misc]
-                                                          listener),
-                sock=sock, backlog=_BACKLOG)
+        for security, sock in socks:
+            server = await loop.create_server(self._protocol_factory(security), sock=sock, backlog=_BACKLOG)
             self._servers.append(server)
         self.port = self.config.port
         for listener in self.config.client_listeners:
@@ -168,6 +169,19 @@ class Broker:
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
 
+    def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        store = self.state.scram_credentials
+        return store.get(user, mechanism) if store is not None else None
+
+    def _protocol_factory(self, security: ListenerSecurity) -> Callable[[], asyncio.BaseProtocol]:
+        def connection() -> KafkaConnection:
+            return KafkaConnection(self.state, self.connections, self.memory_pool, security)
+
+        context = security.ssl_context
+        if context is None:
+            return connection
+        return tls_protocol_factory(context, security.listener.name, connection)
+
     def _open_storage(self) -> None:
         data_dir = self.config.data_dir
         try:
@@ -183,6 +197,8 @@ class Broker:
             self.state.authorizer = self._open_authorizer()
             if self.cluster is None:
                 self.logs.load()
+            self.state.scram_credentials = credentials = ScramCredentialStore(data_dir)
+            credentials.load()
         except StartupError:
             self._lock.release()
             raise

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
-from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockSource
+from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockSource, ScramCredentialStore
 
 from .cluster.local_view import LocalClusterView
 from .config import BrokerConfig
@@ -36,6 +36,8 @@ class BrokerState:
     metrics: BrokerMetrics | None = None
     # Set when authorizer.class.name names one; None keeps every request path free of ACL checks.
     authorizer: StandardAuthorizer | None = None
+    # SCRAM credentials (AlterUserScramCredentials, SASL/SCRAM), loaded from the data dir at start.
+    scram_credentials: ScramCredentialStore | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
     cluster: ClusterView = None  # type: ignore[assignment]

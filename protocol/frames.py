@@ -25,10 +25,15 @@ class FrameTooLarge(Exception):
 class FrameDecoder:
     """Buffers received bytes and yields complete frames (the bytes after the 4-byte size)."""
 
-    def __init__(self, max_frame_bytes: int) -> None:
+    def __init__(self, max_frame_bytes: int, limit_name: str = "socket.request.max.bytes") -> None:
         self._max = max_frame_bytes
+        self._limit_name = limit_name
         self._buf = bytearray()
         self._pos = 0
+
+    def set_limit(self, max_frame_bytes: int, limit_name: str) -> None:
+        """Another bound from now on (a SASL listener bounds frames tighter until authenticated)."""
+        self._max, self._limit_name = max_frame_bytes, limit_name
 
     def receive_data(self, data: bytes) -> None:
         if self._pos and self._pos == len(self._buf):
@@ -64,7 +69,7 @@ class FrameDecoder:
             return NEED_DATA
         (size,) = _SIZE.unpack_from(self._buf, self._pos)
         if size < 0 or size > self._max:
-            raise FrameTooLarge(f"frame of {size} bytes exceeds socket.request.max.bytes={self._max}")
+            raise FrameTooLarge(f"frame of {size} bytes exceeds {self._limit_name}={self._max}")
         start = self._pos + 4
         end = start + size
         if end > len(self._buf):

@@ -19,6 +19,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 # Topic configs mean the same to every backend (Kafka's LogConfig): callers use them from here.
 from .log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, TOPIC_CONFIG_TYPES, incremental_alter
+from .scram_credentials import ScramCredential, ScramCredentialStore
 
 __all__ = (
     "AbortedTxn",
@@ -41,6 +42,8 @@ __all__ = (
     "PartitionLease",
     "PartitionLog",
     "ProducerIdBlockSource",
+    "ScramCredential",
+    "ScramCredentialStore",
     "TopicMetadata",
     "TopicPartition",
     "incremental_alter",

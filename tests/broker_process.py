@@ -34,6 +34,7 @@ class BrokerProcess:
         self.expected: list[re.Pattern[str]] = []
         # Listener name -> bound port, from the log of the latest start (several listeners).
         self.listener_ports: dict[str, int] = {}
+        self._new_line = threading.Condition()
         self.bad_exits: list[str] = []
         self._pump_thread: threading.Thread | None = None
         self._ended = True  # no process running that kill() or stop() should end
@@ -80,7 +81,9 @@ class BrokerProcess:
         assert proc.stdout is not None
         with proc.stdout, open(self.log_path, "a") as out:
             for line in proc.stdout:
-                self.log_lines.append(line)
+                with self._new_line:
+                    self.log_lines.append(line)
+                    self._new_line.notify_all()
                 out.write(line)
                 out.flush()
                 if (found := LISTENER.search(line)) is not None:
@@ -122,6 +125,18 @@ class BrokerProcess:
     def restart(self, kill: bool = True) -> BrokerProcess:
         self.kill() if kill else self.stop()
         return self.start()
+
+    def wait_for_log(self, pattern: str, since: int = 0, timeout: float = 15.0) -> str | None:
+        """The first line from log_lines[since:] that matches `pattern` (re.search), waiting for
+        the broker to write it; None if none came within `timeout` seconds."""
+        regex = re.compile(pattern)
+
+        def found() -> str | None:
+            return next((line for line in self.log_lines[since:] if regex.search(line)), None)
+
+        with self._new_line:
+            self._new_line.wait_for(lambda: found() is not None, timeout)
+        return found()
 
     def logged(self, text: str) -> bool:
         return any(text in line for line in self.log_lines)

@@ -8,6 +8,7 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.pg_server import PostgresServer
+from tests.tls_certs import TlsFiles, make_tls_files
 
 BrokerFactory = Callable[..., BrokerProcess]
 
@@ -52,3 +53,9 @@ def pg_server() -> Iterator[PostgresServer]:
 def pg_url(pg_server: PostgresServer) -> str:
     """The URL of a new, empty database on the session's PostgreSQL server (cluster.url)."""
     return pg_server.create_database(f"eos_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A test CA, the broker's key store and client certificates (tests/tls_certs.py)."""
+    return make_tls_files(tmp_path_factory.mktemp("tls"))

@@ -1,8 +1,10 @@
 """DescribeUserScramCredentials v0.
 
-Behaviour: the listener is PLAINTEXT without SASL, so no user has a SCRAM credential: a request
-for every user (null) lists none; each named user gets RESOURCE_NOT_FOUND with Kafka's message, as
-Kafka answers for a user without credentials; a user named twice gets DUPLICATE_RESOURCE.
+Behaviour: the users with SCRAM credentials (storage/scram_credentials.py) and, per mechanism,
+the iteration count (never salt or keys): a request for every user (null or empty users) lists all
+of them;
+each named user without credentials gets RESOURCE_NOT_FOUND with Kafka's message; a user named
+twice gets DUPLICATE_RESOURCE.
 """
 
 from __future__ import annotations
@@ -14,21 +16,31 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from ..handler import Handler, RequestContext
+from .alter_user_scram_credentials import MECHANISM_TYPES
+
+_MECHANISM_IDS = {name: type_id for type_id, name in MECHANISM_TYPES.items()}
 
 
-def _result(user: str, count: int) -> dict[str, Any]:
+def _result(user: str, count: int, credentials: dict[str, Any]) -> dict[str, Any]:
     if count > 1:
         return {"user": user, "error_code": ErrorCode.duplicate_resource,
                 "error_message": f"Cannot describe SCRAM credentials for the same user twice in a single request: "
                                  f"{user}", "credential_infos": []}
-    return {"user": user, "error_code": ErrorCode.resource_not_found,
-            "error_message": f"Attempt to describe a user credential that does not exist: {user}",
-            "credential_infos": []}
+    mechanisms = credentials.get(user)
+    if not mechanisms:
+        return {"user": user, "error_code": ErrorCode.resource_not_found,
+                "error_message": f"Attempt to describe a user credential that does not exist: {user}",
+                "credential_infos": []}
+    infos = [{"mechanism": _MECHANISM_IDS[name], "iterations": c.iterations} for name, c in sorted(mechanisms.items())]
+    return {"user": user, "error_code": ErrorCode.none, "error_message": None, "credential_infos": infos}
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    counts = Counter(u.name for u in request.users or ())
-    results = [_result(user, count) for user, count in counts.items()]
+    store = ctx.broker.scram_credentials
+    credentials = store.users() if store is not None else {}
+    # Null or empty: every user with credentials (Kafka's describingAllUsers).
+    counts = Counter(u.name for u in request.users) if request.users else Counter(sorted(credentials))
+    results = [_result(user, count, credentials) for user, count in counts.items()]
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results})
 
 

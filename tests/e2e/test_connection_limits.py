@@ -167,7 +167,7 @@ def test_slowloris_frame_is_closed_after_the_receive_timeout(limited: BrokerProc
 @pytest.mark.parametrize(("security", "line"), [
     ({"security.protocol": "SSL"}, "looks like a TLS ClientHello on a PLAINTEXT listener"),
     ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "u",
-      "sasl.password": "p"}, "a SASL client on a PLAINTEXT listener; SASL is not enabled"),
+      "sasl.password": "p"}, "a SASL client on listener PLAINTEXT (PLAINTEXT), which has no SASL"),
 ], ids=["ssl", "sasl_plaintext"])
 def test_tls_and_sasl_clients_get_one_clear_line_per_connection(
     limited: BrokerProcess, security: dict[str, str], line: str

@@ -1,0 +1,17 @@
+"""The one failure of every SASL mechanism."""
+
+from __future__ import annotations
+
+__all__ = ("AuthenticationFailed",)
+
+
+class AuthenticationFailed(Exception):
+    """Authentication failed: `client_message` goes back to the client in SaslAuthenticate's
+    error_message (never the detail of why, which could tell who exists), `detail` goes to the
+    broker's log; `user` is who the client claimed to be, when it said. Neither holds a password."""
+
+    def __init__(self, client_message: str, detail: str | None = None, user: str | None = None) -> None:
+        super().__init__(client_message)
+        self.client_message = client_message
+        self.detail = detail or client_message
+        self.user = user

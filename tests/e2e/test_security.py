@@ -1,0 +1,128 @@
+"""TLS and SASL with real clients (issue 12): confluent-kafka and kafka-python over SSL with a
+client certificate, SASL_PLAINTEXT and SASL_SSL with PLAIN and both SCRAMs; each way to fail
+(wrong password, unknown user, a mechanism the listener does not enable, an expired or untrusted
+certificate, a plaintext client on a TLS port, a request before the SASL handshake) fails that
+client cleanly, with one WARNING in the broker's log, while the broker goes on serving others."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+from kio.schema.metadata.v12.request import MetadataRequest
+
+from tests.broker_process import BrokerProcess
+from tests.e2e.security_setup import CASES, confluent_config, kafka_python_config
+from tests.e2e.txn_clients import kafka_module
+from tests.kafka_wire import RawClient, closed_by_peer, encode_request, frame
+from tests.tls_certs import TlsFiles
+
+pytestmark = pytest.mark.e2e
+kafka = kafka_module()  # kafka-python, imported with its deprecation warnings silenced
+
+
+def _round_trip_confluent(config: dict[str, str], topic: str) -> list[bytes]:
+    producer = Producer(config | {"enable.idempotence": True})
+    for i in range(3):
+        producer.produce(topic, value=b"m%d" % i)
+    assert producer.flush(15) == 0
+    consumer = Consumer(config | {"group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    while len(got) < 3:
+        msg = consumer.poll(15)
+        assert msg is not None and msg.error() is None, msg and msg.error()
+        got.append(msg.value())
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_confluent_kafka_produces_and_consumes(secure_broker: BrokerProcess, tls_files: TlsFiles, case: str) -> None:
+    config = confluent_config(secure_broker, tls_files, case)
+    assert _round_trip_confluent(config, f"ck-{case}") == [b"m0", b"m1", b"m2"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kafka_python_produces_and_consumes(secure_broker: BrokerProcess, tls_files: TlsFiles, case: str) -> None:
+    config = kafka_python_config(secure_broker, tls_files, case)
+    topic = f"kp-{case}"
+    producer = kafka.KafkaProducer(**config)
+    for i in range(3):
+        producer.send(topic, value=b"m%d" % i).get(timeout=15)
+    producer.close()
+    consumer = kafka.KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                                   consumer_timeout_ms=15000, **config)
+    got = [next(consumer).value for _ in range(3)]
+    consumer.close()
+    assert got == [b"m0", b"m1", b"m2"]
+
+
+def _fails(config: dict[str, str]) -> list[str]:
+    """The errors a client reports when it cannot connect (its metadata request fails)."""
+    errors: list[str] = []
+    admin = AdminClient(config | {"error_cb": lambda e: errors.append(str(e)), "reconnect.backoff.ms": 2000,
+                                  "reconnect.backoff.max.ms": 2000})
+    with pytest.raises(Exception):  # noqa: B017 - librdkafka's KafkaException; the errors say why
+        admin.list_topics(timeout=4)
+    admin.poll(1)  # serves error_cb
+    return errors
+
+
+def _still_serves(broker: BrokerProcess, tls: TlsFiles) -> None:
+    for case in ("ssl-mtls", "sasl_ssl-scram-sha-256"):
+        topic = f"after-{uuid.uuid4().hex[:8]}"
+        assert _round_trip_confluent(confluent_config(broker, tls, case), topic) == [b"m0", b"m1", b"m2"]
+
+
+@pytest.mark.parametrize(("case", "change", "client_says", "broker_says"), [
+    ("sasl_ssl-plain", {"sasl.password": "wrong"}, "Invalid username or password",
+     "user 'alice' from 127.0.0.1:\\d+ on listener SASL_SSL failed \\(PLAIN\\): wrong password"),
+    ("sasl_plaintext-plain", {"sasl.username": "mallory"}, "Invalid username or password",
+     "user 'mallory' .* on listener SASL_PLAINTEXT failed \\(PLAIN\\): unknown user"),
+    ("sasl_ssl-scram-sha-256", {"sasl.password": "wrong"}, "invalid credentials with SASL mechanism SCRAM-SHA-256",
+     "user 'bob' .* failed \\(SCRAM-SHA-256\\): wrong password"),
+    ("sasl_ssl-scram-sha-512", {"sasl.username": "bob"}, "invalid credentials with SASL mechanism SCRAM-SHA-512",
+     "user 'bob' .* failed \\(SCRAM-SHA-512\\): unknown user"),
+    ("sasl_plaintext-plain", {"sasl.mechanism": "SCRAM-SHA-256"}, "SCRAM-SHA-256",
+     "on listener SASL_PLAINTEXT failed .*mechanism 'SCRAM-SHA-256' is not enabled \\(enabled: PLAIN\\)"),
+    ("ssl-mtls", {"ssl.certificate.location": "expired_cert", "ssl.key.location": "expired_key"}, "",
+     "TLS handshake with 127.0.0.1:\\d+ on listener SSL failed: .*certificate has expired"),
+    ("ssl-mtls", {"ssl.certificate.location": "untrusted_cert", "ssl.key.location": "untrusted_key"}, "",
+     "TLS handshake .* on listener SSL failed: .*unable to get local issuer certificate"),
+    ("ssl-mtls", {"ssl.certificate.location": None, "ssl.key.location": None}, "",
+     "TLS handshake .* on listener SSL failed: .*PEER_DID_NOT_RETURN_A_CERTIFICATE"),
+    ("ssl-mtls", {"security.protocol": "PLAINTEXT"}, "",
+     "on listener SSL failed: .*not a TLS client \\(a PLAINTEXT client on a TLS listener\\?\\)"),
+])
+def test_each_failure_is_clean_and_the_broker_keeps_serving(
+        secure_broker: BrokerProcess, tls_files: TlsFiles, case: str, change: dict[str, str | None],
+        client_says: str, broker_says: str) -> None:
+    config = confluent_config(secure_broker, tls_files, case)
+    for key, value in change.items():
+        if value is None:
+            config.pop(key)
+        else:
+            config[key] = str(getattr(tls_files, value)) if hasattr(tls_files, value) else value
+    before = len(secure_broker.log_lines)
+    errors = _fails(config)
+    assert any(client_says in e for e in errors), errors
+    assert secure_broker.wait_for_log(f"WARNING broker.security: .*{broker_says}", before), \
+        "".join(secure_broker.log_lines[before:])[-3000:]
+    assert not any("password" in line and ("wrong\"" in line or "-secret" in line)
+                   for line in secure_broker.log_lines)  # never a password in the log
+    _still_serves(secure_broker, tls_files)
+
+
+def test_a_request_before_the_sasl_handshake_closes_the_connection(secure_broker: BrokerProcess) -> None:
+    before = len(secure_broker.log_lines)
+    with RawClient(secure_broker.bootstrap_of("SASL_PLAINTEXT")) as client:
+        client.send_raw(frame(encode_request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                             include_topic_authorized_operations=False), 1)))
+        assert closed_by_peer(client.sock)
+    assert secure_broker.wait_for_log("METADATA request on SASL listener SASL_PLAINTEXT before authentication "
+                                      "\\(state HANDSHAKE_OR_VERSIONS\\); a client must send SaslHandshake first",
+                                      before)
