@@ -48,6 +48,7 @@ from ..transaction_index import TransactionIndex
 from .group_commit import BatchRow, GroupCommitter, PartitionWrite
 from .partition_store import PartitionStore
 from .recovery import rebuild
+from .tail_cache import DEFAULT_TAIL_CACHE_BYTES, TailCache
 from .timestamps import max_timestamp_offset, offset_for_timestamp
 
 __all__ = ("PgPartitionLog",)
@@ -76,6 +77,7 @@ class PgPartitionLog(LogActor):
         snapshot_interval_bytes: int = PRODUCER_SNAPSHOT_INTERVAL_BYTES,
         snapshot_interval_batches: int = PRODUCER_SNAPSHOT_INTERVAL_BATCHES,
         on_fenced: Callable[[PgPartitionLog], None] = lambda _: None,
+        tail_cache_bytes: int = DEFAULT_TAIL_CACHE_BYTES,
     ) -> None:
         super().__init__(str(tp))
         self.tp = tp
@@ -99,6 +101,7 @@ class PgPartitionLog(LogActor):
         self._since_snapshot = 0
         self._batches_since_snapshot = 0
         self._stale = False  # a write's outcome is unknown: rebuild before the next append
+        self._tail = TailCache(tail_cache_bytes)
         self.fenced = False
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -115,6 +118,7 @@ class PgPartitionLog(LogActor):
         self._log_start_offset = row.log_start_offset
         self._high_watermark = self._next_offset = row.next_offset
         self._pending, self._pending_aborted = [], []
+        self._tail.clear()
         self._stale = False
 
     async def close(self) -> None:
@@ -225,6 +229,7 @@ class PgPartitionLog(LogActor):
             self._stale = True
             raise self._fence("its leader epoch or next offset changed in the database")
         self._high_watermark = self._next_offset
+        self._tail.add(batches)
         written = sum(len(b.data) for b in batches)
         self._size += written
         self._since_snapshot += written
@@ -257,7 +262,10 @@ class PgPartitionLog(LogActor):
             raise KafkaError(ErrorCode.offset_out_of_range,
                              f"offset {fetch_offset} is outside [{start}, {hw}] of {self.tp}")
         limit = lso if isolation is IsolationLevel.READ_COMMITTED else hw
-        records, upper_bound = await self._guarded(self._store.read(fetch_offset, max_bytes, limit))
+        cached = self._tail.read(fetch_offset, max_bytes, limit)
+        if cached is None:
+            cached = await self._guarded(self._store.read(fetch_offset, max_bytes, limit))
+        records, upper_bound = cached
         aborted = None
         if isolation is IsolationLevel.READ_COMMITTED:
             aborted = self._aborted_between(fetch_offset, upper_bound) if records else []

@@ -44,13 +44,19 @@ async def test_each_batch_carries_its_offset_and_the_leader_epoch(plog) -> None:
     assert [(h.base_offset, h.partition_leader_epoch) for h in headers] == [(0, 1), (2, 1)]
 
 
-async def test_a_read_spans_more_rows_than_one_query_fetches(plog) -> None:
+async def test_reads_from_the_database_span_more_rows_than_one_query_fetches(
+    plog, source_factory: SourceFactory, db
+) -> None:
     for _ in range(100):
         await plog.append(batch(3))
+    successor = await take(db, await source_factory(2), TP)  # nothing cached: every read is a query
     one = len(batch(3))
-    info = await plog.read(4, 90 * one)
-    assert len(info.records) == 90
-    assert [h.base_offset for data in info.records for _, h in iter_batches(data)] == list(range(3, 273, 3))
+    for log in (plog, successor):
+        info = await log.read(4, 90 * one)
+        assert len(info.records) == 90
+        assert [h.base_offset for data in info.records for _, h in iter_batches(data)] == list(range(3, 273, 3))
+        [(_, header)] = list(iter_batches((await log.read(299, 1)).records[0]))
+        assert (header.base_offset, header.last_offset) == (297, 299)
 
 
 async def test_concurrent_appends_to_many_partitions_share_statements(source, db) -> None:
