@@ -6,18 +6,20 @@ member epochs, and the group and its offsets resumed after kill -9 of the broker
 from __future__ import annotations
 
 import subprocess
+import sys
+import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.broker_process import REPO
-from tests.e2e.test_consumer_groups import ALL, TOPIC, group_broker, owned, poll_all, produce
+from tests.e2e.test_consumer_groups import ALL, SETTINGS, TOPIC, group_broker, owned, poll_all, produce
 from tests.e2e.test_java_clients import compile_java
 from tests.e2e.test_kafka_tools import tool
-from tests.e2e.txn_clients import wait_until
+from tests.e2e.txn_clients import create_topics, wait_until
 
 pytestmark = pytest.mark.e2e
 __all__ = ("group_broker",)
@@ -190,3 +192,85 @@ def test_kafka_tools_show_a_consumer_protocol_group(group_broker) -> None:  # ty
         assert sorted(int(r[2]) for r in rows) == list(range(6)) and all(r[5] == "0" for r in rows), offsets
     finally:
         c.close()
+
+
+def test_regex_subscription_picks_up_new_topics_and_partitions(group_broker) -> None:  # type: ignore[no-untyped-def]
+    """SubscribedTopicRegex is resolved by the broker: a topic created later, and partitions
+    added later, join the assignment without the member doing anything."""
+    bs = group_broker.bootstrap
+    c = Consumer({"bootstrap.servers": bs, "group.id": "regex-848", "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000})
+    c.subscribe(["^ev.*"])
+    got: list[bytes] = []
+    try:
+        wait_until(lambda: (poll_all([c], got), owned(c) == ALL)[1], "the events topic by regex")
+        create_topics(bs, ["evolved"], 2)
+        create_topics(bs, ["other"], 1)
+        wait_until(lambda: (poll_all([c], got), owned(c) == ALL | {("evolved", 0), ("evolved", 1)})[1],
+                   "the new topic matching the regex")
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_partitions([NewPartitions("evolved", 3)])["evolved"].result(30)
+        wait_until(lambda: (poll_all([c], got), ("evolved", 2) in owned(c))[1], "the new partition")
+        assert not any(t == "other" for t, _ in owned(c))
+    finally:
+        c.close()
+
+
+_KILLED_MEMBER = textwrap.dedent("""
+    import sys
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "expiry-848", "group.protocol": "consumer"})
+    c.subscribe(["events"])
+    while not c.assignment():
+        c.poll(0.1)
+    print("assigned", len(c.assignment()), flush=True)
+    while True:
+        c.poll(0.1)
+""")
+
+
+def test_a_killed_member_is_fenced_after_the_session_timeout(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(SETTINGS | {"group.consumer.session.timeout.ms": "6000",
+                                        "group.consumer.heartbeat.interval.ms": "500"})
+    create_topics(broker.bootstrap, [TOPIC], 6)
+    survivor = consumer(broker.bootstrap, "expiry-848")
+    got: list[bytes] = []
+    wait_until(lambda: (poll_all([survivor], got), len(owned(survivor)) == 6)[1], "the first member's partitions")
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_MEMBER, broker.bootstrap], stdout=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+    reader.start()
+    try:
+        # The survivor keeps heartbeating meanwhile: it must revoke before the newcomer gets any.
+        wait_until(lambda: (poll_all([survivor], got), len(owned(survivor)) == 3 and bool(lines))[1], "the split")
+        assert lines[0].startswith("assigned 3")
+        proc.kill()  # no leave heartbeat: only the session timeout can free its partitions
+        proc.wait()
+        wait_until(lambda: (poll_all([survivor], got), len(owned(survivor)) == 6)[1], "the killed member's share")
+        assert broker.logged("after their session or rebalance timeout")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(10)
+        proc.stdout.close()  # type: ignore[union-attr]
+        survivor.close()
+
+
+def test_a_static_member_restarting_gets_its_partitions_back(group_broker) -> None:  # type: ignore[no-untyped-def]
+    bs = group_broker.bootstrap
+    a = consumer(bs, "static-848", **{"group.instance.id": "a"})
+    b = consumer(bs, "static-848", **{"group.instance.id": "b"})
+    got: list[bytes] = []
+    settle([a, b], [3, 3], got)
+    a_owned, b_owned = owned(a), owned(b)
+    b.close()  # a static member leaves with epoch -2: its partitions wait for it
+    poll_all([a], got)
+    b2 = consumer(bs, "static-848", **{"group.instance.id": "b"})
+    try:
+        wait_until(lambda: (poll_all([a, b2], got), owned(b2) == b_owned)[1], "the static member's old partitions")
+        assert owned(a) == a_owned
+    finally:
+        a.close()
+        b2.close()
