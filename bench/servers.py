@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -54,6 +54,8 @@ class Running:
     log_path: Path
     pid: int = 0  # the broker's own process (proc may be a profiler wrapping it)
     metrics_port: int | None = None  # eosbroker's Prometheus endpoint, when on
+    argv: list[str] = field(default_factory=list)  # how it was started, for restart()
+    cwd: Path | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -80,12 +82,26 @@ class Running:
                 self.proc.wait()
 
 
-def _spawn_and_wait(name: str, argv: list[str], port: int, log_path: Path, cwd: Path) -> Running:
-    with open(log_path, "wb") as log:
+    def restart(self, unclean: bool) -> float:
+        """Stop (SIGTERM and wait, or kill -9) and start again on the same data; seconds from
+        spawning to the first answered ApiVersions."""
+        if unclean:
+            self.proc.kill()
+            self.proc.wait()
+        else:
+            self.stop()
+        again = _spawn_and_wait(self.name, self.argv, self.port, self.log_path, self.cwd or REPO_DIR, append=True)
+        self.proc, self.pid = again.proc, again.pid
+        return again.startup_s
+
+
+def _spawn_and_wait(name: str, argv: list[str], port: int, log_path: Path, cwd: Path,
+                    append: bool = False) -> Running:
+    with open(log_path, "ab" if append else "wb") as log:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
                                 stdin=subprocess.DEVNULL)
-    running = Running(name, proc, port, 0.0, log_path)
+    running = Running(name, proc, port, 0.0, log_path, argv=argv, cwd=cwd)
     try:
         wait_answering(proc, HOST, port, START_TIMEOUT_S)
     except BaseException as exc:

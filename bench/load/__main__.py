@@ -34,6 +34,7 @@ WORKLOADS = {
     "many_producers": scale.many_producers,
     "big_group": scale.big_group,
     "connections": scale.connections,
+    "fill_segments": scale.fill_segments,
 }
 
 

@@ -156,3 +156,38 @@ def connections(bootstrap: str, params: dict) -> None:
                                          params["seconds"]))
     emit({"p99 ms": percentile(latencies, 99) * 1000, "requests/s": len(latencies) / params["seconds"]}, meter,
          connections=params["connections"])
+
+
+def fill_segments(bootstrap: str, params: dict) -> None:
+    """Untimed set-up of the start-up case: `partitions` partitions of `segments` small segments
+    each (segment.bytes 16 KiB, one 16 KiB batch per segment). The harness then restarts the broker
+    cleanly and after kill -9 and times each start."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from bench.load.common import SETUP_TIMEOUT_S, wait_for_leaders
+
+    topic, partitions = params["topic"], params["partitions"]
+    admin = AdminClient(base_config(bootstrap))
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                   config={"segment.bytes": str(params["segment_bytes"])})
+    admin.create_topics([new], operation_timeout=60)[topic].result(timeout=SETUP_TIMEOUT_S)
+    wait_for_leaders(admin, {topic: partitions})
+    producer = Producer(base_config(bootstrap, **{"acks": "all", "enable.idempotence": True, "linger.ms": 50,
+                                                  "batch.size": params["segment_bytes"]}))
+    value = payload()
+    per_batch = max(1, params["segment_bytes"] // 1100)
+    mark("start")
+    meter = Meter()
+    for p in range(partitions):
+        for _ in range(params["segments"] * per_batch + 1):
+            while True:
+                try:
+                    producer.produce(topic, value, partition=p)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        producer.poll(0)
+    if producer.flush(600) != 0:
+        fail("fill: records left unacknowledged")
+    records = partitions * (params["segments"] * per_batch + 1)
+    emit({"fill MB/s": mb_per_s(records, meter.read()[0])}, meter, records=records)
