@@ -173,6 +173,10 @@ class BrokerConfig:
     # Not a Kafka property: how long one open transaction may hold a partition's last stable
     # offset back before the broker logs a warning that explains it (coordinator/transaction/lso_monitor.py).
     transaction_lso_warning_threshold_ms: int = prop(60000, LONG, at_least=1)
+    # Not a broker property in Kafka (kafka-storage format --feature transaction.version=N sets it):
+    # the finalized transaction.version of a data dir that UpdateFeatures never changed
+    # (broker/features.py); 2 offers Transactions V2 to clients, 1 or 0 keeps them on V1.
+    transaction_version: int = prop(2, INT, at_least=0, at_most=2)
     producer_id_expiration_ms: int = prop(86400000, INT, at_least=1)
     producer_id_expiration_check_interval_ms: int = prop(600000, INT, at_least=1)
     # Not a Kafka property (Kafka's kafka-storage format -t sets it): the cluster id to format an

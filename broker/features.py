@@ -1,25 +1,35 @@
-"""The feature flags this broker advertises in ApiVersions (KIP-584), one row per feature.
+"""The feature flags this broker advertises in ApiVersions (KIP-584), one row per feature, and the
+levels finalized now.
 
 A row is a promise: list a feature only when the broker implements every level up to its
-finalized one. A single node has nothing to negotiate, so each feature is finalized at its highest
-supported level and never changes (UpdateFeatures is not served).
+maximum. A single node has nothing to negotiate: each feature starts finalized at its start level
+(transaction.version from the property of that name), and UpdateFeatures changes the levels of
+the features Kafka lets an operator change, as `kafka-features upgrade/downgrade` does.
 
 - metadata.version 7..25 (3.3-IV3 .. 4.0-IV3): Kafka 4.x brokers refuse anything below 3.3-IV3;
   4.0-IV3 is the level a Kafka 4.0 KRaft cluster is formatted with, and the client API versions
-  this broker serves are those of Kafka 4.0.
+  this broker serves are those of Kafka 4.0. It is fixed: eosbroker has no other metadata format.
 - group.version 0..1: level 1 is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat),
   served beside the classic one.
-- Not listed: transaction.version
-  (issue 14 adds it when the KIP-890 part 2 handshake is in), kraft.version and
+- transaction.version 0..2 (KIP-890): 2 lets clients use Transactions V2 (Produce v12+, EndTxn
+  v5, TxnOffsetCommit v5); 1 and 0 keep them on V1. Requests are served by their version whatever
+  the level (as Kafka does), so the level only tells clients which protocol to pick.
+- Not listed: kraft.version and
   eligible.leader.replicas.version (there is no quorum and no replication).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, Protocol
 
-__all__ = ("FEATURES", "FINALIZED_FEATURES_EPOCH", "Feature")
+from protocol.errors import ErrorCode, KafkaError
+
+__all__ = ("FEATURES", "Feature", "FeatureLevelStore", "FinalizedFeatures", "StoredLevels", "UpgradeType")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,13 +37,99 @@ class Feature:
     name: str
     min_version: int
     max_version: int
-    # The cluster-wide level in force (Kafka's FinalizedVersionLevel).
+    # The level finalized when nothing else says otherwise (Kafka's level at format time).
     finalized_level: int
+    # Whether UpdateFeatures may change it; the others are fixed by the implementation.
+    updatable: bool = False
 
 
 FEATURES: Final[tuple[Feature, ...]] = (
     Feature(name="metadata.version", min_version=7, max_version=25, finalized_level=25),
     Feature(name="group.version", min_version=0, max_version=1, finalized_level=1),
+    Feature(name="transaction.version", min_version=0, max_version=2, finalized_level=2, updatable=True),
 )
-# Kafka uses the offset of the metadata record that last changed a feature; ours never change.
-FINALIZED_FEATURES_EPOCH: Final = 0
+
+
+class UpgradeType:
+    """UpdateFeatures' upgrade_type (v1+); v0's allow_downgrade maps to SAFE_DOWNGRADE."""
+
+    UPGRADE: Final = 1
+    SAFE_DOWNGRADE: Final = 2
+    UNSAFE_DOWNGRADE: Final = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredLevels:
+    epoch: int
+    levels: Mapping[str, int] = field(default_factory=dict)
+
+
+class FeatureLevelStore(Protocol):
+    """Where changed levels survive a restart (storage/feature_levels.py keeps them in the data dir)."""
+
+    def load(self) -> StoredLevels | None: ...
+
+    def save(self, stored: StoredLevels) -> None: ...
+
+
+class FinalizedFeatures:
+    """The levels in force and their epoch. Kafka's epoch is the offset of the metadata record
+    that last changed a feature; here it counts changes, so it grows with every one, which is
+    what clients look at (Java's producer re-reads transaction.version only when it grows)."""
+
+    def __init__(self, start_levels: Mapping[str, int] | None = None, store: FeatureLevelStore | None = None) -> None:
+        self.store = store
+        self.levels = {f.name: f.finalized_level for f in FEATURES} | dict(start_levels or {})
+        self.epoch = 0
+        stored = store.load() if store is not None else None
+        if stored is not None:
+            self.epoch = stored.epoch
+            for name, level in stored.levels.items():
+                if _feature(name) is not None:
+                    self.levels[name] = level
+
+    def level(self, name: str) -> int:
+        return self.levels.get(name, 0)
+
+    def update(self, name: str, level: int, upgrade_type: int, validate_only: bool = False) -> None:
+        """Check one update as Kafka's controller does; apply and persist it unless validate_only."""
+        current = self.level(name)
+        _check_update(name, level, current, upgrade_type)
+        if validate_only or level == current:
+            return
+        levels = dict(self.levels) | {name: level}
+        if self.store is not None:
+            self.store.save(StoredLevels(epoch=self.epoch + 1, levels={
+                f.name: levels[f.name] for f in FEATURES if f.updatable}))
+        self.levels, self.epoch = levels, self.epoch + 1
+        log.info("feature %s finalized at level %d (was %d); finalized features epoch %d", name, level,
+                 current, self.epoch)
+
+
+def _feature(name: str) -> Feature | None:
+    return next((f for f in FEATURES if f.name == name), None)
+
+
+def _invalid(name: str, level: int, why: str) -> KafkaError:
+    return KafkaError(ErrorCode.invalid_update_version, f"Invalid update version {level} for feature {name}. {why}")
+
+
+def _check_update(name: str, level: int, current: int, upgrade_type: int) -> None:
+    feature = _feature(name)
+    if feature is None:
+        raise _invalid(name, level, "eosbroker does not implement this feature.")
+    if upgrade_type not in (UpgradeType.UPGRADE, UpgradeType.SAFE_DOWNGRADE, UpgradeType.UNSAFE_DOWNGRADE):
+        raise _invalid(name, level, "The controller does not support the given upgrade type.")
+    if level < 0:
+        raise _invalid(name, level, "A feature version cannot be less than 0.")
+    if not feature.updatable:
+        if level != current:
+            raise _invalid(name, level, f"eosbroker implements level {current} only: this feature is fixed.")
+        return
+    if not feature.min_version <= level <= feature.max_version:
+        raise _invalid(name, level, f"Local broker supports versions {feature.min_version}-{feature.max_version}.")
+    if level < current and upgrade_type == UpgradeType.UPGRADE:
+        raise _invalid(name, level, "Can't downgrade the version of this feature without setting the upgrade type "
+                                    "to either safe or unsafe downgrade.")
+    if level > current and upgrade_type != UpgradeType.UPGRADE:
+        raise _invalid(name, level, "Can't downgrade to a newer version.")

@@ -17,6 +17,7 @@ from typing import Any
 from storage.acl_store import AclFileStore
 from storage.api import ScramCredential, ScramCredentialStore
 from storage.cleaner.log_cleaner import LogCleaner
+from storage.feature_levels import FileFeatureLevelStore
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
@@ -27,6 +28,7 @@ from .cluster.backend import ClusterBackend
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
+from .features import FinalizedFeatures
 from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
 from .security.listener_security import ListenerSecurity, build_listener_security
@@ -195,6 +197,7 @@ class Broker:
             meta = ensure_meta_properties(data_dir, self.config.node_id, cluster_id)
             self.state.cluster_id = meta.cluster_id
             self.state.authorizer = self._open_authorizer()
+            self.state.features = self._load_features()
             if self.cluster is None:
                 self.logs.load()
             self.state.scram_credentials = credentials = ScramCredentialStore(data_dir)
@@ -224,6 +227,17 @@ class Broker:
             # Starting without them would open what the ACLs closed: refuse instead.
             raise StartupError(f"cannot load the ACLs: {exc}") from None
         return authorizer
+
+    def _load_features(self) -> FinalizedFeatures:
+        start = self.config.transaction_version
+        try:
+            features = FinalizedFeatures({"transaction.version": start}, FileFeatureLevelStore(self.config.data_dir))
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
+        if features.level("transaction.version") != start and "transaction.version" in self.config.static_keys:
+            log.info("transaction.version is finalized at %d (changed with UpdateFeatures), not the configured %d",
+                     features.level("transaction.version"), start)
+        return features
 
     def _build_services(self) -> list[Any]:
         """Coordinators and other services with async start()/stop(), in start order."""

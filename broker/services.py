@@ -49,7 +49,8 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
     coordinator = TransactionCoordinator(
         state.logs, config, group=lambda: state.group_coordinator, cluster=cluster_view(state),
         producer_id_blocks=state.producer_id_blocks,
-        remote_markers=None if client is None else TxnMarkerChannel(client))
+        remote_markers=None if client is None else TxnMarkerChannel(client),
+        transaction_version=lambda: state.features.level("transaction.version"))
     state.txn_coordinator = coordinator
     return coordinator
 

@@ -11,6 +11,7 @@ from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockS
 
 from .cluster.local_view import LocalClusterView
 from .config import BrokerConfig
+from .features import FinalizedFeatures
 
 if TYPE_CHECKING:
     from .authorizer.standard import StandardAuthorizer
@@ -29,6 +30,8 @@ class BrokerState:
     cluster_id: str = ""
     # Cluster mode (docs/cluster.md): the cluster-wide producer-id blocks; None on a single node.
     producer_id_blocks: ProducerIdBlockSource | None = None
+    # The feature levels in force (ApiVersions, UpdateFeatures); server.py loads the stored ones.
+    features: FinalizedFeatures = field(default_factory=FinalizedFeatures)
     # Coordinators plug in here as they are built (group, transaction).
     group_coordinator: Any = None
     txn_coordinator: Any = None

@@ -34,27 +34,40 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...] = field(default=())
 
 
-def encode_varint(value: int) -> bytes:
-    v = (value << 1) ^ (value >> 63)  # zigzag
+def encode_uvarint(value: int) -> bytes:
+    """An unsigned varint (no zigzag), as flexible versions write lengths and tags."""
     out = bytearray()
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)
 
 
-def decode_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def encode_varint(value: int) -> bytes:
+    return encode_uvarint((value << 1) ^ (value >> 63))  # zigzag
+
+
+def _read_varint(buf: bytes | memoryview, pos: int, max_shift: int) -> tuple[int, int]:
     shift = result = 0
     while True:
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            break
+            return result, pos
         shift += 7
-        if shift > 63:
+        if shift > max_shift:
             raise ValueError("varint too long")
+
+
+def decode_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """(value, position after it) of an unsigned 32-bit varint; IndexError past the end."""
+    return _read_varint(buf, pos, 28)
+
+
+def decode_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    result, pos = _read_varint(buf, pos, 63)
     return (result >> 1) ^ -(result & 1), pos
 
 

@@ -1,4 +1,4 @@
-"""Produce v0-11 (v3-11 parsed).
+"""Produce v0-13 (v3-13 parsed).
 
 Behaviour: each partition's batch goes to that partition's log actor as the request's bytes;
 the log validates headers and CRCs, assigns offsets and writes. Partition data holding more (or
@@ -7,8 +7,12 @@ other partitions go on. acks=0 gets no response (and a failure closes the connec
 Kafka); acks 1 and -1 are the same (locally the write is in the page cache when we answer; in
 cluster mode it is committed to PostgreSQL, which every broker reads). A partition this broker
 does not lead is NOT_LEADER_OR_FOLLOWER.
+Transactional batches: v3-11 (Transactions V1) must go to partitions the producer added with
+AddPartitionsToTxn; under v12+ (Transactions V2) the broker adds them to the transaction itself,
+through the coordinator, before writing (coordinator/transaction/verification.py).
 Version notes: v0-2 are advertised so that librdkafka < 2.11.1 enables compression, but they
-carry message formats 0/1 and are refused (as Kafka 4 does). Stays at v11: v12+ is Transactions V2.
+carry message formats 0/1 and are refused (as Kafka 4 does). v11 knows TRANSACTION_ABORTABLE;
+v12 means Transactions V2; v13 names topics by id (UNKNOWN_TOPIC_ID for an id not known).
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ import asyncio
 import logging
 from typing import Any
 
-from coordinator.transaction.verification import verify_transactional_batches
+from coordinator.transaction.verification import add_partitions_for_produce, verify_transactional_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.record_batch import iter_batches
+from protocol.record_batch import RecordBatchHeader, iter_batches
 from storage.api import INTERNAL_TOPICS, TopicPartition
 
 from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
@@ -46,9 +50,35 @@ def _check_one_batch(records: bytes, version: int) -> None:
                          "record batch per partition")
 
 
-async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) -> dict[str, Any]:
+def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
+    if ctx.version < 13:
+        return str(topic.name)
+    meta = ctx.broker.logs.topic_by_id(topic.topic_id)
+    return None if meta is None else meta.name
+
+
+def _first_transactional_batches(ctx: RequestContext, request: Any, names: list[str | None]) -> Any:
+    """(partition, header) of each partition's first batch, for the partitions that can take it."""
+    for name, t in zip(names, request.topic_data, strict=True):
+        for part in t.partition_data:
+            tp = TopicPartition(name or "", part.index)
+            if name is None or name in INTERNAL_TOPICS or not part.records or ctx.broker.logs.find_log(tp) is None:
+                continue
+            try:
+                header: RecordBatchHeader = next(iter_batches(part.records, verify_crc=False))[1]
+            except (KafkaError, StopIteration):
+                continue  # the log refuses it with the reason
+            yield tp, header
+
+
+async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part: Any,
+                      refused: dict[TopicPartition, KafkaError]) -> dict[str, Any]:
     stats = None
     try:
+        if topic is None:
+            raise KafkaError(ErrorCode.unknown_topic_id, "This server does not host this topic ID.")
+        if (error := refused.get(TopicPartition(topic, part.index))) is not None:
+            raise error
         if topic in INTERNAL_TOPICS:
             raise KafkaError(ErrorCode.invalid_topic_exception, f"cannot append to internal topic {topic}")
         tp = TopicPartition(topic, part.index)
@@ -60,8 +90,9 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str, part: Any) 
         if part.records is None:
             raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
         _check_one_batch(part.records, ctx.version)
-        verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
-                                     part.records)
+        if ctx.version < 12:  # v12+: added to the transaction before (refused holds the failures)
+            verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
+                                         part.records, ctx.version)
         info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)
@@ -80,9 +111,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         results = [[_error(p.index, ErrorCode.invalid_required_acks, f"acks={request.acks} is not 0, 1 or -1")
                     for p in t.partition_data] for t in request.topic_data]
     else:
+        names = [_topic_name(ctx, t) for t in request.topic_data]
+        refused: dict[TopicPartition, KafkaError] = {}
+        if ctx.version >= 12:
+            refused = await add_partitions_for_produce(ctx.broker.txn_coordinator, request.transactional_id,
+                                                       _first_transactional_batches(ctx, request, names))
         results = await asyncio.gather(*(
-            asyncio.gather(*(_append_one(ctx, request, t.name, p) for p in t.partition_data))
-            for t in request.topic_data
+            asyncio.gather(*(_append_one(ctx, request, name, p, refused) for p in t.partition_data))
+            for name, t in zip(names, request.topic_data, strict=True)
         ))
     if request.acks == 0:
         failed = [p for parts in results for p in parts if p["error_code"] != ErrorCode.none]
@@ -93,11 +129,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return NO_RESPONSE
     return ctx.respond({
         "responses": [
-            {"name": t.name, "partition_responses": list(parts)}
+            {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None),
+             "partition_responses": list(parts)}
             for t, parts in zip(request.topic_data, results, strict=True)
         ],
         "throttle_time": 0,
     })
 
 
-HANDLER = Handler(api_key=ApiKey.PRODUCE, min_version=0, max_version=11, parse_min_version=3, handle=handle)
+HANDLER = Handler(api_key=ApiKey.PRODUCE, min_version=0, max_version=13, parse_min_version=3, handle=handle)

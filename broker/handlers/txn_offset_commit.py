@@ -1,12 +1,15 @@
-"""TxnOffsetCommit v0-4.
+"""TxnOffsetCommit v0-5.
 
 Behaviour: the group coordinator writes the offsets to the group's __consumer_offsets partition
 as a transactional batch of the producer and holds them pending; the COMMIT marker that EndTxn
 writes there makes them the group's committed offsets, an ABORT drops them. Until then
 OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for those partitions. Partitions
 that do not exist get UNKNOWN_TOPIC_OR_PARTITION, as in OffsetCommit (one shared validation).
+Under v5 (Transactions V2) the client sends no AddOffsetsToTxn: the group's __consumer_offsets
+partition is added to the transaction here, through the transaction coordinator, before the offsets
+are written (PRODUCER_FENCED reaches the client as INVALID_PRODUCER_EPOCH, as for every version).
 Version notes: v3+ carries generation, member id and group instance id (KIP-447), checked as
-OffsetCommit checks them; v5 (Transactions V2) is not advertised.
+OffsetCommit checks them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     wanted, results = requested_offsets(ctx, request)
     if wanted:
         try:
+            if ctx.version >= 5:
+                await ctx.broker.txn_coordinator.add_offsets(
+                    request.transactional_id, request.producer_id, request.producer_epoch, request.group_id,
+                    tv2=True)
             results |= await group_coordinator(ctx).commit_offsets(
                 request.group_id,
                 wanted,
@@ -41,4 +48,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({"throttle_time": 0, "topics": commit_results(request, results)})
 
 
-HANDLER = Handler(api_key=ApiKey.TXN_OFFSET_COMMIT, min_version=0, max_version=4, handle=handle)
+HANDLER = Handler(api_key=ApiKey.TXN_OFFSET_COMMIT, min_version=0, max_version=5, handle=handle)

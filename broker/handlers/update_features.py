@@ -1,11 +1,16 @@
 """UpdateFeatures v0-2.
 
-Behaviour: a single node's features are fixed (broker/features.py): asking for the level already
-finalized changes nothing and succeeds, as Kafka's controller answers an update to the current
-level; any other level, or a feature not in the table, is INVALID_UPDATE_VERSION saying so.
-validate_only answers the same.
-Version notes: v0-1 answer per feature; v2 drops the per-feature results and, as Kafka does, puts
-the first failure in the top-level error ("The update failed for all features since ...").
+Behaviour: transaction.version may be upgraded or downgraded between 0 and 2
+(`kafka-features upgrade/downgrade --feature transaction.version=N`); the change is persisted
+before the answer and raises the finalized-features epoch, so clients see it on their next
+ApiVersions. Other features are fixed: asking for the level already finalized changes nothing and
+succeeds, as Kafka's controller answers an update to the current level; any other level, or a
+feature not in the table, is INVALID_UPDATE_VERSION saying so, with Kafka's messages for a
+downgrade sent as an upgrade and the reverse. validate_only checks without changing anything.
+All updates of a request are applied or none: as Kafka's controller answers, a failure is the
+top-level error ("The update failed for all features since ...") with no per-feature results.
+Version notes: v0 says allow_downgrade instead of v1's upgrade_type (v0 downgrades are safe ones);
+v2 drops the per-feature results of a success too.
 """
 
 from __future__ import annotations
@@ -13,38 +18,49 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
+from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
 
-from ..features import FEATURES
+from ..features import FinalizedFeatures, UpgradeType
 from ..handler import Handler, RequestContext
 
 
-def check_update(name: str, level: int) -> None:
-    feature = next((f for f in FEATURES if f.name == name), None)
-    if feature is None:
-        raise KafkaError(ErrorCode.invalid_update_version, f"Invalid update version {level} for feature {name}. "
-                                                           "eosbroker does not implement this feature.")
-    if level != feature.finalized_level:
-        raise KafkaError(ErrorCode.invalid_update_version,
-                         f"Invalid update version {level} for feature {name}. eosbroker implements level "
-                         f"{feature.finalized_level} only: a single node's features are fixed.")
+def _upgrade_type(update: Any) -> int:
+    if field_or(update, "allow_downgrade", None) is not None:  # v0
+        return UpgradeType.SAFE_DOWNGRADE if update.allow_downgrade else UpgradeType.UPGRADE
+    return int(field_or(update, "upgrade_type", UpgradeType.UPGRADE))
 
 
-def _result(update: Any) -> dict[str, Any]:
+def _result(features: FinalizedFeatures, update: Any, validate_only: bool) -> dict[str, Any]:
     try:
-        check_update(update.feature, update.max_version_level)
+        features.update(update.feature, update.max_version_level, _upgrade_type(update), validate_only)
     except KafkaError as exc:
         return {"feature": update.feature, "error_code": exc.code, "error_message": exc.message}
     return {"feature": update.feature, "error_code": ErrorCode.none, "error_message": None}
 
 
+def _first_failure(features: FinalizedFeatures, request: Any) -> dict[str, Any] | None:
+    """Kafka applies all updates or none: the first failure of a dry run, if any."""
+    names = [u.feature for u in request.feature_updates]
+    if len(set(names)) != len(names):
+        return {"error_code": ErrorCode.invalid_request,
+                "error_message": "The request contains multiple updates for the same feature."}
+    for update in request.feature_updates:
+        result = _result(features, update, validate_only=True)
+        if result["error_code"] != ErrorCode.none:
+            return result
+    return None
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    results = [_result(u) for u in request.feature_updates]
-    failed = next((r for r in results if r["error_code"] != ErrorCode.none), None)
-    if ctx.version >= 2 and failed is not None:
+    features = ctx.broker.features
+    failed = _first_failure(features, request)
+    if failed is not None:  # as Kafka's controller answers: nothing applied, no per-feature results
         return ctx.respond({"throttle_time": 0, "error_code": failed["error_code"], "error_message":
                             "The update failed for all features since the following feature had an error: "
                             f"{failed['error_message']}", "results": []})
+    validate_only = bool(field_or(request, "validate_only", False))
+    results = [_result(features, u, validate_only) for u in request.feature_updates]
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results})
 
 

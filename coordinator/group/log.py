@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from protocol.records import Record
+from protocol.records import Record, decode_uvarint
 from storage.api import TopicPartition
 
 from .offsets import OffsetAndMetadata
@@ -219,16 +219,8 @@ class _Reader:
         return self._fixed(_I64)
 
     def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.data[self.pos]
-            self.pos += 1
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise ValueError("unsigned varint too long")
+        result, self.pos = decode_uvarint(self.data, self.pos)
+        return result
 
     def _length(self, s: struct.Struct) -> int:
         return self.uvarint() - 1 if self.flexible else self._fixed(s)

@@ -14,6 +14,10 @@ broker leads it (LeadershipListener). on_elected replays the partition and resum
 every transaction found preparing, with the leader epoch as coordinator epoch; on_resigned drops
 its ids and stops their marker writes (the next coordinator redoes them). Ids of other shards get
 NOT_COORDINATOR. A single node (no ClusterView) elects every shard itself at start, epoch 0.
+
+Both transaction protocols are served at once, chosen per request as Kafka does (tv2 below:
+Produce v12+, EndTxn v5+, TxnOffsetCommit v5+); the finalized transaction.version only picks the
+__transaction_state value version and how the coordinator's own aborts bump the epoch.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from storage.api import ClusterView, LogSource, ProducerIdBlockSource, TopicPart
 
 from ..shards import CoordinatorShards
 from ..tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
+from .end_txn import decide_end_txn
 from .log import TRANSACTION_STATE_TOPIC, partition_for
 from .marker_writer import CONSUMER_OFFSETS, GroupTxnParticipant, MarkerWriter, TxnMarker
 from .metadata import ProducerIdAndEpoch, TransactionMetadata, TxnTransition, is_epoch_exhausted
@@ -87,9 +92,12 @@ class TransactionCoordinator(TxnShards):
         cluster: ClusterView | None = None,
         producer_id_blocks: ProducerIdBlockSource | None = None,
         remote_markers: RemoteMarkerWriter | None = None,
+        transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.config = config
         self._now = clock
+        # The finalized transaction.version, read when it matters: UpdateFeatures changes it.
+        self.transaction_version = transaction_version
         self.cluster = cluster
         self.store = TransactionStateStore(logs, config.num_partitions, config.producer_id_block_size,
                                            producer_id_blocks)
@@ -204,24 +212,31 @@ class TransactionCoordinator(TxnShards):
 
     async def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int,
-        partitions: Iterable[TopicPartition],
+        partitions: Iterable[TopicPartition], tv2: bool = False,
     ) -> None:
+        """AddPartitionsToTxn, or (tv2) the implicit add of a V2 Produce / TxnOffsetCommit."""
         added = frozenset(partitions)
         await self._call(lambda: self._add_partitions(transactional_id, producer_id,
-                                                      producer_epoch, added))
+                                                      producer_epoch, added, tv2))
+
+    def offsets_partition(self, group_id: str) -> TopicPartition:
+        return TopicPartition(CONSUMER_OFFSETS,
+                              partition_for(group_id, self.config.offsets_num_partitions))
 
     async def add_offsets(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str,
+        tv2: bool = False,
     ) -> None:
-        tp = TopicPartition(CONSUMER_OFFSETS,
-                            partition_for(group_id, self.config.offsets_num_partitions))
-        await self.add_partitions(transactional_id, producer_id, producer_epoch, [tp])
+        await self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                  [self.offsets_partition(group_id)], tv2)
 
     async def end_txn(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> None:
-        await self._call(lambda: self._end_txn(transactional_id, producer_id, producer_epoch,
-                                               commit))
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+        tv2: bool = False,
+    ) -> ProducerIdAndEpoch:
+        """Commit or abort; the producer id and epoch to continue with (bumped under tv2)."""
+        return await self._call(lambda: self._end_txn(transactional_id, producer_id,
+                                                      producer_epoch, commit, tv2))
 
     def describe(self, transactional_id: str) -> TransactionMetadata | None:
         md = self.transactions.get(transactional_id)
@@ -244,8 +259,12 @@ class TransactionCoordinator(TxnShards):
 
     async def _persist(self, md: TransactionMetadata, t: TxnTransition) -> None:
         md.mark_pending(t)
+        # Kafka writes value version 1 once transaction.version >= 1; so do we, and whenever the
+        # record holds V2 fields that version 0 cannot carry (a V2 client under a lower level).
+        v2_fields = t.client_transaction_version or t.next_producer_id != -1 or t.last_producer_id != -1
+        version = 1 if self.transaction_version() >= 1 or v2_fields else 0
         try:
-            await self.store.append(md.transactional_id, t)
+            await self.store.append(md.transactional_id, t, version)
         except Exception as exc:
             md.cancel_pending()
             # A shard whose log this broker no longer leads: the client must find the new one.
@@ -290,14 +309,16 @@ class TransactionCoordinator(TxnShards):
             self.transactions[transactional_id] = md
         # Deciding is synchronous, so a rotation's new id is allocated (durably) beforehand.
         spare = [await self.store.generate_producer_id()] if is_epoch_exhausted(md.producer_epoch) else []
+        old_epoch = md.producer_epoch
         t = md.prepare_init_producer_id(txn_timeout_ms=timeout_ms, expected=expected,
-                                        now_ms=self._now(), new_producer_id=spare.pop)
+                                        now_ms=self._now(), new_producer_id=spare.pop,
+                                        server_tv=self.transaction_version())
         await self._persist(md, t)
         if t.state is TxnState.PREPARE_ABORT:
             self.outcomes.record(False, AbortCause.FENCING)
             log.warning("'%s': InitProducerId fenced producer %d epoch %d with an open "
                         "transaction; aborting it with epoch %d", transactional_id,
-                        t.producer_id, t.producer_epoch - 1, t.producer_epoch)
+                        t.producer_id, old_epoch, t.producer_epoch)
             self._send_markers(md)
             raise KafkaError(
                 ErrorCode.concurrent_transactions,
@@ -310,24 +331,32 @@ class TransactionCoordinator(TxnShards):
 
     async def _add_partitions(
         self, transactional_id: str, producer_id: int, epoch: int,
-        partitions: frozenset[TopicPartition],
+        partitions: frozenset[TopicPartition], tv2: bool,
     ) -> None:
         md = self._known(transactional_id)
         t = md.prepare_add_partitions(producer_id=producer_id, producer_epoch=epoch,
-                                      partitions=partitions, now_ms=self._now())
+                                      partitions=partitions, now_ms=self._now(),
+                                      client_tv=2 if tv2 else 0)
         if t is not None:
             await self._persist(md, t)
 
     async def _end_txn(self, transactional_id: str, producer_id: int, epoch: int,
-                       commit: bool) -> None:
+                       commit: bool, tv2: bool) -> ProducerIdAndEpoch:
         md = self._known(transactional_id)
-        t = md.prepare_end_txn(producer_id=producer_id, producer_epoch=epoch, commit=commit,
-                               now_ms=self._now())
-        if t is None:
-            return  # a retry of a completed EndTxn
-        await self._persist(md, t)
+        # Deciding is synchronous, so the id an exhausted epoch moves to is allocated beforehand.
+        spare = ([await self.store.generate_producer_id()]
+                 if tv2 and is_epoch_exhausted(md.producer_epoch) and md.state is TxnState.ONGOING else [])
+        decision = decide_end_txn(md, producer_id=producer_id, producer_epoch=epoch, commit=commit,
+                                  tv2=tv2, now_ms=self._now(), new_producer_id=spare.pop)
+        if decision.transition is None:
+            return decision.result  # a retry of a completed EndTxn
+        await self._persist(md, decision.transition)
         self.outcomes.record(commit)
-        self._send_markers(md)
+        if md.topic_partitions:
+            self._send_markers(md)
+        else:  # a V2 abort with nothing added: no marker to write, complete it now
+            await self._persist(md, md.prepare_complete(self._now()))
+        return decision.result
 
     def _send_markers(self, md: TransactionMetadata) -> None:
         """Write the markers, then persist COMPLETE_*: supervised, so a failure of either is
@@ -358,7 +387,7 @@ class TransactionCoordinator(TxnShards):
         now = self._now()
         for md in [md for md in self.transactions.values() if md.is_timed_out(now)]:
             old_epoch = md.producer_epoch
-            t = md.prepare_timeout_abort(now)
+            t = md.prepare_timeout_abort(now, self.transaction_version())
             try:
                 await self._persist(md, t)
             except KafkaError:

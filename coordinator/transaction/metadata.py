@@ -4,8 +4,9 @@ The coordinator actor calls a prepare_* method, which checks the request against
 returns a TxnTransition (the complete next state) without mutating anything, or raises KafkaError.
 The actor marks the transition pending, appends it to __transaction_state, and only then calls
 complete_transition(); loading the log at start-up applies the same records with load().
-Decisions follow Kafka's TransactionCoordinator and TransactionMetadata for transactions V1 (the
-epoch is constant across transactions; only InitProducerId and the coordinator bump it).
+Decisions follow Kafka's TransactionCoordinator and TransactionMetadata. Under transactions V1 the
+epoch is constant across transactions (only InitProducerId and the coordinator's fencing bump it);
+under V2 (KIP-890) every EndTxn bumps it too: end_txn.py decides EndTxn for both.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ class TxnTransition:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    # The transaction protocol of the client's last request that changed the state (Kafka's
+    # ClientTransactionVersion): 2 means EndTxn bumps the epoch, and retries are told apart by it.
+    client_transaction_version: int = 0
+    # Set by a V2 EndTxn that exhausted the epoch: the id the producer continues with (epoch 0)
+    # once the markers, written with the last epoch of the old id, are done.
+    next_producer_id: int = NO_PRODUCER_ID
     # Set when the coordinator bumps the epoch itself; kept in memory only, never persisted.
     fence_reason: str | None = None
 
@@ -90,6 +97,8 @@ class TransactionMetadata:
     topic_partitions: _Current[frozenset[TopicPartition]] = _Current()
     txn_start_timestamp: _Current[int] = _Current()
     txn_last_update_timestamp: _Current[int] = _Current()
+    client_transaction_version: _Current[int] = _Current()
+    next_producer_id: _Current[int] = _Current()
 
     def __init__(self, transactional_id: str, t: TxnTransition) -> None:
         self.transactional_id = transactional_id
@@ -192,6 +201,7 @@ class TransactionMetadata:
         expected: ProducerIdAndEpoch | None,
         now_ms: int,
         new_producer_id: Callable[[], int],
+        server_tv: int = 0,
     ) -> TxnTransition:
         """A transition to EMPTY with the epoch to answer with, or, when a transaction is ONGOING,
         a fencing PREPARE_ABORT: persist it, write ABORT markers, answer CONCURRENT_TRANSACTIONS."""
@@ -212,7 +222,7 @@ class TransactionMetadata:
             case TxnState.ONGOING:
                 return self.prepare_epoch_fence_abort(
                     now_ms, "a newer producer called InitProducerId and its open transaction was "
-                    "aborted by the broker"
+                    "aborted by the broker", server_tv,
                 )
         raise KafkaError(
             ErrorCode.unknown_server_error,
@@ -272,9 +282,11 @@ class TransactionMetadata:
             return self.producer_epoch, self.last_producer_epoch
         raise self._fenced(expected.epoch)
 
-    def prepare_epoch_fence_abort(self, now_ms: int, reason: str) -> TxnTransition:
+    def prepare_epoch_fence_abort(self, now_ms: int, reason: str, server_tv: int = 0) -> TxnTransition:
         """Bump the epoch of an ONGOING transaction and abort it (Kafka's PrepareEpochFence, then
-        PrepareAbort with the bumped epoch); the old epoch's producer is a zombie from now on."""
+        PrepareAbort with the bumped epoch); the old epoch's producer is a zombie from now on.
+        With transaction.version 2 finalized Kafka aborts as a V2 EndTxn does, which bumps once
+        more: the markers carry fence epoch + 1."""
         if self.state is not TxnState.ONGOING:
             raise KafkaError(
                 ErrorCode.invalid_txn_state,
@@ -284,21 +296,26 @@ class TransactionMetadata:
         check_transition(
             self.transactional_id, TxnState.PREPARE_EPOCH_FENCE, TxnState.PREPARE_ABORT
         )
-        epoch = self.producer_epoch if self.producer_epoch == MAX_EPOCH else self.producer_epoch + 1
+        epoch = min(self.producer_epoch + 1, MAX_EPOCH)
+        last_epoch = NO_PRODUCER_EPOCH
+        if server_tv >= 2 and epoch < MAX_EPOCH:
+            epoch, last_epoch = epoch + 1, epoch
         return dataclasses.replace(
             self.snapshot(),
             state=TxnState.PREPARE_ABORT,
             producer_epoch=epoch,
-            last_producer_epoch=NO_PRODUCER_EPOCH,
+            last_producer_epoch=last_epoch,
             txn_last_update_timestamp=now_ms,
+            client_transaction_version=server_tv if server_tv >= 2 else self.client_transaction_version,
             fence_reason=reason,
         )
 
-    def prepare_timeout_abort(self, now_ms: int) -> TxnTransition:
+    def prepare_timeout_abort(self, now_ms: int, server_tv: int = 0) -> TxnTransition:
         return self.prepare_epoch_fence_abort(
             now_ms,
             f"transaction of '{self.transactional_id}' timed out after {self.txn_timeout_ms} ms "
             "and was aborted by the broker",
+            server_tv,
         )
 
     def is_timed_out(self, now_ms: int) -> bool:
@@ -312,9 +329,10 @@ class TransactionMetadata:
 
     def prepare_add_partitions(
         self, *, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition],
-        now_ms: int,
+        now_ms: int, client_tv: int = 0,
     ) -> TxnTransition | None:
-        """The ONGOING transition, or None when every partition is already in the transaction."""
+        """The ONGOING transition, or None when every partition is already in the transaction.
+        client_tv is 2 when a V2 request (Produce v12+, TxnOffsetCommit v5) adds them implicitly."""
         self._check_producer(producer_id, producer_epoch)
         if self.pending_state is not None or self.state.is_preparing:
             raise self._concurrent("AddPartitionsToTxn")
@@ -330,6 +348,7 @@ class TransactionMetadata:
             topic_partitions=self.topic_partitions | added,
             txn_start_timestamp=start,
             txn_last_update_timestamp=now_ms,
+            client_transaction_version=client_tv,
         )
 
     # -- EndTxn ------------------------------------------------------------------------------------
@@ -337,48 +356,26 @@ class TransactionMetadata:
     def prepare_end_txn(
         self, *, producer_id: int, producer_epoch: int, commit: bool, now_ms: int
     ) -> TxnTransition | None:
-        """PREPARE_COMMIT / PREPARE_ABORT, or None for a retry of a completed EndTxn (answer OK)."""
-        self._check_producer(producer_id, producer_epoch)
-        if self.pending_state is not None:
-            raise self._concurrent("EndTxn")
-        target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        match self.state:
-            case TxnState.ONGOING:
-                return self._transition(target, txn_last_update_timestamp=now_ms)
-            case TxnState.COMPLETE_COMMIT if commit:
-                return None
-            case TxnState.COMPLETE_ABORT if not commit:
-                return None
-            case TxnState.PREPARE_COMMIT if commit:
-                raise self._concurrent("EndTxn")
-            case TxnState.PREPARE_ABORT if not commit:
-                raise self._concurrent("EndTxn")
-        raise self._invalid_end_txn(commit)
+        """A V1 EndTxn: PREPARE_COMMIT / PREPARE_ABORT, or None for a retry of a completed one."""
+        from .end_txn import decide_end_txn  # end_txn builds on this module
 
-    def _invalid_end_txn(self, commit: bool) -> KafkaError:
-        verb = "commit" if commit else "abort"
-        if self.state is TxnState.EMPTY:
-            detail = "no transaction is open (nothing was added since the last one ended)"
-        elif self.state in (TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT):
-            detail = "the last transaction was committed"
-        elif self.state in (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT):
-            detail = "the last transaction was aborted"
-        else:
-            detail = f"it is {self.state.display_name}"
-        return KafkaError(
-            ErrorCode.invalid_txn_state,
-            f"cannot {verb} the transaction of '{self.transactional_id}': {detail}",
-        )
+        return decide_end_txn(self, producer_id=producer_id, producer_epoch=producer_epoch,
+                              commit=commit, tv2=False, now_ms=now_ms).transition
 
     def prepare_complete(self, now_ms: int) -> TxnTransition:
-        """After every marker is written: COMPLETE_COMMIT / COMPLETE_ABORT with no partitions."""
+        """After every marker is written: COMPLETE_COMMIT / COMPLETE_ABORT with no partitions; a
+        V2 transaction that exhausted the epoch moves to its next producer id at epoch 0 now."""
         target = (
             TxnState.COMPLETE_COMMIT
             if self.state is TxnState.PREPARE_COMMIT
             else TxnState.COMPLETE_ABORT
         )
+        rotate: dict[str, Any] = {}
+        if self.next_producer_id != NO_PRODUCER_ID:
+            rotate = dict(producer_id=self.next_producer_id, last_producer_id=self.producer_id,
+                          producer_epoch=0, next_producer_id=NO_PRODUCER_ID)
         return self._transition(
-            target, topic_partitions=frozenset(), txn_last_update_timestamp=now_ms
+            target, topic_partitions=frozenset(), txn_last_update_timestamp=now_ms, **rotate
         )
 
     # -- expiry ------------------------------------------------------------------------------------

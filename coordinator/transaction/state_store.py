@@ -71,9 +71,9 @@ class TransactionStateStore:
         batch = build_batch([Record(key=key, value=value, timestamp=int(time.time() * 1000))])
         await self._log(partition).append(bytes(batch), AppendOrigin.COORDINATOR)
 
-    async def append(self, transactional_id: str, t: TxnTransition) -> None:
+    async def append(self, transactional_id: str, t: TxnTransition, value_version: int = 0) -> None:
         partition = partition_for(transactional_id, self.num_partitions)
-        await self._write(partition, transaction_key(transactional_id), transaction_value(t))
+        await self._write(partition, transaction_key(transactional_id), transaction_value(t, value_version))
 
     async def generate_producer_id(self) -> int:
         pid = self.producer_ids.try_generate()

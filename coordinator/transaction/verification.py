@@ -1,16 +1,25 @@
-"""Transactional produce verification (KIP-890 part 1, Kafka >= 3.6, for TV1 clients).
+"""Transactional produce verification (KIP-890 part 1, Kafka >= 3.6, for TV1 clients), and the
+implicit partition add of Transactions V2 (KIP-890 part 2: Produce v12+).
 
 The first transactional batch of a producer on a partition opens a transaction there, which holds
 the partition's LSO back until a marker closes it. If that partition was never added to the
 transaction (a client bug, or a late retry arriving after EndTxn), no marker will ever come and
 every read_committed consumer hangs. So before such a batch is written the coordinator must know
 the partition as part of the producer's ONGOING transaction; otherwise INVALID_TXN_STATE, as Kafka
-answers ("Partition was not added to the transaction"). Batches from an older epoch are left to
-the log's own epoch check (INVALID_PRODUCER_EPOCH).
+answers ("Partition was not added to the transaction"): Produce v11 knows TRANSACTION_ABORTABLE
+for it, which tells the client to abort rather than fail for good. Batches from an older epoch
+are left to the log's own epoch check (INVALID_PRODUCER_EPOCH).
+
+Under V2 the client sends no AddPartitionsToTxn: the first transactional batch of a transaction
+to a partition adds it, through the coordinator (Kafka's broker sends AddPartitionsToTxn v5 to
+the coordinator), before the batch is written. The coordinator's errors reach the producer as
+Kafka's ReplicaManager passes them on: PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, and
+CONCURRENT_TRANSACTIONS as is (the previous transaction's markers are still being written).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
@@ -19,12 +28,12 @@ from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
 
-__all__ = ("verify_transactional_batches", "verify_transactional_produce")
+__all__ = ("add_partitions_for_produce", "verify_transactional_batches", "verify_transactional_produce")
 
 
 def verify_transactional_produce(
     coordinator: Any, transactional_id: str | None, tp: TopicPartition, header: RecordBatchHeader,
-    open_txn_in_partition: bool,
+    open_txn_in_partition: bool, produce_version: int = 11,
 ) -> None:
     if not header.is_transactional or open_txn_in_partition:
         return
@@ -36,7 +45,7 @@ def verify_transactional_produce(
         return  # the log answers stale epochs; unknown ids are fenced there too
     if md.state is not TxnState.ONGOING or tp not in md.topic_partitions:
         raise KafkaError(
-            ErrorCode.invalid_txn_state,
+            ErrorCode.transaction_abortable if produce_version >= 11 else ErrorCode.invalid_txn_state,
             f"partition {tp} was not added to the transaction of '{transactional_id}' (producer "
             f"{md.producer_id} epoch {md.producer_epoch}, transaction {md.state.display_name}); "
             "call AddPartitionsToTxn before producing",
@@ -45,10 +54,46 @@ def verify_transactional_produce(
 
 def verify_transactional_batches(
     coordinator: Any, transactional_id: str | None, tp: TopicPartition, plog: PartitionLog, records: bytes,
+    produce_version: int = 11,
 ) -> None:
     """Check a produce request's batches for one partition before they go to its log actor."""
     if coordinator is None:
         return
     for _, header in iter_batches(records, verify_crc=False):
         is_open = plog.has_open_transaction(header.producer_id)
-        verify_transactional_produce(coordinator, transactional_id, tp, header, is_open)
+        verify_transactional_produce(coordinator, transactional_id, tp, header, is_open, produce_version)
+
+
+def _already_added(coordinator: Any, transactional_id: str, tp: TopicPartition, header: RecordBatchHeader) -> bool:
+    md = coordinator.describe(transactional_id)
+    return (md is not None and md.state is TxnState.ONGOING and md.pending_state is None
+            and md.producer_id == header.producer_id and md.producer_epoch == header.producer_epoch
+            and tp in md.topic_partitions)
+
+
+async def add_partitions_for_produce(
+    coordinator: Any, transactional_id: str | None, batches: Iterable[tuple[TopicPartition, RecordBatchHeader]],
+) -> dict[TopicPartition, KafkaError]:
+    """Produce v12+: add the partitions whose transactional batches open a transaction there; the
+    errors of those that could not be added (the others go on to their logs)."""
+    wanted = {tp: h for tp, h in batches if h.is_transactional}
+    if coordinator is None or not wanted:
+        return {}
+    if not transactional_id:
+        error = KafkaError(ErrorCode.invalid_request, "transactional batches without a transactional id")
+        return dict.fromkeys(wanted, error)
+    producers = {(h.producer_id, h.producer_epoch) for h in wanted.values()}
+    if len(producers) > 1:  # as Kafka: the whole request is refused
+        error = KafkaError(ErrorCode.invalid_producer_id_mapping, "Transactional records contained more than "
+                           "one producer ID")
+        return dict.fromkeys(wanted, error)
+    todo = [tp for tp, h in wanted.items() if not _already_added(coordinator, transactional_id, tp, h)]
+    if not todo:
+        return {}
+    producer_id, epoch = producers.pop()
+    try:
+        await coordinator.add_partitions(transactional_id, producer_id, epoch, todo, tv2=True)
+    except KafkaError as exc:
+        code = ErrorCode.invalid_producer_epoch if exc.code is ErrorCode.producer_fenced else exc.code
+        return dict.fromkeys(todo, KafkaError(code, exc.message))
+    return {}

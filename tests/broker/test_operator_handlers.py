@@ -21,9 +21,10 @@ async def state(broker_state):  # type: ignore[no-untyped-def]
 
 
 def test_features_table_lists_only_implemented_features() -> None:
-    # A feature listed is a promise: group.version 1 makes clients use KIP-848's consumer protocol.
-    assert [(f.name, f.min_version, f.max_version, f.finalized_level) for f in FEATURES
-            if f.name != "transaction.version"] == [("metadata.version", 7, 25, 25), ("group.version", 0, 1, 1)]
+    # A feature listed is a promise: group.version 1 makes clients use KIP-848's consumer protocol,
+    # transaction.version 2 Transactions V2.
+    assert [(f.name, f.min_version, f.max_version, f.finalized_level) for f in FEATURES] == [
+        ("metadata.version", 7, 25, 25), ("group.version", 0, 1, 1), ("transaction.version", 0, 2, 2)]
 
 
 @pytest.mark.parametrize("version", [3, 4])
@@ -31,11 +32,10 @@ async def test_api_versions_v3_plus_advertises_features(state: BrokerState, vers
     response = await call(state, ApiKey.API_VERSIONS, version, client_software_name="t",
                           client_software_version="1")
     # v3 leaves out supported features whose minimum is 0 (KAFKA-17011).
-    assert [(f.name, f.min_version, f.max_version) for f in response.supported_features
-            if f.name != "transaction.version"] == [("metadata.version", 7, 25)] + (
-        [("group.version", 0, 1)] if version >= 4 else [])
-    assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
-            if f.name != "transaction.version"] == [("metadata.version", 25, 25), ("group.version", 1, 1)]
+    assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
+        ("metadata.version", 7, 25)] + ([("group.version", 0, 1), ("transaction.version", 0, 2)] if version >= 4 else [])
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
+        ("metadata.version", 25, 25), ("group.version", 1, 1), ("transaction.version", 2, 2)]
     assert response.finalized_features_epoch == 0
 
 
@@ -97,10 +97,10 @@ async def test_update_features_accepts_only_the_finalized_level(state: BrokerSta
     updates = [{"feature": "metadata.version", "max_version_level": 25, "upgrade_type": 1},
                {"feature": "metadata.version", "max_version_level": 26, "upgrade_type": 1},
                {"feature": "group.version", "max_version_level": 0, "upgrade_type": 2}]
-    v1 = await call(state, ApiKey.UPDATE_FEATURES, 1, timeout=1000, feature_updates=updates, validate_only=False)
-    assert [(r.feature, r.error_code) for r in v1.results] == [
-        ("metadata.version", E.none), ("metadata.version", E.invalid_update_version),
-        ("group.version", E.invalid_update_version)]
+    v1 = await call(state, ApiKey.UPDATE_FEATURES, 1, timeout=1000, feature_updates=updates[1:], validate_only=False)
+    assert (v1.error_code, v1.results) == (E.invalid_update_version, ())
+    v1 = await call(state, ApiKey.UPDATE_FEATURES, 1, timeout=1000, feature_updates=updates[:1], validate_only=False)
+    assert [(r.feature, r.error_code) for r in v1.results] == [("metadata.version", E.none)]
     v2 = await call(state, ApiKey.UPDATE_FEATURES, 2, timeout=1000, feature_updates=updates[1:], validate_only=True)
     assert v2.error_code == E.invalid_update_version
     assert v2.error_message.startswith("The update failed for all features since the following feature had an "

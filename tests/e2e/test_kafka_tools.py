@@ -63,6 +63,9 @@ def test_issue_11_features_groups_and_single_node_limits(broker: BrokerProcess) 
     assert features["group.version"] == ["Feature:", "group.version", "SupportedMinVersion:", "0",
                                          "SupportedMaxVersion:", "1", "FinalizedVersionLevel:", "1",
                                          "Epoch:", "0"], features
+    assert features["transaction.version"] == ["Feature:", "transaction.version", "SupportedMinVersion:", "0",
+                                               "SupportedMaxVersion:", "2", "FinalizedVersionLevel:", "2",
+                                               "Epoch:", "0"], features
 
     refused_upgrade = failing(broker, "kafka-features", "upgrade", "--feature", "metadata.version=26")
     assert ("Could not upgrade metadata.version to 26. The update failed for all features since the following "

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.e2e
 def test_broker_api_versions_lists_produce_and_fetch(broker) -> None:  # type: ignore[no-untyped-def]
     out = run_tool("kafka-broker-api-versions", "--bootstrap-server", broker.bootstrap, check=True)
     assert f"{broker.bootstrap} (id: 1 rack: null" in out.stdout, out.stdout + out.stderr
-    assert "Produce(0): 0 to 11 [usable: 11]" in out.stdout, out.stdout
+    assert "Produce(0): 0 to 13 [usable: 13]" in out.stdout, out.stdout
     assert "Fetch(1): 4 to 12 [usable: 12]" in out.stdout, out.stdout
 
 

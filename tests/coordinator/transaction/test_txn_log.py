@@ -110,7 +110,7 @@ def test_producer_id_block_record():
         (None, b""),
         (b"\x00\x09\x00\x00", None),  # unknown key version
         (b"\x00\x00\x00\x05ab", None),  # string overruns
-        (transaction_key("t"), b"\x00\x01" + bytes(40)),  # unknown value version
+        (transaction_key("t"), b"\x00\x02" + bytes(40)),  # unknown value version
         (transaction_key("t"), transaction_value(transition())[:-1]),
         (transaction_key("t"), b"\x00\x00" + bytes(14) + b"\x09" + bytes(20)),  # bad state
         (producer_id_block_key(), None),

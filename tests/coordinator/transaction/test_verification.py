@@ -27,8 +27,9 @@ def ongoing(*partitions):
     return Coordinator(md)
 
 
-def check(coordinator, tp=TP, txn=True, open_here=False, txn_id="tx", pid=5, epoch=0):
-    verify_transactional_produce(coordinator, txn_id, tp, header(pid=pid, epoch=epoch, txn=txn), open_here)
+def check(coordinator, tp=TP, txn=True, open_here=False, txn_id="tx", pid=5, epoch=0, version=10):
+    verify_transactional_produce(coordinator, txn_id, tp, header(pid=pid, epoch=epoch, txn=txn), open_here,
+                                 version)
 
 
 def test_added_partition_passes():
@@ -40,6 +41,13 @@ def test_partition_not_added_is_invalid_txn_state():
         check(ongoing(TP), tp=OTHER)
     assert info.value.code is ErrorCode.invalid_txn_state
     assert "t-1 was not added to the transaction of 'tx'" in info.value.message
+
+
+def test_produce_v11_is_told_to_abort_instead():
+    # Produce v11 (KIP-890 part 1) knows TRANSACTION_ABORTABLE, which Kafka answers from v11 on
+    with pytest.raises(KafkaError) as info:
+        check(ongoing(TP), tp=OTHER, version=11)
+    assert info.value.code is ErrorCode.transaction_abortable
 
 
 def test_produce_after_the_transaction_ended_is_invalid_txn_state():

@@ -1,0 +1,134 @@
+"""Transactions V2 (KIP-890 part 2, issue 14) with Apache Kafka's own Java kafka-clients 4.3.1 (the
+producer the Kafka 4.x CLI, Streams and Flink use), beside the V1 clients that never switch
+(librdkafka, kafka-python). The broker's request metrics show which protocol each client used:
+Produce v12+, EndTxn v5 and no AddPartitionsToTxn for V2."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.broker_process import REPO, BrokerProcess
+from tests.e2e.test_java_clients import compile_java
+from tests.e2e.test_metrics import Samples, Scraper
+from tests.e2e.txn_clients import WAIT_S, confluent_read, create_topics, kafka_module, kafka_python_read, txn_producer
+
+pytestmark = pytest.mark.e2e
+
+SOURCE = Path(__file__).parent / "java" / "TxnV2Check.java"
+TOOLS = REPO / "tools" / "kafka-tools"
+SETTINGS = {"metrics.port": "0", "num.partitions": "2", "offsets.topic.num.partitions": "2",
+            "transaction.state.log.num.partitions": "2", "group.initial.rebalance.delay.ms": "0",
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
+    jars = sorted(TOOLS.glob("kafka-clients-4.*.jar"))
+    if not jars:
+        pytest.fail("tools/kafka-tools/kafka-clients-4.*.jar is missing")
+    jars += [j for j in TOOLS.glob("*.jar") if j.name.startswith(("slf4j-api", "zstd-jni", "lz4-java", "snappy"))]
+    return compile_java(tmp_path_factory.mktemp("java-tv2"), SOURCE, jars, "-nowarn")
+
+
+def run_check(cp: str, broker: BrokerProcess, *args: str) -> dict[str, str]:
+    proc = subprocess.run(["java", "-cp", cp, "TxnV2Check", broker.bootstrap, *args],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
+
+
+def requests_by_version(samples: Samples, api: str) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for (name, labels), value in samples.items():
+        found = dict(labels)
+        if name == "kafka_network_requestmetrics_requests_total" and found.get("request") == api:
+            out[int(found["version"])] = out.get(int(found["version"]), 0) + value
+    return out
+
+
+def assert_used_v2(samples: Samples) -> None:
+    produce, end_txn = requests_by_version(samples, "Produce"), requests_by_version(samples, "EndTxn")
+    assert produce and min(produce) >= 12, produce
+    assert end_txn and set(end_txn) == {5}, end_txn
+    assert requests_by_version(samples, "AddPartitionsToTxn") == {}
+
+
+def test_java4_commits_aborts_and_aborts_empty_under_v2(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(SETTINGS)
+    checks = run_check(compiled, broker, "commit-abort", "v2-ca", "50")
+    # committed: transactions 0 and 2 (50 each) and the last one (1); transaction 1 was aborted
+    assert checks == {"read_committed": "101", "read_uncommitted": "151"}
+    assert_used_v2(Scraper(broker).samples())
+
+
+def test_java4_zombie_is_fenced_under_v2(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(SETTINGS)
+    checks = run_check(compiled, broker, "fence", "v2-fence", "20")
+    assert checks == {"zombie_commit": "ProducerFencedException", "read_committed": "1"}
+    broker.expect_log(r"EndTxn v5 for 'fence-v2-fence' -> PRODUCER_FENCED")
+
+
+def test_java4_timed_out_transaction_is_aborted_and_its_producer_fenced(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(SETTINGS)
+    checks = run_check(compiled, broker, "timeout", "v2-timeout", "20")
+    assert checks == {"state_after_timeout": "CompleteAbort", "late_commit": "ProducerFencedException",
+                      "read_committed": "0"}
+    broker.expect_log(r"timed out after 1000 ms")
+    broker.expect_log(r"EndTxn v5 for 'timeout-v2-timeout' -> PRODUCER_FENCED")
+
+
+def test_java4_consume_transform_produce_under_v2(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(SETTINGS)
+    create_topics(broker.bootstrap, ["ctp-in", "ctp-out"], 2)
+    run_check(compiled, broker, "produce", "ctp-in", "200", "java-in", "commit")
+    checks = run_check(compiled, broker, "ctp", "ctp-in", "200", "ctp-out")
+    assert checks == {"copied": "200", "output_read_committed": "200"}
+    samples = Scraper(broker).samples()
+    assert_used_v2(samples)
+    assert requests_by_version(samples, "TxnOffsetCommit").keys() == {5}
+    assert requests_by_version(samples, "AddOffsetsToTxn") == {}
+    # the group's offsets were committed with the transactions: a new reader of the group resumes at the end
+    kafka = kafka_module()
+    consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="ctp-ctp-in",
+                                   enable_auto_commit=False)
+    try:
+        committed = [consumer.committed(kafka.TopicPartition("ctp-in", p)) for p in (0, 1)]
+    finally:
+        consumer.close()
+    assert sum(committed) == 200
+
+
+def test_v1_and_v2_producers_share_partitions_read_exactly_by_every_client(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+    broker = broker_factory(SETTINGS)
+    create_topics(broker.bootstrap, ["mixed"], 2)
+    v1 = txn_producer(broker.bootstrap, "librdkafka-v1")
+    for commit in (True, False, True):
+        v1.begin_transaction()
+        for i in range(30):
+            v1.produce("mixed", f"v1-{commit}-{i}".encode(), partition=i % 2)
+        v1.flush(WAIT_S)  # written, then committed or aborted
+        v1.commit_transaction(WAIT_S) if commit else v1.abort_transaction(WAIT_S)
+        run_check(compiled, broker, "produce", "mixed", "40", f"java-v2-{commit}", "commit" if commit else "abort")
+    kafka = kafka_module()
+    kp = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="kafka-python-v1")
+    kp.init_transactions()
+    kp.begin_transaction()
+    for i in range(10):
+        kp.send("mixed", f"kp-{i}".encode(), partition=i % 2)
+    kp.commit_transaction()
+    kp.close()
+    committed = 2 * 30 + 2 * 40 + 10  # the aborted round (30 + 40) is invisible
+    rows = confluent_read(broker.bootstrap, {"mixed": 2}, "read_committed", committed)
+    assert len(rows) == committed
+    assert not any(value.startswith((b"v1-False", b"a-")) for *_, value in rows)
+    assert sorted(kafka_python_read(broker.bootstrap, {"mixed": 2}, committed)) == sorted(rows)
+    checks = run_check(compiled, broker, "count", "mixed")
+    assert checks == {"read_committed": str(committed), "read_uncommitted": str(committed + 70)}
+    # both protocols were in use on the same partitions
+    samples = Scraper(broker).samples()
+    end_txn = requests_by_version(samples, "EndTxn")
+    assert 5 in end_txn and min(end_txn) < 5, end_txn
+    assert requests_by_version(samples, "AddPartitionsToTxn")  # the V1 clients' adds
