@@ -33,7 +33,8 @@ async def test_api_versions_v3_plus_advertises_features(state: BrokerState, vers
                           client_software_version="1")
     # v3 leaves out supported features whose minimum is 0 (KAFKA-17011).
     assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
-        ("metadata.version", 7, 25)] + ([("group.version", 0, 1), ("transaction.version", 0, 2)] if version >= 4 else [])
+        ("metadata.version", 7, 25)] + (
+        [("group.version", 0, 1), ("transaction.version", 0, 2)] if version >= 4 else [])
     assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
         ("metadata.version", 25, 25), ("group.version", 1, 1), ("transaction.version", 2, 2)]
     assert response.finalized_features_epoch == 0
