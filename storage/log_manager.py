@@ -163,7 +163,7 @@ class LogManager:
             raise KafkaError(ErrorCode.kafka_storage_error, f"cannot write topics.json: {exc}") from exc
 
     async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
-                           validate_only: bool = False) -> TopicMetadata:
+                           validate_only: bool = False, *, replication_factor: int = 1) -> TopicMetadata:
         configs = check_new_topic(name, partitions, configs, self.log_defaults)
         async with self._changing:
             if name in self.topics:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from storage.api import (
     BrokerEndpoint,
@@ -27,8 +27,10 @@ log = logging.getLogger(__name__)
 
 
 class LeaseView:
-    def __init__(self, node_id: int) -> None:
+    def __init__(self, node_id: int, on_unknown: Callable[[], None] = lambda: None) -> None:
         self._node_id = node_id
+        # Asked about a partition the last snapshot lacks (a topic just created): look again now.
+        self._on_unknown = on_unknown
         self._brokers: list[BrokerEndpoint] = []
         self._rows: dict[TopicPartition, PartitionLease] = {}
         self.serving: dict[TopicPartition, int] = {}  # partition -> the leader epoch we hold
@@ -56,6 +58,7 @@ class LeaseView:
             return PartitionLeader(self._node_id, epoch)
         row = self._rows.get(tp)
         if row is None:
+            self._on_unknown()
             return None
         return PartitionLeader(row.leader if row.leader != self._node_id else -1, row.leader_epoch)
 

@@ -32,6 +32,8 @@ __all__ = ("ClusterMember", "LeaseStore")
 
 log = logging.getLogger(__name__)
 _STOP_TIMEOUT_S = 5.0
+# Rounds that were woken early are at least this far apart (wakes come from requests).
+_MIN_ROUND_GAP_S = 0.2
 
 
 class LeaseStore(Protocol):
@@ -49,7 +51,7 @@ class ClusterMember:
     def __init__(self, store: LeaseStore, endpoint: Callable[[], BrokerEndpoint], lease_ms: int,
                  logs: LeadershipListener) -> None:
         self.store = store
-        self.view = LeaseView(endpoint().node_id)
+        self.view = LeaseView(endpoint().node_id, on_unknown=self.wake)
         self._endpoint = endpoint
         self._lease_s = lease_ms / 1000
         self._interval = self._lease_s / 4
@@ -183,6 +185,7 @@ class ClusterMember:
                 await self.balance()
             except Exception as exc:
                 self._database_down(exc)
+            await asyncio.sleep(min(_MIN_ROUND_GAP_S, self._interval))
 
     async def balance(self) -> None:
         """One balancing round."""

@@ -1,8 +1,10 @@
 """CreateTopics v2-7.
 
 Behaviour: creates topics with the requested partition count (-1 means num.partitions) and topic
-configs; replication factor must be -1 or 1 on a single node (INVALID_REPLICATION_FACTOR
-otherwise); manual replica assignments are refused (INVALID_REQUEST). validate_only checks without
+configs. A replication factor from 1 up to the live broker count is accepted (with shared storage
+it only says how many brokers Metadata lists as replicas); -1 means default.replication.factor,
+capped at the live brokers; more is INVALID_REPLICATION_FACTOR, as is anything but -1 and 1 on a
+single node. Manual replica assignments are refused (INVALID_REQUEST). validate_only checks without
 creating. v5+ answers with the resulting partition count and configs. A request that would
 create more than 10000 partitions, topics and configs is refused whole with POLICY_VIOLATION, as
 Kafka's controller refuses an operation over MAX_RECORDS_PER_USER_OP records.
@@ -22,21 +24,33 @@ MAX_RECORDS_PER_USER_OP = 10_000
 
 
 async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
-    if topic.replication_factor not in (-1, 1):
-        raise KafkaError(ErrorCode.invalid_replication_factor,
-                         f"replication factor {topic.replication_factor} is larger than the 1 available broker")
+    replication_factor = _replication_factor(ctx, topic.replication_factor)
     if topic.assignments:
         raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
     partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     configs = {c.name: c.value for c in topic.configs if c.value is not None}
-    meta = await ctx.broker.logs.create_topic(topic.name, partitions, configs, validate_only=validate_only)
+    meta = await ctx.broker.logs.create_topic(topic.name, partitions, configs, validate_only=validate_only,
+                                              replication_factor=replication_factor)
     return {
         "name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
-        "num_partitions": meta.partitions, "replication_factor": 1,
+        "num_partitions": meta.partitions, "replication_factor": replication_factor,
         "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
                      "config_source": e["config_source"], "is_sensitive": False}
                     for e in topic_config_entries(ctx, meta)],
     }
+
+
+def _replication_factor(ctx: RequestContext, requested: int) -> int:
+    live = max(len(ctx.broker.cluster.live_brokers()), 1)
+    if requested == -1:
+        return max(min(ctx.broker.config.default_replication_factor, live), 1)
+    if requested < 1:
+        raise KafkaError(ErrorCode.invalid_replication_factor, f"replication factor {requested} must be at least 1")
+    if requested > live:
+        brokers = "1 available broker" if live == 1 else f"{live} available brokers"
+        raise KafkaError(ErrorCode.invalid_replication_factor,
+                         f"replication factor {requested} is larger than the {brokers}")
+    return requested
 
 
 def check_batch_size(records: int) -> None:

@@ -153,3 +153,27 @@ async def test_the_local_view_announces_every_partition_to_a_listener(broker_sta
     state.cluster.add_listener(Listener())
     await done.wait()
     assert sorted(elected) == [(TopicPartition("t", 0), 0), (TopicPartition("t", 1), 0), (TopicPartition("u", 0), 0)]
+
+
+async def create(state: BrokerState, name: str, replication_factor: int) -> Any:
+    r = await call(state, ApiKey.CREATE_TOPICS, 7, timeout=5000, validate_only=False, topics=[
+        {"name": name, "num_partitions": 1, "replication_factor": replication_factor, "assignments": [],
+         "configs": []}])
+    return r.topics[0]
+
+
+async def test_a_replication_factor_up_to_the_live_brokers_is_accepted(state: BrokerState) -> None:
+    created = [await create(state, "r3", 3), await create(state, "rd", -1)]
+    assert [(t.error_code, t.replication_factor) for t in created] == [(E.none, 3), (E.none, 1)]
+    refused = await create(state, "r4", 4)
+    assert refused.error_code is E.invalid_replication_factor
+    assert refused.error_message == "replication factor 4 is larger than the 3 available brokers"
+
+
+async def test_a_single_node_accepts_a_replication_factor_of_one(broker_state) -> None:  # type: ignore[no-untyped-def]
+    state = await broker_state()
+    assert (await create(state, "one", 1)).error_code is E.none
+    refused = await create(state, "two", 2)
+    assert (refused.error_code, refused.error_message) == (
+        E.invalid_replication_factor, "replication factor 2 is larger than the 1 available broker")
+    assert (await create(state, "zero", 0)).error_code is E.invalid_replication_factor
