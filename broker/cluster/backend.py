@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from storage.api import BrokerEndpoint
 from storage.meta_properties import random_uuid
-from storage.pg.cluster_store import ClusterStore, ensure_cluster_id
+from storage.pg.cluster_store import ClusterStore, ProducerIdBlocks, ensure_cluster_id
 from storage.pg.log_source import PgLogSource
 from storage.pg.pool import create_pool
 from storage.pg.schema import SchemaTooNewError, migrate
@@ -30,6 +30,21 @@ __all__ = ("ClusterBackend", "EXIT_DATABASE_UNREACHABLE")
 log = logging.getLogger(__name__)
 EXIT_DATABASE_UNREACHABLE: Final = 1
 _CONNECT_TIMEOUT_S: Final = 15.0
+
+
+class _OneLine(logging.Filter):
+    """asyncpg's pool logs a traceback each time it fails to reconnect while the database is
+    down; one line says the same, and an outage is not a bug."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()}: {record.exc_info[1]!r}"
+            record.args = None
+            record.exc_info = None
+        return True
+
+
+logging.getLogger("asyncpg.pool").addFilter(_OneLine())
 
 
 def redacted(url: str) -> str:
@@ -47,6 +62,7 @@ class ClusterBackend:
     logs: PgLogSource
     member: ClusterMember
     cluster_id: str
+    producer_ids: ProducerIdBlocks
 
     @classmethod
     async def open(cls, config: BrokerConfig, data_dir: Path, log_defaults: Mapping[str, object],
@@ -77,7 +93,7 @@ class ClusterBackend:
         member = ClusterMember(ClusterStore(pool, config.node_id, config.cluster_lease_ms), endpoint,
                                config.cluster_lease_ms, logs)
         logs.add_fenced_listener(member.lost)
-        return cls(pool=pool, logs=logs, member=member, cluster_id=cluster_id)
+        return cls(pool=pool, logs=logs, member=member, cluster_id=cluster_id, producer_ids=ProducerIdBlocks(pool))
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition
 
-__all__ = ("ClusterStore", "ensure_cluster_id")
+__all__ = ("ClusterStore", "ProducerIdBlocks", "ensure_cluster_id")
 
 Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
@@ -92,6 +92,26 @@ async def ensure_cluster_id(pool: Pool, proposed: str) -> str:
     """The cluster's id: the one stored, else proposed (the first broker's) stored now."""
     value: str = await pool.fetchval(_CLUSTER_ID, proposed)
     return value
+
+
+# The next producer id not yet handed out, for the whole cluster (Kafka's controller keeps it in
+# its log and answers AllocateProducerIds); the row lock makes concurrent allocations disjoint.
+_PRODUCER_IDS: Final = """
+    INSERT INTO cluster_meta AS m (key, value) VALUES ('next.producer.id', $1::bigint::text)
+    ON CONFLICT (key) DO UPDATE SET value = (m.value::bigint + $1::bigint)::text
+    RETURNING m.value::bigint - $1::bigint AS first
+"""
+
+
+class ProducerIdBlocks:
+    """storage/api.py's ProducerIdBlockSource in cluster_meta: blocks no other broker is given."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+
+    async def allocate_producer_ids(self, count: int) -> int:
+        first: int = await self.pool.fetchval(_PRODUCER_IDS, count)
+        return first
 
 
 class ClusterStore:
