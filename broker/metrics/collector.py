@@ -144,7 +144,8 @@ class BrokerCollector(Collector):
     def _group_metrics(self) -> Iterator[Metric]:
         coordinator = self._state.group_coordinator
         groups = list(coordinator.groups.values()) if coordinator is not None else []
-        by_state = Counter(group.state for group in groups)
+        # The classic states only: a consumer-protocol (KIP-848) group has its own (Empty, Assigning, ...).
+        by_state = Counter(group.state for group in groups if group.consumer is None)
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
         yield _gauge(prefix + "numgroups", "Consumer groups", {}, len(groups))
         for state, mbean in _GROUP_GAUGES.items():

@@ -21,6 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Final, Protocol
 
 __all__ = (
@@ -77,28 +78,49 @@ class UniformAssignor:
         out = _empty(spec)
         subscribers = _subscribers(spec)
         counts = dict.fromkeys(out, 0)
-        shares = _shares(spec, subscribers)
-        taken: set[tuple[uuid.UUID, int]] = set()
-        # Stickiness first: keep what each member had while it stays within its share.
-        for m in sorted(spec.members, key=lambda m: m.member_id):
-            for topic_id, parts in sorted(m.current.items()):
-                if topic_id not in m.topic_ids or topic_id not in spec.partitions:
-                    continue
-                for p in sorted(parts):
-                    if p < spec.partitions[topic_id] and counts[m.member_id] < shares[m.member_id]:
-                        out[m.member_id].setdefault(topic_id, set()).add(p)
-                        counts[m.member_id] += 1
-                        taken.add((topic_id, p))
+        kept = _sticky(spec, subscribers, out, counts)
         # Then every free partition to its least-loaded subscriber (ties: member id order).
         for topic_id in sorted(subscribers):
             members = subscribers[topic_id]
             for p in range(spec.partitions[topic_id]):
-                if (topic_id, p) in taken:
+                if (topic_id, p) in kept:
                     continue
                 owner = min(members, key=lambda mid: (counts[mid], mid))
                 out[owner].setdefault(topic_id, set()).add(p)
                 counts[owner] += 1
         return _freeze(out)
+
+
+def _sticky(
+    spec: GroupSpec,
+    subscribers: Mapping[uuid.UUID, list[str]],
+    out: dict[str, dict[uuid.UUID, set[int]]],
+    counts: dict[str, int],
+) -> set[tuple[uuid.UUID, int]]:
+    """Keep each member's previous partitions up to its fair share rounded down, then let members
+    keep one more while partitions are left over for someone to hold one above the floor: with
+    identical subscriptions the counts then differ by at most one and no more moves than needed."""
+    shares = _shares(spec, subscribers)
+    floors = {mid: int(share) for mid, share in shares.items()}
+    extra = sum(spec.partitions[t] for t in subscribers) - sum(floors.values())
+    previous = {m.member_id: [(t, p) for t, ps in sorted(m.current.items()) for p in sorted(ps)
+                              if t in m.topic_ids and p < spec.partitions.get(t, 0)] for m in spec.members}
+    kept: set[tuple[uuid.UUID, int]] = set()
+
+    def keep(mid: str, tp: tuple[uuid.UUID, int]) -> None:
+        out[mid].setdefault(tp[0], set()).add(tp[1])
+        counts[mid] += 1
+        kept.add(tp)
+
+    for mid in sorted(previous):
+        for tp in previous[mid][: floors[mid]]:
+            keep(mid, tp)
+    for mid in sorted(previous):
+        rest = previous[mid][floors[mid]:]
+        if rest and extra > 0 and counts[mid] < shares[mid]:
+            keep(mid, rest[0])
+            extra -= 1
+    return kept
 
 
 def _subscribers(spec: GroupSpec) -> dict[uuid.UUID, list[str]]:
@@ -110,14 +132,13 @@ def _subscribers(spec: GroupSpec) -> dict[uuid.UUID, list[str]]:
     return {t: sorted(ms) for t, ms in out.items()}
 
 
-def _shares(spec: GroupSpec, subscribers: Mapping[uuid.UUID, list[str]]) -> dict[str, int]:
-    """How many partitions each member may keep from before: its fair share of the partitions
-    it can receive, rounded up (so with identical subscriptions counts differ by at most one)."""
-    shares: dict[str, float] = dict.fromkeys((m.member_id for m in spec.members), 0.0)
+def _shares(spec: GroupSpec, subscribers: Mapping[uuid.UUID, list[str]]) -> dict[str, Fraction]:
+    """Each member's fair share of the partitions it can receive (exact: a float 4/3 * 3 is not 4)."""
+    shares: dict[str, Fraction] = dict.fromkeys((m.member_id for m in spec.members), Fraction(0))
     for topic_id, members in subscribers.items():
         for mid in members:
-            shares[mid] += spec.partitions[topic_id] / len(members)
-    return {mid: int(-(-share // 1)) for mid, share in shares.items()}
+            shares[mid] += Fraction(spec.partitions[topic_id], len(members))
+    return shares
 
 
 class RangeAssignor:

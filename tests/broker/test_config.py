@@ -217,3 +217,15 @@ def test_properties_file_format(tmp_path: Path) -> None:
 def test_missing_properties_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"cannot read --config .*nope.properties: No such file"):
         load_properties(tmp_path / "nope.properties")
+
+
+def test_consumer_group_protocol_settings() -> None:
+    config, _ = build_config({"group.consumer.assignors": " range , uniform",
+                              "group.consumer.session.timeout.ms": "6000"})
+    assert (config.group_consumer_assignors, config.group_consumer_session_timeout_ms) == ("range,uniform", 6000)
+    with pytest.raises(ConfigError, match="the built-in assignors are uniform, range"):
+        build_config({"group.consumer.assignors": "uniform,sticky"})
+    with pytest.raises(ConfigError, match="only disabled is supported"):
+        build_config({"group.consumer.migration.policy": "bidirectional"})
+    with pytest.raises(ConfigError, match="String must be one of: disabled, upgrade, downgrade, bidirectional"):
+        build_config({"group.consumer.migration.policy": "sometimes"})

@@ -19,7 +19,7 @@ from tests.broker_process import REPO
 from tests.e2e.test_consumer_groups import ALL, SETTINGS, TOPIC, group_broker, owned, poll_all, produce
 from tests.e2e.test_java_clients import compile_java
 from tests.e2e.test_kafka_tools import tool
-from tests.e2e.txn_clients import create_topics, wait_until
+from tests.e2e.txn_clients import confluent_read, create_topics, plain_producer, wait_until
 
 pytestmark = pytest.mark.e2e
 __all__ = ("group_broker",)
@@ -274,3 +274,27 @@ def test_a_static_member_restarting_gets_its_partitions_back(group_broker) -> No
     finally:
         a.close()
         b2.close()
+
+
+def test_java_consume_transform_produce_with_the_consumer_protocol_is_exactly_once(  # type: ignore[no-untyped-def]
+        broker_factory, tmp_path: Path) -> None:
+    """kafka-clients 4.3.1: TxnOffsetCommit carries the member id and member epoch from
+    consumer.groupMetadata(); aborted batches are re-read from the committed offsets."""
+    broker = broker_factory(SETTINGS)
+    bs = broker.bootstrap
+    create_topics(bs, ["ctp-in", "ctp-out"], 3)
+    source = plain_producer(bs)
+    for i in range(300):
+        source.produce("ctp-in", key=str(i).encode(), value=f"v{i}".encode())
+    assert source.flush(30) == 0
+    tools = REPO / "tools" / "kafka-tools"
+    jars = [j for j in sorted(tools.glob("*.jar")) if j.name.startswith(JAVA_JARS)]
+    classpath = compile_java(tmp_path, Path(__file__).parent / "java" / "ConsumerProtocolCtp.java", jars)
+    proc = subprocess.run(["java", "-cp", classpath, "ConsumerProtocolCtp", bs, "ctp-in", "ctp-out", "300"],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    checks = dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
+    assert checks == {"committed": "300", "member_epoch_positive": "true", "aborted_some": "true"}, proc.stdout
+    out = confluent_read(bs, {"ctp-out": 3}, "read_committed", 300)
+    assert sorted(r[3] for r in out) == sorted(f"V{i}".encode() for i in range(300))
+    assert broker.logged("group java-ctp-848: now a consumer group")

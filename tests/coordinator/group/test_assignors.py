@@ -67,3 +67,12 @@ def test_assignors_leave_members_without_partitions_empty() -> None:
     for assignor in ASSIGNORS.values():
         out = assignor.assign(spec({"a": {T1}, "b": {T1}, "c": {T1}}, {T1: 1}))
         assert sorted(counts(out).values()) == [0, 0, 1]
+
+
+def test_uniform_stays_balanced_when_stickiness_would_leave_a_newcomer_empty() -> None:
+    # Found by test_consumer_group_machine: keeping every member's ceil(4/3) = 2 starved the third.
+    parts = {T1: 4}
+    before = {"a": {T1: frozenset({0, 1})}, "b": {T1: frozenset({2, 3})}}
+    after = UniformAssignor().assign(spec({"a": {T1}, "b": {T1}, "c": {T1}}, parts, before))
+    assert sorted(counts(after).values()) == [1, 1, 2]
+    assert after["a"][T1] == frozenset({0, 1}) and after["b"][T1] <= before["b"][T1]
