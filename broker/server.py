@@ -22,6 +22,7 @@ from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
+from storage.pg.producer_ids import PgProducerIdBlocks
 
 from .authorizer.standard import StandardAuthorizer
 from .cluster.backend import ClusterBackend
@@ -166,6 +167,7 @@ class Broker:
                                                  self.state.endpoint)
         self.state.logs = self.cluster.logs
         self.state.cluster = self.cluster.member.view
+        self.state.producer_id_blocks = PgProducerIdBlocks(self.cluster.pool)
 
     def _remove_temp_dir(self) -> None:
         if self._temp_dir is not None:

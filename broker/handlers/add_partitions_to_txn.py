@@ -32,7 +32,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = request.v3_and_below_topics
     txn_id = request.v3_and_below_transactional_id
     partitions = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
-    missing = {tp for tp in partitions if ctx.broker.logs.find_log(tp) is None}
+    # Existence, not a local log: in cluster mode the partitions are led by any broker.
+    topics_now = ctx.broker.logs.topics
+    missing = {tp for tp in partitions
+               if (meta := topics_now.get(tp.topic)) is None or not 0 <= tp.partition < meta.partitions}
     if missing:
         def code_for(tp: TopicPartition) -> ErrorCode:
             return ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted

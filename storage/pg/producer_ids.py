@@ -1,0 +1,37 @@
+"""Producer-id blocks for the whole cluster (docs/cluster.md): a counter row in cluster_meta.
+
+Every broker hands out producer ids (an idempotent producer asks any broker), so no two may ever
+hand out the same one; Kafka's controller answers AllocateProducerIds for that. Here one
+statement takes a block: the row's value is the first id nobody holds yet, and the UPDATE that
+moves it on returns where the block starts. PostgreSQL's row lock serialises brokers taking blocks
+at once, and the commit makes the block durable before any id of it is used. A crash after taking
+a block only skips its ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = ("PgProducerIdBlocks",)
+
+Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
+
+_KEY: Final = "producer.id.next"
+_TAKE: Final = """
+    INSERT INTO cluster_meta AS m (key, value) VALUES ($1, $2::bigint::text)
+    ON CONFLICT (key) DO UPDATE SET value = (m.value::bigint + $2::bigint)::text
+    RETURNING value::bigint - $2::bigint
+"""
+
+
+class PgProducerIdBlocks:
+    """storage/api.py's ProducerIdBlockSource over the cluster's database."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+
+    async def allocate_producer_ids(self, count: int) -> int:
+        if count < 1:
+            raise ValueError(f"a producer-id block holds at least one id, not {count}")
+        first: int = await self.pool.fetchval(_TAKE, _KEY, count)
+        return first

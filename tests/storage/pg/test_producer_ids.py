@@ -1,0 +1,30 @@
+"""Producer-id blocks from the cluster database: brokers taking blocks at the same time never
+get overlapping ones, and the counter survives new connections (it is a row, not memory)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from storage.api import ProducerIdBlockSource
+from storage.pg.producer_ids import PgProducerIdBlocks
+
+
+async def test_concurrent_blocks_never_overlap(db: asyncpg.Pool, pg_url: str) -> None:
+    brokers = [PgProducerIdBlocks(db) for _ in range(3)]
+    assert isinstance(brokers[0], ProducerIdBlockSource)
+    firsts = await asyncio.gather(*(b.allocate_producer_ids(1000) for b in brokers for _ in range(10)))
+    assert sorted(firsts) == list(range(0, 30_000, 1000))
+    other = await asyncpg.create_pool(pg_url, min_size=1, max_size=1)
+    try:
+        assert await PgProducerIdBlocks(other).allocate_producer_ids(5) == 30_000
+        assert await PgProducerIdBlocks(other).allocate_producer_ids(5) == 30_005
+    finally:
+        await other.close()
+
+
+async def test_an_empty_block_is_refused(db: asyncpg.Pool) -> None:
+    with pytest.raises(ValueError, match="at least one id"):
+        await PgProducerIdBlocks(db).allocate_producer_ids(0)
