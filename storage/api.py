@@ -303,6 +303,8 @@ class ClusterSnapshot:
 
     brokers: list[BrokerEndpoint]
     partitions: list[PartitionLease]
+    # Milliseconds until each live broker's lease runs out unless renewed (database clock).
+    lease_left_ms: Mapping[int, int] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition
 
-__all__ = ("ClusterStore", "ProducerIdBlocks", "ensure_cluster_id")
+__all__ = ("ClusterStore", "ensure_cluster_id")
 
 Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
@@ -42,7 +42,9 @@ _HEARTBEAT: Final = f"""
 """
 
 _LIVE_BROKERS: Final = """
-    SELECT node_id, host, port, rack FROM brokers WHERE lease_expires_at > now() ORDER BY node_id
+    SELECT node_id, host, port, rack,
+           (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint AS lease_left_ms
+    FROM brokers WHERE lease_expires_at > now() ORDER BY node_id
 """
 
 # A leader whose lease has lapsed reads as -1: any broker may take its partitions.
@@ -94,26 +96,6 @@ async def ensure_cluster_id(pool: Pool, proposed: str) -> str:
     return value
 
 
-# The next producer id not yet handed out, for the whole cluster (Kafka's controller keeps it in
-# its log and answers AllocateProducerIds); the row lock makes concurrent allocations disjoint.
-_PRODUCER_IDS: Final = """
-    INSERT INTO cluster_meta AS m (key, value) VALUES ('next.producer.id', $1::bigint::text)
-    ON CONFLICT (key) DO UPDATE SET value = (m.value::bigint + $1::bigint)::text
-    RETURNING m.value::bigint - $1::bigint AS first
-"""
-
-
-class ProducerIdBlocks:
-    """storage/api.py's ProducerIdBlockSource in cluster_meta: blocks no other broker is given."""
-
-    def __init__(self, pool: Pool) -> None:
-        self.pool = pool
-
-    async def allocate_producer_ids(self, count: int) -> int:
-        first: int = await self.pool.fetchval(_PRODUCER_IDS, count)
-        return first
-
-
 class ClusterStore:
     """One broker's membership and its partition leases; pool is an asyncpg Pool."""
 
@@ -155,7 +137,8 @@ class ClusterStore:
         return ClusterSnapshot(
             brokers=[BrokerEndpoint(r["node_id"], r["host"], r["port"], r["rack"]) for r in brokers],
             partitions=[PartitionLease(TopicPartition(r["name"], r["partition"]), r["leader"], r["leader_epoch"],
-                                       r["replication_factor"]) for r in partitions])
+                                       r["replication_factor"]) for r in partitions],
+            lease_left_ms={r["node_id"]: r["lease_left_ms"] for r in brokers})
 
     async def take(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Lead those of the partitions that are free, lapsed or left from an earlier incarnation:
