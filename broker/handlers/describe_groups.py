@@ -2,9 +2,9 @@
 
 Behaviour: state, protocol type, chosen protocol and members of each group; subscriptions and
 assignments only once the group is Stable, as Kafka does. An unknown group is described as Dead
-with no members and no error (GROUP_ID_NOT_FOUND only exists from v6, not advertised). A
-consumer-protocol (KIP-848) group is GROUP_ID_NOT_FOUND ("is not a classic group"), as Kafka 4.x
-answers; ConsumerGroupDescribe describes it.
+with no members and no error (GROUP_ID_NOT_FOUND only exists from v6, not advertised), and so is
+a consumer-protocol (KIP-848) group, which ConsumerGroupDescribe describes (from v6 Kafka 4.x says
+GROUP_ID_NOT_FOUND, "is not a classic group").
 Version notes: v3+ authorized_operations (we send Kafka's "not requested" value); v4+
 group_instance_id of each member.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
@@ -31,7 +31,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.respond({"throttle_time": 0, "groups": groups})
     groups = [
         {
-            "error_code": s.error,
+            # Kafka 4.x answers GROUP_ID_NOT_FOUND for a consumer-protocol group from v6 (KIP-1043)
+            # and, like an unknown group, Dead without an error below it.
+            "error_code": s.error if ctx.version >= 6 else ErrorCode.none,
             "error_message": s.error_message,
             "group_id": s.group_id,
             "group_state": str(s.state),
