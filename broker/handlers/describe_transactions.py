@@ -2,7 +2,9 @@
 
 Behaviour: per transactional id its state (Kafka's names: Ongoing, PrepareCommit, ...), producer
 id and epoch, timeout, start time and partitions, so an operator can find a hanging transaction
-with kafka-transactions.sh. Unknown (or expired) ids get TRANSACTIONAL_ID_NOT_FOUND.
+with kafka-transactions.sh. Unknown (or expired) ids get TRANSACTIONAL_ID_NOT_FOUND; in cluster
+mode an id whose shard another broker coordinates gets NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS
+while its shard loads here), as Kafka answers.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import datetime
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..handler import Handler, RequestContext
 
@@ -21,10 +23,21 @@ def _start_time(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
+def _unknown_code(ctx: RequestContext, txn_id: str) -> ErrorCode:
+    """Why an id is not described: empty, served by another broker (cluster mode), or unknown."""
+    if not txn_id:
+        return ErrorCode.invalid_request
+    try:
+        ctx.broker.txn_coordinator.check_coordinator(txn_id)
+    except KafkaError as exc:
+        return exc.code
+    return ErrorCode.transactional_id_not_found
+
+
 def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
     md = ctx.broker.txn_coordinator.describe(txn_id) if txn_id else None
     if md is None:
-        code = ErrorCode.invalid_request if not txn_id else ErrorCode.transactional_id_not_found
+        code = _unknown_code(ctx, txn_id)
         return {"error_code": code, "transactional_id": txn_id, "transaction_state": "",
                 "transaction_timeout": 0, "transaction_start_time": _start_time(-1), "producer_id": -1,
                 "producer_epoch": -1, "topics": []}

@@ -1,5 +1,6 @@
 """FindCoordinator in cluster mode: the key's shard leader from the ClusterView (docs/cluster.md),
-COORDINATOR_NOT_AVAILABLE while no live broker leads the shard; a single node answers itself."""
+COORDINATOR_NOT_AVAILABLE while no live broker leads the shard; a single node answers itself.
+DescribeTransactions of an id coordinated elsewhere: NOT_COORDINATOR."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from broker.dispatch import HANDLERS
 from broker.handler import RequestContext
 from broker.principal import LOCAL_ANONYMOUS
 from broker.services import group_coordinator, transaction_coordinator
+from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.build import build
@@ -65,3 +67,27 @@ async def test_a_single_node_coordinates_everything(broker_state) -> None:  # ty
     finally:
         await txns.stop()
         await groups.stop()
+
+
+async def describe(state: Any, txn_id: str) -> ErrorCode:
+    request = build(request_schema(ApiKey.DESCRIBE_TRANSACTIONS, 0), {"transactional_ids": [txn_id]})
+    header = RequestHeader(api_key=ApiKey.DESCRIBE_TRANSACTIONS, api_version=0, correlation_id=1, client_id="t")
+    response = await HANDLERS[ApiKey.DESCRIBE_TRANSACTIONS].handle(
+        RequestContext(header=header, broker=state, peer="t", session=LOCAL_ANONYMOUS), request)
+    [entry] = response.transaction_states
+    return ErrorCode(entry.error_code)
+
+
+async def test_describe_transactions_of_a_shard_served_elsewhere_is_not_coordinator(broker_state) -> None:  # type: ignore[no-untyped-def]
+    state = await broker_state()
+    txns = TransactionCoordinator(state.logs, TxnCoordinatorConfig(num_partitions=3), cluster=StaticClusterView(1))
+    state.txn_coordinator = txns
+    await txns.start()
+    try:
+        assert await describe(state, "tx") is ErrorCode.not_coordinator
+        shard = TopicPartition(TRANSACTION_STATE_TOPIC, txns.partition_for("tx"))
+        await txns.on_elected(shard, 4)
+        await txns.shards.wait_loaded(shard.partition)
+        assert await describe(state, "tx") is ErrorCode.transactional_id_not_found
+    finally:
+        await txns.stop()
