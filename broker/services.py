@@ -44,6 +44,7 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
         abort_timed_out_interval_ms=c.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         remove_expired_interval_ms=c.transaction_remove_expired_transaction_cleanup_interval_ms,
         offsets_num_partitions=c.offsets_topic_num_partitions,
+        segment_bytes=c.transaction_state_log_segment_bytes,
     )
     client = state.extras.get("inter_broker")
     coordinator = TransactionCoordinator(
@@ -66,6 +67,7 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
         offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
         offset_metadata_max_bytes=c.offset_metadata_max_bytes,
         offsets_topic_num_partitions=c.offsets_topic_num_partitions,
+        offsets_topic_segment_bytes=c.offsets_topic_segment_bytes,
     )
     consumer = ConsumerGroupConfig(
         session_timeout_ms=c.group_consumer_session_timeout_ms,

@@ -27,3 +27,5 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4_096
     # offsets.topic.num.partitions
     offsets_topic_num_partitions: int = 50
+    # offsets.topic.segment.bytes: small segments roll, so the cleaner can compact them
+    offsets_topic_segment_bytes: int = 104_857_600

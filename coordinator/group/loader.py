@@ -97,6 +97,8 @@ class PartitionLoader:
         apply_consumer_record(group.consumer, key, value)
 
     def _apply_marker(self, header: RecordBatchHeader, records: list[Record]) -> None:
+        if not records:  # a marker batch the cleaner emptied: its transaction is long settled
+            return
         try:
             control_type = parse_control_type(records[0].key if records else None)
         except CorruptRecordError as exc:

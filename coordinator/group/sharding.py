@@ -124,13 +124,18 @@ class ShardedGroups(AdminOperations):
 
     async def ensure_topic(self, config: GroupConfig) -> int:
         """Create __consumer_offsets unless it exists (a broker of the cluster may just have)."""
+        configs = {"cleanup.policy": "compact", "segment.bytes": str(config.offsets_topic_segment_bytes)}
         meta = self._logs.topics.get(CONSUMER_OFFSETS_TOPIC)
         if meta is None:
             try:
                 meta = await self._logs.create_topic(
-                    CONSUMER_OFFSETS_TOPIC, config.offsets_topic_num_partitions, {"cleanup.policy": "compact"})
+                    CONSUMER_OFFSETS_TOPIC, config.offsets_topic_num_partitions, configs)
             except KafkaError as exc:
                 if exc.code is not ErrorCode.topic_already_exists:
                     raise
                 meta = self._logs.topics[CONSUMER_OFFSETS_TOPIC]
+        elif "segment.bytes" not in meta.configs:
+            # Made before segments were sized for compaction: adopt offsets.topic.segment.bytes
+            # once, as Kafka would have at creation (an operator's own setting is kept).
+            await self._logs.alter_configs(CONSUMER_OFFSETS_TOPIC, {**configs, **meta.configs})
         return meta.partitions

@@ -59,6 +59,7 @@ class TxnCoordinatorConfig:
     remove_expired_interval_ms: int = 3_600_000
     offsets_num_partitions: int = 50  # offsets.topic.num.partitions, for AddOffsetsToTxn
     producer_id_block_size: int = 1000
+    segment_bytes: int = 104_857_600  # transaction.state.log.segment.bytes
     # A single node never hands the coordinator role to another broker, so one epoch serves.
     coordinator_epoch: int = 0
     # Between attempts at a marker (or any failed background work): doubled up to the cap.
@@ -100,7 +101,7 @@ class TransactionCoordinator(TxnShards):
         self.transaction_version = transaction_version
         self.cluster = cluster
         self.store = TransactionStateStore(logs, config.num_partitions, config.producer_id_block_size,
-                                           producer_id_blocks)
+                                           producer_id_blocks, segment_bytes=config.segment_bytes)
         self.markers = MarkerWriter(logs, config.coordinator_epoch, group, config.retry_backoff,
                                     cluster=cluster, remote=remote_markers)
         self.shards = CoordinatorShards(TRANSACTION_STATE_TOPIC, "transactional id")

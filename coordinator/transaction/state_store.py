@@ -40,9 +40,10 @@ _READ_CHUNK = 1 << 20
 
 class TransactionStateStore:
     def __init__(self, logs: LogSource, num_partitions: int, block_size: int,
-                 blocks: ProducerIdBlockSource | None = None) -> None:
+                 blocks: ProducerIdBlockSource | None = None, segment_bytes: int = 104_857_600) -> None:
         self.logs = logs
         self.num_partitions = num_partitions
+        self.segment_bytes = segment_bytes  # transaction.state.log.segment.bytes
         self.producer_ids = ProducerIdManager(block_size)
         self.blocks = blocks
 
@@ -50,16 +51,19 @@ class TransactionStateStore:
         return self.logs.get_log(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
 
     async def ensure_topic(self) -> None:
+        configs = {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)}
         meta = self.logs.topics.get(TRANSACTION_STATE_TOPIC)
         if meta is None:
             try:
-                await self.logs.create_topic(
-                    TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"}
-                )
+                await self.logs.create_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, configs)
             except KafkaError as exc:  # cluster mode: another broker created it first
                 if exc.code is not ErrorCode.topic_already_exists:
                     raise
             meta = self.logs.topics.get(TRANSACTION_STATE_TOPIC)
+        elif "segment.bytes" not in meta.configs:
+            # Made before segments were sized for compaction: adopt the setting once (an
+            # operator's own segment.bytes is kept), as Kafka sets it at creation.
+            await self.logs.alter_configs(TRANSACTION_STATE_TOPIC, {**configs, **meta.configs})
         if meta is not None and meta.partitions != self.num_partitions:
             # Kafka keeps the existing count too: ids must keep mapping to their old partition.
             log.warning("%s has %d partitions, not transaction.state.log.num.partitions=%d; "

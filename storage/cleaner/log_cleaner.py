@@ -121,6 +121,9 @@ class LogCleaner:
         if found is None:
             return None
         plog, plan = found
+        log.info("cleaning %s: offsets %d to %d, dirty ratio %.3f%s", plog.tp, plan.task.first_dirty_offset,
+                 plan.task.first_uncleanable_offset, plan.dirty_ratio,
+                 " (max.compaction.lag.ms passed)" if plan.forced else "")
         started = time.monotonic()
         try:
             result = await self._clean(plan.task)

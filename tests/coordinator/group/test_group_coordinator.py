@@ -88,7 +88,9 @@ async def fetched(coord: GroupCoordinator, group: str, tps=(TP0, TP1), stable: b
 async def test_creates_the_internal_topic(node: Node) -> None:
     assert node.logs is not None
     meta = node.logs.topics[CONSUMER_OFFSETS_TOPIC]
-    assert meta.partitions == 3 and meta.configs == {"cleanup.policy": "compact"}
+    # offsets.topic.segment.bytes (100 MiB by default) sizes its segments, as Kafka does
+    assert meta.partitions == 3
+    assert meta.configs == {"cleanup.policy": "compact", "segment.bytes": "104857600"}
     assert node.coordinator is not None
     assert node.coordinator.partition_for("hello").partition == 99162322 % 3
 
