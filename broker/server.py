@@ -80,6 +80,7 @@ class Broker:
         if config.log_cleaner_enable and config.log_cleaner_threads > 0 and not config.cluster_url:
             self.cleaner = LogCleaner(self.logs, backoff_ms=config.log_cleaner_backoff_ms,
                                       dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
+            self.state.extras["log_cleaner"] = self.cleaner.stats  # for broker/metrics
         if config.metrics_port is not None:
             self.metrics_endpoint = MetricsEndpoint(self.state, self.connections, lambda: self.ready)
             self.state.metrics = self.metrics_endpoint.metrics

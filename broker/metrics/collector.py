@@ -77,6 +77,7 @@ class BrokerCollector(Collector):
                      self._connections())
         yield from self._group_metrics()
         yield from self._transaction_metrics()
+        yield from _cleaner_metrics(self._state.extras.get("log_cleaner"))
 
     # -- BrokerTopicMetrics, RequestMetrics -----------------------------------------------------
 
@@ -189,3 +190,29 @@ def _gauge(name: str, doc: str, labels: dict[str, str], value: float) -> Metric:
 def _le(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(bound)
 
+
+
+def _cleaner_metrics(stats: Any) -> Iterator[Metric]:
+    """The log cleaner's passes (storage/cleaner/log_cleaner.py CleanerStats), when it runs."""
+    if stats is None:
+        return
+    for name, doc, value in (
+        ("eosbroker_log_cleaner_passes", "Cleaning passes completed", stats.passes),
+        ("eosbroker_log_cleaner_bytes_read", "Bytes of closed segments read by cleaning passes", stats.bytes_read),
+        ("eosbroker_log_cleaner_bytes_written", "Bytes of cleaned segments written", stats.bytes_written),
+        ("eosbroker_log_cleaner_failures", "Cleaning passes that failed", stats.failures),
+    ):
+        family = CounterMetricFamily(name, doc)
+        family.add_metric([], value)
+        yield family
+    last = stats.last
+    if last is not None:  # Kafka's LogCleaner MBean values, of the latest pass
+        yield _gauge("kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written as a share of bytes read, "
+                     "latest pass", {}, 100 * last.bytes_written / max(last.bytes_read, 1))
+        yield _gauge("kafka_log_logcleaner_max_clean_time_secs", "Duration of the latest pass", {}, last.seconds)
+    ratio = GaugeMetricFamily("eosbroker_log_cleaner_dirty_ratio", "Dirty share of the cleanable log before and "
+                              "after the partition's latest pass", labels=["partition", "when"])
+    for partition, s in sorted(stats.by_partition.items()):
+        ratio.add_metric([partition, "before"], s.dirty_ratio_before)
+        ratio.add_metric([partition, "after"], s.dirty_ratio_after)
+    yield ratio

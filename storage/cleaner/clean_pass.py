@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,6 +255,25 @@ def _write_txn_index(tmp: Path, base: int, entries: Sequence[AbortedTxn]) -> Non
         ix.flush()
     finally:
         ix.close()
+
+
+def watch_broker(broker_pid: int) -> None:
+    """Worker process initializer: end this worker as soon as the broker is gone. A broker killed
+    with -9 cannot stop its workers, and one blocked waiting for work would live on (holding the
+    broker's stdout open, and later writing into a new broker's cleaner-tmp/)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.2)
+            try:
+                os.kill(broker_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="watch-broker", daemon=True).start()
 
 
 def run_clean_pass(task: CleanTask) -> CleanResult:

@@ -13,15 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from protocol.errors import KafkaError
 
-from .clean_pass import BYTES_PER_MAP_ENTRY, CleanResult, CleanTask, run_clean_pass
+from .clean_pass import BYTES_PER_MAP_ENTRY, CleanResult, CleanTask, run_clean_pass, watch_broker
 from .cleanable import CleaningPlan, dirty_ratio, first_uncleanable_offset
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class CleanerStats:
     seconds: float = 0.0
     failures: int = 0
     last: PassStats | None = None
+    by_partition: dict[str, PassStats] = field(default_factory=dict)  # the last pass of each
 
 
 def process_executor() -> Executor:
@@ -60,7 +62,8 @@ def process_executor() -> Executor:
     # event loop and threads; the worker ends with the broker (the server watches its parent).
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["storage.cleaner.clean_pass"])
-    return ProcessPoolExecutor(max_workers=1, mp_context=context)
+    return ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=watch_broker,
+                               initargs=(os.getpid(),))
 
 
 class LogCleaner:
@@ -151,6 +154,7 @@ class LogCleaner:
         self.stats.bytes_written += s.bytes_written
         self.stats.seconds += s.seconds
         self.stats.last = s
+        self.stats.by_partition[s.partition] = s
         mb_s = s.bytes_read / 1e6 / s.seconds if s.seconds > 0 else 0.0
         log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s); dirty ratio "
                  "%.3f before, %.3f after", s.partition, s.bytes_read, s.bytes_written,
