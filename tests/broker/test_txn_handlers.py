@@ -3,6 +3,8 @@ partition logs under tmp_path, responses encoded as they would go on the wire.""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import pytest
 
 from broker.config import BrokerConfig
@@ -20,8 +22,8 @@ from storage.log_manager import LogManager
 E = ErrorCode
 
 
-@pytest.fixture
-async def state(tmp_path):
+@asynccontextmanager
+async def txn_state(tmp_path):  # type: ignore[no-untyped-def]
     config = BrokerConfig(log_dirs=str(tmp_path), transaction_state_log_num_partitions=3)
     logs = LogManager(tmp_path, {})
     logs.load()
@@ -33,6 +35,12 @@ async def state(tmp_path):
     yield state
     await coordinator.stop()
     await logs.close()
+
+
+@pytest.fixture
+async def state(tmp_path):  # type: ignore[no-untyped-def]
+    async with txn_state(tmp_path) as s:
+        yield s
 
 
 async def call(state, key: ApiKey, version: int, **fields):  # type: ignore[no-untyped-def]

@@ -12,8 +12,10 @@ import pytest
 
 from tests.broker_process import REPO, BrokerProcess
 from tests.e2e.test_java_clients import compile_java
+from tests.e2e.test_metrics import _METRICS_PORT as METRICS_PORT
 from tests.e2e.test_metrics import Samples, Scraper
 from tests.e2e.txn_clients import WAIT_S, confluent_read, create_topics, kafka_module, kafka_python_read, txn_producer
+from tests.kafka_tools import run_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -40,6 +42,13 @@ def run_check(cp: str, broker: BrokerProcess, *args: str) -> dict[str, str]:
     return dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
 
 
+def samples_of(broker: BrokerProcess) -> Samples:
+    """The broker's metrics; after a restart, those of the latest process (a new port)."""
+    scraper = Scraper(broker)
+    scraper.port = int([m for line in broker.log_lines if (m := METRICS_PORT.search(line))][-1][1])
+    return scraper.samples()
+
+
 def requests_by_version(samples: Samples, api: str) -> dict[int, float]:
     out: dict[int, float] = {}
     for (name, labels), value in samples.items():
@@ -61,7 +70,7 @@ def test_java4_commits_aborts_and_aborts_empty_under_v2(compiled: str, broker_fa
     checks = run_check(compiled, broker, "commit-abort", "v2-ca", "50")
     # committed: transactions 0 and 2 (50 each) and the last one (1); transaction 1 was aborted
     assert checks == {"read_committed": "101", "read_uncommitted": "151"}
-    assert_used_v2(Scraper(broker).samples())
+    assert_used_v2(samples_of(broker))
 
 
 def test_java4_zombie_is_fenced_under_v2(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
@@ -86,7 +95,7 @@ def test_java4_consume_transform_produce_under_v2(compiled: str, broker_factory)
     run_check(compiled, broker, "produce", "ctp-in", "200", "java-in", "commit")
     checks = run_check(compiled, broker, "ctp", "ctp-in", "200", "ctp-out")
     assert checks == {"copied": "200", "output_read_committed": "200"}
-    samples = Scraper(broker).samples()
+    samples = samples_of(broker)
     assert_used_v2(samples)
     assert requests_by_version(samples, "TxnOffsetCommit").keys() == {5}
     assert requests_by_version(samples, "AddOffsetsToTxn") == {}
@@ -128,7 +137,58 @@ def test_v1_and_v2_producers_share_partitions_read_exactly_by_every_client(compi
     checks = run_check(compiled, broker, "count", "mixed")
     assert checks == {"read_committed": str(committed), "read_uncommitted": str(committed + 70)}
     # both protocols were in use on the same partitions
-    samples = Scraper(broker).samples()
+    samples = samples_of(broker)
     end_txn = requests_by_version(samples, "EndTxn")
     assert 5 in end_txn and min(end_txn) < 5, end_txn
     assert requests_by_version(samples, "AddPartitionsToTxn")  # the V1 clients' adds
+
+
+def feature_line(broker: BrokerProcess, name: str) -> list[str]:
+    out = run_tool("kafka-features", "--bootstrap-server", broker.bootstrap, "describe", check=True).stdout
+    return next(line.split() for line in out.splitlines() if line.split()[1] == name)
+
+
+def test_kafka_features_downgrade_and_upgrade_are_durable_and_pick_the_protocol(  # type: ignore[no-untyped-def]
+        compiled: str, broker_factory) -> None:
+    broker = broker_factory(SETTINGS)
+    out = run_tool("kafka-features", "--bootstrap-server", broker.bootstrap, "downgrade", "--feature",
+                   "transaction.version=1", check=True).stdout
+    assert "transaction.version was downgraded to 1." in out, out
+    assert feature_line(broker, "transaction.version")[-3:] == ["1", "Epoch:", "1"]
+    refused = run_tool("kafka-features", "--bootstrap-server", broker.bootstrap, "upgrade", "--feature",
+                       "transaction.version=3")
+    assert refused.returncode != 0 and "Local broker supports versions 0-2." in refused.stdout + refused.stderr
+    # a 4.x producer keeps to V1 while the level is 1
+    run_check(compiled, broker, "produce", "down", "5", "java-v1", "commit")
+    samples = samples_of(broker)
+    assert set(requests_by_version(samples, "EndTxn")) == {4}
+    assert requests_by_version(samples, "AddPartitionsToTxn")
+    broker.restart(kill=False)
+    assert feature_line(broker, "transaction.version")[-3:] == ["1", "Epoch:", "1"]  # kept across the restart
+    run_tool("kafka-features", "--bootstrap-server", broker.bootstrap, "upgrade", "--feature",
+             "transaction.version=2", check=True)
+    assert feature_line(broker, "transaction.version")[-3:] == ["2", "Epoch:", "2"]
+    run_check(compiled, broker, "produce", "down", "5", "java-v2", "commit")
+    assert_used_v2(samples_of(broker))
+    assert run_check(compiled, broker, "count", "down") == {"read_committed": "10", "read_uncommitted": "10"}
+
+
+def test_a_running_v1_producer_switches_to_v2_at_a_transaction_boundary(  # type: ignore[no-untyped-def]
+        compiled: str, broker_factory) -> None:
+    broker = broker_factory(SETTINGS | {"transaction.version": "1"})
+    create_topics(broker.bootstrap, ["upgrade"], 2)
+    java = subprocess.Popen(["java", "-cp", compiled, "TxnV2Check", broker.bootstrap, "upgrade", "upgrade", "10"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert java.stdout is not None and java.stdout.readline().strip() == "CHECK phase 1"
+        assert set(requests_by_version(samples_of(broker), "EndTxn")) == {4}
+        run_tool("kafka-features", "--bootstrap-server", broker.bootstrap, "upgrade", "--feature",
+                 "transaction.version=2", check=True)
+        # Java's producer reads the finalized level from ApiVersions, sent on a new connection
+        broker.restart(kill=False)
+        out, err = java.communicate("go\n", timeout=180)
+    finally:
+        java.kill()
+    assert java.returncode == 0, out[-3000:] + err[-3000:]
+    assert "CHECK read_committed 40" in out
+    assert 5 in requests_by_version(samples_of(broker), "EndTxn")

@@ -36,6 +36,8 @@ class Group:
 
 
 class Broker:
+    level = 0  # the finalized transaction.version
+
     def __init__(self, path, config=CONFIG):
         self.path, self.config = path, config
         self.clock, self.group = Clock(), Group()
@@ -47,7 +49,7 @@ class Broker:
         if "orders" not in self.logs.topics:
             await self.logs.create_topic("orders", 2)
         self.coordinator = TransactionCoordinator(self.log_source(), self.config, lambda: self.group,
-                                                  self.clock)
+                                                  self.clock, transaction_version=lambda: self.level)
         await self.coordinator.start()
         return self
 

@@ -127,3 +127,39 @@ def test_garbage_is_corrupt_not_struct_error(key, value):
         decode_record(key, value)
     except CorruptRecordError:
         pass
+
+
+def test_value_layout_v1_is_kafkas_flexible_form_with_tagged_fields():
+    # TransactionLogValue v1: compact arrays and strings, then tag 2 ClientTransactionVersion
+    value = transaction_value(transition(partitions=(("a", 1),), client_transaction_version=2), version=1)
+    assert value == (
+        struct.pack(">hqhib", 1, 4000, 7, 60000, 1)
+        + b"\x02" + b"\x02a" + b"\x02" + struct.pack(">i", 1) + b"\x00"
+        + struct.pack(">qq", 2000, 1000)
+        + b"\x01" + b"\x02\x02" + struct.pack(">h", 2)
+    )
+    # defaults are left out; an Empty state's partitions are null (0)
+    empty = transaction_value(transition(TxnState.EMPTY, partitions=()), version=1)
+    assert empty == struct.pack(">hqhib", 1, 4000, 7, 60000, 0) + b"\x00" + struct.pack(">qq", 2000, 1000) + b"\x00"
+
+
+@given(
+    state=st.sampled_from([s for s in TxnState if s not in (TxnState.DEAD, TxnState.EMPTY)]),
+    partitions=st.sets(st.tuples(st.text(min_size=1, max_size=5), st.integers(0, 2**31 - 1)), max_size=4),
+    last_pid=st.integers(-1, 2**63 - 1),
+    next_pid=st.integers(-1, 2**63 - 1),
+    client_tv=st.integers(0, 2),
+)
+def test_round_trip_v1(state, partitions, last_pid, next_pid, client_tv):
+    t = transition(state, partitions, last_producer_id=last_pid, next_producer_id=next_pid,
+                   client_transaction_version=client_tv)
+    entry = decode_record(transaction_key("tx"), transaction_value(t, version=1))
+    assert entry == TxnLogEntry(transactional_id="tx", transition=t)
+
+
+def test_v1_tags_unknown_to_us_are_skipped_and_trailing_bytes_refused():
+    value = transaction_value(transition(partitions=()), version=1)
+    with_unknown_tag = value[:-1] + b"\x01" + b"\x09\x03abc"  # tag 9, 3 bytes
+    assert decode_record(transaction_key("tx"), with_unknown_tag).transition == transition(partitions=())
+    with pytest.raises(CorruptRecordError):
+        decode_record(transaction_key("tx"), value + b"\x00")

@@ -25,6 +25,7 @@ public class TxnV2Check {
             case "timeout" -> timeout(topic, n);
             case "ctp" -> consumeTransformProduce(topic, args[4], n);
             case "produce" -> Checks.check("produced", transact(topic, args[4], n, args[5].equals("commit")));
+            case "upgrade" -> upgrade(topic, n);
             case "count" -> {
                 Checks.check("read_committed", consume(topic, "read_committed"));
                 Checks.check("read_uncommitted", consume(topic, "read_uncommitted"));
@@ -108,6 +109,24 @@ public class TxnV2Check {
         }
         Checks.check("late_commit", outcome(p::commitTransaction));
         p.close(Duration.ZERO);
+        Checks.check("read_committed", consume(topic, "read_committed"));
+    }
+
+    // one transaction, then (once told on stdin, after the broker's level rose and it restarted)
+    // three more on the same producer: it switches to V2 at a transaction boundary
+    static void upgrade(String topic, int n) throws Exception {
+        try (KafkaProducer<String, String> p = txnProducer("upgrade-" + topic, 60000)) {
+            for (int t = 0; t < 4; t++) {
+                if (t == 1) {
+                    Checks.check("phase", "1");
+                    System.out.flush();
+                    new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+                }
+                p.beginTransaction();
+                for (int i = 0; i < n; i++) p.send(new ProducerRecord<>(topic, i % 2, "u", "t" + t + "-" + i));
+                p.commitTransaction();
+            }
+        }
         Checks.check("read_committed", consume(topic, "read_committed"));
     }
 
