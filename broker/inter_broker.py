@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import struct
@@ -159,12 +160,47 @@ class InterBrokerClient:
 
 
 class TxnMarkerChannel:
-    """The coordinator's RemoteMarkerWriter: a marker as a WriteTxnMarkers v1 request."""
+    """The coordinator's RemoteMarkerWriter: markers as WriteTxnMarkers v1 requests.
+
+    The marker writer sends one partition per call, concurrently; calls made in the same turn of
+    the event loop for one broker and one marker are sent as a single request, so the leader
+    appends them together (one group commit) instead of one request at a time on the connection.
+    """
 
     def __init__(self, client: InterBrokerClient) -> None:
         self.client = client
+        self._batches: dict[tuple[int, TxnMarkerEntry], list[tuple[TopicPartition, asyncio.Future[ErrorCode]]]] = {}
+        self._sending: set[asyncio.Task[None]] = set()
 
     async def write_txn_markers(self, node_id: int, entry: TxnMarkerEntry) -> Mapping[TopicPartition, ErrorCode]:
+        loop = asyncio.get_running_loop()
+        key = (node_id, dataclasses.replace(entry, partitions=()))
+        batch = self._batches.get(key)
+        if batch is None:  # the first call of this turn: the request goes once the others joined
+            batch = self._batches[key] = []
+            task = loop.create_task(self._send(key), name=f"markers to broker {node_id}")
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+        futures = [loop.create_future() for _ in entry.partitions]
+        batch += zip(entry.partitions, futures, strict=True)
+        return dict(zip(entry.partitions, await asyncio.gather(*futures), strict=True))
+
+    async def _send(self, key: tuple[int, TxnMarkerEntry]) -> None:
+        batch = self._batches.pop(key)
+        node_id, marker = key
+        try:
+            results = await self._request(node_id, dataclasses.replace(
+                marker, partitions=tuple(dict.fromkeys(tp for tp, _ in batch))))
+        except Exception as exc:  # each waiting partition retries on its own
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for tp, future in batch:
+            if not future.done():
+                future.set_result(results.get(tp, ErrorCode.unknown_server_error))
+
+    async def _request(self, node_id: int, entry: TxnMarkerEntry) -> dict[TopicPartition, ErrorCode]:
         topics: dict[str, list[int]] = {}
         for tp in entry.partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)

@@ -1,10 +1,12 @@
 """The inter-broker client (broker/inter_broker.py) against a real broker process: a transaction
 coordinator's WriteTxnMarkers reaches the partition's leader and ends the open transaction there,
-as the coordinator of another broker sends it in cluster mode."""
+as the coordinator of another broker sends it in cluster mode; markers sent at once to one broker
+travel as one request."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -23,28 +25,42 @@ pytestmark = pytest.mark.e2e
 SETTINGS = {"transaction.state.log.num.partitions": "2", "offsets.topic.num.partitions": "2"}
 
 
+class CountingClient(InterBrokerClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent: list[Any] = []
+
+    async def send(self, node_id: int, request: Any) -> Any:
+        self.sent.append(request)
+        return await super().send(node_id, request)
+
+
 async def test_markers_sent_to_the_leader_end_its_open_transaction(broker_factory) -> None:  # type: ignore[no-untyped-def]
     broker = broker_factory(SETTINGS)
-    create_topics(broker.bootstrap, ["t"], 1)
+    create_topics(broker.bootstrap, ["t"], 3)
     producer = txn_producer(broker.bootstrap, "tx")
     producer.begin_transaction()
-    for i in range(2):
-        producer.produce("t", value=b"%d" % i)
+    for i in range(6):
+        producer.produce("t", value=b"%d" % i, partition=i % 3)
     producer.flush(30)
     view = StaticClusterView(9)
     view.brokers = [BrokerEndpoint(1, "127.0.0.1", broker.port)]
-    client = InterBrokerClient(view, client_id="eosbroker-9", request_timeout_ms=30000)
+    client = CountingClient(view, client_id="eosbroker-9", request_timeout_ms=30000)
     try:
         described = await client.send(1, build(request_schema(ApiKey.DESCRIBE_TRANSACTIONS, 0),
                                                {"transactional_ids": ["tx"]}))
         [state] = described.transaction_states
         assert state.transaction_state == "Ongoing"
-        entry = TxnMarkerEntry(producer_id=state.producer_id, producer_epoch=state.producer_epoch,
-                               coordinator_epoch=0, commit=False, partitions=(TopicPartition("t", 0),))
         channel = TxnMarkerChannel(client)
-        results = await asyncio.gather(*(channel.write_txn_markers(1, entry) for _ in range(3)))  # pipelined
-        assert results == [{TopicPartition("t", 0): ErrorCode.none}] * 3
+        results = await asyncio.gather(*(channel.write_txn_markers(1, TxnMarkerEntry(
+            producer_id=state.producer_id, producer_epoch=state.producer_epoch, coordinator_epoch=0, commit=False,
+            partitions=(TopicPartition("t", p),))) for p in range(3)))
+        assert results == [{TopicPartition("t", p): ErrorCode.none} for p in range(3)]
+        [request] = client.sent[1:]  # the three partitions' markers went as one request
+        assert [t.partition_indexes for t in request.markers[0].topics] == [(0, 1, 2)]
+        again = await asyncio.gather(*(client.send(1, request) for _ in range(2)))  # pipelined on one connection
+        assert [len(r.markers) for r in again] == [1, 1]
     finally:
         await client.close()
-    assert last_stable_offsets(broker.bootstrap, "t", 1) == {0: 5}  # 2 records and the 3 markers
+    assert last_stable_offsets(broker.bootstrap, "t", 3) == {0: 5, 1: 5, 2: 5}  # 2 records and 3 markers each
     producer.abort_transaction(30)
