@@ -199,3 +199,27 @@ def test_a_postgresql_restart_while_producing_loses_nothing_acknowledged(
     assert len(sender.acked) == sent
     cluster.settled("outage")
     exactly_once_in_order(read_all(cluster, "outage", 2, sent, 2), sender.acked, 2)
+
+
+def test_a_database_outage_longer_than_the_lease_drops_leadership_until_it_returns(
+        cluster: Cluster, pg_server: PostgresServer) -> None:
+    cluster.start(1, 2)
+    create_topic(cluster, "longer", 2)
+    cluster.settled("longer")
+    sender = Sender(cluster.bootstrap())
+    sender.send("longer", range(0, 200), 2)
+    sender.flush()
+    pg_server.stop("immediate")
+    try:
+        # Each broker's own timer ends its leadership: no heartbeat reached the database.
+        wait_until(lambda: all(p.logged("lease lapsed") for p in cluster.brokers.values()), "leases lapsing")
+        for node_id in cluster.live():
+            [entry] = cluster.metadata(node_id, "longer").topics
+            assert all(p.leader_id != node_id for p in entry.partitions), "still claims to lead"
+    finally:
+        pg_server.start()
+    cluster.settled("longer")
+    sender.send("longer", range(200, 400), 2)
+    sender.flush()
+    assert sender.errors == [] and len(sender.acked) == 400
+    exactly_once_in_order(read_all(cluster, "longer", 2, 400, 1), sender.acked, 2)
