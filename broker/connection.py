@@ -276,12 +276,14 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- request loop -----------------------------------------------------------------------------
 
-    def close(self, reason: str, level: int = logging.WARNING) -> None:
+    def close(self, reason: str, level: int = logging.WARNING, abort: bool = False) -> None:
+        """`abort`: drop the connection at once; a TLS close otherwise waits for the peer's
+        close_notify (up to 30 s), longer than a broker shutting down waits."""
         if not self._closing:
             log.log(level, "closing connection from %s: %s", self.peer, reason)
         self._closing = True
         if self.transport is not None:
-            self.transport.close()
+            self.transport.abort() if abort else self.transport.close()
 
     async def _serve(self) -> None:
         while not self._closing:

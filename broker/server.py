@@ -262,7 +262,7 @@ class Broker:
         for server in self._servers:
             server.close()
         for conn in list(self.connections):
-            conn.close("broker shutting down")
+            conn.close("broker shutting down", abort=conn.security.uses_tls)
         if self._servers:
             try:
                 await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in self._servers)), 5)

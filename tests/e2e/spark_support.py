@@ -30,10 +30,13 @@ def new_topic(bootstrap: str, topic: str, partitions: int = 3) -> str:
     return topic
 
 
-def batch_read(spark: Any, bootstrap: str, topic: str, isolation_level: str = "read_committed") -> list[Transfer]:
-    """`spark.read.format("kafka")` from earliest to latest at `isolation_level`."""
+def batch_read(spark: Any, bootstrap: str, topic: str, isolation_level: str = "read_committed",
+               **kafka_options: str) -> list[Transfer]:
+    """`spark.read.format("kafka")` from earliest to latest at `isolation_level`; `kafka_options`
+    are more consumer settings (security.protocol, sasl.jaas.config, ...), without the "kafka." prefix."""
     raw = (
         spark.read.format("kafka")
+        .options(**{f"kafka.{key}": value for key, value in kafka_options.items()})
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("kafka.isolation.level", isolation_level)

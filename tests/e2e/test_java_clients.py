@@ -3,6 +3,7 @@ against the broker: admin, idempotent and transactional producers, both isolatio
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,10 +46,13 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
     return compile_java(tmp_path_factory.mktemp("java"), SOURCE, classpath())
 
 
-def run_check(cp: str, broker: BrokerProcess, topic: str, n: int, *mode: str) -> dict[str, str]:
+def run_check(cp: str, broker: BrokerProcess, topic: str, n: int, *mode: str, bootstrap: str | None = None,
+              client_config: Path | None = None) -> dict[str, str]:
+    """ClientCheck's CHECK lines; `client_config`: a .properties file of security settings."""
+    env = dict(os.environ, CHECK_CLIENT_CONFIG=str(client_config)) if client_config is not None else None
     proc = subprocess.run(
-        ["java", "-cp", cp, "ClientCheck", broker.bootstrap, topic, str(n), *mode],
-        capture_output=True, text=True, timeout=180,
+        ["java", "-cp", cp, "ClientCheck", bootstrap or broker.bootstrap, topic, str(n), *mode],
+        capture_output=True, text=True, timeout=180, env=env,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))

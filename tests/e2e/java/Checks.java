@@ -13,6 +13,15 @@ final class Checks {
 
     static Properties admin(String bootstrap) {
         Properties p = new Properties();
+        // Security settings (security.protocol, ssl.*, sasl.*) for every client, from a file.
+        String extra = System.getenv("CHECK_CLIENT_CONFIG");
+        if (extra != null) {
+            try (java.io.FileReader reader = new java.io.FileReader(extra)) {
+                p.load(reader);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
         p.put("bootstrap.servers", bootstrap);
         return p;
     }
