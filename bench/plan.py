@@ -84,6 +84,12 @@ CASES = (
          params=lambda s, t: {"topic": t, "partitions": 1, "producers": 8,
                               "txns_each": s.txns_each_of_8},
          metrics={"p50 ms": LOWER, "p99 ms": LOWER, "txns/s": HIGHER}),
+    # Issue 14: the same one-record transactions from Kafka's Java producer (kafka-clients 4.x),
+    # under Transactions V1 and V2 (the case sets transaction.version with UpdateFeatures first).
+    *(Case(key=f"w5-java-tv{tv}", title=f"5 one-record txns, Java 4.x producer, transaction.version={tv}",
+           load="java_txn_latency",
+           params=lambda s, t, tv=tv: {"topic": t, "partitions": 1, "txns": s.txns_one, "transaction_version": tv},
+           metrics={"p50 ms": LOWER, "p99 ms": LOWER, "txns/s": HIGHER}) for tv in (1, 2)),
     Case(key="w6", title="6 end-to-end latency, read_committed", load="e2e_latency",
          params=lambda s, t: {"topic": t, "rate": s.e2e_rate, "seconds": s.e2e_seconds},
          metrics={"p50 ms": LOWER, "p99 ms": LOWER}),
