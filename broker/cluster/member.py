@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from storage.api import BrokerEndpoint, ClusterSnapshot, LeadershipListener, TopicPartition
 
+from ..startup import StartupError
 from .balance import plan
 from .lease_view import LeaseView, notify
 
@@ -75,7 +76,9 @@ class ClusterMember:
 
     async def start(self) -> None:
         """Register (waiting while an earlier incarnation's lease is live), then take a first share."""
-        await self._register()
+        # A killed incarnation's lease lapses within one lease; one still renewed after two is
+        # another live broker given the same node.id.
+        await self._register(give_up_s=2 * self._lease_s + self._interval)
         await self.balance()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._heartbeats(), name="cluster-heartbeat"),
@@ -108,16 +111,19 @@ class ClusterMember:
 
     # -- the lease -----------------------------------------------------------------------------
 
-    async def _register(self) -> None:
-        waited = False
+    async def _register(self, give_up_s: float | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
         while True:
-            sent = asyncio.get_running_loop().time()
+            sent = loop.time()
             if await self.store.register(self._endpoint()):
                 break
-            if not waited:
+            if sent == began:
                 log.warning("node.id %d is held by an earlier incarnation whose lease is live; waiting up to "
                             "cluster.lease.ms for it to lapse", self.node_id)
-                waited = True
+            elif give_up_s is not None and sent - began > give_up_s:
+                raise StartupError(f"node.id {self.node_id} is held by a live broker that keeps renewing its "
+                                   "lease: give every broker of the cluster its own node.id")
             await asyncio.sleep(self._interval)
         self._registered = True
         self._extend(sent)

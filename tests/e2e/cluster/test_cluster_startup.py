@@ -10,6 +10,7 @@ import asyncpg
 import pytest
 
 from storage.pg.schema import MIGRATIONS, migrate
+from tests.e2e.cluster.conftest import CLUSTER_SETTINGS
 from tests.e2e.test_startup import refused, run_broker
 from tests.pg_server import PostgresServer
 
@@ -39,3 +40,15 @@ def test_a_database_migrated_by_a_newer_broker_is_refused(tmp_path: Path, pg_url
     asyncio.run(bump())
     line = refused(tmp_path, "--port", "0", "--data-dir", str(tmp_path / "data"), "--set", f"cluster.url={pg_url}")
     assert "upgrade the broker" in line
+
+
+def test_a_second_broker_with_a_live_node_id_is_refused(cluster) -> None:  # type: ignore[no-untyped-def]
+    cluster.start(1)
+    result = run_broker("--port", "0", "--data-dir", str(cluster.root / "twin"), "--set", f"cluster.url={cluster.url}",
+                        "--set", "node.id=1", *(a for k, v in CLUSTER_SETTINGS.items() for a in ("--set", f"{k}={v}")))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "eosbroker: node.id 1 is held by a live broker that keeps renewing its lease: give every broker of the "
+        "cluster its own node.id"]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert cluster.brokers_seen(1) == [1]  # the first one never noticed
