@@ -272,12 +272,22 @@ class PgLogSource:
             await asyncio.sleep(self._refresh_interval_ms / 1000)
             try:
                 await self.refresh_topics()
+                await self._recover_stale_logs()
             except Exception as exc:
                 if not self._refresh_failing:
                     log.warning("cannot read topics from the cluster database: %r", exc)
                 self._refresh_failing = True
             else:
                 self._refresh_failing = False
+
+    async def _recover_stale_logs(self) -> None:
+        """Logs whose last write's outcome is unknown re-read their state (once the database
+        answers again), so that what was committed becomes readable without a new append."""
+        for plog in [p for p in self.logs.values() if p.stale]:
+            try:
+                await plog.recover()
+            except KafkaError:
+                pass  # still unreachable (the next round tries again), or fenced (then dropped)
 
     async def refresh_topics(self) -> Mapping[str, TopicMetadata]:
         topics = await self._topic_store.load()

@@ -177,8 +177,7 @@ class PgPartitionLog(LogActor):
 
     async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
         self._check_serving()
-        if self._stale:
-            await self._reload()
+        await self._reload_if_stale()
         headers = validate_batches(records, origin, self.config, str(self.tp))
         view = memoryview(records)
         markers = [read_end_txn_marker(view, pos, h) if h.is_control else None for pos, h in headers]
@@ -201,6 +200,20 @@ class PgPartitionLog(LogActor):
         self._next_offset = prepared.next_offset
         return LogAppendInfo(base_offset=base, last_offset=prepared.next_offset - 1,
                              log_append_time=now_ms if append_time else -1, log_start_offset=self._log_start_offset)
+
+    @property
+    def stale(self) -> bool:
+        """A write's outcome is unknown: the state is re-read before the next append."""
+        return self._stale
+
+    async def recover(self) -> None:
+        """Re-read a stale log's state now (its owner calls this periodically), so that an append
+        committed without confirmation becomes readable even if no further append comes."""
+        await self._exclusive(self._reload_if_stale)
+
+    async def _reload_if_stale(self) -> None:
+        if self._stale and not self.fenced:
+            await self._reload()
 
     async def _reload(self) -> None:
         try:

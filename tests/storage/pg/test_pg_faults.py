@@ -75,27 +75,50 @@ async def test_appends_fail_while_the_database_is_down_and_resume_after(
     assert [o for o, _ in await values(plog)] == [0, 1]
 
 
-async def test_an_append_whose_commit_was_not_confirmed_is_found_on_retry(
-    source_factory: SourceFactory, db
-) -> None:
-    """The database may commit an append whose answer never arrives: the log re-reads its state
-    before the next append, so the producer's retry is recognised as a duplicate."""
-    source = await source_factory(1, command_timeout=2)
-    await source.create_topic("t", 1)
-    plog = await take(db, source, TP)
-    await plog.append(batch(1, pid=9, epoch=0, seq=0))
+async def _unconfirmed_commit(plog, db) -> None:
+    """An append whose statement times out (the partition row is locked) while the database, as
+    far as anyone can tell afterwards, committed it: its batch at offset 1, next_offset 2."""
     async with db.acquire() as conn, conn.transaction():
         topic_id = await conn.fetchval("SELECT topic_id FROM partitions FOR UPDATE")  # the commit waits
         with pytest.raises(KafkaError) as err:  # ...until the statement times out
             await plog.append(batch(1, pid=9, epoch=0, seq=1))
         assert err.value.code is ErrorCode.kafka_storage_error
-        # As if that append had committed after all: its batch at offset 1, next_offset 2.
         written = bytes(build_batch([Record(key=b"k0", value=b"v0", timestamp=1000)], base_offset=1,
                                     producer_id=9, producer_epoch=0, base_sequence=1,
                                     partition_leader_epoch=plog.leader_epoch))
         await conn.execute("INSERT INTO batches VALUES ($1, 0, 1, 1, 1000, $2)", topic_id, written)
         await conn.execute("UPDATE partitions SET next_offset = 2")
+
+
+async def test_an_append_whose_commit_was_not_confirmed_is_found_on_retry(
+    source_factory: SourceFactory, db
+) -> None:
+    """The database may commit an append whose answer never arrives: the log re-reads its state
+    before the next append, so the producer's retry is recognised as a duplicate."""
+    source = await source_factory(1, command_timeout=2, refresh_interval_ms=3_600_000)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    await plog.append(batch(1, pid=9, epoch=0, seq=0))
+    await _unconfirmed_commit(plog, db)
     retry = await plog.append(batch(1, pid=9, epoch=0, seq=1))
     assert (retry.base_offset, retry.duplicate) == (1, True)
     assert (await plog.append(batch(1, pid=9, epoch=0, seq=2))).base_offset == 2
     assert [o for o, _ in await values(plog)] == [0, 1, 2]
+
+
+async def test_an_unconfirmed_commit_becomes_readable_without_another_append(
+    source_factory: SourceFactory, db
+) -> None:
+    source = await source_factory(1, command_timeout=2, refresh_interval_ms=50)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    await plog.append(batch(1, pid=9, epoch=0, seq=0))
+    await _unconfirmed_commit(plog, db)
+
+    async def reread() -> None:  # the source's periodic round re-reads the stale log
+        while plog.high_watermark != 2:
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(reread(), 30)
+    assert not plog.stale
+    assert [o for o, _ in await values(plog)] == [0, 1]
