@@ -21,6 +21,11 @@ import struct
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kio.schema.add_partitions_to_txn.v5.request import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
 from kio.schema.write_txn_markers.v1.request import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -215,3 +220,25 @@ class TxnMarkerChannel:
                    for t in m.topics for p in t.partitions}
         log.debug("markers of producer %d sent to broker %d: %s", entry.producer_id, node_id, results)
         return results
+
+
+async def add_partitions_to_txn(client: InterBrokerClient, node_id: int, transactional_id: str, producer_id: int,
+                                producer_epoch: int, partitions: list[TopicPartition]) -> None:
+    """AddPartitionsToTxn v5 to the coordinator's broker, as Kafka's partition leaders send it for a
+    Transactions V2 Produce (verify_only false: the partitions join the transaction); raises the
+    first partition's error."""
+    topics: dict[str, list[int]] = {}
+    for tp in partitions:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    txn = AddPartitionsToTxnTransaction(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,  # type: ignore[arg-type]
+        verify_only=False, topics=tuple(AddPartitionsToTxnTopic(name=name, partitions=tuple(parts))  # type: ignore[arg-type]
+                                        for name, parts in topics.items()))
+    response = await client.send(node_id, AddPartitionsToTxnRequest(transactions=(txn,)))
+    codes = [ErrorCode(response.error_code)] + [
+        ErrorCode(p.partition_error_code)
+        for r in response.results_by_transaction for t in r.topic_results for p in t.results_by_partition]
+    failed = next((c for c in codes if c is not ErrorCode.none), None)
+    if failed is not None:
+        raise KafkaError(failed, f"the transaction coordinator (broker {node_id}) could not add {len(partitions)} "
+                         f"partition(s) to the transaction of '{transactional_id}': {failed.name}")

@@ -1,10 +1,15 @@
-"""AddPartitionsToTxn v0-3.
+"""AddPartitionsToTxn v0-5.
 
 Behaviour: adds partitions to the producer's transaction (persisted before the answer), which
 begins it if needed. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION and then the
 others OPERATION_NOT_ATTEMPTED, with no state change, as Kafka answers. While the previous
 transaction's markers are being written: CONCURRENT_TRANSACTIONS (clients retry).
-Version notes: v4+ (batched, broker-to-broker) is not advertised; v2+ knows PRODUCER_FENCED.
+v4-5 (batched, broker to broker, as Kafka's brokers send it to the coordinator): with
+verify_only=false the partitions join the transaction as a V2 Produce adds them (what another
+broker of the cluster sends when a Produce v12+ reaches it and the coordinator is here); with
+verify_only=true nothing changes and each partition answers NONE if it is in the producer's
+ongoing transaction, else TRANSACTION_ABORTABLE (Kafka's verification, KIP-890 part 1).
+Version notes: v2+ knows PRODUCER_FENCED; clients use v3 and below.
 """
 
 from __future__ import annotations
@@ -12,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
 from ..handler import Handler, RequestContext
-from .txn_errors import txn_outcome
+from .txn_errors import txn_error_code, txn_outcome
 
 
 def _results(topics: Any, code_for: Any) -> list[dict[str, Any]]:
@@ -28,7 +33,31 @@ def _results(topics: Any, code_for: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _verify(ctx: RequestContext, txn: Any, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+    try:
+        return ctx.broker.txn_coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                                           partitions)
+    except KafkaError as exc:
+        return dict.fromkeys(partitions, txn_error_code(exc, 5, 2, "AddPartitionsToTxn", txn.transactional_id))
+
+
+async def _one_transaction(ctx: RequestContext, txn: Any) -> dict[str, Any]:
+    partitions = [TopicPartition(t.name, p) for t in txn.topics for p in t.partitions]
+    if txn.verify_only:
+        codes = _verify(ctx, txn, partitions)
+    else:
+        call = ctx.broker.txn_coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                                         partitions, tv2=True)
+        codes = dict.fromkeys(partitions, await txn_outcome(call, ctx.version, 2, "AddPartitionsToTxn",
+                                                            txn.transactional_id))
+    return {"transactional_id": txn.transactional_id,
+            "topic_results": _results(txn.topics, lambda tp: codes[tp])}
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.version >= 4:
+        results = [await _one_transaction(ctx, txn) for txn in request.transactions]
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": results})
     topics = request.v3_and_below_topics
     txn_id = request.v3_and_below_transactional_id
     partitions = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
@@ -49,4 +78,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({"throttle_time": 0, "results_by_topic_v3_and_below": _results(topics, code_for)})
 
 
-HANDLER = Handler(api_key=ApiKey.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=3, handle=handle)
+HANDLER = Handler(api_key=ApiKey.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=5, handle=handle)

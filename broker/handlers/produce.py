@@ -21,6 +21,7 @@ import asyncio
 import logging
 from typing import Any
 
+from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from coordinator.transaction.verification import add_partitions_for_produce, verify_transactional_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -28,6 +29,7 @@ from protocol.record_batch import RecordBatchHeader, iter_batches
 from storage.api import INTERNAL_TOPICS, TopicPartition
 
 from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
+from ..inter_broker import add_partitions_to_txn
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,23 @@ def _first_transactional_batches(ctx: RequestContext, request: Any, names: list[
             except (KafkaError, StopIteration):
                 continue  # the log refuses it with the reason
             yield tp, header
+
+
+def _coordinator_of(ctx: RequestContext) -> Any:
+    """How to add partitions to a transaction whose coordinator is another broker of the cluster
+    (None: it is this one, the local coordinator adds them)."""
+    client, coordinator = ctx.broker.extras.get("inter_broker"), ctx.broker.txn_coordinator
+    if client is None or coordinator is None:
+        return None
+
+    async def add(txn_id: str, pid: int, epoch: int, partitions: list[TopicPartition]) -> None:
+        shard = TopicPartition(TRANSACTION_STATE_TOPIC, coordinator.partition_for(txn_id))
+        leader = ctx.broker.cluster.leader(shard)
+        if leader is None or leader.leader == ctx.broker.node_id:
+            await coordinator.add_partitions(txn_id, pid, epoch, partitions, tv2=True)
+        else:
+            await add_partitions_to_txn(client, leader.leader, txn_id, pid, epoch, partitions)
+    return add
 
 
 async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part: Any,
@@ -115,7 +134,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         refused: dict[TopicPartition, KafkaError] = {}
         if ctx.version >= 12:
             refused = await add_partitions_for_produce(ctx.broker.txn_coordinator, request.transactional_id,
-                                                       _first_transactional_batches(ctx, request, names))
+                                                       _first_transactional_batches(ctx, request, names),
+                                                       _coordinator_of(ctx))
         results = await asyncio.gather(*(
             asyncio.gather(*(_append_one(ctx, request, name, p, refused) for p in t.partition_data))
             for name, t in zip(names, request.topic_data, strict=True)

@@ -43,6 +43,7 @@ from .sharding import TxnShards
 from .state import TxnState
 from .state_store import TransactionStateStore
 from .txn_markers import RemoteMarkerWriter
+from .verification import verify_partitions
 
 __all__ = ("TransactionCoordinator", "TxnCoordinatorConfig")
 
@@ -239,6 +240,12 @@ class TransactionCoordinator(TxnShards):
         return await self._call(lambda: self._end_txn(transactional_id, producer_id,
                                                       producer_epoch, commit, tv2))
 
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        self.shards.check(self.partition_for(transactional_id), transactional_id)
+        return verify_partitions(self.describe(transactional_id), transactional_id, producer_id, producer_epoch,
+                                 partitions)
+
     def describe(self, transactional_id: str) -> TransactionMetadata | None:
         md = self.transactions.get(transactional_id)
         return None if md is None or md.state is TxnState.DEAD else md
@@ -260,12 +267,8 @@ class TransactionCoordinator(TxnShards):
 
     async def _persist(self, md: TransactionMetadata, t: TxnTransition) -> None:
         md.mark_pending(t)
-        # Kafka writes value version 1 once transaction.version >= 1; so do we, and whenever the
-        # record holds V2 fields that version 0 cannot carry (a V2 client under a lower level).
-        v2_fields = t.client_transaction_version or t.next_producer_id != -1 or t.last_producer_id != -1
-        version = 1 if self.transaction_version() >= 1 or v2_fields else 0
         try:
-            await self.store.append(md.transactional_id, t, version)
+            await self.store.append(md.transactional_id, t, self.transaction_version())
         except Exception as exc:
             md.cancel_pending()
             # A shard whose log this broker no longer leads: the client must find the new one.

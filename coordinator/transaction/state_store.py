@@ -75,9 +75,14 @@ class TransactionStateStore:
         batch = build_batch([Record(key=key, value=value, timestamp=int(time.time() * 1000))])
         await self._log(partition).append(bytes(batch), AppendOrigin.COORDINATOR)
 
-    async def append(self, transactional_id: str, t: TxnTransition, value_version: int = 0) -> None:
+    async def append(self, transactional_id: str, t: TxnTransition, transaction_version: int = 0) -> None:
+        """Write t; transaction_version is the finalized level. Kafka writes value version 1 once it
+        is >= 1; so do we, and whenever t holds V2 fields that version 0 cannot carry (a V2 client
+        while the level is lower)."""
+        v2_fields = t.client_transaction_version or t.next_producer_id != -1 or t.last_producer_id != -1
+        version = 1 if transaction_version >= 1 or v2_fields else 0
         partition = partition_for(transactional_id, self.num_partitions)
-        await self._write(partition, transaction_key(transactional_id), transaction_value(t, value_version))
+        await self._write(partition, transaction_key(transactional_id), transaction_value(t, version))
 
     async def generate_producer_id(self) -> int:
         pid = self.producer_ids.try_generate()

@@ -19,7 +19,7 @@ CONCURRENT_TRANSACTIONS as is (the previous transaction's markers are still bein
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
@@ -28,7 +28,8 @@ from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
 
-__all__ = ("add_partitions_for_produce", "verify_transactional_batches", "verify_transactional_produce")
+__all__ = ("add_partitions_for_produce", "verify_partitions", "verify_transactional_batches",
+           "verify_transactional_produce")
 
 
 def verify_transactional_produce(
@@ -71,11 +72,48 @@ def _already_added(coordinator: Any, transactional_id: str, tp: TopicPartition, 
             and tp in md.topic_partitions)
 
 
+def verify_partitions(
+    md: Any, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition],
+) -> dict[TopicPartition, ErrorCode]:
+    """AddPartitionsToTxn v4+ with verify_only (Kafka's handleVerifyPartitionsInTransaction): the
+    partitions already in the producer's transaction, the rest TRANSACTION_ABORTABLE."""
+    if md is None:
+        raise KafkaError(ErrorCode.invalid_producer_id_mapping, f"transactional id '{transactional_id}' is unknown")
+    if md.producer_id != producer_id:
+        raise KafkaError(ErrorCode.invalid_producer_id_mapping, f"producer id {producer_id} does not belong to "
+                         f"'{transactional_id}'")
+    if md.producer_epoch != producer_epoch:
+        raise KafkaError(ErrorCode.producer_fenced, f"producer epoch {producer_epoch} of '{transactional_id}' is "
+                         f"fenced (now {md.producer_epoch})")
+    if md.state.is_preparing:
+        raise KafkaError(ErrorCode.concurrent_transactions, f"the transaction of '{transactional_id}' is ending")
+    return {tp: ErrorCode.none if tp in md.topic_partitions else ErrorCode.transaction_abortable
+            for tp in partitions}
+
+
+# Retriable failures to reach the coordinator, which Kafka's ReplicaManager answers as
+# NOT_ENOUGH_REPLICAS: every producer retries that without refreshing its metadata.
+_UNVERIFIED = frozenset({ErrorCode.network_exception, ErrorCode.coordinator_load_in_progress,
+                         ErrorCode.coordinator_not_available, ErrorCode.not_coordinator, ErrorCode.request_timed_out})
+AddPartitions = Callable[[str, int, int, list[TopicPartition]], Awaitable[None]]
+
+
+def _produce_error(exc: KafkaError) -> KafkaError:
+    if exc.code is ErrorCode.producer_fenced:  # "Producers expect to handle INVALID_PRODUCER_EPOCH"
+        return KafkaError(ErrorCode.invalid_producer_epoch, exc.message)
+    if exc.code in _UNVERIFIED:
+        return KafkaError(ErrorCode.not_enough_replicas, "Unable to add the partition to the transaction. "
+                          f"Underlying error: {exc.code.name}: {exc.message}")
+    return exc
+
+
 async def add_partitions_for_produce(
     coordinator: Any, transactional_id: str | None, batches: Iterable[tuple[TopicPartition, RecordBatchHeader]],
+    add: AddPartitions | None = None,
 ) -> dict[TopicPartition, KafkaError]:
     """Produce v12+: add the partitions whose transactional batches open a transaction there; the
-    errors of those that could not be added (the others go on to their logs)."""
+    errors of those that could not be added (the others go on to their logs). add reaches the
+    coordinator of the id (another broker's in cluster mode); by default the local one."""
     wanted = {tp: h for tp, h in batches if h.is_transactional}
     if coordinator is None or not wanted:
         return {}
@@ -92,8 +130,10 @@ async def add_partitions_for_produce(
         return {}
     producer_id, epoch = producers.pop()
     try:
-        await coordinator.add_partitions(transactional_id, producer_id, epoch, todo, tv2=True)
+        if add is None:
+            await coordinator.add_partitions(transactional_id, producer_id, epoch, todo, tv2=True)
+        else:
+            await add(transactional_id, producer_id, epoch, todo)
     except KafkaError as exc:
-        code = ErrorCode.invalid_producer_epoch if exc.code is ErrorCode.producer_fenced else exc.code
-        return dict.fromkeys(todo, KafkaError(code, exc.message))
+        return dict.fromkeys(todo, _produce_error(exc))
     return {}

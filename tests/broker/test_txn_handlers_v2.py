@@ -83,3 +83,23 @@ async def test_init_producer_id_v6_refuses_two_phase_commit(state):  # type: ign
     assert ok.error_code is E.none
     refused = await init(state, version=6, enable2_pc=True)
     assert (refused.error_code, refused.producer_id) == (E.invalid_request, -1)
+
+
+async def add_v5(state, pid, epoch, partitions, verify_only):  # type: ignore[no-untyped-def]
+    r = await call(state, ApiKey.ADD_PARTITIONS_TO_TXN, 5, transactions=[{
+        "transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch, "verify_only": verify_only,
+        "topics": [{"name": "t", "partitions": partitions}]}])
+    assert r.error_code is E.none
+    return {p.partition_index: p.partition_error_code
+            for t in r.results_by_transaction[0].topic_results for p in t.results_by_partition}
+
+
+async def test_add_partitions_v5_from_another_broker_adds_or_verifies(state):  # type: ignore[no-untyped-def]
+    r = await init(state)
+    pid = r.producer_id
+    assert await add_v5(state, pid, 0, [0], verify_only=True) == {0: E.transaction_abortable}
+    assert await add_v5(state, pid, 0, [0], verify_only=False) == {0: E.none}  # as a V2 Produce adds it
+    assert state.txn_coordinator.describe("tx").client_transaction_version == 2
+    assert await add_v5(state, pid, 0, [0, 1], verify_only=True) == {0: E.none, 1: E.transaction_abortable}
+    assert await add_v5(state, pid, 1, [1], verify_only=False) == {1: E.producer_fenced}
+    assert await add_v5(state, pid, 1, [0], verify_only=True) == {0: E.producer_fenced}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker_process import REPO, BrokerProcess
+from tests.e2e.test_java_clients import classpath as spark_classpath
 from tests.e2e.test_java_clients import compile_java
 from tests.e2e.test_metrics import _METRICS_PORT as METRICS_PORT
 from tests.e2e.test_metrics import Samples, Scraper
@@ -35,8 +36,16 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
     return compile_java(tmp_path_factory.mktemp("java-tv2"), SOURCE, jars, "-nowarn")
 
 
-def run_check(cp: str, broker: BrokerProcess, *args: str) -> dict[str, str]:
-    proc = subprocess.run(["java", "-cp", cp, "TxnV2Check", broker.bootstrap, *args],
+@pytest.fixture(scope="module")
+def compiled_39(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The same checks against kafka-clients 3.9 (Spark's), a client with no V2 code at all."""
+    return compile_java(tmp_path_factory.mktemp("java-tv2-39"), SOURCE, spark_classpath(), "-nowarn")
+
+
+def run_check(cp: str, broker: BrokerProcess | str, *args: str) -> dict[str, str]:
+    """Run one TxnV2Check mode against a broker (or a bootstrap list); its CHECK lines."""
+    bootstrap = broker if isinstance(broker, str) else broker.bootstrap
+    proc = subprocess.run(["java", "-cp", cp, "TxnV2Check", bootstrap, *args],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
@@ -110,7 +119,8 @@ def test_java4_consume_transform_produce_under_v2(compiled: str, broker_factory)
     assert sum(committed) == 200
 
 
-def test_v1_and_v2_producers_share_partitions_read_exactly_by_every_client(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+def test_v1_and_v2_producers_share_partitions_read_exactly_by_every_client(  # type: ignore[no-untyped-def]
+        compiled: str, compiled_39: str, broker_factory) -> None:
     broker = broker_factory(SETTINGS)
     create_topics(broker.bootstrap, ["mixed"], 2)
     v1 = txn_producer(broker.bootstrap, "librdkafka-v1")
@@ -134,8 +144,9 @@ def test_v1_and_v2_producers_share_partitions_read_exactly_by_every_client(compi
     assert len(rows) == committed
     assert not any(value.startswith((b"v1-False", b"a-")) for *_, value in rows)
     assert sorted(kafka_python_read(broker.bootstrap, {"mixed": 2}, committed)) == sorted(rows)
-    checks = run_check(compiled, broker, "count", "mixed")
-    assert checks == {"read_committed": str(committed), "read_uncommitted": str(committed + 70)}
+    for java in (compiled, compiled_39):  # kafka-clients 4.3.1 and 3.9 consumers
+        checks = run_check(java, broker, "count", "mixed")
+        assert checks == {"read_committed": str(committed), "read_uncommitted": str(committed + 70)}
     # both protocols were in use on the same partitions
     samples = samples_of(broker)
     end_txn = requests_by_version(samples, "EndTxn")

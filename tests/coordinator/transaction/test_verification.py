@@ -1,7 +1,7 @@
 import pytest
 
 from coordinator.transaction.metadata import TransactionMetadata
-from coordinator.transaction.verification import verify_transactional_produce
+from coordinator.transaction.verification import add_partitions_for_produce, verify_transactional_produce
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 from tests.storage.helpers import header
@@ -71,3 +71,24 @@ def test_transactional_batch_without_transactional_id_is_invalid_request():
     with pytest.raises(KafkaError) as info:
         check(ongoing(TP), txn_id=None)
     assert info.value.code is ErrorCode.invalid_request
+
+
+@pytest.mark.parametrize(("raised", "told"), [
+    (ErrorCode.producer_fenced, ErrorCode.invalid_producer_epoch),  # as Kafka's brokers tell Produce
+    (ErrorCode.not_coordinator, ErrorCode.not_enough_replicas),  # retriable, no metadata refresh
+    (ErrorCode.network_exception, ErrorCode.not_enough_replicas),
+    (ErrorCode.concurrent_transactions, ErrorCode.concurrent_transactions),  # v12 clients retry it as is
+])
+async def test_implicit_add_errors_as_produce_tells_them(raised, told):
+    async def add(txn_id, pid, epoch, partitions):
+        raise KafkaError(raised, "no")
+
+    refused = await add_partitions_for_produce(ongoing(), "tx", [(OTHER, header(pid=5, epoch=0, txn=True))], add)
+    assert {tp: e.code for tp, e in refused.items()} == {OTHER: told}
+
+
+async def test_implicit_add_skips_partitions_already_in_the_transaction():
+    async def add(txn_id, pid, epoch, partitions):
+        raise AssertionError("not needed")
+
+    assert await add_partitions_for_produce(ongoing(TP), "tx", [(TP, header(pid=5, epoch=0, txn=True))], add) == {}
