@@ -22,7 +22,11 @@ import logging
 from typing import Any
 
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
-from coordinator.transaction.verification import add_partitions_for_produce, verify_transactional_batches
+from coordinator.transaction.verification import (
+    add_partitions_for_produce,
+    check_first_sequence_v2,
+    verify_transactional_batches,
+)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import RecordBatchHeader, iter_batches
@@ -112,6 +116,8 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
         if ctx.version < 12:  # v12+: added to the transaction before (refused holds the failures)
             verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
                                          part.records, ctx.version)
+        else:
+            await check_first_sequence_v2(plog, tp, next(iter_batches(part.records, verify_crc=False))[1])
         info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)

@@ -28,7 +28,7 @@ from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
 
-__all__ = ("add_partitions_for_produce", "verify_partitions", "verify_transactional_batches",
+__all__ = ("add_partitions_for_produce", "check_first_sequence_v2", "verify_partitions", "verify_transactional_batches",
            "verify_transactional_produce")
 
 
@@ -63,6 +63,20 @@ def verify_transactional_batches(
     for _, header in iter_batches(records, verify_crc=False):
         is_open = plog.has_open_transaction(header.producer_id)
         verify_transactional_produce(coordinator, transactional_id, tp, header, is_open, produce_version)
+
+
+async def check_first_sequence_v2(plog: PartitionLog, tp: TopicPartition, header: RecordBatchHeader) -> None:
+    """Kafka's rule for Transactions V2 writes (ProducerAppendInfo): a producer the partition holds
+    no state for must begin at sequence 0, so a batch whose predecessors were lost is refused
+    instead of opening a transaction with a gap. Checked only when the batch starts elsewhere."""
+    if not header.is_transactional or header.base_sequence == 0 or plog.has_open_transaction(header.producer_id):
+        return
+    if any(p.producer_id == header.producer_id for p in await plog.active_producers()):
+        return
+    raise KafkaError(ErrorCode.out_of_order_sequence_number,
+                     f"Invalid sequence number for producer {header.producer_id} in partition {tp}: "
+                     f"{header.base_sequence} (incoming seq. number). Expected sequence 0 for transactions v2 "
+                     "idempotent producer with no existing state.")
 
 
 def _already_added(coordinator: Any, transactional_id: str, tp: TopicPartition, header: RecordBatchHeader) -> bool:

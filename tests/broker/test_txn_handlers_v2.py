@@ -103,3 +103,14 @@ async def test_add_partitions_v5_from_another_broker_adds_or_verifies(state):  #
     assert await add_v5(state, pid, 0, [0, 1], verify_only=True) == {0: E.none, 1: E.transaction_abortable}
     assert await add_v5(state, pid, 1, [1], verify_only=False) == {1: E.producer_fenced}
     assert await add_v5(state, pid, 1, [0], verify_only=True) == {0: E.producer_fenced}
+
+
+async def test_a_v2_producer_new_to_a_partition_starts_at_sequence_0(state):  # type: ignore[no-untyped-def]
+    r = await init(state)
+    assert await produce(state, r.producer_id, 0, seq=5, partition=0) is E.out_of_order_sequence_number
+    assert state.logs.get_log(("t", 0)).log_end_offset == 0
+    assert await produce(state, r.producer_id, 0, seq=0, partition=0) is E.none
+    assert await produce(state, r.producer_id, 0, seq=1, partition=0) is E.none
+    # V1 keeps Kafka's older rule: a producer with no state there may start anywhere
+    await add(state, r.producer_id, 0, {"t": [1]})
+    assert await produce(state, r.producer_id, 0, seq=5, partition=1, version=11) is E.none
