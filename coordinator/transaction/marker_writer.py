@@ -141,7 +141,11 @@ class MarkerWriter:
             return None
         found = self.cluster.leader(tp)
         if found is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} is not in the cluster")
+            meta = self.logs.topics.get(tp.topic)
+            if meta is None or not 0 <= tp.partition < meta.partitions:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} is not in the cluster")
+            # A partition the view has not seen yet (a topic just created): wait for its leader.
+            raise KafkaError(ErrorCode.leader_not_available, f"{tp} has no leader known here yet")
         if found.leader == self.cluster.node_id:
             return None
         if found.leader < 0:

@@ -7,6 +7,7 @@ transaction with its own coordinator epoch."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from coordinator.tasks import Backoff
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC, partition_for
+from coordinator.transaction.marker_writer import MarkerWriter, TxnMarker
 from coordinator.transaction.state import TxnState
 from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
 from protocol.control import read_end_txn_marker
@@ -161,3 +163,32 @@ async def test_a_shard_still_loading_answers_load_in_progress(logs) -> None:  # 
         await c.init_producer_id("tx", 60000)
     finally:
         await c.stop()
+
+
+class LateView(StaticClusterView):
+    """A view that learns of a new partition's leader only after being asked once."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.asked = asyncio.Event()
+
+    def leader(self, tp: TopicPartition) -> PartitionLeader | None:
+        found = super().leader(tp)
+        if found is None and tp.topic == "orders":
+            self.asked.set()
+        return found
+
+
+async def test_a_marker_waits_for_the_leader_of_a_partition_the_view_has_not_seen(logs) -> None:  # type: ignore[no-untyped-def]
+    view, leader = LateView(), Leader(logs)
+    writer = MarkerWriter(logs, 3, cluster=view, remote=leader, backoff=CONFIG.retry_backoff)
+    gone = TopicPartition("deleted", 0)
+    txn = TxnMarker(transactional_id="tx", producer_id=7, producer_epoch=0, commit=True,
+                    partitions=frozenset({T1, gone}))
+    task = asyncio.ensure_future(writer.write(txn))
+    await view.asked.wait()
+    assert not task.done()
+    view.leaders[T1] = PartitionLeader(2, 4)
+    await task  # the deleted topic's marker is dropped, T1's is written at its leader
+    assert [(node, e.partitions) for node, e in leader.sent] == [(2, (T1,))]
+    assert await markers(logs, T1) == [(True, 3)]
