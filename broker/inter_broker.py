@@ -66,6 +66,8 @@ class _Connection:
             return self._writer
 
     async def send(self, request: Any, timeout_s: float) -> Any:
+        if self.closed:
+            raise ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
         writer = await asyncio.wait_for(self._connect(), timeout_s)
         correlation_id = next(self._ids)
         reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -85,7 +87,8 @@ class _Connection:
                     raise ConnectionError(f"broker {self.endpoint.node_id} sent a frame of {size} bytes")
                 self._deliver(await reader.readexactly(size))
         except (OSError, asyncio.IncompleteReadError, KafkaError) as exc:
-            error = exc
+            # Every waiting request fails as a broken connection (retriable), whatever broke it.
+            error = ConnectionError(f"connection to broker {self.endpoint.node_id} broke: {exc!r}")
         finally:
             self.close(error)
 

@@ -55,3 +55,23 @@ async def test_unknown_refused_and_silent_brokers_are_retriable_errors() -> None
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_a_garbled_answer_breaks_the_connection_retriably() -> None:
+    async def garble(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(4)
+        writer.write(b"\xff\xff\xff\xff")  # a negative frame size
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(garble, "127.0.0.1", 0)
+    view = StaticClusterView(1)
+    view.brokers = [BrokerEndpoint(2, "127.0.0.1", server.sockets[0].getsockname()[1])]
+    client = InterBrokerClient(view, client_id="t", request_timeout_ms=5000)
+    try:
+        await expect(ErrorCode.network_exception, client.send(2, REQUEST))
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
