@@ -44,7 +44,8 @@ def coordinator_of(cluster: Cluster, key_type: int, key: str) -> int:
         found = set()
         for node_id in cluster.live():
             with RawClient(cluster.brokers[node_id].bootstrap) as client:
-                [entry] = client.request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=(key,))).coordinators
+                request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=(key,))
+                [entry] = client.request(request).coordinators
             found.add(entry.node_id if entry.error_code == 0 else -1)
         return len(found) == 1 and found <= set(cluster.live())
 
