@@ -200,7 +200,7 @@ class BrokerConfig:
     cluster_lease_ms: int = prop(10000, INT, at_least=1000)
     # The authorizer (broker/authorizer): off when empty, as in Kafka; Kafka's two class names
     # select the same StandardAuthorizer rules. super.users is `;`-separated principals.
-    authorizer_class_name: str = prop("", STRING, choices=("", *AUTHORIZER_CLASS_NAMES))
+    authorizer_class_name: str = prop("", STRING)
     super_users: str = prop("", STRING)
     allow_everyone_if_no_acl_found: bool = prop(False, BOOLEAN)
     # Security (broker/security/), Kafka's names and defaults. Kafka's default keystore type is
@@ -366,7 +366,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _check_migration_policy(values)
         values.update(resolve_listeners(values.get("listeners"), values.get("advertised_listeners"), props,
                                         overrides, default=(_default("host"), _default("port"))))
-        _check_super_users(values.get("super_users", ""))
+        _check_authorizer(values.get("authorizer_class_name", ""), values.get("super_users", ""))
     except ListenerError as exc:
         raise ConfigError(str(exc)) from None
     return BrokerConfig(**values, static_keys=_static_keys(props, overrides)), unknown
@@ -434,12 +434,16 @@ def _resolve_times(values: dict[str, Any], props: Mapping[str, str]) -> None:
                           "log.roll.ms must be greater than or equal to 1")
 
 
-def _check_super_users(raw: str) -> None:
+def _check_authorizer(class_name: str, super_users: str) -> None:
+    if class_name and class_name not in AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(f"Invalid value {class_name} for configuration authorizer.class.name: eosbroker implements "
+                          f"Kafka's StandardAuthorizer only: set {AUTHORIZER_CLASS_NAMES[0]} (or "
+                          f"{AUTHORIZER_CLASS_NAMES[1]}), or leave it empty for no ACLs")
     # Kafka's SecurityUtils.parseKafkaPrincipal, which StandardAuthorizer.configure applies to each.
-    for principal in filter(None, (p.strip() for p in raw.split(";"))):
+    for principal in filter(None, (p.strip() for p in super_users.split(";"))):
         kind, sep, name = principal.partition(":")
         if not sep or not kind or not name:
-            raise ConfigError(f"Invalid value {raw} for configuration super.users: expected principals as "
+            raise ConfigError(f"Invalid value {super_users} for configuration super.users: expected principals as "
                               f"Type:name separated by ';' (as in User:admin;User:ops), got {principal!r}")
 
 

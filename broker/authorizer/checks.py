@@ -20,8 +20,9 @@ from .acl import CLUSTER_NAME, AclOperation, ResourceType
 if TYPE_CHECKING:
     from ..handler import RequestContext
 
-__all__ = ("AUTHORIZATION_ERRORS", "authorized", "authorized_for_type", "denied", "denied_message",
-           "require", "require_cluster", "unauthorized")
+__all__ = ("AUTHORIZATION_ERRORS", "NOTHING", "NOT_REQUESTED", "authorized", "authorized_for_type",
+           "authorized_operations", "cluster_operations", "denied", "denied_message", "may_create_topic", "require",
+           "require_cluster", "require_config_access", "require_idempotent_write", "unauthorized")
 
 audit = logging.getLogger("kafka.authorizer.logger")
 
@@ -31,7 +32,14 @@ AUTHORIZATION_ERRORS: Final = {
     ResourceType.CLUSTER: ErrorCode.cluster_authorization_failed,
     ResourceType.TRANSACTIONAL_ID: ErrorCode.transactional_id_authorization_failed,
 }
-_NOTHING: Final[frozenset[str]] = frozenset()
+# No name refused: what the filters answer without an authorizer.
+NOTHING: Final[frozenset[str]] = frozenset()
+# What an *_authorized_operations field holds when the request did not ask for it (Kafka's default).
+NOT_REQUESTED: Final = -2147483648
+# Kafka's ConfigResource.Type codes -> the ACL resource that guards those configs (ConfigHelper):
+# a topic's own, a group's own, and the CLUSTER for the broker's and its loggers'.
+_CONFIG_GUARDS: Final = {2: (ResourceType.TOPIC, None), 32: (ResourceType.GROUP, None),
+                         4: (ResourceType.CLUSTER, CLUSTER_NAME), 8: (ResourceType.CLUSTER, CLUSTER_NAME)}
 
 
 def authorized(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str,
@@ -51,7 +59,7 @@ def unauthorized(ctx: RequestContext, operation: AclOperation, resource_type: Re
                  names: Iterable[str], *, log_denied: bool = True) -> frozenset[str]:
     """The names among `names` the caller may not `operation` (each distinct name decided once)."""
     if ctx.broker.authorizer is None:
-        return _NOTHING
+        return NOTHING
     return frozenset(name for name in set(names)
                      if not authorized(ctx, operation, resource_type, name, log_denied=log_denied))
 
@@ -84,6 +92,66 @@ def require(ctx: RequestContext, operation: AclOperation, resource_type: Resourc
 def require_cluster(ctx: RequestContext, operation: AclOperation) -> None:
     """Kafka's AuthHelper.authorizeClusterOperation: the whole request fails without it."""
     require(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def require_config_access(ctx: RequestContext, operation: AclOperation, config_type: int, name: str) -> None:
+    """DESCRIBE_CONFIGS or ALTER_CONFIGS on what guards a config resource (other types are left to
+    the handler, which refuses them)."""
+    guard = _CONFIG_GUARDS.get(config_type)
+    if guard is not None:
+        resource_type, fixed_name = guard
+        require(ctx, operation, resource_type, fixed_name or name)
+
+
+# Kafka's AclEntry.supportedOperations: what authorized_operations fields report on, per type.
+_SUPPORTED_OPERATIONS: Final = {
+    ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE,
+                         AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS,
+                         AclOperation.ALTER_CONFIGS),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.DESCRIBE_CONFIGS,
+                         AclOperation.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
+                           AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+                           AclOperation.DESCRIBE),
+}
+
+
+def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> int:
+    """Kafka's AuthHelper.authorizedOperations: a bit (1 << code) per supported operation the
+    caller may perform (all of them without an authorizer), for the *_authorized_operations fields."""
+    bits = 0
+    for operation in _SUPPORTED_OPERATIONS[resource_type]:
+        if authorized(ctx, operation, resource_type, name, log_denied=False):
+            bits |= 1 << operation
+    return bits
+
+
+def cluster_operations(ctx: RequestContext, requested: bool) -> int:
+    """Metadata's and DescribeCluster's cluster_authorized_operations, as Kafka fills them: only when
+    asked, and 0 for a caller who may not DESCRIBE the CLUSTER."""
+    if not requested:
+        return NOT_REQUESTED
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def may_create_topic(ctx: RequestContext, name: str) -> bool:
+    """CreateTopics' and Metadata auto-creation's rule: CREATE on the CLUSTER, else on the topic."""
+    return (authorized(ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False)
+            or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, name))
+
+
+def require_idempotent_write(ctx: RequestContext) -> None:
+    """InitProducerId without a transactional id (Kafka 3+): IDEMPOTENT_WRITE on the CLUSTER, or
+    WRITE on some topic (KIP-679 made idempotence the producer default, so WRITE alone suffices)."""
+    if authorized(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False):
+        return
+    if not authorized_for_type(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+        _audit(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
+        raise KafkaError(ErrorCode.cluster_authorization_failed,
+                         f"Principal {ctx.session.principal} may neither IDEMPOTENT_WRITE on the CLUSTER "
+                         "nor WRITE to any topic, so it cannot get a producer id")
 
 
 def _audit(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> None:

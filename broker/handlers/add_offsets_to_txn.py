@@ -12,11 +12,15 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_outcome
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+    require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     call = ctx.broker.txn_coordinator.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
     code = await txn_outcome(call, ctx.version, 2, "AddOffsetsToTxn", request.transactional_id)

@@ -20,6 +20,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require, unauthorized
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code, txn_outcome
 
@@ -60,14 +62,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": results})
     topics = request.v3_and_below_topics
     txn_id = request.v3_and_below_transactional_id
+    require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)
     partitions = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
     # Existence, not a local log: in cluster mode the partitions are led by any broker.
     topics_now = ctx.broker.logs.topics
-    missing = {tp for tp in partitions
-               if (meta := topics_now.get(tp.topic)) is None or not 0 <= tp.partition < meta.partitions}
-    if missing:
+    refused = unauthorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics))
+    failed = {tp: ErrorCode.topic_authorization_failed if tp.topic in refused else ErrorCode.unknown_topic_or_partition
+              for tp in partitions
+              if tp.topic in refused or (meta := topics_now.get(tp.topic)) is None
+              or not 0 <= tp.partition < meta.partitions}
+    if failed:
         def code_for(tp: TopicPartition) -> ErrorCode:
-            return ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
+            return failed.get(tp, ErrorCode.operation_not_attempted)
     else:
         call = ctx.broker.txn_coordinator.add_partitions(
             txn_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, partitions)

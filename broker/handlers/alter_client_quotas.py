@@ -12,6 +12,8 @@ from typing import Any, Final
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 NOT_ENFORCED: Final = ("eosbroker does not enforce client quotas (it throttles no client), so it stores none; "
@@ -19,6 +21,7 @@ NOT_ENFORCED: Final = ("eosbroker does not enforce client quotas (it throttles n
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.ALTER_CONFIGS)
     entries = [{"error_code": ErrorCode.invalid_request, "error_message": NOT_ENFORCED,
                 "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
                for entry in request.entries]

@@ -20,6 +20,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_config_access
 from ..handler import Handler, RequestContext
 
 __all__ = ("HANDLER", "alter_all")
@@ -40,6 +42,7 @@ def _refuse_loggers(resource: Any, validate_only: bool) -> None:
 async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool,
                      alter_loggers: AlterLoggers) -> None:
     kind = resource.resource_type
+    require_config_access(ctx, AclOperation.ALTER_CONFIGS, kind, resource.resource_name)
     if kind == BROKER_LOGGER:
         if resource.resource_name != str(ctx.broker.node_id):
             raise KafkaError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker.node_id}, "

@@ -16,6 +16,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 
@@ -52,6 +54,7 @@ def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.ALTER)
     responses = [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partitions]}
                  for t in request.topics]
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,

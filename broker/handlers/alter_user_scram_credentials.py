@@ -18,6 +18,8 @@ from typing import Any, Final
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from ..security.scram import MECHANISMS, credential_from_salted_password
 
@@ -77,6 +79,7 @@ def _plan(request: Any, store: Any) -> tuple[dict[str, Any], dict[str, Any], dic
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.ALTER)
     store = ctx.broker.scram_credentials
     deletions, upsertions, errors = _plan(request, store)
     changes = [(u.name, MECHANISM_TYPES[u.mechanism],

@@ -14,8 +14,10 @@ from typing import Any
 
 from coordinator.group.consumer_persist import ConsumerGroupDescription, MemberDescription
 from protocol.api_keys import ApiKey
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized_operations, denied, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
@@ -50,12 +52,23 @@ def _group(d: ConsumerGroupDescription) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    refused = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, request.group_ids)
+    allowed = [g for g in request.group_ids if g not in refused]
     try:
-        described = await group_coordinator(ctx).consumer_group_describe(list(request.group_ids))
+        described = await group_coordinator(ctx).consumer_group_describe(allowed) if allowed else []
     except KafkaError as exc:
         described = [ConsumerGroupDescription(group_id=g, error=exc.code, error_message=exc.message)
-                     for g in request.group_ids]
-    return ctx.respond({"throttle_time": 0, "groups": [_group(d) for d in described]})
+                     for g in allowed]
+    by_id = {d.group_id: d for d in described}
+    for group_id in refused:
+        refusal = denied(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        by_id[group_id] = ConsumerGroupDescription(group_id=group_id, error=refusal.code, error_message=refusal.message)
+    groups = [_group(by_id[g]) for g in request.group_ids]
+    if request.include_authorized_operations:
+        for group in groups:
+            if group["error_code"] is ErrorCode.none:
+                group["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group["group_id"])
+    return ctx.respond({"throttle_time": 0, "groups": groups})
 
 
 HANDLER = Handler(api_key=ApiKey.CONSUMER_GROUP_DESCRIBE, min_version=0, max_version=1, handle=handle)

@@ -24,6 +24,8 @@ from coordinator.group.consumer_member import Assignment
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import client_host, group_coordinator, ms
 
@@ -56,6 +58,7 @@ def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     try:
         result = await group_coordinator(ctx).consumer_group_heartbeat(request.group_id, _request(ctx, request))
     except KafkaError as exc:

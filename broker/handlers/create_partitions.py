@@ -12,6 +12,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .create_topics import check_batch_size
 
@@ -27,6 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         entry: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
         try:
+            require(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name)
             if topic.assignments:
                 raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
             await ctx.broker.logs.create_partitions(topic.name, topic.count, request.validate_only)

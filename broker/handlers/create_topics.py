@@ -17,6 +17,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized, denied, may_create_topic
 from ..handler import Handler, RequestContext
 from .describe_configs import topic_config_entries
 
@@ -24,6 +26,8 @@ MAX_RECORDS_PER_USER_OP = 10_000
 
 
 async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
+    if not may_create_topic(ctx, topic.name):
+        raise denied(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name)
     replication_factor = _replication_factor(ctx, topic.replication_factor)
     if topic.assignments:
         raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
@@ -31,6 +35,11 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[
     configs = {c.name: c.value for c in topic.configs if c.value is not None}
     meta = await ctx.broker.logs.create_topic(topic.name, partitions, configs, validate_only=validate_only,
                                               replication_factor=replication_factor)
+    if not authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic.name, log_denied=False):
+        # Kafka: created, but its configs are not shown to a caller who may not describe them.
+        return {"name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
+                "num_partitions": meta.partitions, "replication_factor": replication_factor, "configs": [],
+                "topic_config_error_code": ErrorCode.topic_authorization_failed}
     return {
         "name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
         "num_partitions": meta.partitions, "replication_factor": replication_factor,

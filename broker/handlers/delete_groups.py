@@ -10,18 +10,23 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     names = list(request.groups_names)
+    refused = unauthorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    allowed = [g for g in names if g not in refused]
     try:
-        results = await group_coordinator(ctx).delete_groups(names)
+        results = await group_coordinator(ctx).delete_groups(allowed) if allowed else {}
     except KafkaError as exc:
-        results = dict.fromkeys(names, exc.code)
+        results = dict.fromkeys(allowed, exc.code)
+    results |= dict.fromkeys(refused, ErrorCode.group_authorization_failed)
     return ctx.respond({
         "throttle_time": 0,
         "results": [{"group_id": g, "error_code": results[g]} for g in dict.fromkeys(names)],

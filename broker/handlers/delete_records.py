@@ -18,10 +18,15 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized
 from ..handler import Handler, RequestContext
 
 
-async def _delete(ctx: RequestContext, tp: TopicPartition, offset: int) -> dict[str, Any]:
+async def _delete(ctx: RequestContext, tp: TopicPartition, offset: int, allowed: bool) -> dict[str, Any]:
+    if not allowed:
+        return {"partition_index": tp.partition, "low_watermark": -1,
+                "error_code": ErrorCode.topic_authorization_failed}
     try:
         low_watermark = await ctx.broker.logs.get_log(tp).delete_records_before(offset)
     except KafkaError as exc:
@@ -32,7 +37,8 @@ async def _delete(ctx: RequestContext, tp: TopicPartition, offset: int) -> dict[
 async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = []
     for topic in request.topics:
-        parts = [await _delete(ctx, TopicPartition(topic.name, p.partition_index), p.offset)
+        allowed = authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
+        parts = [await _delete(ctx, TopicPartition(topic.name, p.partition_index), p.offset, allowed)
                  for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": parts})
     return ctx.respond({"throttle_time": 0, "topics": topics})

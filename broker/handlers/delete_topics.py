@@ -13,6 +13,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import INTERNAL_TOPICS
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
 
 log = logging.getLogger(__name__)
@@ -44,11 +46,16 @@ async def _forget_committed_offsets(ctx: RequestContext, topic: str) -> None:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     responses = []
+    named = {t.name for t in request.topics} if ctx.version >= 6 else set(request.topic_names)
     for name, topic_id in _targets(ctx, request):
         entry: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none}
         try:
             if name is None:
                 raise KafkaError(ErrorCode.unknown_topic_id, f"no topic has id {topic_id}")
+            if not authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
+                if name not in named:
+                    entry["name"] = None  # asked for by id: the name stays hidden, as in Kafka
+                raise denied(ctx, AclOperation.DELETE, ResourceType.TOPIC, name if name in named else str(topic_id))
             if not ctx.broker.config.delete_topic_enable:
                 raise KafkaError(ErrorCode.topic_deletion_disabled, "delete.topic.enable is false")
             if name in INTERNAL_TOPICS:

@@ -13,12 +13,15 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 MATCH_TYPES = frozenset({0, 1, 2})  # MATCH_TYPE_EXACT, _DEFAULT, _SPECIFIED (any)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.DESCRIBE_CONFIGS)
     bad = [c.match_type for c in request.components if c.match_type not in MATCH_TYPES]
     if bad:
         raise KafkaError(ErrorCode.invalid_request, f"Unexpected match type: {bad[0]}")

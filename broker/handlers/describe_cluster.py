@@ -12,6 +12,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..authorizer.checks import cluster_operations
 from ..handler import Handler, RequestContext
 from .metadata import live_brokers
 
@@ -26,7 +27,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         "controller_id": ctx.broker.node_id, "endpoint_type": 1,
         "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
                     for b in live_brokers(ctx)],
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": cluster_operations(ctx, request.include_cluster_authorized_operations),
     })
 
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from storage.api import TOPIC_CONFIG_TYPES, TopicMetadata
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_config_access
 from ..broker_configs import (
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
@@ -60,6 +62,10 @@ def logger_config_entries() -> list[dict[str, Any]]:
 def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
                              "error_code": ErrorCode.none, "configs": []}
+    try:
+        require_config_access(ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
+    except KafkaError as exc:
+        return entry | {"error_code": exc.code, "error_message": exc.message}
     if resource.resource_type == TOPIC:
         meta = ctx.broker.logs.topics.get(resource.resource_name)
         if meta is None:

@@ -17,6 +17,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 
@@ -33,6 +35,7 @@ def _wanted(ctx: RequestContext, request: Any) -> dict[str, list[int]]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.DESCRIBE)
     logs = ctx.broker.logs
     topics = []
     for name, partitions in _wanted(ctx, request).items():

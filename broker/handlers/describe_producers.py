@@ -13,6 +13,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import ActiveProducer, TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import denied, unauthorized
 from ..handler import Handler, RequestContext
 
 
@@ -22,8 +24,10 @@ def _producer(p: ActiveProducer) -> dict[str, Any]:
             "current_txn_start_offset": p.current_txn_start_offset}
 
 
-async def _partition(ctx: RequestContext, tp: TopicPartition) -> dict[str, Any]:
+async def _partition(ctx: RequestContext, tp: TopicPartition, refused: frozenset[str]) -> dict[str, Any]:
     try:
+        if tp.topic in refused:
+            raise denied(ctx, AclOperation.READ, ResourceType.TOPIC, tp.topic)
         producers = [_producer(p) for p in await ctx.broker.logs.get_log(tp).active_producers()]
     except KafkaError as exc:
         return {"partition_index": tp.partition, "error_code": exc.code, "error_message": exc.message,
@@ -32,9 +36,10 @@ async def _partition(ctx: RequestContext, tp: TopicPartition) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    refused = unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     topics = []
     for t in request.topics:
-        parts = [await _partition(ctx, TopicPartition(t.name, p)) for p in t.partition_indexes]
+        parts = [await _partition(ctx, TopicPartition(t.name, p), refused) for p in t.partition_indexes]
         topics.append({"name": t.name, "partitions": parts})
     return ctx.respond({"throttle_time": 0, "topics": topics})
 

@@ -16,6 +16,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized, unauthorized
 from ..handler import Handler, RequestContext
 from .metadata import error_entry, topic_entry
 
@@ -24,7 +26,10 @@ MAX_PARTITION_LIMIT = 2000
 
 def _names(ctx: RequestContext, request: Any) -> list[str]:
     requested = {t.name for t in request.topics}
-    names = sorted(requested or ctx.broker.logs.topics)
+    every = ctx.broker.logs.topics
+    # All topics: those the caller may not DESCRIBE are left out (named ones answer the error).
+    hidden = () if requested else unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, every, log_denied=False)
+    names = sorted(requested or (n for n in every if n not in hidden))
     cursor = request.cursor
     if cursor is None:
         return names
@@ -44,6 +49,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = []
     next_cursor = None
     for name in names:
+        if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            topics.append(error_entry(name, ErrorCode.topic_authorization_failed))
+            continue
         meta = ctx.broker.logs.topics.get(name)
         if meta is None:
             topics.append(error_entry(name, ErrorCode.unknown_topic_or_partition))

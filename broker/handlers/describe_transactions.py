@@ -15,6 +15,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
 
 
@@ -35,14 +37,20 @@ def _unknown_code(ctx: RequestContext, txn_id: str) -> ErrorCode:
 
 
 def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
-    md = ctx.broker.txn_coordinator.describe(txn_id) if txn_id else None
+    refused = txn_id and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id)
+    md = ctx.broker.txn_coordinator.describe(txn_id) if txn_id and not refused else None
     if md is None:
         code = _unknown_code(ctx, txn_id)
+        if refused:
+            code = denied(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id).code
         return {"error_code": code, "transactional_id": txn_id, "transaction_state": "",
                 "transaction_timeout": 0, "transaction_start_time": _start_time(-1), "producer_id": -1,
                 "producer_epoch": -1, "topics": []}
     topics: dict[str, list[int]] = {}
     for tp in sorted(md.topic_partitions):
+        # Only the partitions of topics the caller may DESCRIBE, as Kafka lists them.
+        if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, tp.topic, log_denied=False):
+            continue
         topics.setdefault(tp.topic, []).append(tp.partition)
     return {
         "error_code": ErrorCode.none, "transactional_id": txn_id,

@@ -15,6 +15,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from .alter_user_scram_credentials import MECHANISM_TYPES
 
@@ -36,6 +38,7 @@ def _result(user: str, count: int, credentials: dict[str, Any]) -> dict[str, Any
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.DESCRIBE)
     store = ctx.broker.scram_credentials
     credentials = store.users() if store is not None else {}
     # Null or empty: every user with credentials (Kafka's describingAllUsers).

@@ -17,6 +17,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 PREFERRED, UNCLEAN = 0, 1
@@ -35,6 +37,7 @@ def _result(ctx: RequestContext, tp: TopicPartition, election: str) -> dict[str,
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.ALTER)
     kind = getattr(request, "election_type", PREFERRED)
     if kind not in _TYPES:
         raise KafkaError(ErrorCode.invalid_request, f"unknown election type {kind}")

@@ -18,11 +18,14 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     try:
         result = await ctx.broker.txn_coordinator.end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed,

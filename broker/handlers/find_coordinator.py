@@ -19,6 +19,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
 from .metadata import live_brokers
 
@@ -34,6 +36,10 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     else:
         return missing | {"error_code": ErrorCode.invalid_request,
                           "error_message": f"unknown coordinator key type {key_type}"}
+    resource = ResourceType.GROUP if key_type == GROUP else ResourceType.TRANSACTIONAL_ID
+    if not authorized(ctx, AclOperation.DESCRIBE, resource, key):
+        refusal = denied(ctx, AclOperation.DESCRIBE, resource, key)
+        return missing | {"error_code": refusal.code, "error_message": refusal.message}
     if service is None:
         return missing | {"error_code": ErrorCode.coordinator_not_available,
                           "error_message": "the coordinator is not running"}

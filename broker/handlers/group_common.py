@@ -11,6 +11,8 @@ from coordinator.group.offsets import OffsetAndMetadata
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import unauthorized
 from ..handler import RequestContext
 
 __all__ = (
@@ -63,8 +65,9 @@ def by_topic(
 def requested_offsets(
     ctx: RequestContext, request: Any
 ) -> tuple[dict[TopicPartition, OffsetAndMetadata], dict[TopicPartition, ErrorCode]]:
-    """The offsets an OffsetCommit or TxnOffsetCommit asks to commit, and UNKNOWN_TOPIC_OR_PARTITION
-    for each partition that does not exist (KafkaApis checks both requests alike)."""
+    """The offsets an OffsetCommit or TxnOffsetCommit asks to commit, TOPIC_AUTHORIZATION_FAILED
+    for each partition of a topic the caller may not READ, and UNKNOWN_TOPIC_OR_PARTITION for each
+    that does not exist (KafkaApis checks both requests alike, authorization first)."""
     offsets = {
         TopicPartition(t.name, p.partition_index): OffsetAndMetadata(
             committed_offset=p.committed_offset,
@@ -75,9 +78,12 @@ def requested_offsets(
         for p in t.partitions
     }
     topics = ctx.broker.logs.topics
-    unknown = {tp for tp in offsets if tp.topic not in topics or not 0 <= tp.partition < topics[tp.topic].partitions}
-    wanted = {tp: v for tp, v in offsets.items() if tp not in unknown}
-    return wanted, dict.fromkeys(unknown, ErrorCode.unknown_topic_or_partition)
+    refused = unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    failed = {tp: ErrorCode.topic_authorization_failed if tp.topic in refused else ErrorCode.unknown_topic_or_partition
+              for tp in offsets
+              if tp.topic in refused or tp.topic not in topics or not 0 <= tp.partition < topics[tp.topic].partitions}
+    wanted = {tp: v for tp, v in offsets.items() if tp not in failed}
+    return wanted, failed
 
 
 def commit_results(request: Any, results: Mapping[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:

@@ -13,11 +13,14 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator, member_identity
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     try:
         code = await group_coordinator(ctx).heartbeat(request.group_id, **member_identity(request))
     except KafkaError as exc:

@@ -21,6 +21,8 @@ from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require, require_idempotent_write
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
 
@@ -43,6 +45,10 @@ def _check_two_phase_commit(request: Any) -> None:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     txn_id = request.transactional_id
+    if txn_id is not None:
+        require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)
+    else:
+        require_idempotent_write(ctx)
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
     try:
         _check_two_phase_commit(request)

@@ -16,6 +16,8 @@ from coordinator.group.member import JoinParams
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import client_host, group_coordinator, ms
 
@@ -38,6 +40,7 @@ def _params(ctx: RequestContext, request: Any) -> JoinParams:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     try:
         result = await group_coordinator(ctx).join_group(request.group_id, _params(ctx, request))
     except KafkaError as exc:

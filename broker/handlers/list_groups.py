@@ -16,6 +16,8 @@ from coordinator.group.state import GroupState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
+from ..authorizer.checks import authorized
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
@@ -30,6 +32,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         listed = await group_coordinator(ctx).list_groups(getattr(request, "states_filter", ()))
     except KafkaError as exc:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "groups": []})
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False):
+        # Kafka: without DESCRIBE on the CLUSTER, the groups the caller may DESCRIBE.
+        listed = [g for g in listed if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0],
+                                                  log_denied=False)]
     types = {t.lower() for t in getattr(request, "types_filter", ())}
     groups = [
         {"group_id": group_id, "protocol_type": protocol_type, "group_state": str(state),

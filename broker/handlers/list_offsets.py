@@ -19,6 +19,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import IsolationLevel, PartitionLog, TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import denied, unauthorized
 from ..handler import Handler, RequestContext, check_leader, isolation_level
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
@@ -55,12 +57,15 @@ async def _find(plog: PartitionLog, timestamp: int, isolation: IsolationLevel) -
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     isolation = isolation_level(getattr(request, "isolation_level", 0))
+    refused = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics))
     topics = []
     for topic in request.topics:
         parts = []
         for p in topic.partitions:
             entry: dict[str, Any] = {"partition_index": p.partition_index}
             try:
+                if topic.name in refused:
+                    raise denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
                 entry |= await _lookup(ctx, TopicPartition(topic.name, p.partition_index), p, isolation)
                 entry["error_code"] = ErrorCode.none
             except KafkaError as exc:

@@ -12,10 +12,13 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.DESCRIBE)
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "topics": []})
 
 

@@ -13,6 +13,8 @@ from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized
 from ..handler import Handler, RequestContext
 
 
@@ -28,6 +30,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         frozenset(states), frozenset(request.producer_id_filters), field_or(request, "duration_filter", -1))
     if unknown and not states:  # only unknown names: nothing can match
         found = []
+    found = [md for md in found if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                              md.transactional_id, log_denied=False)]
     return ctx.respond({
         "throttle_time": 0, "error_code": ErrorCode.none, "unknown_state_filters": unknown,
         "transaction_states": [

@@ -20,6 +20,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, TopicPartition, validate_topic_name
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized, authorized_operations, cluster_operations, may_create_topic, unauthorized
 from ..handler import Handler, RequestContext
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,9 @@ def error_entry(name: str | None, code: ErrorCode, topic_id: Any = None) -> dict
 
 
 async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> dict[str, Any]:
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+        # Checked before existence, so that a caller learns nothing of topics it may not see.
+        return error_entry(name, ErrorCode.topic_authorization_failed)
     logs = ctx.broker.logs
     meta = logs.topics.get(name)
     if meta is not None:
@@ -68,6 +73,8 @@ async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> d
         return error_entry(name, ErrorCode.invalid_topic_exception)
     if not (allow_create and ctx.broker.config.auto_create_topics_enable):
         return error_entry(name, ErrorCode.unknown_topic_or_partition)
+    if not may_create_topic(ctx, name):
+        return error_entry(name, ErrorCode.topic_authorization_failed)
     try:
         meta = await logs.create_topic(name, ctx.broker.config.num_partitions)
     except KafkaError as exc:
@@ -84,7 +91,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     allow_create = getattr(request, "allow_auto_topic_creation", True)
     topics = request.topics
     if topics is None or (ctx.version == 0 and not topics):
-        entries = [topic_entry(m, ctx.broker.cluster) for m in list(logs.topics.values())]
+        # All topics: those the caller may not DESCRIBE are left out, not reported.
+        hidden = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, logs.topics, log_denied=False)
+        entries = [topic_entry(m, ctx.broker.cluster) for m in list(logs.topics.values()) if m.name not in hidden]
     else:
         entries = []
         for t in topics:
@@ -93,10 +102,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise KafkaError(ErrorCode.invalid_request, f"topic name can not be null for version {ctx.version}")
             if t.name is None:
                 meta = logs.topic_by_id(t.topic_id)
+                if meta is not None and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, meta.name):
+                    entries.append(error_entry(None, ErrorCode.topic_authorization_failed, t.topic_id))
+                    continue
                 entries.append(topic_entry(meta, ctx.broker.cluster) if meta else
                                error_entry(None, ErrorCode.unknown_topic_id, t.topic_id))
             else:
                 entries.append(await resolve_topic(ctx, t.name, allow_create))
+    if getattr(request, "include_topic_authorized_operations", False):
+        for entry in entries:
+            if entry["error_code"] is ErrorCode.none:
+                entry["topic_authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
     return ctx.respond({
         "throttle_time": 0,
         "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
@@ -104,7 +120,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         "cluster_id": ctx.broker.cluster_id,
         "controller_id": ctx.broker.node_id,
         "topics": entries,
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": cluster_operations(
+            ctx, getattr(request, "include_cluster_authorized_operations", False)),
     })
 
 

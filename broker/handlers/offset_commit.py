@@ -19,11 +19,14 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import commit_results, group_coordinator, ms, requested_offsets
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     wanted, results = requested_offsets(ctx, request)
     retention = getattr(request, "retention_time", None)
     if wanted:

@@ -15,14 +15,19 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import by_topic, group_coordinator
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id)
     wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    results: dict[TopicPartition, ErrorCode] = {}
-    for tp in wanted:
+    refused = unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    results: dict[TopicPartition, ErrorCode] = dict.fromkeys(
+        (tp for tp in wanted if tp.topic in refused), ErrorCode.topic_authorization_failed)
+    for tp in (tp for tp in wanted if tp not in results):
         meta = ctx.broker.logs.topics.get(tp.topic)
         if meta is None or not 0 <= tp.partition < meta.partitions:
             results[tp] = ErrorCode.unknown_topic_or_partition

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.group.commands import FetchedOffset
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import authorized, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import by_topic, group_coordinator
 
@@ -28,14 +31,31 @@ def _partitions(topics: Any) -> list[TopicPartition] | None:
     return [TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes]
 
 
+def _visible(ctx: RequestContext, wanted: list[TopicPartition] | None,
+             fetched: list[FetchedOffset]) -> list[FetchedOffset]:
+    """Kafka's handleOffsetFetch: offsets of topics the caller may not DESCRIBE are left out of an
+    all-offsets answer, and named ones answer TOPIC_AUTHORIZATION_FAILED."""
+    if ctx.broker.authorizer is None:
+        return fetched
+    refused = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (f.topic_partition.topic for f in fetched),
+                           log_denied=wanted is not None)
+    if wanted is None:
+        return [f for f in fetched if f.topic_partition.topic not in refused]
+    return [FetchedOffset(topic_partition=f.topic_partition, error=ErrorCode.topic_authorization_failed)
+            if f.topic_partition.topic in refused else f for f in fetched]
+
+
 async def _group(ctx: RequestContext, group_id: str, topics: Any, stable: bool,
                  member: tuple[str | None, int] = (None, -1)) -> dict[str, Any]:
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return {"group_id": group_id, "error_code": ErrorCode.group_authorization_failed, "topics": []}
+    wanted = _partitions(topics)
     try:
         fetched = await group_coordinator(ctx).fetch_offsets(
-            group_id, _partitions(topics), stable, member_id=member[0], member_epoch=member[1])
+            group_id, wanted, stable, member_id=member[0], member_epoch=member[1])
     except KafkaError as exc:
         return {"group_id": group_id, "error_code": exc.code, "topics": []}
-    results = {f.topic_partition: f for f in fetched}
+    results = {f.topic_partition: f for f in _visible(ctx, wanted, fetched)}
     return {
         "group_id": group_id,
         "error_code": ErrorCode.none,

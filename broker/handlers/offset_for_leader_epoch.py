@@ -18,12 +18,16 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
+from ..authorizer.checks import authorized, denied, unauthorized
 from ..handler import Handler, RequestContext, check_leader
 
 
-def _answer(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
+def _answer(ctx: RequestContext, topic: str, p: Any, refused: frozenset[str]) -> dict[str, Any]:
     entry = {"partition": p.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
     try:
+        if topic in refused:
+            raise denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
         tp = TopicPartition(topic, p.partition)
         epoch = check_leader(ctx.broker.cluster, tp, getattr(p, "current_leader_epoch", -1))
         plog = ctx.broker.logs.get_log(tp)
@@ -35,7 +39,11 @@ def _answer(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    topics = [{"topic": t.topic, "partitions": [_answer(ctx, t.topic, p) for p in t.partitions]}
+    # Kafka: CLUSTER_ACTION (a follower) covers every topic; otherwise DESCRIBE on each.
+    refused = frozenset() if authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME,
+                                        log_denied=False) \
+        else unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in request.topics))
+    topics = [{"topic": t.topic, "partitions": [_answer(ctx, t.topic, p, refused) for p in t.partitions]}
               for t in request.topics]
     return ctx.respond({"throttle_time": 0, "topics": topics})
 

@@ -21,12 +21,16 @@ from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import KafkaError
 
+from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import commit_results, group_coordinator, requested_offsets
 from .txn_errors import txn_error_code
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+    require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     wanted, results = requested_offsets(ctx, request)
     if wanted:
         try:

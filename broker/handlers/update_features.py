@@ -21,6 +21,8 @@ from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
 
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
 from ..features import FinalizedFeatures, UpgradeType
 from ..handler import Handler, RequestContext
 
@@ -53,6 +55,7 @@ def _first_failure(features: FinalizedFeatures, request: Any) -> dict[str, Any] 
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    require_cluster(ctx, AclOperation.ALTER)
     features = ctx.broker.features
     failed = _first_failure(features, request)
     if failed is not None:  # as Kafka's controller answers: nothing applied, no per-feature results

@@ -26,6 +26,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from storage.api import TopicPartition
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
+from ..authorizer.checks import authorized, require_cluster
 from ..handler import Handler, RequestContext
 
 
@@ -67,6 +69,9 @@ async def _marker_result(ctx: RequestContext, marker: Any) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    # Kafka: ALTER on the CLUSTER (an operator's kafka-transactions abort), else CLUSTER_ACTION.
+    if not authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False):
+        require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     return ctx.respond({"markers": [await _marker_result(ctx, m) for m in request.markers]})
 
 

@@ -229,3 +229,24 @@ def test_consumer_group_protocol_settings() -> None:
         build_config({"group.consumer.migration.policy": "bidirectional"})
     with pytest.raises(ConfigError, match="String must be one of: disabled, upgrade, downgrade, bidirectional"):
         build_config({"group.consumer.migration.policy": "sometimes"})
+
+
+@pytest.mark.parametrize("name", ["org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                  "kafka.security.authorizer.AclAuthorizer"])
+def test_kafkas_authorizer_names_select_the_authorizer(name: str) -> None:
+    config = build({"authorizer.class.name": name, "super.users": " User:admin ;User:CN=ops,O=example;",
+                    "allow.everyone.if.no.acl.found": "true"})
+    assert config.authorizer_class_name == name
+    assert config.super_user_principals == frozenset({"User:admin", "User:CN=ops,O=example"})
+    assert config.allow_everyone_if_no_acl_found is True
+    assert build().authorizer_class_name == ""  # off by default, as in Kafka
+
+
+@pytest.mark.parametrize(("props", "fragment"), [
+    ({"authorizer.class.name": "com.example.MyAuthorizer"}, "implements Kafka's StandardAuthorizer"),
+    ({"super.users": "admin"}, "expected principals as Type:name"),
+    ({"allow.everyone.if.no.acl.found": "yes"}, "Expected value to be either true or false"),
+])
+def test_bad_authorizer_settings_are_refused(props: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        build(props)

@@ -4,6 +4,9 @@ to manage them. Before SASL every client here is User:ANONYMOUS, made a super us
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -17,6 +20,7 @@ from confluent_kafka.admin import (
 
 from tests.broker_process import BrokerProcess
 from tests.conftest import BrokerFactory
+from tests.e2e.test_startup import refused
 from tests.kafka_tools import run_tool
 
 pytestmark = pytest.mark.e2e
@@ -101,3 +105,23 @@ def test_acl_changes_need_cluster_permissions_and_bad_acls_are_refused(broker_fa
                      "User:alice", "--operation", "Describe", "--delegation-token", "t1")
     assert "no delegation tokens" in token.stdout + token.stderr, token.stdout + token.stderr
     assert listed(broker) == {}
+
+
+def test_acls_that_do_not_load_stop_the_start(broker_factory: BrokerFactory, tmp_path: Path) -> None:
+    """Starting without them would open what they closed: the broker refuses, saying why."""
+    broker = broker_factory(AUTHORIZER | {"super.users": "User:ANONYMOUS"})
+    acls(broker, "--add", "--deny-principal", "User:mallory", "--operation", "All", "--topic", "*")
+    broker.stop()
+    stored = tmp_path / "data" / "acls.json"
+    assert json.loads(stored.read_text())["acls"][0]["principal"] == "User:mallory"
+    stored.write_text('{"version": 1, "acls": [')
+    line = refused(tmp_path, "--port", "0", "--data-dir", str(tmp_path / "data"),
+                   "--set", f"authorizer.class.name={AUTHORIZER['authorizer.class.name']}")
+    assert "cannot load the ACLs" in line and "acls.json is not valid JSON" in line
+
+
+def test_an_unknown_authorizer_class_is_refused(tmp_path: Path) -> None:
+    line = refused(tmp_path, "--port", "0", "--data-dir", str(tmp_path / "data"),
+                   "--set", "authorizer.class.name=com.example.MyAuthorizer")
+    assert "authorizer.class.name" in line and "StandardAuthorizer" in line
+    assert not (tmp_path / "data").exists()
