@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
-from ..authorizer.checks import require, unauthorized
+from ..authorizer.checks import require, require_cluster, unauthorized
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code, txn_outcome
 
@@ -58,6 +58,8 @@ async def _one_transaction(ctx: RequestContext, txn: Any) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.version >= 4:
+        # Kafka: v4+ comes from brokers, whose principal needs CLUSTER_ACTION (or super.users).
+        require_cluster(ctx, AclOperation.CLUSTER_ACTION)
         results = [await _one_transaction(ctx, txn) for txn in request.transactions]
         return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": results})
     topics = request.v3_and_below_topics

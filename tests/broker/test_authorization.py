@@ -38,10 +38,12 @@ EXPECTED: dict[ApiKey, ErrorCode] = {
     K.OFFSET_COMMIT: GROUP, K.OFFSET_FETCH: GROUP, K.FIND_COORDINATOR: GROUP, K.JOIN_GROUP: GROUP,
     K.SYNC_GROUP: GROUP, K.HEARTBEAT: GROUP, K.LEAVE_GROUP: GROUP, K.DESCRIBE_GROUPS: GROUP, K.DELETE_GROUPS: GROUP,
     K.OFFSET_DELETE: GROUP, K.CONSUMER_GROUP_HEARTBEAT: GROUP, K.CONSUMER_GROUP_DESCRIBE: GROUP,
-    K.ADD_PARTITIONS_TO_TXN: TXN, K.ADD_OFFSETS_TO_TXN: TXN, K.END_TXN: TXN, K.TXN_OFFSET_COMMIT: TXN,
+    K.ADD_OFFSETS_TO_TXN: TXN, K.END_TXN: TXN, K.TXN_OFFSET_COMMIT: TXN,
     K.DESCRIBE_TRANSACTIONS: TXN,
     # the sample has no transactional id: an idempotent producer's IDEMPOTENT_WRITE / WRITE rule
     K.INIT_PRODUCER_ID: CLUSTER,
+    # v4+ is broker to broker: CLUSTER_ACTION (clients' v3 and below: CLIENT_VERSIONS)
+    K.ADD_PARTITIONS_TO_TXN: CLUSTER,
     K.WRITE_TXN_MARKERS: CLUSTER, K.DESCRIBE_ACLS: CLUSTER, K.CREATE_ACLS: CLUSTER, K.DELETE_ACLS: CLUSTER,
     K.DESCRIBE_LOG_DIRS: CLUSTER, K.ALTER_PARTITION_REASSIGNMENTS: CLUSTER, K.LIST_PARTITION_REASSIGNMENTS: CLUSTER,
     K.ELECT_LEADERS: CLUSTER, K.UPDATE_FEATURES: CLUSTER, K.DESCRIBE_CLIENT_QUOTAS: CLUSTER,
@@ -49,6 +51,8 @@ EXPECTED: dict[ApiKey, ErrorCode] = {
     # resource types set below: a topic's configs are guarded by the topic
     K.DESCRIBE_CONFIGS: TOPIC, K.ALTER_CONFIGS: TOPIC, K.INCREMENTAL_ALTER_CONFIGS: TOPIC,
 }
+# (api, version) -> error, for versions that ask something else than the latest
+CLIENT_VERSIONS: dict[tuple[ApiKey, int], ErrorCode] = {(K.ADD_PARTITIONS_TO_TXN, 3): TXN}
 # Kafka checks nothing (or only filters what it lists: ListGroups, ListTransactions).
 ASKS_NOTHING = frozenset({K.API_VERSIONS, K.SASL_HANDSHAKE, K.SASL_AUTHENTICATE, K.DESCRIBE_CLUSTER, K.LIST_GROUPS,
                           K.LIST_TRANSACTIONS})
@@ -112,9 +116,9 @@ def error_codes(entity: Any) -> set[ErrorCode]:
     return found
 
 
-async def call(state: BrokerState, key: ApiKey, who: Session) -> set[ErrorCode]:
+async def call(state: BrokerState, key: ApiKey, who: Session, version: int | None = None) -> set[ErrorCode]:
     """The error codes of the answer (a KafkaError the handler raises answers the whole request)."""
-    version = HANDLERS[key].max_version
+    version = HANDLERS[key].max_version if version is None else version
     header = RequestHeader(api_key=key, api_version=version, correlation_id=1, client_id="test")
     try:
         response = await HANDLERS[key].handle(RequestContext(header=header, broker=state, peer="test", session=who),
@@ -133,6 +137,11 @@ def test_every_api_has_an_authorization_decision() -> None:
 @pytest.mark.parametrize("key", sorted(EXPECTED.keys() & HANDLERS.keys()), ids=lambda k: k.name)
 async def test_a_principal_without_acls_gets_kafkas_error(state: BrokerState, key: ApiKey) -> None:
     assert EXPECTED[key] in await call(state, key, session("mallory"))
+
+
+@pytest.mark.parametrize(("key", "version"), sorted(CLIENT_VERSIONS), ids=lambda k: str(k))
+async def test_client_versions_get_kafkas_error(state: BrokerState, key: ApiKey, version: int) -> None:
+    assert CLIENT_VERSIONS[key, version] in await call(state, key, session("mallory"), version)
 
 
 @pytest.mark.parametrize("key", sorted(HANDLERS), ids=lambda k: k.name)
