@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from protocol.errors import KafkaError
+
 __all__ = ("DEFAULT_BACKOFF", "Backoff", "RateLimitedLog", "TaskSupervisor")
 
 log = logging.getLogger(__name__)
@@ -78,8 +80,14 @@ class TaskSupervisor:
             except Exception as exc:
                 failures += 1
                 delay = self.backoff.delay_s(failures)
-                log.error("%s: %s failed (failure %d); running it again in %.1f s", self.owner,
-                          name, failures, delay, exc_info=exc)
+                if isinstance(exc, KafkaError) and exc.code.retriable:
+                    # Expected while storage or leadership is in flux (a database restart, a
+                    # failover): one line, no traceback; the retry is the remedy.
+                    log.warning("%s: %s failed (failure %d): %s; running it again in %.1f s", self.owner,
+                                name, failures, exc, delay)
+                else:
+                    log.error("%s: %s failed (failure %d); running it again in %.1f s", self.owner,
+                              name, failures, delay, exc_info=exc)
                 await asyncio.sleep(delay)
 
     @property
