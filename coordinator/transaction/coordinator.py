@@ -365,10 +365,17 @@ class TransactionCoordinator(TxnShards):
     def _send_markers(self, md: TransactionMetadata) -> None:
         """Write the markers, then persist COMPLETE_*: supervised, so a failure of either is
         logged and tried again; the id answers CONCURRENT_TRANSACTIONS until both are done."""
+        partition = self.partition_for(md.transactional_id)
+        if self.shards.status(partition) is None:
+            # The shard moved while the decision was being written: the decision is durable, and
+            # the next coordinator completes it when it loads the shard.
+            log.info("'%s': %s-%d is no longer coordinated here; its new coordinator writes the markers",
+                     md.transactional_id, TRANSACTION_STATE_TOPIC, partition)
+            return
         txn = TxnMarker(transactional_id=md.transactional_id, producer_id=md.producer_id,
                         producer_epoch=md.producer_epoch, commit=md.state is TxnState.PREPARE_COMMIT,
                         partitions=md.topic_partitions,
-                        coordinator_epoch=self.shards.epoch(self.partition_for(md.transactional_id)))
+                        coordinator_epoch=self.shards.epoch(partition))
         written: set[TopicPartition] = set()  # kept across reruns: a rerun skips them
 
         async def write_then_complete() -> None:

@@ -192,3 +192,37 @@ async def test_a_marker_waits_for_the_leader_of_a_partition_the_view_has_not_see
     await task  # the deleted topic's marker is dropped, T1's is written at its leader
     assert [(node, e.partitions) for node, e in leader.sent] == [(2, (T1,))]
     assert await markers(logs, T1) == [(True, 3)]
+
+
+async def test_end_txn_whose_shard_moves_while_the_decision_is_written_leaves_it_to_the_next(logs) -> None:  # type: ignore[no-untyped-def]
+    """The shard is resigned while PrepareCommit is being appended (a lease lapsing under load):
+    the decision is durable, so EndTxn succeeds, no marker is sent from here, and the next
+    coordinator completes the commit."""
+    blocks = Blocks()
+    first = coordinator(logs, 1, Leader(logs), blocks)
+    await first.start()
+    await first.on_elected(SHARD, 5)
+    await first.shards.wait_loaded(SHARD.partition)
+    p = await first.init_producer_id("tx", 60000)
+    await first.add_partitions("tx", p.producer_id, p.epoch, [T0, T1])
+    await produce(logs, T0, p.producer_id, p.epoch)
+    write = first.store.append
+
+    async def append_then_lose_the_shard(*args):  # type: ignore[no-untyped-def]
+        await write(*args)
+        await first.on_resigned(SHARD)
+
+    first.store.append = append_then_lose_the_shard  # type: ignore[method-assign]
+    await first.end_txn("tx", p.producer_id, p.epoch, commit=True)
+    await first.stop()
+    assert await markers(logs, T0) == []
+    second = coordinator(logs, 2, Leader(logs), blocks)
+    await second.start()
+    try:
+        await second.on_elected(SHARD, 6)
+        await second.shards.wait_loaded(SHARD.partition)
+        await second.quiesce()
+        assert second.describe("tx").state is TxnState.COMPLETE_COMMIT
+        assert await markers(logs, T0) == [(True, 6)]
+    finally:
+        await second.stop()
