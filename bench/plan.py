@@ -131,6 +131,24 @@ KAFKA_TOOL_CASES = (
 )
 CASES = CASES + KAFKA_TOOL_CASES
 
+# Security (issue 12): w1-p1 over TLS and over SASL_SSL (PLAIN), beside w1-p1 on PLAINTEXT, and
+# the connection handshake on each listener. The brokers get SSL and SASL_SSL listeners only in
+# runs that include one of these (bench/security.py).
+SECURITY_CASES = (
+    Case(key="t1-ssl", title="t1 as w1-p1 (idempotent acks=all, 1 partition) over SSL", load="produce",
+         params=lambda s, t: {"topic": t, "partitions": 1, "records": s.produce_records, "listener": "SSL"},
+         metrics={"MB/s": HIGHER, "records/s": HIGHER}),
+    Case(key="t1-sasl-ssl", title="t1 as w1-p1 over SASL_SSL (PLAIN)", load="produce",
+         params=lambda s, t: {"topic": t, "partitions": 1, "records": s.produce_records, "listener": "SASL_SSL"},
+         metrics={"MB/s": HIGHER, "records/s": HIGHER}),
+    Case(key="t2-handshake", title="t2 connect to the first ApiVersions answer: plaintext, TLS 1.3, SASL_SSL "
+         "PLAIN and SCRAM-SHA-512", load="handshake",
+         params=lambda s, t: {"connections": max(20, s.txns_one // 5)},
+         metrics={f"{kind} {q} ms": LOWER for kind in ("plaintext", "tls", "sasl_ssl-plain",
+                                                       "sasl_ssl-scram-sha-512") for q in ("p50", "p99")}),
+)
+CASES = CASES + SECURITY_CASES
+
 # Scale (issue 15; --scale, not in the default set: each takes minutes at full size).
 SCALE_CASES = (
     Case(key="s1-1000p", title="s1 20 producers (4 processes) over 1,000 partitions, idempotent acks=all",

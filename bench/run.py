@@ -37,7 +37,17 @@ from bench.plan import (
     Size,
 )
 from bench.profile import summarize as summarize_profile
-from bench.servers import BENCH_DIR, Running, Scraper, kafka_version, machine, start_eosbroker, start_kafka
+from bench.security import PASSWORD, USER
+from bench.servers import (
+    BENCH_DIR,
+    HOST,
+    Running,
+    Scraper,
+    kafka_version,
+    machine,
+    start_eosbroker,
+    start_kafka,
+)
 
 BROKERS = ("eosbroker", "kafka")
 # --cluster: the local-disk broker, one broker over PostgreSQL, three brokers over one PostgreSQL.
@@ -96,12 +106,13 @@ def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
           rnd: int) -> Running | ClusterRunning:
     if CLUSTER_BROKERS.get(name):
         return start_cluster(workdir, CLUSTER_BROKERS[name], name)
+    secure = any(c.load == "handshake" or "listener" in c.params(SIZES["tiny"], "") for c in args.selected)
     if name == "kafka":
-        return start_kafka(workdir, heap=args.kafka_heap)
+        return start_kafka(workdir, heap=args.kafka_heap, secure=secure)
     profiled = args.profile or args.profile_native
     return start_eosbroker(workdir, profile=logs / f"{name}-r{rnd}-pyspy.txt"
                            if profiled else None, native=args.profile_native,
-                           metrics=name == METRICS_ON, name=name)
+                           metrics=name == METRICS_ON, name=name, secure=secure)
 
 
 def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int, logs: Path,
@@ -111,6 +122,11 @@ def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int,
                    "loadavg_1m": os.getloadavg()[0]}
     t0 = time.perf_counter()
     params = case.params(size, f"{case.key}-r{rnd}")
+    security = getattr(broker, "security", None)
+    if "listener" in params and security is not None:
+        params["client"] = security.client(HOST, params.pop("listener"))
+    if case.load == "handshake" and security is not None:
+        params |= {"ports": security.ports, "ca": str(security.tls.ca), "user": USER, "password": PASSWORD}
     if case.load == "failover":
         params["pids"] = pids(broker)
     try:
@@ -201,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.metrics_on_off:
         brokers = (METRICS_ON, METRICS_OFF)  # the report's ratio is the first over the second
     cases = select_cases(args.cases or (",".join(CLUSTER_CASE_KEYS) if args.cluster else None), args.scale)
+    args.selected = cases  # start() gives the brokers SSL and SASL_SSL listeners when a t case needs them
     if args.cluster:
         brokers = tuple(CLUSTER_BROKERS)
         cases = (*cases, FAILOVER)

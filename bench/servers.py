@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 from bench.probe import wait_answering
+from bench.security import Security, add_scram_user
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -54,6 +55,7 @@ class Running:
     log_path: Path
     pid: int = 0  # the broker's own process (proc may be a profiler wrapping it)
     metrics_port: int | None = None  # eosbroker's Prometheus endpoint, when on
+    security: Security | None = None  # SSL and SASL_SSL listeners, for the t cases
     argv: list[str] = field(default_factory=list)  # how it was started, for restart()
     cwd: Path | None = None
 
@@ -122,14 +124,20 @@ def _innermost(pid: int) -> int:
 
 
 def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None = None,
-                    native: bool = False, metrics: bool = False, name: str = "eosbroker") -> Running:
+                    native: bool = False, metrics: bool = False, name: str = "eosbroker",
+                    secure: bool = False) -> Running:
     """Start `python -m broker`; with `profile`, under py-spy writing collapsed stacks there;
-    with `metrics`, with its Prometheus endpoint on a free port."""
+    with `metrics`, with its Prometheus endpoint on a free port; `secure`: with SSL and SASL_SSL
+    listeners too (bench/security.py)."""
     port = free_port()
     data = workdir / "eos-data"
     data.mkdir(parents=True)
     argv = [sys.executable, "-m", "broker", "--host", HOST, "--port", str(port),
             "--data-dir", str(data)]
+    security = Security.make(workdir, free_port) if secure else None
+    if security is not None:
+        argv += [arg for key, value in security.broker_settings(HOST, port).items()
+                 for arg in ("--set", f"{key}={value}")]
     metrics_port = free_port() if metrics else None
     if metrics_port is not None:
         argv += ["--set", f"metrics.port={metrics_port}"]
@@ -139,7 +147,14 @@ def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None =
                 "-o", str(profile), "--", *argv]
     running = _spawn_and_wait(name, argv, port, workdir / f"{name}.log", repo)
     running.metrics_port = metrics_port
+    _secure(running, security)
     return running
+
+
+def _secure(running: Running, security: Security | None) -> None:
+    running.security = security
+    if security is not None:
+        add_scram_user(running.bootstrap)
 
 
 class Scraper:
@@ -188,7 +203,7 @@ def kafka_version() -> str:
     return jars[-1].name.removeprefix("kafka_2.13-").removesuffix(".jar") if jars else "?"
 
 
-def kafka_properties(port: int, controller_port: int, log_dir: Path) -> str:
+def kafka_properties(port: int, controller_port: int, log_dir: Path, security: Security | None = None) -> str:
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -206,14 +221,21 @@ def kafka_properties(port: int, controller_port: int, log_dir: Path) -> str:
         "min.insync.replicas": "1",
         "group.initial.rebalance.delay.ms": "0",
     }
+    if security is not None:
+        extra = security.broker_settings(HOST, port)
+        settings |= extra | {
+            "listeners": extra["listeners"] + f",CONTROLLER://{HOST}:{controller_port}",
+            "advertised.listeners": extra["listeners"],
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"}
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
-def start_kafka(workdir: Path, heap: str = "512m") -> Running:
+def start_kafka(workdir: Path, heap: str = "512m", secure: bool = False) -> Running:
     ensure_kafka_dist()
     port, controller_port = free_port(), free_port()
+    security = Security.make(workdir, free_port) if secure else None
     props = workdir / "server.properties"
-    props.write_text(kafka_properties(port, controller_port, workdir / "kafka-logs"))
+    props.write_text(kafka_properties(port, controller_port, workdir / "kafka-logs", security))
     classpath = str(KAFKA_DIST / "*")
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     fmt = subprocess.run(["java", "-cp", classpath, "kafka.tools.StorageTool", "format",
@@ -222,7 +244,9 @@ def start_kafka(workdir: Path, heap: str = "512m") -> Running:
         raise RuntimeError(f"StorageTool format failed:\n{fmt.stdout}{fmt.stderr}")
     argv = ["java", f"-Xmx{heap}", f"-Xms{heap}", *KAFKA_JVM_FLAGS, "-cp", classpath,
             "kafka.Kafka", str(props)]
-    return _spawn_and_wait("kafka", argv, port, workdir / "kafka.log", workdir)
+    running = _spawn_and_wait("kafka", argv, port, workdir / "kafka.log", workdir)
+    _secure(running, security)
+    return running
 
 
 def java_version() -> str:

@@ -61,8 +61,12 @@ def load_config(args: argparse.Namespace) -> tuple[BrokerConfig, list[str]]:
     props.update(parse_sets(args.set))
     if args.node_id is not None:
         props["node.id"] = str(args.node_id)
-    return build_config(props, host=args.host, port=args.port, log_dirs=args.data_dir,
-                        advertised_host=args.advertised_host, advertised_port=args.advertised_port)
+    config, unknown = build_config(props, host=args.host, port=args.port, log_dirs=args.data_dir,
+                                   advertised_host=args.advertised_host, advertised_port=args.advertised_port)
+    from .security.settings import check_overrides
+
+    # listener.name.<listener>.<key>: validated as <key> is; one naming no listener or key is unknown.
+    return config, unknown + check_overrides(config)
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:

@@ -372,7 +372,7 @@ class KafkaConnection(asyncio.Protocol):
             if sasl.principal != self.session.principal:
                 self.session = dataclasses.replace(self.session, principal=sasl.principal)
                 self._decoder.set_limit(self.state.config.socket_request_max_bytes, "socket.request.max.bytes")
-                log.info("%s authenticated as %s on listener %s", self.peer, sasl.principal,
+                log.debug("%s authenticated as %s on listener %s", self.peer, sasl.principal,
                          self.session.listener_name)
             if sasl.session_expires is None:
                 self._handle = self._handle_plain  # type: ignore[method-assign]

@@ -21,6 +21,7 @@ CLIENT_SUBJECT = "CN=alice,OU=Payments,O=Acme\\, Inc.,C=GB"  # as Java's X500Pri
 class TlsFiles:
     ca: Path  # the test CA's certificate: the clients' and the broker's trust store
     server_keystore: Path  # encrypted PKCS#8 key + certificate chain (ssl.keystore.type=PEM)
+    server_keystore_unencrypted: Path  # the same, the key in the clear (no ssl.key.password)
     server_cert: Path
     server_key: Path  # the same key, encrypted, alone (ssl.keystore.key)
     client_cert: Path
@@ -95,6 +96,7 @@ def make_tls_files(directory: Path) -> TlsFiles:
     write("ca", _pem(ca))
     encrypted = _key_pem(server_key, SERVER_KEY_PASSWORD)
     write("server_keystore", encrypted + _pem(server) + _pem(ca))
+    write("server_keystore_unencrypted", _key_pem(server_key) + _pem(server) + _pem(ca))
     write("server_cert", _pem(server) + _pem(ca))
     write("server_key", encrypted)
     client_name = _name("alice", c="GB", o="Acme, Inc.", ou="Payments")

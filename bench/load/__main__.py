@@ -10,6 +10,7 @@ from bench.load import (
     ctp,
     e2e_latency,
     failover,
+    handshake,
     java_txn,
     kafka_perf,
     produce,
@@ -37,6 +38,7 @@ WORKLOADS = {
     "big_group": scale.big_group,
     "connections": scale.connections,
     "fill_segments": scale.fill_segments,
+    "handshake": handshake.run,
 }
 
 

@@ -1,6 +1,7 @@
 """Workload 1: 1 KiB records, acks=all, idempotent, linger 5 ms.
 
-Params: topic, partitions, records. Figures: MB/s and records/s from the first
+Params: topic, partitions, records, and optionally client (confluent-kafka settings of another
+listener: bootstrap.servers, security.protocol, ssl.*, sasl.*). Figures: MB/s and records/s from the first
 produce() call until flush() has every acknowledgement.
 """
 
@@ -42,7 +43,8 @@ def produce_all(producer: Producer, topic: str, records: int, value: bytes,
 def run(bootstrap: str, params: dict) -> None:
     topic, records = params["topic"], params["records"]
     create_topics(bootstrap, {topic: params["partitions"]})
-    producer = Producer(base_config(bootstrap, **PRODUCER_SETTINGS))
+    # "client": another listener's address and security settings (the t1 cases).
+    producer = Producer(base_config(bootstrap, **PRODUCER_SETTINGS) | params.get("client", {}))
     # One acknowledged record first, so that InitProducerId and the first
     # metadata round trips stay out of the timed part.
     produce_all(producer, topic, 1, payload(), DeliveryCounter())

@@ -126,3 +126,40 @@ def test_a_request_before_the_sasl_handshake_closes_the_connection(secure_broker
     assert secure_broker.wait_for_log("METADATA request on SASL listener SASL_PLAINTEXT before authentication "
                                       "\\(state HANDSHAKE_OR_VERSIONS\\); a client must send SaslHandshake first",
                                       before)
+
+
+def test_librdkafka_reauthenticates_within_connections_max_reauth_ms(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    """KIP-368: the session lifetime SaslAuthenticate gives makes the client re-authenticate on
+    the same connection; nothing is closed for an expired session and every record arrives."""
+    broker = broker_factory({
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
+        "connections.max.reauth.ms": "1000"})
+    reauths: list[str] = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap_of("SASL_PLAINTEXT"), "security.protocol":
+                         "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
+                         "sasl.password": "alice-secret", "debug": "security",
+                         "logger": _Collect(reauths)})
+    sent = 0
+    while sum("state REAUTH" in line for line in reauths) < 2:  # two re-authentications of a connection
+        producer.produce("reauth", value=b"%d" % sent)
+        sent += 1
+        assert producer.flush(10) == 0
+        producer.poll(0.1)  # pacing: a few records per session, not thousands
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "r", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["reauth"])
+    got = [consumer.poll(10) for _ in range(sent)]
+    consumer.close()
+    assert [m.value() for m in got if m is not None] == [b"%d" % i for i in range(sent)]
+    assert not broker.logged("expired")
+
+
+class _Collect:
+    """A logging.Logger stand-in for librdkafka's log lines."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def log(self, _level: int, fmt: str, *args: object) -> None:
+        self.lines.append(fmt % args)

@@ -99,3 +99,42 @@ async def test_sasl_principal_over_handshake_v1_and_v0(broker: Broker) -> None:
     assert await reader.readexactly(4) == b"\0\0\0\0"  # PLAIN's empty answer, size-prefixed
     assert (await _session_after(broker, reader, writer)).principal == KafkaPrincipal("User", "alice")
     writer.close()
+
+
+async def test_reauthentication_kip_368(tmp_path: Path, tls_files: TlsFiles) -> None:
+    props = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
+             "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
+             "sasl.enabled.mechanisms": "PLAIN", "connections.max.reauth.ms": "60000",
+             "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                 JAAS.replace(";", ' user_bob="bob-secret";')}
+    broker = Broker(build_config(props)[0])
+    await broker.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+        await _request(reader, writer, SaslHandshakeRequest(mechanism="PLAIN"))
+        done = await _request(reader, writer, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
+        assert done.session_lifetime.total_seconds() == 60  # v1+: the client must re-authenticate by then
+        session = await _session_after(broker, reader, writer)
+        (conn,) = broker.connections
+        # Re-authentication on the same connection: same mechanism, same principal.
+        assert (await _request(reader, writer, SaslHandshakeRequest(mechanism="PLAIN"))).error_code == 0
+        again = await _request(reader, writer, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
+        assert again.error_code == 0 and (await _session_after(broker, reader, writer)) == session
+        # A session that ends without re-authentication closes the connection at the next request.
+        assert conn._sasl is not None
+        conn._sasl.session_expires = 0.0
+        writer.write(frame(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+                                          2)))
+        assert await reader.read() == b""
+        writer.close()
+        # Another principal cannot take over a connection by re-authenticating.
+        reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+        await _request(reader, writer, SaslHandshakeRequest(mechanism="PLAIN"))
+        await _request(reader, writer, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
+        await _request(reader, writer, SaslHandshakeRequest(mechanism="PLAIN"))
+        other = await _request(reader, writer, SaslAuthenticateRequest(auth_bytes=b"\0bob\0bob-secret"))
+        assert other.error_code == 58 and "Cannot change principals" in other.error_message
+        assert await reader.read() == b""
+        writer.close()
+    finally:
+        await broker.stop()
