@@ -174,8 +174,8 @@ def _find_static_member(group: ConsumerGroup, req: HeartbeatRequest, member_id: 
                              f"id {req.instance_id} cannot join the group because the instance id is owned by "
                              f"{existing.member_id} member.")
         # The new incarnation takes over the old one's place and assignment (KIP-345 for KIP-848).
-        group.remove_member(existing.member_id)
         target = group.target.get(existing.member_id)
+        group.remove_member(existing.member_id)
         replacement = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
         if target is not None:
             group.target[member_id] = target
@@ -255,8 +255,9 @@ def heartbeat(
                          f"capacity of {cfg.max_size} members.")
     member = _find_member(group, req, member_id)
     updated = _updated(member, req)
-    bump = (member.member_id not in group.members
-            or updated.subscribed_topic_names != member.subscribed_topic_names
+    # A new member's subscription changes from nothing; a static member's new incarnation keeps
+    # its predecessor's, so it takes over without a new group epoch (Kafka's hasMemberSubscriptionChanged).
+    bump = (updated.subscribed_topic_names != member.subscribed_topic_names
             or updated.subscribed_topic_regex != member.subscribed_topic_regex)
     group.put_member(updated)
     metadata = subscription_metadata(group, topics)

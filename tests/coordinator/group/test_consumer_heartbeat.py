@@ -132,8 +132,10 @@ def test_static_member_leaving_for_a_while_keeps_its_partitions_for_its_next_inc
     join(g, "a", instance_id="i1")
     r = leave(g, HeartbeatRequest(member_id="a", member_epoch=-2, instance_id="i1"), CFG, 0)
     assert r.member_epoch == -2 and g.members["a"].assigned == {T: frozenset(range(4))}
+    epoch = g.group_epoch
     r = join(g, "a2", instance_id="i1")
     assert r.assignment == {T: frozenset(range(4))} and "a" not in g.members
+    assert g.group_epoch == epoch  # same subscription: the others are not rebalanced
     assert error(beat, g, "a", 1, {}) == ErrorCode.unknown_member_id
 
 
