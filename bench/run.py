@@ -16,10 +16,12 @@ import signal
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
 from bench import report
+from bench.cleaner_load import Dirtier
 from bench.cluster import ClusterRunning, pids, start_cluster
 from bench.loadrun import LoadFailed, run_load
 from bench.plan import (
@@ -55,6 +57,9 @@ CLUSTER_BROKERS = {"eosbroker": 0, "eosbroker-pg1": 1, "eosbroker-pg3": 3}
 # --metrics-on-off: eosbroker with its Prometheus endpoint on, beside eosbroker with it off.
 METRICS_ON, METRICS_OFF = "eosbroker+metrics", "eosbroker"
 SCRAPE_INTERVAL_S = 5.0
+# --cleaner-on-off: eosbroker with its log cleaner working through a compacted topic kept dirty
+# (bench/cleaner_load.py), beside eosbroker with the same topic and log.cleaner.enable=false.
+CLEANER_ON, CLEANER_OFF = "eosbroker+cleaner", "eosbroker-cleaner-off"
 LOAD_TIMEOUT_S = {"tiny": 120.0, "small": 900.0, "full": 3600.0}
 
 
@@ -84,6 +89,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--metrics-on-off", action="store_true",
                    help="compare eosbroker with metrics.port set (scraped every "
                         f"{SCRAPE_INTERVAL_S:.0f} s) against eosbroker without it, instead of Kafka")
+    p.add_argument("--cleaner-on-off", action="store_true",
+                   help="compare eosbroker cleaning a compacted topic kept dirty in the background against "
+                        "eosbroker with log.cleaner.enable=false, instead of Kafka (python -m bench.cleaner "
+                        "has the cleaner's own figures)")
     return p.parse_args(argv)
 
 
@@ -112,7 +121,8 @@ def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
     profiled = args.profile or args.profile_native
     return start_eosbroker(workdir, profile=logs / f"{name}-r{rnd}-pyspy.txt"
                            if profiled else None, native=args.profile_native,
-                           metrics=name == METRICS_ON, name=name, secure=secure)
+                           metrics=name == METRICS_ON, name=name, secure=secure,
+                           settings={"log.cleaner.enable": "false"} if name == CLEANER_OFF else None)
 
 
 def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int, logs: Path,
@@ -188,7 +198,8 @@ def measure(broker: Running | ClusterRunning, rnd: int, size: Size, cases: tuple
           "metrics": {"start-up s": broker.startup_s, "idle RSS MB": broker.rss_mb()}}
     warm = run_case(WARMUP, broker, size, rnd, logs, timeout)
     entries = [w7] + ([warm] if "error" in warm else [])
-    with Scraper(broker.metrics_port, SCRAPE_INTERVAL_S):
+    dirt = Dirtier(broker.bootstrap) if broker.name in (CLEANER_ON, CLEANER_OFF) else nullcontext()
+    with Scraper(broker.metrics_port, SCRAPE_INTERVAL_S), dirt:
         for case in cases:
             if case.load == "failover" and not (isinstance(broker, ClusterRunning) and len(broker.brokers) > 1):
                 continue  # no successor to fail over to
@@ -216,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     brokers = (args.only,) if args.only else BROKERS
     if args.metrics_on_off:
         brokers = (METRICS_ON, METRICS_OFF)  # the report's ratio is the first over the second
+    if args.cleaner_on_off:
+        brokers = (CLEANER_ON, CLEANER_OFF)
     cases = select_cases(args.cases or (",".join(CLUSTER_CASE_KEYS) if args.cluster else None), args.scale)
     args.selected = cases  # start() gives the brokers SSL and SASL_SSL listeners when a t case needs them
     if args.cluster:

@@ -125,7 +125,7 @@ def _innermost(pid: int) -> int:
 
 def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None = None,
                     native: bool = False, metrics: bool = False, name: str = "eosbroker",
-                    secure: bool = False) -> Running:
+                    secure: bool = False, settings: dict[str, str] | None = None) -> Running:
     """Start `python -m broker`; with `profile`, under py-spy writing collapsed stacks there;
     with `metrics`, with its Prometheus endpoint on a free port; `secure`: with SSL and SASL_SSL
     listeners too (bench/security.py)."""
@@ -141,6 +141,8 @@ def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None =
     metrics_port = free_port() if metrics else None
     if metrics_port is not None:
         argv += ["--set", f"metrics.port={metrics_port}"]
+    for key, value in (settings or {}).items():
+        argv += ["--set", f"{key}={value}"]
     if profile is not None:
         argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
                 "--rate", "200", *(["--native"] if native else ["--nonblocking"]),

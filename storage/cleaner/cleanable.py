@@ -69,10 +69,15 @@ def dirty_ratio(segments: list[LogSegment], first_dirty: int, first_uncleanable:
     return clean, dirty
 
 
-def _first_timestamp(seg: LogSegment) -> int:
-    for loc in seg.iter_from(0):
-        return loc.header.base_timestamp
-    return -1
+def _overdue(plog: LocalPartitionLog, closed: list[LogSegment], first_dirty: int, now_ms: int) -> bool:
+    """max.compaction.lag.ms: the oldest dirty record has waited too long (one batch header read,
+    and only when the lag is set: Kafka's default, Long.MAX_VALUE, never forces a pass)."""
+    lag = plog.config.max_compaction_lag_ms
+    if lag >= now_ms:
+        return False
+    seg = next((s for s in closed if s.next_offset > first_dirty), None)
+    loc = None if seg is None else seg.find(first_dirty)
+    return loc is not None and 0 <= loc.header.base_timestamp < now_ms - lag
 
 
 def plan_cleaning(plog: LocalPartitionLog, now_ms: int, map_capacity: int) -> CleaningPlan | None:
@@ -86,9 +91,7 @@ def plan_cleaning(plog: LocalPartitionLog, now_ms: int, map_capacity: int) -> Cl
         return None
     ratio = dirty / (clean + dirty)
     closed = [s for s in plog.segments[:-1] if s.base_offset < first_uncleanable]
-    first_dirty_seg = next((s for s in closed if s.next_offset > first_dirty), None)
-    oldest = _first_timestamp(first_dirty_seg) if first_dirty_seg is not None else -1
-    forced = 0 <= oldest < now_ms - plog.config.max_compaction_lag_ms
+    forced = ratio < plog.config.min_cleanable_dirty_ratio and _overdue(plog, closed, first_dirty, now_ms)
     if ratio < plog.config.min_cleanable_dirty_ratio and not forced:
         return None
     bounds = [s.base_offset for s in plog.segments]

@@ -1,6 +1,9 @@
 """Whole cleaning passes over a compacted LocalPartitionLog: Kafka's key, tombstone and
 transaction rules, the swap, and reopening."""
 
+import time
+from dataclasses import replace
+
 import pytest
 
 from protocol.errors import ErrorCode, KafkaError
@@ -99,4 +102,63 @@ async def test_markers_are_coordinator_writes(tmp_path):
     await plog.append(kv(b"a", b"1", pid=1, epoch=0, seq=0, txn=True))
     await plog.append(end_txn(1, True), AppendOrigin.COORDINATOR)
     assert plog.last_stable_offset == 2
+    await plog.close()
+
+
+async def test_min_compaction_lag_holds_new_segments_and_max_lag_forces_a_pass(tmp_path):
+    plog = open_log(tmp_path / "t-0", min_compaction_lag_ms=5_000)
+    for i in range(40):
+        await plog.append(kv(b"k%d" % (i % 3), b"v%d" % i, ts=1000 + i))
+    assert not await clean(plog, now_ms=5_500)  # every record is younger than min.compaction.lag.ms
+    assert await clean(plog, now_ms=60_000)
+    for i in range(12):  # a little dirt after a clean part: a dirty ratio well under 0.99
+        await plog.append(kv(b"k%d" % (i % 3), b"w%d" % i, ts=2000 + i))
+    await plog.update_config(replace(plog.config, min_cleanable_dirty_ratio=0.99))
+    assert not await clean(plog, now_ms=60_000)
+    await plog.update_config(replace(plog.config, max_compaction_lag_ms=10_000))
+    assert await clean(plog, now_ms=60_000)  # the oldest dirty record waited past max.compaction.lag.ms
+    await plog.close()
+
+
+async def batches(plog):  # type: ignore[no-untyped-def]
+    """(base offset, is control, record count) of every batch from the log start."""
+    from protocol.record_batch import iter_batches
+
+    out, offset = [], plog.log_start_offset
+    while offset < plog.log_end_offset:
+        info = await plog.read(offset, 1 << 30)
+        if not info.records:
+            break
+        for _, h in iter_batches(b"".join(info.records)):
+            out.append((h.base_offset, h.is_control, h.records_count))
+            offset = h.last_offset + 1
+    return out
+
+
+async def test_a_marker_goes_only_after_its_records_and_delete_retention_ms(tmp_path):
+    plog = open_log(tmp_path / "t-0", delete_retention_ms=1000)
+    await plog.append(kv(b"a", b"in-txn", pid=1, epoch=0, seq=0, txn=True))  # 0
+    await write_marker(plog, 1, commit=True)  # 1
+    await plog.append(kv(b"a", b"newer"))  # 2: supersedes the transaction's only record
+    for i in range(10):
+        await plog.append(kv(b"f%d" % i, b"x" * 30))
+
+    async def dirty_and_clean(now_ms: int) -> list[tuple[int, bool, int]]:
+        for i in range(10):
+            await plog.append(kv(b"f%d" % i, b"y%d" % now_ms + b"x" * 30))
+        assert await clean(plog, now_ms=now_ms)
+        return [b for b in await batches(plog) if b[0] < 3]
+
+    # The record goes; its producer is live, so its last batch stays, emptied, and with it the
+    # marker (the emptied batch still belongs to the transaction, as in Kafka's cleaner).
+    assert await dirty_and_clean(10_000) == [(0, False, 0), (1, True, 1), (2, False, 1)]
+    assert await dirty_and_clean(11_000) == [(0, False, 0), (1, True, 1), (2, False, 1)]
+    # Once the producer expires its emptied batch goes; the marker then gets a delete horizon of
+    # now + delete.retention.ms and goes only after it.
+    later = int(time.time() * 1000) + 2 * 86_400_000
+    await plog.call(lambda: plog.txns.remove_expired_producers(later))
+    assert await dirty_and_clean(20_000) == [(1, True, 1), (2, False, 1)]
+    assert await dirty_and_clean(20_500) == [(1, True, 1), (2, False, 1)]
+    assert await dirty_and_clean(21_400) == [(1, True, 1), (2, False, 1)]
+    assert await dirty_and_clean(21_501) == [(2, False, 1)]
     await plog.close()
