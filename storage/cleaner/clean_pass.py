@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from protocol.control import read_end_txn_marker
+from protocol.errors import CorruptRecordError
 from protocol.record_batch import HEADER_SIZE, RecordBatchHeader, iter_batches
 
 from ..api import AbortedTxn
@@ -93,17 +94,16 @@ def _iter_file(path: Path, size: int) -> Iterator[tuple[RecordBatchHeader, memor
             if _parent is not None and os.getppid() != _parent:
                 raise _Orphaned(f"parent process {_parent} is gone")
             chunk = memoryview(os.pread(f.fileno(), max(_CHUNK, HEADER_SIZE), pos))
-            if len(chunk) < HEADER_SIZE:
-                return
-            first = RecordBatchHeader.parse(chunk)
-            if first.size > len(chunk):  # a batch larger than the chunk: read it whole
+            first = RecordBatchHeader.parse(chunk) if len(chunk) >= HEADER_SIZE else None
+            if first is not None and len(chunk) < first.size <= size - pos:  # larger than a chunk
                 chunk = memoryview(os.pread(f.fileno(), first.size, pos))
             consumed = 0
-            for rel, h in iter_batches(chunk, verify_crc=False, end=_whole(chunk)):
+            # CRCs are checked: a pass rewrites what it reads, so it must never launder corruption.
+            for rel, h in iter_batches(chunk, verify_crc=True, end=_whole(chunk)):
                 yield h, chunk[rel : rel + h.size]
                 consumed = rel + h.size
-            if consumed == 0:
-                return
+            if consumed == 0:  # never skip what cannot be read: the pass fails instead
+                raise CorruptRecordError(f"{path}: no readable batch at byte {pos} of {size}")
             pos += consumed
 
 
@@ -112,7 +112,7 @@ def _whole(chunk: memoryview) -> int:
     pos = 0
     while pos + HEADER_SIZE <= len(chunk):
         size = RecordBatchHeader.parse(chunk, pos).size
-        if pos + size > len(chunk):
+        if size < HEADER_SIZE or pos + size > len(chunk):
             break
         pos += size
     return pos

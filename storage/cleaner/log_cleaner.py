@@ -76,6 +76,9 @@ class LogCleaner:
         self._make_executor = executor
         self._executor: Executor | None = None
         self._task: asyncio.Task[None] | None = None
+        # Kafka's uncleanable partitions: a pass that failed for a reason other than the log
+        # changing under it (a corrupt batch, say) is not retried until the broker restarts.
+        self.uncleanable: set[str] = set()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="log-cleaner")
@@ -107,7 +110,7 @@ class LogCleaner:
     async def _dirtiest(self, now_ms: int) -> tuple[LocalPartitionLog, CleaningPlan] | None:
         best: tuple[LocalPartitionLog, CleaningPlan] | None = None
         for plog in list(self.logs.logs.values()):
-            if "compact" not in plog.config.cleanup_policy.split(","):
+            if "compact" not in plog.config.cleanup_policy.split(",") or str(plog.tp) in self.uncleanable:
                 continue
             try:
                 plan = await plog.plan_cleaning(now_ms, self.map_capacity)
@@ -130,11 +133,20 @@ class LogCleaner:
         started = time.monotonic()
         try:
             result = await self._clean(plan.task)
-            await plog.swap_cleaned(result)
-        except (FileNotFoundError, KafkaError) as exc:
-            # Retention, DeleteRecords or a topic deletion removed segments (or the log) meanwhile:
-            # nothing was swapped; the next pass starts over from what is there.
+        except FileNotFoundError as exc:
+            # Retention, DeleteRecords or a topic deletion removed segments meanwhile: nothing was
+            # swapped; the next pass starts over from what is there.
             log.info("cleaning %s abandoned, its segments changed meanwhile: %s", plog.tp, exc)
+            return None
+        except Exception:
+            self.stats.failures += 1
+            self.uncleanable.add(str(plog.tp))
+            log.exception("cleaning %s failed; it is not cleaned again until the broker restarts", plog.tp)
+            return None
+        try:
+            await plog.swap_cleaned(result)
+        except KafkaError as exc:  # the log was closed or went offline meanwhile
+            log.info("cleaned segments of %s not swapped in: %s", plog.tp, exc)
             return None
         after = await plog.call(lambda: _ratio_now(plog))
         stats = PassStats(partition=str(plog.tp), bytes_read=result.bytes_read, bytes_written=result.bytes_written,

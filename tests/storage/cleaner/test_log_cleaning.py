@@ -162,3 +162,28 @@ async def test_a_marker_goes_only_after_its_records_and_delete_retention_ms(tmp_
     assert await dirty_and_clean(21_400) == [(1, True, 1), (2, False, 1)]
     assert await dirty_and_clean(21_501) == [(2, False, 1)]
     await plog.close()
+
+
+async def test_a_partition_whose_pass_fails_is_left_uncleanable(tmp_path, caplog):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from storage.cleaner.log_cleaner import LogCleaner
+    from storage.log_manager import LogManager
+
+    logs = LogManager(tmp_path, {"segment.bytes": 300, "cleanup.policy": "compact",
+                                 "min.cleanable.dirty.ratio": 0.01})
+    logs.load()
+    logs.start()
+    await logs.create_topic("t", 1)
+    plog = logs.get_log(__import__("storage.api", fromlist=["TopicPartition"]).TopicPartition("t", 0))
+    for i in range(30):
+        await plog.append(kv(b"k%d" % (i % 4), b"v%d" % i))
+    cleaner = LogCleaner(logs, backoff_ms=10, dedupe_buffer_size=1 << 20, executor=lambda: ThreadPoolExecutor(1))
+    first = plog.segments[0].log_path
+    first.write_bytes(first.read_bytes()[:20] + b"\xff" * 40 + first.read_bytes()[60:])  # a torn header
+    assert await cleaner.clean_dirtiest() is None
+    assert cleaner.uncleanable == {"t-0"} and cleaner.stats.failures == 1
+    assert await cleaner.clean_dirtiest() is None  # not tried again
+    assert cleaner.stats.failures == 1
+    await cleaner.stop()
+    await logs.close()
