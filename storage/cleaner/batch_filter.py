@@ -99,7 +99,10 @@ def compress(codec: int, data: bytes, xerial: bool) -> bytes:
                 blocks += (struct.pack(">i", len(block)), block)
             return b"".join(blocks)
         case CompressionType.LZ4:
-            return bytes(cramjam.lz4.compress(data))
+            # Kafka's Java reader (Lz4BlockInputStream) takes independent blocks only.
+            compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+            compressor.compress(data)
+            return bytes(compressor.finish())
         case CompressionType.ZSTD:
             return bytes(cramjam.zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")

@@ -5,8 +5,10 @@ across the offset gaps in every codec."""
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
@@ -14,6 +16,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 
 from broker.embedded import create_topic
 from tests.broker_process import BrokerProcess
+from tests.e2e.txn_clients import kafka_module
 
 pytestmark = pytest.mark.e2e
 
@@ -82,6 +85,24 @@ def consume_all(bootstrap: str, topic: str, end: int) -> list[Row]:
     return out
 
 
+def kafka_python_all(bootstrap: str, topic: str, end: int) -> list[Row]:
+    """Every record from the start to end, read with kafka-python (across the offset gaps)."""
+    kafka = kafka_module()
+    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    tp = kafka.TopicPartition(topic, 0)
+    c.assign([tp])
+    c.seek_to_beginning(tp)
+    out: list[Row] = []
+    deadline = time.monotonic() + 30
+    try:
+        while c.position(tp) < end and time.monotonic() < deadline:
+            for records in c.poll(timeout_ms=200).values():
+                out += [(r.offset, r.key, r.value) for r in records]
+    finally:
+        c.close()
+    return out
+
+
 def check_compacted(produced: list[Row], got: list[Row]) -> None:
     by_offset = {o: (k, v) for o, k, v in produced}
     offsets = [o for o, _, _ in got]
@@ -97,8 +118,36 @@ def check_compacted(produced: list[Row], got: list[Row]) -> None:
     assert len(got) < len(produced), "something was compacted"
 
 
+def compile_reader(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Compile tests/e2e/java/CompactedRead.java; returns the classpath to run it."""
+    from tests.e2e.test_java_clients import classpath, compile_java
+
+    return compile_java(tmp_path_factory.mktemp("java"), Path(__file__).parent / "java" / "CompactedRead.java",
+                        classpath())
+
+
+@pytest.fixture(scope="module")
+def java_classes(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return compile_reader(tmp_path_factory)
+
+
+def java_read(cp: str, bootstrap: str, topic: str, end: int, level: str) -> list[Row]:
+    """Every record the stock Java consumer reads from the start to end (tests/e2e/java/CompactedRead.java)."""
+    proc = subprocess.run(["java", "-cp", cp, "CompactedRead", bootstrap, topic, str(end), level],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows: list[Row] = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("REC "):
+            _, offset, key, value = line.split(" ", 3)
+            rows.append((int(offset), key.encode(), None if value == "<null>" else value.encode()))
+    assert f"CHECK position {end}" in proc.stdout
+    return rows
+
+
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_versions_and_tombstones_compact_in_every_codec(broker_factory, codec: str) -> None:  # type: ignore[no-untyped-def]
+def test_versions_and_tombstones_compact_in_every_codec(broker_factory, java_classes: str,  # type: ignore[no-untyped-def]
+                                                        codec: str) -> None:
     broker = broker_factory(CLEANER)
     topic = f"compacted-{codec}"
     create_topic(broker.bootstrap, topic, 1, TOPIC_CONFIG)
@@ -108,10 +157,15 @@ def test_versions_and_tombstones_compact_in_every_codec(broker_factory, codec: s
     produced = produce(broker.bootstrap, topic, rows, codec)
     last_tombstone = max(o for o, _, v in produced if v is None)
     wait_cleaned_to(broker, f"{topic}-0", last_tombstone)
-    got = consume_all(broker.bootstrap, topic, produced[-1][0] + 1)
+    end = produced[-1][0] + 1
+    got = consume_all(broker.bootstrap, topic, end)
     check_compacted(produced, got)
     deleted = {b"key-%d" % k for k in range(0, KEYS, 4)}
     assert not [row for row in got if row[1] in deleted and row[2] is not None], "no deleted key resurrected"
+    # The other clients read the same records across the same gaps.
+    assert kafka_python_all(broker.bootstrap, topic, end) == got
+    java = [(o, k, v) for o, k, v in java_read(java_classes, broker.bootstrap, topic, end, "read_uncommitted")]
+    assert java == got
 
 
 def test_each_pass_is_measured_in_metrics_and_the_log(broker_factory) -> None:  # type: ignore[no-untyped-def]

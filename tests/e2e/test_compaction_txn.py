@@ -5,15 +5,11 @@ every key is where it was written, and producers that keep writing are not rejec
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 from confluent_kafka import Producer
 
 from broker.embedded import create_topic
-from tests.e2e.test_compaction import CLEANER, TOPIC_CONFIG, wait_cleaned_to
-from tests.e2e.test_java_clients import classpath, compile_java
+from tests.e2e.test_compaction import CLEANER, TOPIC_CONFIG, compile_reader, java_read, wait_cleaned_to
 from tests.e2e.txn_clients import WAIT_S, confluent_read, high_watermarks, kafka_python_read, txn_producer
 
 pytestmark = pytest.mark.e2e
@@ -64,22 +60,12 @@ def check(written: Written, rows: list[tuple[int, bytes, bytes | None]], level: 
     assert len(rows) < sum(kind != "aborted" for _, _, kind in written.values()), "nothing was compacted"
 
 
-def java_read(tmp: Path, bootstrap: str, end: int, level: str) -> list[tuple[int, bytes, bytes | None]]:
-    source = Path(__file__).parent / "java" / "CompactedRead.java"
-    cp = compile_java(tmp, source, classpath())
-    proc = subprocess.run(["java", "-cp", cp, "CompactedRead", bootstrap, TOPIC, str(end), level],
-                          capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = []
-    for line in proc.stdout.splitlines():
-        if line.startswith("REC "):
-            _, offset, key, value = line.split(" ", 3)
-            rows.append((int(offset), key.encode(), None if value == "<null>" else value.encode()))
-    assert f"CHECK position {end}" in proc.stdout
-    return rows
+@pytest.fixture(scope="module")
+def java_classes(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return compile_reader(tmp_path_factory)
 
 
-def test_transactions_on_a_compacted_topic(broker_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_transactions_on_a_compacted_topic(broker_factory, java_classes) -> None:  # type: ignore[no-untyped-def]
     broker = broker_factory(CLEANER)
     create_topic(broker.bootstrap, TOPIC, 1, TOPIC_CONFIG)
     txn = txn_producer(broker.bootstrap, "compacting-txn", **{"batch.num.messages": 2, "linger.ms": 0})
@@ -99,6 +85,6 @@ def test_transactions_on_a_compacted_topic(broker_factory, tmp_path) -> None:  #
     for level in ("read_committed", "read_uncommitted"):
         rows = [(o, written[o][0], v) for _, _, o, v in confluent_read(broker.bootstrap, {TOPIC: 1}, level, 1)]
         check(written, rows, f"confluent-kafka {level}")
-        check(written, java_read(tmp_path / level, broker.bootstrap, end, level), f"java {level}")
+        check(written, java_read(java_classes, broker.bootstrap, TOPIC, end, level), f"java {level}")
     python_rows = [(o, written[o][0], v) for _, _, o, v in kafka_python_read(broker.bootstrap, {TOPIC: 1}, 1)]
     check(written, python_rows, "kafka-python read_committed")

@@ -187,3 +187,32 @@ async def test_a_partition_whose_pass_fails_is_left_uncleanable(tmp_path, caplog
     assert cleaner.stats.failures == 1
     await cleaner.stop()
     await logs.close()
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_a_rewritten_batch_keeps_its_codec_producer_fields_and_a_valid_crc(codec):
+    import struct
+
+    from crc32c import crc32c
+
+    from protocol.record_batch import RecordBatchHeader, iter_batches
+    from protocol.records import Record, build_batch, read_records
+    from storage.cleaner.batch_filter import build_filtered_batch, compress, decode_raw_records
+
+    plain = bytes(build_batch([Record(key=b"k%d" % i, value=b"v%d" % i, timestamp=100 + i) for i in range(5)],
+                              base_offset=40, producer_id=7, producer_epoch=2, base_sequence=11))
+    h = RecordBatchHeader.parse(plain)
+    body = compress(codec, plain[61:], xerial=False)
+    packed = bytearray(plain[:61]) + body  # the same header over the compressed records
+    struct.pack_into(">i", packed, 8, len(packed) - 12)  # batch_length
+    struct.pack_into(">h", packed, 21, h.attributes | codec)  # attributes: the codec
+    struct.pack_into(">I", packed, 17, crc32c(bytes(packed[21:])))
+    source = RecordBatchHeader.parse(packed)
+    kept = [r for r in decode_raw_records(packed, source) if r.key in (b"k1", b"k3")]
+    out = build_filtered_batch(packed, source, kept, None)
+    ((_, header),) = list(iter_batches(out))  # iter_batches checks the CRC
+    assert (header.compression, header.producer_id, header.producer_epoch, header.base_sequence) == (codec, 7, 2, 11)
+    assert (header.base_offset, header.last_offset_delta, header.records_count) == (40, 4, 2)
+    ((_, records),) = list(read_records(out))
+    got = [(r.offset, r.key, r.value, r.timestamp) for r in records]
+    assert got == [(41, b"k1", b"v1", 101), (43, b"k3", b"v3", 103)]
