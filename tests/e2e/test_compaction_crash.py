@@ -19,7 +19,7 @@ CYCLES = 6
 KEYS = 25
 
 
-def wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition, what: str, timeout: float = 300.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

@@ -18,7 +18,7 @@ public final class CompactedRead {
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
             consumer.assign(List.of(tp));
             consumer.seekToBeginning(List.of(tp));
-            long deadline = System.currentTimeMillis() + 60_000;
+            long deadline = System.currentTimeMillis() + 120_000;
             while (consumer.position(tp) < end && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
                     System.out.println("REC " + r.offset() + " " + r.key() + " " + (r.value() == null ? "<null>" : r.value()));
