@@ -35,6 +35,7 @@ _WRITE_CHUNK: Final = 1 << 20
 # A Python dict entry with its key object costs ~100+ bytes, not Kafka's 24 (an MD5 and an offset):
 # log.cleaner.dedupe.buffer.size is honoured as that much memory, so ~128 bytes a key.
 BYTES_PER_MAP_ENTRY: Final = 128
+WORKER_NICENESS: Final = 10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -262,6 +263,8 @@ def watch_broker(broker_pid: int) -> None:
     with -9 cannot stop its workers, and one blocked waiting for work would live on (holding the
     broker's stdout open, and later writing into a new broker's cleaner-tmp/)."""
     parent = os.getppid()
+    # Cleaning can wait; produce and fetch cannot: the worker yields the CPU to the broker.
+    os.nice(WORKER_NICENESS)
 
     def watch() -> None:
         while True:
