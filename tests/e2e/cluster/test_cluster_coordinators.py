@@ -91,19 +91,26 @@ def test_transactions_across_brokers_are_read_exactly(cluster: Cluster, tmp_path
     assert checks["read_uncommitted"] == "900"
 
 
-def test_the_next_coordinator_completes_a_commit_whose_coordinator_died(cluster: Cluster) -> None:
+def open_remote_transaction(cluster: Cluster, topic: str, txn_id: str,
+                            values: list[bytes]) -> tuple[Any, int, int, int]:
+    """Three brokers, topic over 6 partitions, and an open transaction of txn_id holding values in
+    a partition led by another broker than the id's coordinator, acknowledged (so stored in the
+    database): (producer, that partition, its leader, the coordinator)."""
     cluster.start(1, 2, 3, settings=SETTINGS)
-    leaders = create_topic(cluster, "ledger", 6)
-    txn_id = "ledger-tx"
+    leaders = create_topic(cluster, topic, 6)
     coordinator = coordinator_of(cluster, TRANSACTION, txn_id)
     remote = next(p for p, leader in leaders.items() if leader != coordinator)
-    paused = leaders[remote]
     producer = txn_producer(cluster.bootstrap(), txn_id)
     producer.begin_transaction()
-    values = [b"v%d" % i for i in range(5)]
     for value in values:
-        producer.produce("ledger", value=value, partition=remote)
+        producer.produce(topic, value=value, partition=remote)
     producer.flush(WAIT_S)
+    return producer, remote, leaders[remote], coordinator
+
+
+def test_the_next_coordinator_completes_a_commit_whose_coordinator_died(cluster: Cluster) -> None:
+    txn_id, values = "ledger-tx", [b"v%d" % i for i in range(5)]
+    producer, remote, paused, coordinator = open_remote_transaction(cluster, "ledger", txn_id, values)
     # The partition's leader stops answering: the coordinator persists PrepareCommit and answers
     # EndTxn, but cannot write the marker there; then it dies.
     cluster.brokers[paused].pause()
@@ -166,18 +173,9 @@ def test_committed_offsets_survive_the_loss_of_the_group_coordinator(cluster: Cl
 
 
 def test_markers_follow_a_partition_whose_leader_was_killed_mid_transaction(cluster: Cluster) -> None:
-    cluster.start(1, 2, 3, settings=SETTINGS)
-    leaders = create_topic(cluster, "stock", 6)
-    txn_id = "stock-tx"
-    coordinator = coordinator_of(cluster, TRANSACTION, txn_id)
-    remote = next(p for p, leader in leaders.items() if leader != coordinator)
-    producer = txn_producer(cluster.bootstrap(), txn_id)
-    producer.begin_transaction()
-    values = [b"s%d" % i for i in range(5)]
-    for value in values:
-        producer.produce("stock", value=value, partition=remote)
-    producer.flush(WAIT_S)  # acknowledged by the leader, so stored in the database
-    cluster.kill(leaders[remote])
+    txn_id, values = "stock-tx", [b"s%d" % i for i in range(5)]
+    producer, remote, leader, _ = open_remote_transaction(cluster, "stock", txn_id, values)
+    cluster.kill(leader)
     # The coordinator retries the marker until a live broker leads the partition, then writes it there.
     producer.commit_transaction(WAIT_S)
     rows = confluent_read(cluster.bootstrap(), {"stock": 6}, "read_committed", len(values))
