@@ -34,6 +34,32 @@ def find_pg_bin() -> Path | None:
     return Path(found).resolve().parent if found else None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans() -> None:
+    """Stop and remove the servers of test runs that died without cleaning up (a killed pytest
+    leaves its server running): each server's directory names the process that owns it."""
+    for owner in Path(tempfile.gettempdir()).glob("eos-pg-*/owner.pid"):
+        try:
+            pid = int(owner.read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        orphan = PostgresServer.__new__(PostgresServer)
+        orphan.bin, orphan.root = find_pg_bin() or Path("/nonexistent"), owner.parent
+        orphan.data, orphan._as_postgres = owner.parent / "data", os.geteuid() == 0
+        orphan.cleanup()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -77,7 +103,9 @@ class PostgresServer:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def init(self) -> None:
+        reap_orphans()
         self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "owner.pid").write_text(str(os.getpid()))
         if self._as_postgres:
             shutil.chown(self.root, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-U", self.user, "--auth=trust", "-E", "UTF8",
