@@ -79,7 +79,10 @@ async def _unconfirmed_commit(plog, db) -> None:
     """An append whose statement times out (the partition row is locked) while the database, as
     far as anyone can tell afterwards, committed it: its batch at offset 1, next_offset 2."""
     async with db.acquire() as conn, conn.transaction():
-        topic_id = await conn.fetchval("SELECT topic_id FROM partitions FOR UPDATE")  # the commit waits
+        # Everything waits, the append's statement and any re-read of the partition, until this
+        # transaction has "committed" the append (a re-read must not see the state before it).
+        await conn.execute("LOCK TABLE partitions IN ACCESS EXCLUSIVE MODE")
+        topic_id = await conn.fetchval("SELECT topic_id FROM partitions")
         with pytest.raises(KafkaError) as err:  # ...until the statement times out
             await plog.append(batch(1, pid=9, epoch=0, seq=1))
         assert err.value.code is ErrorCode.kafka_storage_error
