@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import asyncpg  # type: ignore[import-untyped]
+
+from protocol.errors import ErrorCode, KafkaError
+
 __all__ = ("PgProducerIdBlocks",)
 
 Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
@@ -33,5 +37,11 @@ class PgProducerIdBlocks:
     async def allocate_producer_ids(self, count: int) -> int:
         if count < 1:
             raise ValueError(f"a producer-id block holds at least one id, not {count}")
-        first: int = await self.pool.fetchval(_TAKE, _KEY, count)
+        try:
+            first: int = await self.pool.fetchval(_TAKE, _KEY, count)
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            # Kafka's answer while no block can be had (its controller unreachable): retriable,
+            # the producer asks again.
+            raise KafkaError(ErrorCode.coordinator_load_in_progress,
+                             f"no producer-id block: the cluster database did not answer ({exc!r})") from exc
         return first

@@ -8,6 +8,7 @@ import asyncio
 import asyncpg
 import pytest
 
+from protocol.errors import ErrorCode, KafkaError
 from storage.api import ProducerIdBlockSource
 from storage.pg.producer_ids import PgProducerIdBlocks
 
@@ -28,3 +29,14 @@ async def test_concurrent_blocks_never_overlap(db: asyncpg.Pool, pg_url: str) ->
 async def test_an_empty_block_is_refused(db: asyncpg.Pool) -> None:
     with pytest.raises(ValueError, match="at least one id"):
         await PgProducerIdBlocks(db).allocate_producer_ids(0)
+
+
+async def test_a_database_that_does_not_answer_is_a_retriable_error(pg_url: str) -> None:
+    """InitProducerId then answers COORDINATOR_LOAD_IN_PROGRESS (Kafka's answer while no block can
+    be had) instead of UNKNOWN_SERVER_ERROR with a traceback."""
+    pool = await asyncpg.create_pool(pg_url, min_size=1, max_size=1)
+    await pool.close()  # as good as a database gone away, for the pool
+    with pytest.raises(KafkaError) as info:
+        await PgProducerIdBlocks(pool).allocate_producer_ids(10)
+    assert info.value.code is ErrorCode.coordinator_load_in_progress
+    assert "did not answer" in str(info.value)
