@@ -1,13 +1,16 @@
-"""DescribeGroups v0-5.
+"""DescribeGroups v0-6.
 
 Behaviour: state, protocol type, chosen protocol and members of each group; subscriptions and
-assignments only once the group is Stable, as Kafka does. An unknown group is described as Dead
-with no members and no error (GROUP_ID_NOT_FOUND only exists from v6, not advertised), and so is
-a consumer-protocol (KIP-848) group, which ConsumerGroupDescribe describes (from v6 Kafka 4.x says
-GROUP_ID_NOT_FOUND, "is not a classic group"). Groups the caller may not DESCRIBE answer
-GROUP_AUTHORIZATION_FAILED (ACLs, broker/authorizer).
+assignments only once the group is Stable, as Kafka does. A group that does not exist, and a
+consumer-protocol (KIP-848) group (converted ones with classic members included), are not classic
+groups: Kafka's GroupMetadataManager.describeGroups answers them Dead with no members, and from
+v6 (KIP-1043) with GROUP_ID_NOT_FOUND and a message ("Group g not found.", "Group g is not a
+classic group."); ConsumerGroupDescribe describes a consumer group, and Kafka's admin client
+(kafka-consumer-groups --describe) tries that first and falls back to DescribeGroups. Groups the
+caller may not DESCRIBE answer GROUP_AUTHORIZATION_FAILED (ACLs, broker/authorizer).
 Version notes: v3+ authorized_operations when include_authorized_operations asks for them (else
-Kafka's "not requested" value); v4+ group_instance_id of each member.
+Kafka's "not requested" value); v4+ group_instance_id of each member; v6 error_message, and the
+per-group GROUP_ID_NOT_FOUND above.
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _described(ctx: RequestContext, s: Any) -> dict[str, Any]:
     return {
-        # Kafka 4.x answers GROUP_ID_NOT_FOUND for a consumer-protocol group from v6 (KIP-1043)
-        # and, like an unknown group, Dead without an error below it.
+        # Kafka answers GROUP_ID_NOT_FOUND for an unknown or consumer-protocol group from v6
+        # (KIP-1043), and Dead without an error below it.
         "error_code": s.error if ctx.version >= 6 else ErrorCode.none,
         "error_message": s.error_message,
         "group_id": s.group_id,
@@ -65,4 +68,4 @@ def _described(ctx: RequestContext, s: Any) -> dict[str, Any]:
     }
 
 
-HANDLER = Handler(api_key=ApiKey.DESCRIBE_GROUPS, min_version=0, max_version=5, handle=handle)
+HANDLER = Handler(api_key=ApiKey.DESCRIBE_GROUPS, min_version=0, max_version=6, handle=handle)

@@ -27,15 +27,9 @@ class AdminOperations(GroupOperations):
         for group_id in cmd.group_ids:
             group = self.groups.get(group_id)
             if group is None:
-                out.append(
-                    GroupSummary(
-                        group_id=group_id,
-                        state=GroupState.DEAD,
-                        protocol_type="",
-                        protocol="",
-                        members=(),
-                    )
-                )
+                out.append(GroupSummary(group_id=group_id, state=GroupState.DEAD, protocol_type="",
+                                        protocol="", members=(), error=ErrorCode.group_id_not_found,
+                                        error_message=f"Group {group_id} not found."))
             elif group.consumer is not None:
                 out.append(GroupSummary(group_id=group_id, state=GroupState.DEAD, protocol_type="",
                                         protocol="", members=(), error=ErrorCode.group_id_not_found,

@@ -11,9 +11,13 @@ target assignment out. Partitions are named by topic id, as on the wire.
   (OptimizedUniformAssignmentBuilder for identical subscriptions, GeneralUniformAssignmentBuilder
   otherwise); with different subscriptions ours balances greedily (least-loaded subscriber first)
   rather than by Kafka's exact heuristic, so the two can pick different, equally valid owners.
-- range: per topic, the subscribers sorted by member id get contiguous ranges, the first
-  (partitions % members) one extra, so co-partitioned topics line up member by member. Kafka's
-  RangeAssignor also keeps partitions sticky where the ranges allow; ours recomputes the ranges.
+- range: per topic, the subscribers get contiguous ranges in Kafka's member order (static
+  members first, by group.instance.id, then the others by member id), the first
+  (partitions % members) one extra, so co-partitioned topics line up member by member. As in
+  Kafka 4.x's server-side RangeAssignor it keeps no memory of the previous assignment: the ranges
+  follow from that order alone, so stickiness comes from group.instance.id (a restarted static
+  member sorts where it was and gets its ranges back; a dynamic member's new id may reshuffle).
+  Kafka's rack-aware placement needs partition racks, which a single node does not have.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ TargetAssignment = dict[str, dict[uuid.UUID, frozenset[int]]]
 class MemberSubscription:
     member_id: str
     topic_ids: frozenset[uuid.UUID]
+    instance_id: str | None = None  # group.instance.id of a static member (range orders by it)
     # The member's partitions in the previous target assignment (stickiness).
     current: TopicPartitionIds = field(default_factory=dict)
 
@@ -132,6 +137,12 @@ def _subscribers(spec: GroupSpec) -> dict[uuid.UUID, list[str]]:
     return {t: sorted(ms) for t, ms in out.items()}
 
 
+def _range_order(m: MemberSubscription) -> tuple[int, str]:
+    """Kafka's RangeAssignor.sortMemberIds: static members first, by instance id, then the rest
+    by member id (a member id and an instance id never compare with each other)."""
+    return (0, m.instance_id) if m.instance_id is not None else (1, m.member_id)
+
+
 def _shares(spec: GroupSpec, subscribers: Mapping[uuid.UUID, list[str]]) -> dict[str, Fraction]:
     """Each member's fair share of the partitions it can receive (exact: a float 4/3 * 3 is not 4)."""
     shares: dict[str, Fraction] = dict.fromkeys((m.member_id for m in spec.members), Fraction(0))
@@ -146,7 +157,9 @@ class RangeAssignor:
 
     def assign(self, spec: GroupSpec) -> TargetAssignment:
         out = _empty(spec)
-        for topic_id, members in _subscribers(spec).items():
+        ordered = sorted(spec.members, key=_range_order)
+        for topic_id in _subscribers(spec):
+            members = [m.member_id for m in ordered if topic_id in m.topic_ids]
             count = spec.partitions[topic_id]
             per, extra = divmod(count, len(members))
             start = 0

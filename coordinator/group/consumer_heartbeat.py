@@ -234,6 +234,7 @@ def update_target(group: ConsumerGroup, topics: Topics, cfg: ConsumerGroupConfig
         members=tuple(
             MemberSubscription(
                 member_id=mid,
+                instance_id=m.instance_id,
                 topic_ids=frozenset(topics[n][0] for n in _member_topics(m, topics)),
                 current=group.target.get(mid, {}),
             )

@@ -10,8 +10,10 @@ import pytest
 from broker.state import BrokerState
 from coordinator.group.config import GroupConfig
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.group.offsets import OffsetAndMetadata
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from storage.api import TopicPartition
 from tests.broker.test_admin_handlers import call
 
 E = ErrorCode
@@ -67,3 +69,21 @@ async def test_describe_and_list_report_the_consumer_group(state: BrokerState) -
     assert (await call(state, ApiKey.LIST_GROUPS, 5, states_filter=[], types_filter=["classic"])).groups == ()
     classic = await call(state, ApiKey.DESCRIBE_GROUPS, 5, groups=["g"], include_authorized_operations=False)
     assert (classic.groups[0].error_code, classic.groups[0].group_state) == (E.none, "Dead")
+
+
+async def test_describe_groups_v6_says_group_id_not_found_with_kafkas_messages(state: BrokerState) -> None:
+    # KIP-1043: from v6 a group that is not a classic group (unknown, or of the consumer
+    # protocol) carries GROUP_ID_NOT_FOUND and a message; below v6 it is only Dead.
+    await call(state, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, **JOIN)
+    offsets = {TopicPartition("t", 0): OffsetAndMetadata(committed_offset=3)}
+    await state.group_coordinator.commit_offsets("classic", offsets)
+    r = await call(state, ApiKey.DESCRIBE_GROUPS, 6, groups=["g", "nope", "classic"],
+                   include_authorized_operations=False)
+    g, nope, classic = r.groups
+    assert (g.error_code, g.error_message, g.group_state, g.members) == (
+        E.group_id_not_found, "Group g is not a classic group.", "Dead", ())
+    assert (nope.error_code, nope.error_message, nope.group_state) == (
+        E.group_id_not_found, "Group nope not found.", "Dead")
+    assert (classic.error_code, classic.error_message, classic.group_state) == (E.none, None, "Empty")
+    old = await call(state, ApiKey.DESCRIBE_GROUPS, 5, groups=["nope"], include_authorized_operations=False)
+    assert (old.groups[0].error_code, old.groups[0].group_state) == (E.none, "Dead")

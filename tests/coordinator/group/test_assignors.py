@@ -76,3 +76,29 @@ def test_uniform_stays_balanced_when_stickiness_would_leave_a_newcomer_empty() -
     after = UniformAssignor().assign(spec({"a": {T1}, "b": {T1}, "c": {T1}}, parts, before))
     assert sorted(counts(after).values()) == [1, 1, 2]
     assert after["a"][T1] == frozenset({0, 1}) and after["b"][T1] <= before["b"][T1]
+
+
+def _static(members: dict[str, tuple[str | None, set[uuid.UUID]]], partitions: dict[uuid.UUID, int]) -> GroupSpec:
+    return GroupSpec(members=tuple(MemberSubscription(member_id=m, instance_id=i, topic_ids=frozenset(t))
+                                   for m, (i, t) in members.items()), partitions=partitions)
+
+
+def test_range_orders_static_members_first_by_instance_id_as_kafka() -> None:
+    # Kafka's RangeAssignor.sortMemberIds: instance ids first (their order), then member ids.
+    out = RangeAssignor().assign(_static({"a": (None, {T1}), "z": ("i1", {T1}), "y": ("i2", {T1})}, {T1: 5}))
+    assert out == {"z": {T1: frozenset({0, 1})}, "y": {T1: frozenset({2, 3})}, "a": {T1: frozenset({4})}}
+
+
+def test_range_gives_a_restarted_static_member_its_ranges_back() -> None:
+    # The range assignor keeps no memory of the previous target (Kafka 4.x's is not sticky):
+    # a static member that comes back under a new member id sorts by its instance id again.
+    before = RangeAssignor().assign(_static({"m1": ("i1", {T1, T2}), "m2": ("i2", {T1, T2})}, {T1: 3, T2: 3}))
+    after = RangeAssignor().assign(_static({"zz": ("i1", {T1, T2}), "m2": ("i2", {T1, T2})}, {T1: 3, T2: 3}))
+    assert after["zz"] == before["m1"] and after["m2"] == before["m2"]
+
+
+def test_range_counts_only_a_topics_subscribers_for_its_ranges() -> None:
+    out = RangeAssignor().assign(_static({"a": (None, {T1, T2}), "b": (None, {T1}), "c": ("i", {T2})},
+                                         {T1: 4, T2: 3}))
+    assert out == {"a": {T1: frozenset({0, 1}), T2: frozenset({2})}, "b": {T1: frozenset({2, 3})},
+                   "c": {T2: frozenset({0, 1})}}
