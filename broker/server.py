@@ -22,6 +22,7 @@ from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
+from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.producer_ids import PgProducerIdBlocks
 
 from .authorizer.standard import StandardAuthorizer
@@ -76,7 +77,7 @@ class Broker:
         self.stopped = asyncio.Event()
         self.ready = False  # /readyz: logs recovered, coordinators loaded, listener up
         self.metrics_endpoint: MetricsEndpoint | None = None
-        self.cleaner: LogCleaner | None = None
+        self.cleaner: LogCleaner | PgLogCleaner | None = None
         if config.log_cleaner_enable and config.log_cleaner_threads > 0 and not config.cluster_url:
             self.cleaner = LogCleaner(self.logs, backoff_ms=config.log_cleaner_backoff_ms,
                                       dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
@@ -169,6 +170,12 @@ class Broker:
         self.state.logs = self.cluster.logs
         self.state.cluster = self.cluster.member.view
         self.state.producer_id_blocks = PgProducerIdBlocks(self.cluster.pool)
+        config = self.config
+        if config.log_cleaner_enable and config.log_cleaner_threads > 0:  # each broker cleans what it leads
+            self.cleaner = PgLogCleaner(self.cluster.logs, config.cluster_url or "",
+                                        backoff_ms=config.log_cleaner_backoff_ms,
+                                        dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
+            self.state.extras["log_cleaner"] = self.cleaner.stats
 
     def _remove_temp_dir(self) -> None:
         if self._temp_dir is not None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..log_manager import LogManager
     from ..partition_log import LocalPartitionLog
 
-__all__ = ("CleanerStats", "LogCleaner", "PassStats")
+__all__ = ("CleanerStats", "LogCleaner", "PassStats", "log_pass", "process_executor", "stop_executor")
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +88,8 @@ class LogCleaner:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         if self._executor is not None:
-            # A pass in flight is abandoned (its cleaner-tmp/ is discarded at the next open): end
-            # the worker now rather than let it write on after the logs close. Python 3.11's
-            # executor has no terminate_workers(), hence its private table of processes.
-            processes = list((getattr(self._executor, "_processes", None) or {}).values())
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.kill()
+            # A pass in flight is abandoned (its cleaner-tmp/ is discarded at the next open).
+            stop_executor(self._executor)
 
     async def _run(self) -> None:
         while True:
@@ -152,7 +147,7 @@ class LogCleaner:
         stats = PassStats(partition=str(plog.tp), bytes_read=result.bytes_read, bytes_written=result.bytes_written,
                           dirty_ratio_before=plan.dirty_ratio, dirty_ratio_after=after,
                           seconds=time.monotonic() - started)
-        self._record(stats)
+        log_pass(self.stats, stats)
         return stats
 
     async def _clean(self, task: CleanTask) -> CleanResult:
@@ -160,21 +155,33 @@ class LogCleaner:
             self._executor = self._make_executor()
         return await asyncio.get_running_loop().run_in_executor(self._executor, run_clean_pass, task)
 
-    def _record(self, s: PassStats) -> None:
-        self.stats.passes += 1
-        self.stats.bytes_read += s.bytes_read
-        self.stats.bytes_written += s.bytes_written
-        self.stats.seconds += s.seconds
-        self.stats.last = s
-        self.stats.by_partition[s.partition] = s
-        mb_s = s.bytes_read / 1e6 / s.seconds if s.seconds > 0 else 0.0
-        log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s); dirty ratio "
-                 "%.3f before, %.3f after", s.partition, s.bytes_read, s.bytes_written,
-                 100 * s.bytes_written / max(s.bytes_read, 1), s.seconds, mb_s, s.dirty_ratio_before,
-                 s.dirty_ratio_after)
 
 
 def _ratio_now(plog: LocalPartitionLog) -> float:
     first_uncleanable = first_uncleanable_offset(plog, int(time.time() * 1000))
     clean, dirty = dirty_ratio(plog.segments, max(plog.first_dirty_offset, plog.log_start_offset), first_uncleanable)
     return dirty / (clean + dirty) if clean + dirty else 0.0
+
+
+def log_pass(stats: CleanerStats, s: PassStats) -> None:
+    """Count a pass in stats and log its line (both backends' cleaners)."""
+    stats.passes += 1
+    stats.bytes_read += s.bytes_read
+    stats.bytes_written += s.bytes_written
+    stats.seconds += s.seconds
+    stats.last = s
+    stats.by_partition[s.partition] = s
+    mb_s = s.bytes_read / 1e6 / s.seconds if s.seconds > 0 else 0.0
+    log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s); dirty ratio "
+             "%.3f before, %.3f after", s.partition, s.bytes_read, s.bytes_written,
+             100 * s.bytes_written / max(s.bytes_read, 1), s.seconds, mb_s, s.dirty_ratio_before,
+             s.dirty_ratio_after)
+
+
+def stop_executor(executor: Executor) -> None:
+    """End the worker now rather than let it write on after the logs close. Python 3.11's executor
+    has no terminate_workers(), hence its private table of processes."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.kill()

@@ -45,6 +45,8 @@ from ..producer_snapshot import encode_snapshot
 from ..producer_state import ProducerStateManager
 from ..topic_checks import delete_records_target
 from ..transaction_index import TransactionIndex
+from .clean_rows import PgCleanResult
+from .cleaning import CleaningState, PgCleaningPlan, plan_cleaning
 from .group_commit import BatchRow, GroupCommitter, PartitionWrite
 from .partition_store import PartitionStore
 from .recovery import rebuild
@@ -102,6 +104,8 @@ class PgPartitionLog(LogActor):
         self._batches_since_snapshot = 0
         self._stale = False  # a write's outcome is unknown: rebuild before the next append
         self._tail = TailCache(tail_cache_bytes)
+        self._snapshot_offset = -1  # the end offset of the newest producer snapshot this leader wrote
+        self.first_dirty_offset = 0  # partitions.cleaner_checkpoint: where the next cleaning pass starts
         self.fenced = False
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -117,6 +121,7 @@ class PgPartitionLog(LogActor):
         self._size = await self._store.size_bytes()
         self._log_start_offset = row.log_start_offset
         self._high_watermark = self._next_offset = row.next_offset
+        self.first_dirty_offset = row.cleaner_checkpoint
         self._pending, self._pending_aborted = [], []
         self._tail.clear()
         self._stale = False
@@ -261,6 +266,7 @@ class PgPartitionLog(LogActor):
         self.state.map_end_offset = self._high_watermark
         try:
             await self._store.write_snapshot(self._high_watermark, encode_snapshot(self.state.producers.values()))
+            self._snapshot_offset = self._high_watermark
         except Exception as exc:  # the next leader replays from an older one: slower, not wrong
             log.warning("%s: producer snapshot at offset %d failed: %r", self.tp, self._high_watermark, exc)
 
@@ -320,6 +326,40 @@ class PgPartitionLog(LogActor):
 
     async def update_config(self, config: LogConfig) -> None:
         await self.call(lambda: setattr(self, "config", config))
+
+    # -- cleaning (storage/pg/cleaning.py plans, storage/pg/clean_rows.py cleans in a worker) ----------
+
+    def _cleaning_state(self) -> CleaningState:
+        self._check_serving()
+        producers = {pid: (e.last_data_offset, e.producer_epoch) for pid, e in self.state.producers.items()}
+        return CleaningState(leader_epoch=self.leader_epoch, log_start_offset=self._log_start_offset,
+                             high_watermark=self._high_watermark, last_stable_offset=self.last_stable_offset,
+                             first_dirty_offset=self.first_dirty_offset, producers=producers,
+                             aborted=tuple(self._aborted.entries), config=self.config)
+
+    async def plan_cleaning(self, url: str, node_id: int, now_ms: int, map_capacity: int) -> PgCleaningPlan | None:
+        """A pass if one is due. A pass commits only over a range a producer snapshot covers (a new
+        leader never replays a cleaned range), so one is written here when the newest is older."""
+        state = await self.call(self._cleaning_state)
+        plan = await self._guarded(plan_cleaning(self._store, state, url=url, node_id=node_id, now_ms=now_ms,
+                                                 map_capacity=map_capacity))
+        if plan is not None and self._snapshot_offset < plan.task.first_uncleanable_offset:
+            await self._exclusive(self._snapshot)
+        return plan
+
+    async def cleaned(self, result: PgCleanResult) -> None:
+        """A committed pass: the rows below result.end_offset changed in the database."""
+        await self.call(lambda: self._apply_cleaning(result))
+
+    def _apply_cleaning(self, result: PgCleanResult) -> None:
+        # Until now reads saw the rows as they were (the tail cache) or as they are (the database):
+        # both exact, and the aborted index only ever loses entries whose data is gone.
+        self._tail.drop_below(result.end_offset)
+        removed = set(result.removed_aborted)
+        if removed:
+            self._aborted = TransactionIndex(0, [a for a in self._aborted.entries if a.last_offset not in removed])
+        self._size -= result.bytes_removed
+        self.first_dirty_offset = max(self.first_dirty_offset, result.end_offset)
 
     # -- the log start offset: DeleteRecords and retention ------------------------------------------
 

@@ -36,6 +36,7 @@ class PartitionRow:
     leader_epoch: int
     next_offset: int
     log_start_offset: int
+    cleaner_checkpoint: int  # the first dirty offset: where the cleaner's next pass starts
 
 
 class PartitionStore:
@@ -44,9 +45,13 @@ class PartitionStore:
         self.topic_id = topic_id
         self.partition = partition
 
+    @property
+    def pool(self) -> Pool:
+        return self._pool
+
     async def partition_row(self) -> PartitionRow | None:
         row = await self._pool.fetchrow(
-            "SELECT leader, leader_epoch, next_offset, log_start_offset FROM partitions "
+            "SELECT leader, leader_epoch, next_offset, log_start_offset, cleaner_checkpoint FROM partitions "
             "WHERE topic_id = $1 AND partition = $2", self.topic_id, self.partition)
         return None if row is None else PartitionRow(**dict(row))
 

@@ -35,7 +35,10 @@ async def rebuild(
     replayed = 0
     async for head in store.replay_headers(start, next_offset):
         header = RecordBatchHeader.parse(head)
-        state.update(header, read_end_txn_marker(head, 0, header) if header.is_control else None)
+        # A control batch the cleaner emptied (no record) settles nothing: its transaction ended
+        # long before, and is known from a snapshot newer than any cleaned range.
+        marker = read_end_txn_marker(head, 0, header) if header.is_control and header.records_count else None
+        state.update(header, marker)
         replayed += 1
     state.map_end_offset = next_offset
     await _restore_txn_start_times(store, state)

@@ -74,6 +74,10 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         PRIMARY KEY (topic_id, partition, last_offset)
     );
     """,
+    # 2: the log cleaner's checkpoint per partition (storage/pg/cleaning.py): where its next pass starts.
+    """
+    ALTER TABLE partitions ADD COLUMN cleaner_checkpoint bigint NOT NULL DEFAULT 0;
+    """,
 )
 
 

@@ -25,6 +25,12 @@ class TailCache:
         self._rows.clear()
         self._bytes = 0
 
+    def drop_below(self, offset: int) -> None:
+        """Forget the rows starting below offset (the cleaner rewrote that range): reads there go to
+        the database, which holds the cleaned rows."""
+        while self._rows and self._rows[0].base_offset < offset:
+            self._bytes -= len(self._rows.popleft().data)
+
     def add(self, rows: list[BatchRow]) -> None:
         """Rows just committed, in offset order, right after those held."""
         for row in rows:
