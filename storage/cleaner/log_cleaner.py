@@ -15,13 +15,14 @@ import logging
 import multiprocessing
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from protocol.errors import KafkaError
 
+from ..log_config import LogConfig
 from .clean_pass import BYTES_PER_MAP_ENTRY, CleanResult, CleanTask, run_clean_pass, watch_broker
 from .cleanable import CleaningPlan, dirty_ratio, first_uncleanable_offset
 
@@ -29,9 +30,29 @@ if TYPE_CHECKING:
     from ..log_manager import LogManager
     from ..partition_log import LocalPartitionLog
 
-__all__ = ("CleanerStats", "LogCleaner", "PassStats", "log_pass", "process_executor", "stop_executor")
+__all__ = ("CleanerService", "CleanerStats", "LogCleaner", "PassStats", "log_pass", "process_executor", "stop_executor")
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class _Plan(Protocol):
+    @property
+    def forced(self) -> bool: ...
+    @property
+    def dirty_ratio(self) -> float: ...
+
+
+class _Log(Protocol):
+    @property
+    def tp(self) -> object: ...
+    @property
+    def config(self) -> LogConfig: ...
+
+
+L = TypeVar("L", bound=_Log)
+P = TypeVar("P", bound=_Plan)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,10 +87,11 @@ def process_executor() -> Executor:
                                initargs=(os.getpid(),))
 
 
-class LogCleaner:
-    def __init__(self, logs: LogManager, *, backoff_ms: int, dedupe_buffer_size: int,
-                 executor: Callable[[], Executor] = process_executor) -> None:
-        self.logs = logs
+class CleanerService:
+    """The background loop both backends' cleaners share: a pass at a time in the worker, sleeping
+    log.cleaner.backoff.ms when none was due; subclasses pick and run the pass."""
+
+    def __init__(self, *, backoff_ms: int, dedupe_buffer_size: int, executor: Callable[[], Executor]) -> None:
         self.backoff_ms = backoff_ms
         self.map_capacity = max(dedupe_buffer_size // BYTES_PER_MAP_ENTRY, 1)
         self.stats = CleanerStats()
@@ -88,7 +110,8 @@ class LogCleaner:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         if self._executor is not None:
-            # A pass in flight is abandoned (its cleaner-tmp/ is discarded at the next open).
+            # A pass in flight is abandoned (a local one's cleaner-tmp/ is discarded at the next
+            # open; a cluster one's transaction rolls back with its connection).
             stop_executor(self._executor)
 
     async def _run(self) -> None:
@@ -102,19 +125,40 @@ class LogCleaner:
             if cleaned is None:
                 await asyncio.sleep(self.backoff_ms / 1000)
 
-    async def _dirtiest(self, now_ms: int) -> tuple[LocalPartitionLog, CleaningPlan] | None:
-        best: tuple[LocalPartitionLog, CleaningPlan] | None = None
-        for plog in list(self.logs.logs.values()):
+    async def clean_dirtiest(self) -> PassStats | None:
+        raise NotImplementedError
+
+    async def dirtiest(self, logs: Iterable[L], plan: Callable[[L], Awaitable[P | None]]) -> tuple[L, P] | None:
+        """The compacted log most in need of a pass (max.compaction.lag.ms first, then the dirtiest)
+        with its plan; None if none is due."""
+        best: tuple[L, P] | None = None
+        for plog in logs:
             if "compact" not in plog.config.cleanup_policy.split(",") or str(plog.tp) in self.uncleanable:
                 continue
             try:
-                plan = await plog.plan_cleaning(now_ms, self.map_capacity)
-            except KafkaError:  # closed or offline meanwhile
+                found = await plan(plog)
+            except KafkaError:  # closed, offline or no longer led here meanwhile
                 continue
-            if plan is not None and (best is None or (plan.forced, plan.dirty_ratio) >
-                                     (best[1].forced, best[1].dirty_ratio)):
-                best = (plog, plan)
+            if found is not None and (best is None or (found.forced, found.dirty_ratio) >
+                                      (best[1].forced, best[1].dirty_ratio)):
+                best = (plog, found)
         return best
+
+    async def in_worker(self, fn: Callable[[T], R], task: T) -> R:
+        if self._executor is None:
+            self._executor = self._make_executor()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, task)
+
+
+class LogCleaner(CleanerService):
+    def __init__(self, logs: LogManager, *, backoff_ms: int, dedupe_buffer_size: int,
+                 executor: Callable[[], Executor] = process_executor) -> None:
+        super().__init__(backoff_ms=backoff_ms, dedupe_buffer_size=dedupe_buffer_size, executor=executor)
+        self.logs = logs
+
+    async def _dirtiest(self, now_ms: int) -> tuple[LocalPartitionLog, CleaningPlan] | None:
+        return await self.dirtiest(list(self.logs.logs.values()),
+                                   lambda plog: plog.plan_cleaning(now_ms, self.map_capacity))
 
     async def clean_dirtiest(self) -> PassStats | None:
         """One pass over the log most in need; None if no log is due."""
@@ -151,9 +195,7 @@ class LogCleaner:
         return stats
 
     async def _clean(self, task: CleanTask) -> CleanResult:
-        if self._executor is None:
-            self._executor = self._make_executor()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, run_clean_pass, task)
+        return await self.in_worker(run_clean_pass, task)
 
 
 

@@ -9,7 +9,6 @@ leader epoch, and the log then drops what it holds of the cleaned range.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -17,8 +16,7 @@ from concurrent.futures import Executor
 
 from protocol.errors import KafkaError
 
-from ..cleaner.clean_pass import BYTES_PER_MAP_ENTRY
-from ..cleaner.log_cleaner import CleanerStats, PassStats, log_pass, process_executor, stop_executor
+from ..cleaner.log_cleaner import CleanerService, PassStats, log_pass, process_executor
 from .clean_rows import PgCleanResult, run_pg_clean_pass
 from .cleaning import PgCleaningPlan
 from .log_source import PgLogSource
@@ -29,53 +27,16 @@ __all__ = ("PgLogCleaner",)
 log = logging.getLogger(__name__)
 
 
-class PgLogCleaner:
+class PgLogCleaner(CleanerService):
     def __init__(self, source: PgLogSource, url: str, *, backoff_ms: int, dedupe_buffer_size: int,
                  executor: Callable[[], Executor] = process_executor) -> None:
+        super().__init__(backoff_ms=backoff_ms, dedupe_buffer_size=dedupe_buffer_size, executor=executor)
         self.source = source
         self.url = url
-        self.backoff_ms = backoff_ms
-        self.map_capacity = max(dedupe_buffer_size // BYTES_PER_MAP_ENTRY, 1)
-        self.stats = CleanerStats()
-        self._make_executor = executor
-        self._executor: Executor | None = None
-        self._task: asyncio.Task[None] | None = None
-        self.uncleanable: set[str] = set()  # as Kafka's: a pass that failed is not retried until restart
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="pg-log-cleaner")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if self._executor is not None:  # a pass in flight rolls back with its connection
-            stop_executor(self._executor)
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                cleaned = await self.clean_dirtiest()
-            except Exception:
-                self.stats.failures += 1
-                log.exception("log cleaner pass failed; retrying after log.cleaner.backoff.ms")
-                cleaned = None
-            if cleaned is None:
-                await asyncio.sleep(self.backoff_ms / 1000)
 
     async def _dirtiest(self, now_ms: int) -> tuple[PgPartitionLog, PgCleaningPlan] | None:
-        best: tuple[PgPartitionLog, PgCleaningPlan] | None = None
-        for plog in list(self.source.logs.values()):
-            if "compact" not in plog.config.cleanup_policy.split(",") or str(plog.tp) in self.uncleanable:
-                continue
-            try:
-                plan = await plog.plan_cleaning(self.url, self.source.node_id, now_ms, self.map_capacity)
-            except KafkaError:  # no longer led here, or the database is away: the next round sees
-                continue
-            if plan is not None and (best is None or (plan.forced, plan.dirty_ratio) >
-                                     (best[1].forced, best[1].dirty_ratio)):
-                best = (plog, plan)
-        return best
+        return await self.dirtiest(list(self.source.logs.values()), lambda plog: plog.plan_cleaning(
+            self.url, self.source.node_id, now_ms, self.map_capacity))
 
     async def clean_dirtiest(self) -> PassStats | None:
         """One pass over the partition most in need; None if none is due or the pass did not commit."""
@@ -114,6 +75,4 @@ class PgLogCleaner:
         return stats
 
     async def _clean(self, plan: PgCleaningPlan) -> PgCleanResult:
-        if self._executor is None:
-            self._executor = self._make_executor()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, run_pg_clean_pass, plan.task)
+        return await self.in_worker(run_pg_clean_pass, plan.task)
