@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.load.common import RECORD_BYTES, base_config, create_topics, fail, mark, mb_per_s, payload, report_progress
 from bench.servers import REPO_DIR
@@ -71,6 +72,17 @@ def producer_perf(bootstrap: str, params: dict) -> None:
           bytes=sent * RECORD_BYTES, p50_ms=float(m[6]), avg_ms=float(m[4]))
 
 
+def _produce(producer: Any, topic: str, value: bytes, partition: int) -> None:
+    """produce(), waiting while librdkafka's queue is full (a broker slowed by a loaded machine
+    acknowledges more slowly than this loop queues)."""
+    while True:
+        try:
+            producer.produce(topic, value, partition=partition)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
 def _fill(bootstrap: str, topic: str, partitions: int, records: int, transactional: bool) -> None:
     """Write the records a consume case reads (untimed), with confluent-kafka."""
     from confluent_kafka import Producer
@@ -87,7 +99,7 @@ def _fill(bootstrap: str, topic: str, partitions: int, records: int, transaction
         if transactional:
             producer.begin_transaction()
         for i in range(start, min(records, start + 5000)):
-            producer.produce(topic, value, partition=i % partitions)
+            _produce(producer, topic, value, i % partitions)
             if i % 1000 == 0:
                 producer.poll(0)
         if transactional:
