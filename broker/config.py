@@ -164,10 +164,9 @@ class BrokerConfig:
     # A comma-separated list (Kafka's LIST type): the server-side assignors a member may name in
     # group.remote.assignor; the first is the default. Only Kafka's built-in two exist here.
     group_consumer_assignors: str = prop("uniform,range", STRING)
-    # Kafka's values are accepted by its validator, but only `disabled` is implemented (Kafka's
-    # default is bidirectional): a consumer-protocol member cannot join a classic group with
-    # members, nor a classic member a consumer group with members (coordinator/group/consumer_operations.py).
-    group_consumer_migration_policy: str = prop("disabled", STRING,
+    # Which way a group with members may change protocol online (KIP-848 migration,
+    # coordinator/group/migration.py); Kafka's default is bidirectional.
+    group_consumer_migration_policy: str = prop("bidirectional", STRING,
                                                 choices=("disabled", "upgrade", "downgrade", "bidirectional"))
     transaction_state_log_num_partitions: int = prop(50, INT, at_least=1)
     transaction_state_log_segment_bytes: int = prop(104857600, INT, at_least=1)
@@ -363,7 +362,6 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _resolve_log_dirs(values)
         _resolve_times(values, props)
         _check_assignors(values)
-        _check_migration_policy(values)
         values.update(resolve_listeners(values.get("listeners"), values.get("advertised_listeners"), props,
                                         overrides, default=(_default("host"), _default("port"))))
         _check_authorizer(values.get("authorizer_class_name", ""), values.get("super_users", ""))
@@ -445,14 +443,6 @@ def _check_authorizer(class_name: str, super_users: str) -> None:
         if not sep or not kind or not name:
             raise ConfigError(f"Invalid value {super_users} for configuration super.users: expected principals as "
                               f"Type:name separated by ';' (as in User:admin;User:ops), got {principal!r}")
-
-
-def _check_migration_policy(values: dict[str, Any]) -> None:
-    policy = values.get("group_consumer_migration_policy", "disabled")
-    if policy != "disabled":
-        raise ConfigError(f"Invalid value {policy} for configuration group.consumer.migration.policy: eosbroker "
-                          "does not migrate live groups between the classic and consumer protocols; only "
-                          "disabled is supported (empty groups still change protocol)")
 
 
 _CONSUMER_ASSIGNORS: Final = ("uniform", "range")

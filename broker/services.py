@@ -74,6 +74,7 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
         heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
         assignors=tuple(c.group_consumer_assignors.split(",")),
         max_size=c.group_consumer_max_size,
+        migration_policy=c.group_consumer_migration_policy,
     )
     coordinator = GroupCoordinator(state.logs, config, consumer_config=consumer, cluster=cluster_view(state))
     state.group_coordinator = coordinator

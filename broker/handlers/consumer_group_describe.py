@@ -22,7 +22,9 @@ from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
 _NO_OPERATIONS = -2147483648
-_CONSUMER_MEMBER = 1
+# ConsumerGroupDescribe v1's MemberType: 0 a classic-protocol member of a converted group, 1 a
+# consumer-protocol member (-1, unknown, is what v0 readers assume).
+_CLASSIC_MEMBER, _CONSUMER_MEMBER = 0, 1
 
 
 def _assignment(named: Any) -> dict[str, Any]:
@@ -38,7 +40,7 @@ def _member(d: MemberDescription) -> dict[str, Any]:
         "subscribed_topic_names": list(m.subscribed_topic_names),
         "subscribed_topic_regex": m.subscribed_topic_regex,
         "assignment": _assignment(d.assigned), "target_assignment": _assignment(d.target),
-        "member_type": _CONSUMER_MEMBER,
+        "member_type": _CLASSIC_MEMBER if m.uses_classic_protocol else _CONSUMER_MEMBER,
     }
 
 

@@ -48,6 +48,7 @@ class GroupSnapshot:
     subscription_metadata: dict[str, tuple[uuid.UUID, int]]
     session_deadlines: dict[str, int]
     rebalance_deadlines: dict[str, tuple[int, int]]
+    classic_deadlines: dict[str, int]
 
 
 class ConsumerGroup:
@@ -65,6 +66,9 @@ class ConsumerGroup:
         self.session_deadlines: dict[str, int] = {}
         # member id -> (deadline, member epoch it was set for): revocation must finish by then.
         self.rebalance_deadlines: dict[str, tuple[int, int]] = {}
+        # member id -> deadline of a classic member's join (told to rejoin) or sync (joined):
+        # Kafka's consumer-group join and sync timeouts, both its rebalance timeout long.
+        self.classic_deadlines: dict[str, int] = {}
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -93,6 +97,7 @@ class ConsumerGroup:
     def next_deadline_ms(self) -> int | None:
         deadlines = list(self.session_deadlines.values())
         deadlines.extend(d for d, _ in self.rebalance_deadlines.values())
+        deadlines.extend(self.classic_deadlines.values())
         return min(deadlines, default=None)
 
     def iter_assigned(self) -> Iterator[tuple[str, Assignment]]:
@@ -120,6 +125,7 @@ class ConsumerGroup:
         self.target.pop(member_id, None)
         self.session_deadlines.pop(member_id, None)
         self.rebalance_deadlines.pop(member_id, None)
+        self.classic_deadlines.pop(member_id, None)
         return member
 
     def _release(self, member: ConsumerGroupMember) -> None:
@@ -132,7 +138,7 @@ class ConsumerGroup:
         return GroupSnapshot(
             self.group_epoch, self.assignment_epoch, dict(self.members), dict(self.target),
             dict(self.partition_epochs), dict(self.subscription_metadata),
-            dict(self.session_deadlines), dict(self.rebalance_deadlines),
+            dict(self.session_deadlines), dict(self.rebalance_deadlines), dict(self.classic_deadlines),
         )
 
     def restore(self, s: GroupSnapshot) -> None:
@@ -140,6 +146,23 @@ class ConsumerGroup:
         self.members, self.target = s.members, s.target
         self.partition_epochs, self.subscription_metadata = s.partition_epochs, s.subscription_metadata
         self.session_deadlines, self.rebalance_deadlines = s.session_deadlines, s.rebalance_deadlines
+        self.classic_deadlines = s.classic_deadlines
+
+    def all_classic_except(self, member_ids: set[str]) -> bool:
+        """Kafka's allMembersUseClassicProtocolExcept: whether only classic members remain
+        once these are gone (and some remain)."""
+        rest = [m for mid, m in self.members.items() if mid not in member_ids]
+        return bool(rest) and all(m.uses_classic_protocol for m in rest)
+
+    def waiting_on_unreleased(self, member: ConsumerGroupMember) -> bool:
+        """Kafka's waitingOnUnreleasedPartition: some target partition the member lacks is still
+        held by another member."""
+        owner = self.owner_epoch(member.member_id)
+        for topic_id, parts in self.target.get(member.member_id, {}).items():
+            mine = member.assigned.get(topic_id, frozenset())
+            if any(owner(topic_id, p) != -1 for p in parts - mine):
+                return True
+        return False
 
 
 class OwnerEpoch:

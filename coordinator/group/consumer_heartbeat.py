@@ -42,7 +42,8 @@ from .consumer_member import (
     reconcile,
 )
 
-__all__ = ("ConsumerGroupConfig", "HeartbeatRequest", "HeartbeatResult", "Topics", "assignor_name", "expire", "fence",
+__all__ = ("ConsumerGroupConfig", "HeartbeatRequest", "HeartbeatResult", "Topics", "advance", "assignor_name",
+           "expire", "fence",
            "heartbeat", "leave", "subscription_metadata", "update_target", "validate")
 
 # Every topic of the broker: name -> (topic id, partition count).
@@ -55,6 +56,8 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
     max_size: int = 2**31 - 1  # group.consumer.max.size
+    # group.consumer.migration.policy: which way a group with members may change protocol.
+    migration_policy: str = "bidirectional"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,7 +258,24 @@ def heartbeat(
         raise KafkaError(ErrorCode.group_max_size_reached, "The consumer group has reached its maximum "
                          f"capacity of {cfg.max_size} members.")
     member = _find_member(group, req, member_id)
-    updated = _updated(member, req)
+    if member.uses_classic_protocol and req.member_epoch != 0:
+        raise KafkaError(ErrorCode.unknown_member_id, f"Member {member_id} of group {group.group_id} uses the "
+                         "classic protocol.")
+    reconciled = advance(group, member, _updated(member, req), topics, cfg, req.owned, now_ms)
+    group.session_deadlines[member_id] = now_ms + cfg.session_timeout_ms
+    full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                                     and req.owned is not None)
+    changed = reconciled.assigned != member.assigned or reconciled.member_epoch != req.member_epoch
+    return HeartbeatResult(member_id=member_id, member_epoch=reconciled.member_epoch,
+                           heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+                           assignment=reconciled.assigned if full or changed else None)
+
+
+def advance(group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember, topics: Topics,
+            cfg: ConsumerGroupConfig, owned: Assignment | None, now_ms: int) -> ConsumerGroupMember:
+    """Steps 2-4 of a heartbeat (and of a classic member's JoinGroup): store the member's new
+    subscription, bump the group epoch and recompute the target if needed, and reconcile the
+    member one step; return it as it is now."""
     # A new member's subscription changes from nothing; a static member's new incarnation keeps
     # its predecessor's, so it takes over without a new group epoch (Kafka's hasMemberSubscriptionChanged).
     bump = (updated.subscribed_topic_names != member.subscribed_topic_names
@@ -267,18 +287,12 @@ def heartbeat(
         group.group_epoch += 1
     if group.group_epoch > group.assignment_epoch:
         update_target(group, topics, cfg)
-    reconciled = reconcile(updated, group.assignment_epoch, group.target.get(member_id, {}),
-                           group.owner_epoch(member_id), req.owned)
+    reconciled = reconcile(updated, group.assignment_epoch, group.target.get(member.member_id, {}),
+                           group.owner_epoch(member.member_id), owned)
     if reconciled != updated:
         group.put_member(reconciled)
         _rebalance_timer(group, reconciled, now_ms)
-    group.session_deadlines[member_id] = now_ms + cfg.session_timeout_ms
-    full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                                     and req.owned is not None)
-    changed = reconciled.assigned != member.assigned or reconciled.member_epoch != req.member_epoch
-    return HeartbeatResult(member_id=member_id, member_epoch=reconciled.member_epoch,
-                           heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-                           assignment=reconciled.assigned if full or changed else None)
+    return reconciled
 
 
 def _rebalance_timer(group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
@@ -322,6 +336,7 @@ def fence(group: ConsumerGroup, member_id: str) -> None:
 def expire(group: ConsumerGroup, topics: Topics, now_ms: int) -> list[str]:
     """Fence members whose session expired or that did not revoke in time; return their ids."""
     gone = [mid for mid, deadline in group.session_deadlines.items() if deadline <= now_ms]
+    gone += [mid for mid, deadline in group.classic_deadlines.items() if deadline <= now_ms]
     for mid, (deadline, epoch) in group.rebalance_deadlines.items():
         member = group.members.get(mid)
         if deadline <= now_ms and member is not None and member.member_epoch == epoch \

@@ -6,7 +6,8 @@ group-coordinator/src/main/resources/common/message/ConsumerGroup*.json define t
   3 ConsumerGroupMetadata               key group        value Epoch int32
   5 ConsumerGroupMemberMetadata         key group, member value InstanceId?, RackId?, ClientId,
       ClientHost, SubscribedTopicNames [string], SubscribedTopicRegex?, RebalanceTimeoutMs int32,
-      ServerAssignor?  (tag 0 ClassicMemberMetadata: not written, skipped when read)
+      ServerAssignor?; tagged field 0 ClassicMemberMetadata {SessionTimeoutMs int32,
+      SupportedProtocols [Name string, Metadata bytes]} for a member that speaks the classic protocol
   6 ConsumerGroupTargetAssignmentMetadata key group      value AssignmentEpoch int32
   7 ConsumerGroupTargetAssignmentMember key group, member value TopicPartitions [uuid, [int32]]
   8 ConsumerGroupCurrentMemberAssignment key group, member value MemberEpoch, PreviousMemberEpoch
@@ -24,7 +25,7 @@ from typing import Final
 
 from protocol.records import Record
 
-from .consumer_member import Assignment, ConsumerGroupMember, MemberState
+from .consumer_member import Assignment, ClassicMemberMetadata, ConsumerGroupMember, MemberState
 from .log import _Reader
 
 __all__ = (
@@ -101,8 +102,11 @@ class _Compact:
                 self.i32(p)
             self.buf += b"\x00"  # no tagged fields
 
-    def end(self) -> bytes:
-        self.buf += b"\x00"
+    def bytes_(self, data: bytes) -> None:
+        self.buf += _unsigned(len(data) + 1) + data
+
+    def end(self, tagged: bytes = b"\x00") -> bytes:
+        self.buf += tagged
         return bytes(self.buf)
 
 
@@ -133,6 +137,8 @@ def encode_consumer_value(record_type: int, value: ConsumerValue) -> bytes:
     elif record_type == MEMBER_METADATA:
         assert isinstance(value, ConsumerGroupMember)
         _member_metadata(w, value)
+        if value.classic is not None:
+            return w.end(_classic_tag(value.classic))
     elif record_type == TARGET_ASSIGNMENT_MEMBER:
         assert isinstance(value, dict)
         w.assignment(value)
@@ -155,6 +161,20 @@ def _member_metadata(w: _Compact, m: ConsumerGroupMember) -> None:
     w.string(m.subscribed_topic_regex)
     w.i32(m.rebalance_timeout_ms)
     w.string(m.server_assignor)
+
+
+def _classic_tag(classic: ClassicMemberMetadata) -> bytes:
+    """The value's tagged-field section holding tag 0, ClassicMemberMetadata."""
+    w = _Compact()
+    w.buf = bytearray()
+    w.i32(classic.session_timeout_ms)
+    w.length(len(classic.supported_protocols))
+    for name, metadata in classic.supported_protocols:
+        w.string(name)
+        w.bytes_(metadata)
+        w.buf += b"\x00"
+    w.buf += b"\x00"
+    return _unsigned(1) + _unsigned(0) + _unsigned(len(w.buf)) + bytes(w.buf)
 
 
 def consumer_record(key: ConsumerRecordKey, value: ConsumerValue | None, *, timestamp: int) -> Record:
@@ -190,7 +210,7 @@ def decode_consumer_value(key: ConsumerRecordKey, data: bytes) -> ConsumerValue:
     if key.record_type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
         value = r.i32()
     elif key.record_type == MEMBER_METADATA:
-        value = _read_member(r, key.member_id or "")
+        return _read_member(r, key.member_id or "")
     elif key.record_type == TARGET_ASSIGNMENT_MEMBER:
         value = _read_assignment(r)
     else:
@@ -213,10 +233,26 @@ def _read_member(r: _Reader, member_id: str) -> ConsumerGroupMember:
     regex = r.nullable_string()
     rebalance_timeout = r.i32()
     assignor = r.nullable_string()
+    classic = None
+    for _ in range(r.uvarint()):  # the tagged fields: only tag 0 is known
+        tag, size = r.uvarint(), r.uvarint()
+        data = r._take(size)
+        if tag == 0:
+            classic = _read_classic(_Reader(b"\x00\x00" + data, flexible_from=0))
     return ConsumerGroupMember(member_id=member_id, instance_id=instance_id, rack_id=rack_id,
                                client_id=client_id, client_host=client_host, subscribed_topic_names=names,
                                subscribed_topic_regex=regex, rebalance_timeout_ms=rebalance_timeout,
-                               server_assignor=assignor)
+                               server_assignor=assignor, classic=classic)
+
+
+def _read_classic(r: _Reader) -> ClassicMemberMetadata:
+    session_timeout = r.i32()
+    protocols = []
+    for _ in range(max(r.array_length(), 0)):
+        name, metadata = r.string(), r.bytes_()
+        r.tagged_fields()
+        protocols.append((name, metadata))
+    return ClassicMemberMetadata(session_timeout_ms=session_timeout, supported_protocols=tuple(protocols))
 
 
 def with_current(member: ConsumerGroupMember, current: CurrentAssignment) -> ConsumerGroupMember:

@@ -28,6 +28,7 @@ from protocol.errors import KafkaError
 
 __all__ = (
     "Assignment",
+    "ClassicMemberMetadata",
     "ConsumerGroupMember",
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
@@ -51,6 +52,16 @@ class MemberState(Enum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicMemberMetadata:
+    """What a member speaking the classic protocol inside a consumer group joined with (Kafka's
+    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata): its session timeout and its
+    (assignor name, ConsumerProtocolSubscription bytes) list, the first being its preferred."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
@@ -66,6 +77,13 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # Set for a member that joined with JoinGroup (KIP-848 migration), None for a
+    # ConsumerGroupHeartbeat member.
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch

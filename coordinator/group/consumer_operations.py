@@ -3,12 +3,11 @@ and ConsumerGroupDescribe, run in the owner task like every other command (see o
 
 Classic and consumer groups share one table (GroupMetadata.consumer marks the second kind) and
 one offset store, so offsets, deletion and expiry work the same for both. A group changes type
-the way Kafka's GroupMetadataManager lets it without online migration: an empty classic group
-(offsets only) becomes a consumer group on the first consumer heartbeat, and an empty consumer
-group becomes a classic group on the first JoinGroup. A group with members of the other protocol
-refuses: GROUP_ID_NOT_FOUND ("is not a consumer group") for a heartbeat, INCONSISTENT_GROUP_PROTOCOL
-for a JoinGroup. (Kafka's group.consumer.migration.policy upgrade/downgrade, which moves live
-members across protocols, is not implemented: the behaviour is that of its `disabled` setting.)
+as Kafka's GroupMetadataManager lets it (migration.py): an empty classic group (offsets only)
+becomes a consumer group on the first consumer heartbeat, and an empty consumer group a classic
+group on the first JoinGroup; under group.consumer.migration.policy a classic group with members
+is upgraded by a consumer heartbeat (else GROUP_ID_NOT_FOUND, Kafka's refusal), and a consumer
+group whose last consumer-protocol member leaves is downgraded back to a classic group.
 
 A heartbeat mutates the group in memory, then persists what changed (consumer_log.py); when the
 append fails the group is put back as it was and the heartbeat fails with the append's error.
@@ -24,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from protocol.errors import KafkaError
 
 from . import commands as c
-from .consumer_group import ConsumerGroup
+from .consumer_group import ConsumerGroup, GroupSnapshot
 from .consumer_heartbeat import (
     ConsumerGroupConfig,
     HeartbeatResult,
@@ -35,9 +34,20 @@ from .consumer_heartbeat import (
     subscription_metadata,
     validate,
 )
-from .consumer_persist import ConsumerGroupDescription, describe_consumer_group, persist_changes
+from .consumer_member import MemberState
+from .consumer_persist import (
+    ConsumerGroupDescription,
+    all_records,
+    all_tombstones,
+    describe_consumer_group,
+    persist_changes,
+)
+from .log import group_metadata_record
+from .member import JoinGroupResult, SyncGroupResult
 from .metadata import GroupMetadata
-from .operations import GroupOperations, append_error
+from .migration import check_upgrade, classic_value, downgrade_allowed, to_consumer_group
+from .operations import GroupOperations, append_error, resolve
+from .snapshot import load_group
 
 __all__ = ("ConsumerOperations", "group_deadline")
 
@@ -66,11 +76,18 @@ class ConsumerOperations(GroupOperations):
         for group in self.groups.values() if groups is None else groups:
             if group.consumer is not None:
                 consumer = group.consumer
-                for member_id in consumer.members:
-                    consumer.session_deadlines[member_id] = now + self.consumer_config.session_timeout_ms
+                for member_id, member in consumer.members.items():
+                    session = self.consumer_config.session_timeout_ms if member.classic is None \
+                        else member.classic.session_timeout_ms
+                    consumer.session_deadlines[member_id] = now + session
+                    # Kafka's onLoaded: a member that was revoking gets its rebalance timeout
+                    # again, so one that never comes back is fenced and the others proceed.
+                    if member.state is MemberState.UNREVOKED_PARTITIONS:
+                        consumer.rebalance_deadlines[member_id] = (now + max(member.rebalance_timeout_ms, 0),
+                                                                   member.member_epoch)
                 consumer.subscription_metadata = subscription_metadata(consumer, topics)
 
-    def _consumer_group(self, group_id: str, *, create: bool) -> GroupMetadata:
+    async def _consumer_group(self, group_id: str, *, create: bool) -> GroupMetadata:
         group = self.groups.get(group_id)
         if group is None:
             if not create:
@@ -79,11 +96,68 @@ class ConsumerOperations(GroupOperations):
                 raise KafkaError(ErrorCode.unknown_member_id, f"Group {group_id} has no such member.")
             group = self.groups[group_id] = GroupMetadata(group_id, self.config, now_ms=self._clock_ms())
         if group.consumer is None:
-            if not (create and group.is_empty() and not group.pending_members):
+            if not create:
                 raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+            if not (group.is_empty() and not group.pending_members):
+                check_upgrade(group, self.consumer_config)
+                return await self._upgrade(group)
             log.info("group %s: now a consumer group (consumer protocol)", group_id)
             group.consumer = ConsumerGroup(group_id)
         return group
+
+    async def _upgrade(self, group: GroupMetadata) -> GroupMetadata:
+        """Convert a classic group with members: one append (the classic record's tombstone and
+        the consumer group's records), then the group is replaced and its parked requests told
+        to rejoin."""
+        topics, now, gid = self.topics_view(), self._clock_ms(), group.group_id
+        consumer = to_consumer_group(group, topics)
+        consumer.subscription_metadata = subscription_metadata(consumer, topics)
+        for mid, member in consumer.members.items():
+            assert member.classic is not None
+            consumer.session_deadlines[mid] = now + member.classic.session_timeout_ms
+        try:
+            await self.append_records(gid, [group_metadata_record(gid, None, timestamp=now),
+                                            *all_records(consumer, now)])
+        except Exception as exc:
+            log.warning("could not upgrade group %s: %r", gid, exc)
+            raise KafkaError(append_error(exc, offsets=False), str(exc)) from exc
+        fresh = GroupMetadata(gid, self.config, now_ms=now)
+        fresh.offsets, fresh.consumer = group.offsets, consumer
+        self.groups[gid] = fresh
+        for m in group.members.values():
+            if m.join_waiter is not None:
+                resolve(m.join_waiter, JoinGroupResult(member_id=m.member_id,
+                                                            error=ErrorCode.rebalance_in_progress))
+            if m.sync_waiter is not None:
+                resolve(m.sync_waiter, SyncGroupResult(error=ErrorCode.rebalance_in_progress))
+        log.info("group %s: converted the classic group (generation %d, %d members) to a consumer group",
+                 gid, group.generation_id, len(consumer.members))
+        return fresh
+
+    async def persist_consumer(self, group: GroupMetadata, before: GroupSnapshot, now: int) -> None:
+        """Write what a change did; when it fenced members and only classic members remain, the
+        group goes back to the classic protocol instead (Kafka's downgrade on member removal)."""
+        consumer = group.consumer
+        assert consumer is not None
+        if before.members.keys() - consumer.members.keys() and \
+                downgrade_allowed(consumer, set(), self.consumer_config, self.config):
+            await self._downgrade(group, before, now)
+        else:
+            await persist_changes(self, group, before, now)
+
+    async def _downgrade(self, group: GroupMetadata, before: GroupSnapshot, now: int) -> None:
+        consumer, gid = group.consumer, group.group_id
+        assert consumer is not None
+        names = {meta.topic_id: name for name, meta in self._logs.topics.items()}
+        value = classic_value(consumer, names, now)
+        await self.append_records(gid, [*all_tombstones(consumer, [*before.members, *consumer.members], now),
+                                        group_metadata_record(gid, value, timestamp=now)])
+        classic = load_group(gid, value, self.config, now)
+        classic.offsets = group.offsets
+        self.groups[gid] = classic
+        log.info("group %s: converted the consumer group (epoch %d, %d classic members) to a classic group",
+                 gid, consumer.group_epoch, len(classic.members))
+        await self.complete(classic, classic.rebalance(now), now)
 
     async def do_consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult | KafkaError:
         """The heartbeat's result, or the error to answer it with (returned, not raised: the
@@ -96,7 +170,7 @@ class ConsumerOperations(GroupOperations):
     async def _consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult:
         cfg, req = self.consumer_config, cmd.request
         validate(cmd.group_id, req, cfg)
-        group = self._consumer_group(cmd.group_id, create=req.member_epoch == 0)
+        group = await self._consumer_group(cmd.group_id, create=req.member_epoch == 0)
         consumer = group.consumer
         assert consumer is not None
         before, now = consumer.snapshot(), self._clock_ms()
@@ -105,7 +179,7 @@ class ConsumerOperations(GroupOperations):
                 result = leave(consumer, req, cfg, now)
             else:
                 result = heartbeat(consumer, req, self.topics_view(), cfg, now)
-            await persist_changes(self, group, before, now)
+            await self.persist_consumer(group, before, now)
         except KafkaError:
             consumer.restore(before)
             raise
@@ -130,7 +204,7 @@ class ConsumerOperations(GroupOperations):
         gone = expire(consumer, self.topics_view(), now)
         if gone:
             try:
-                await persist_changes(self, group, before, now)
+                await self.persist_consumer(group, before, now)
             except Exception as exc:  # fenced in memory anyway: the next change writes it again
                 log.warning("could not store consumer group %s: %r", group.group_id, exc)
             self._log_epochs(group.group_id, consumer, before.group_epoch)

@@ -12,7 +12,7 @@ timeout (which restarts at load, as in Kafka).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -40,11 +40,11 @@ if TYPE_CHECKING:
     from .metadata import GroupMetadata
     from .operations import GroupOperations
 
-__all__ = ("ConsumerGroupDescription", "apply_consumer_record", "describe_consumer_group", "persist_changes",
-           "tombstones")
+__all__ = ("ConsumerGroupDescription", "all_records", "all_tombstones", "apply_consumer_record",
+           "describe_consumer_group", "persist_changes", "tombstones")
 
 _SUBSCRIPTION_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
-                        "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor")
+                        "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor", "classic")
 
 
 def _current(m: ConsumerGroupMember) -> CurrentAssignment:
@@ -94,6 +94,22 @@ def tombstones(group: ConsumerGroup, now: int) -> list[Record]:
     kinds = (TARGET_ASSIGNMENT_METADATA, GROUP_METADATA)
     keys = [ConsumerRecordKey(record_type=k, group=group.group_id) for k in kinds]
     return [consumer_record(key, None, timestamp=now) for key in keys]
+
+
+def all_records(group: ConsumerGroup, now: int) -> list[Record]:
+    """Every record of the group, as a new group would write them (an upgrade's records)."""
+    return _records(group, ConsumerGroup(group.group_id).snapshot(), now)
+
+
+def all_tombstones(group: ConsumerGroup, member_ids: Iterable[str], now: int) -> list[Record]:
+    """Tombstones for these members' records and then the group's own (a downgrade's), in
+    Kafka's createGroupTombstoneRecords order."""
+    out = []
+    for mid in dict.fromkeys(member_ids):
+        for kind in (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA):
+            out.append(consumer_record(ConsumerRecordKey(record_type=kind, group=group.group_id, member_id=mid),
+                                       None, timestamp=now))
+    return out + tombstones(group, now)
 
 
 def apply_consumer_record(group: ConsumerGroup, key: ConsumerRecordKey, value: ConsumerValue | None) -> None:

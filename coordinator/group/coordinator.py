@@ -31,10 +31,11 @@ from storage.api import ClusterView, LogSource, TopicPartition
 
 from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
+from .classic_operations import ClassicInConsumerOperations
 from .config import GroupConfig
 from .consumer_group import ConsumerGroupState
 from .consumer_heartbeat import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
-from .consumer_operations import ConsumerOperations, group_deadline
+from .consumer_operations import group_deadline
 from .consumer_persist import ConsumerGroupDescription
 from .group_offsets import remove_expired_offsets
 from .log import CONSUMER_OFFSETS_TOPIC, partition_for
@@ -54,7 +55,7 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class GroupCoordinator(ConsumerOperations, ShardedGroups):
+class GroupCoordinator(ClassicInConsumerOperations, ShardedGroups):
     """Public face: one coroutine per group API; see commands.py for what each carries."""
 
     def __init__(

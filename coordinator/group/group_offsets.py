@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from storage.api import TopicPartition
 
 from .consumer_group import ConsumerGroup
+from .consumer_member import ConsumerGroupMember
 from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from .state import GroupState
 
@@ -61,12 +62,17 @@ def validate_consumer_offset_commit(
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.unknown_member_id
-    if not transactional and api_version < 9:
+    if not transactional and api_version < 9 and not member.uses_classic_protocol:
         # "OffsetCommit version 9 or above must be used by members using the modern group protocol"
         return ErrorCode.unsupported_version
-    if member_epoch != member.member_epoch:
-        return ErrorCode.stale_member_epoch
-    return None
+    return _epoch_error(member_epoch, member)
+
+
+def _epoch_error(received: int, member: ConsumerGroupMember) -> ErrorCode | None:
+    """Kafka's ConsumerGroup.validateMemberEpoch: a classic member's generation is its epoch."""
+    if received == member.member_epoch:
+        return None
+    return ErrorCode.illegal_generation if member.uses_classic_protocol else ErrorCode.stale_member_epoch
 
 
 def validate_offset_fetch(group: GroupMetadata, member_id: str | None, member_epoch: int) -> ErrorCode | None:
@@ -78,9 +84,7 @@ def validate_offset_fetch(group: GroupMetadata, member_id: str | None, member_ep
     member = consumer.members.get(member_id or "")
     if member is None:
         return ErrorCode.unknown_member_id
-    if member_epoch != member.member_epoch:
-        return ErrorCode.stale_member_epoch
-    return None
+    return _epoch_error(member_epoch, member)
 
 
 def remove_expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicPartition]:

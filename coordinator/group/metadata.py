@@ -179,6 +179,11 @@ class GroupMetadata(GroupMembership):
 
     # -- rebalance -------------------------------------------------------------------------------
 
+    def rebalance(self, now_ms: int) -> Outcome:
+        """Start a rebalance now (a group just converted from the consumer protocol)."""
+        self._maybe_prepare_rebalance(now_ms)
+        return self._take()
+
     def _maybe_prepare_rebalance(self, now_ms: int) -> None:
         if can_transition(self.state, _S.PREPARING_REBALANCE):
             self._prepare_rebalance(now_ms)

@@ -30,7 +30,7 @@ from .offsets import OffsetAndMetadata
 from .snapshot import to_value
 from .state import GroupState
 
-__all__ = ("GroupOperations", "append_error")
+__all__ = ("GroupOperations", "append_error", "resolve")
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def append_error(exc: Exception, *, offsets: bool) -> ErrorCode:
     return _APPEND_ERRORS.get(exc.code, exc.code)
 
 
-def _resolve(waiter: object, result: Any) -> None:
+def resolve(waiter: object, result: Any) -> None:
     if isinstance(waiter, asyncio.Future) and not waiter.done():
         waiter.set_result(result)
 
@@ -124,7 +124,7 @@ class GroupOperations:
                     group.protocol_name,
                 )
         for waiter, result in replies:
-            _resolve(waiter, result)
+            resolve(waiter, result)
 
     async def write_tombstones(
         self,
@@ -177,12 +177,8 @@ class GroupOperations:
                 return
             group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
         if group.consumer is not None:
-            if group.consumer.members:
-                # Kafka moves classic members into a consumer group only under
-                # group.consumer.migration.policy upgrade/bidirectional, which is not served.
-                cmd.reply.set_result(JoinGroupResult(member_id=params.member_id,
-                                                     error=ErrorCode.inconsistent_group_protocol))
-                return
+            # An empty consumer group; one with members answers its classic members itself
+            # (classic_operations.py).
             log.info("group %s: now a classic group (its consumer group was empty)", cmd.group_id)
             group.consumer = None
         await self.complete(group, group.join(params, now, cmd.reply), now)

@@ -225,8 +225,9 @@ def test_consumer_group_protocol_settings() -> None:
     assert (config.group_consumer_assignors, config.group_consumer_session_timeout_ms) == ("range,uniform", 6000)
     with pytest.raises(ConfigError, match="the built-in assignors are uniform, range"):
         build_config({"group.consumer.assignors": "uniform,sticky"})
-    with pytest.raises(ConfigError, match="only disabled is supported"):
-        build_config({"group.consumer.migration.policy": "bidirectional"})
+    assert build_config({})[0].group_consumer_migration_policy == "bidirectional"  # Kafka's default
+    assert build_config({"group.consumer.migration.policy": "upgrade"})[0].group_consumer_migration_policy == \
+        "upgrade"
     with pytest.raises(ConfigError, match="String must be one of: disabled, upgrade, downgrade, bidirectional"):
         build_config({"group.consumer.migration.policy": "sometimes"})
 

@@ -11,7 +11,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.group.consumer_group import ConsumerGroupState
-from coordinator.group.consumer_heartbeat import HeartbeatRequest
+from coordinator.group.consumer_heartbeat import ConsumerGroupConfig, HeartbeatRequest
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.state import GroupState
 from coordinator.transaction.metadata import ProducerIdAndEpoch
@@ -109,8 +109,9 @@ async def test_offset_commit_and_fetch_check_the_member_epoch(node: Node) -> Non
 
 
 async def test_classic_and_consumer_groups_side_by_side_and_converting_when_empty(node: Node) -> None:
-    coord = node.coordinator
-    assert coord is not None
+    # group.consumer.migration.policy=disabled: only empty groups change type.
+    node.consumer_config = ConsumerGroupConfig(migration_policy="disabled")
+    coord = await node.restart()
     tp = TopicPartition("t", 0)
     await coord.commit_offsets("old", {tp: oam(3)})  # an offsets-only classic group
     await join(coord, "a", group="old")  # empty classic -> consumer, offsets kept
@@ -120,15 +121,22 @@ async def test_classic_and_consumer_groups_side_by_side_and_converting_when_empt
     assert classic.error == ErrorCode.none
     with pytest.raises(KafkaError) as refused:
         await join(coord, "x", group="c")
-    assert refused.value.code == ErrorCode.group_id_not_found and "not a consumer group" in refused.value.message
-    assert (await coord.join_group("old", params())).error == ErrorCode.inconsistent_group_protocol
+    assert refused.value.code == ErrorCode.group_id_not_found
+    assert refused.value.message == "Cannot upgrade classic group c to consumer group because online upgrade " \
+        "is disabled."
+    # A classic member still joins a consumer group with members, whatever the policy (Kafka
+    # routes it to classicGroupJoinToConsumerGroup); it takes no part in the disabled downgrade.
+    inside = await coord.join_group("old", params())
+    assert inside.error == ErrorCode.none and inside.leader_id == "" and inside.members == ()
     [not_classic] = await coord.describe_groups(["old"])
     assert not_classic.error == ErrorCode.group_id_not_found
     [not_consumer] = await coord.consumer_group_describe(["c"])
     assert not_consumer.error == ErrorCode.group_id_not_found
     listed = {g: (ptype, str(state)) for g, ptype, state in await coord.list_groups()}
-    assert listed == {"old": ("consumer", "Stable"), "c": ("consumer", str(GroupState.COMPLETING_REBALANCE))}
+    assert listed["c"] == ("consumer", str(GroupState.COMPLETING_REBALANCE)) and listed["old"][0] == "consumer"
     assert await coord.delete_groups(["old"]) == {"old": ErrorCode.non_empty_group}
     await coord.consumer_group_heartbeat("old", HeartbeatRequest(member_id="a", member_epoch=-1))
+    assert [type(g.consumer).__name__ for g in [coord.groups["old"]]] == ["ConsumerGroup"]  # not downgraded
+    assert await coord.leave_group("old", [(inside.member_id, None)]) == (ErrorCode.none, [ErrorCode.none])
     back = await coord.join_group("old", params())  # empty consumer -> classic
     assert back.error == ErrorCode.none

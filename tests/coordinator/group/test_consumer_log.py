@@ -17,7 +17,7 @@ from coordinator.group.consumer_log import (
     decode_consumer_key,
     decode_consumer_value,
 )
-from coordinator.group.consumer_member import ConsumerGroupMember, MemberState
+from coordinator.group.consumer_member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
 
 T = uuid.UUID("0123456789abcdef0123456789abcdef")
 
@@ -43,6 +43,10 @@ def test_target_assignment_bytes_are_kafkas() -> None:
                                           client_host="/127.0.0.1", subscribed_topic_names=("a", "b"),
                                           subscribed_topic_regex="x.*", rebalance_timeout_ms=300_000,
                                           server_assignor="range")),
+    (MEMBER_METADATA, ConsumerGroupMember(member_id="m", client_id="c", subscribed_topic_names=("a",),
+                                          rebalance_timeout_ms=30_000, classic=ClassicMemberMetadata(
+                                              session_timeout_ms=10_000,
+                                              supported_protocols=(("range", b"\x00\x01"), ("sticky", b""))))),
     (TARGET_ASSIGNMENT_MEMBER, {T: frozenset({0, 3})}),
     (CURRENT_MEMBER_ASSIGNMENT, CurrentAssignment(member_epoch=4, previous_member_epoch=3,
                                                   state=MemberState.UNREVOKED_PARTITIONS,
@@ -65,3 +69,14 @@ def test_a_tombstone_has_no_value_and_garbage_is_refused() -> None:
         decode_consumer_key(b"\x00\x02\x00\x01g")
     with pytest.raises((ValueError, IndexError)):
         decode_consumer_value(key, b"\x00\x00\x05")
+
+
+def test_classic_member_metadata_is_tagged_field_0_in_kafkas_layout() -> None:
+    member = ConsumerGroupMember(member_id="m", classic=ClassicMemberMetadata(
+        session_timeout_ms=10_000, supported_protocols=(("r", b"\x07"),)))
+    value = consumer_record(ConsumerRecordKey(record_type=MEMBER_METADATA, group="g", member_id="m"), member,
+                            timestamp=1).value
+    assert value is not None
+    # ... ServerAssignor null, then 1 tagged field: tag 0, 11 bytes: SessionTimeoutMs, a compact array
+    # of 1 (Name "r", Metadata 0x07, no tags), no tags.
+    assert value.endswith(b"\x00" + b"\x01\x00\x0b" + (10_000).to_bytes(4, "big") + b"\x02\x02r\x02\x07\x00\x00")

@@ -14,6 +14,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.group.config import GroupConfig
+from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.log import CONSUMER_OFFSETS_TOPIC
 from coordinator.group.offsets import OffsetAndMetadata
@@ -46,12 +47,14 @@ class Node:
         self.data_dir, self.clock = data_dir, clock
         self.logs: LogManager | None = None
         self.coordinator: GroupCoordinator | None = None
+        self.consumer_config: ConsumerGroupConfig | None = None
 
     async def start(self) -> GroupCoordinator:
         self.logs = LogManager(self.data_dir, {})
         self.logs.load()
         self.logs.start()
-        self.coordinator = GroupCoordinator(self.logs, CONFIG, clock_ms=self.clock)
+        self.coordinator = GroupCoordinator(self.logs, CONFIG, clock_ms=self.clock,
+                                            consumer_config=self.consumer_config)
         await self.coordinator.start()
         return self.coordinator
 

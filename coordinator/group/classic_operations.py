@@ -1,0 +1,98 @@
+"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup inside the GroupCoordinator actor when the group
+is a consumer group with members: its classic-protocol members (classic_members.py) are answered
+from the consumer group, as Kafka's GroupMetadataManager routes them whatever the migration
+policy. Every other case goes to the classic group (operations.py).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kio.schema.errors import ErrorCode
+
+from protocol.errors import KafkaError
+
+from . import commands as c
+from .classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
+from .consumer_operations import ConsumerOperations
+from .member import JoinGroupResult, SyncGroupResult
+from .metadata import GroupMetadata
+from .operations import append_error
+
+__all__ = ("ClassicInConsumerOperations",)
+
+log = logging.getLogger(__name__)
+
+
+class ClassicInConsumerOperations(ConsumerOperations):
+    def _live_consumer_group(self, group_id: str) -> GroupMetadata | None:
+        group = self.groups.get(group_id)
+        return group if group is not None and group.consumer is not None and group.consumer.members else None
+
+    async def do_join(self, cmd: c.JoinGroup) -> None:
+        group, params = self._live_consumer_group(cmd.group_id), cmd.params
+        cfg = self.config
+        if group is None or not cfg.min_session_timeout_ms <= params.session_timeout_ms <= cfg.max_session_timeout_ms:
+            await super().do_join(cmd)
+            return
+        consumer = group.consumer
+        assert consumer is not None
+        before, now = consumer.snapshot(), self._clock_ms()
+        try:
+            result = classic_join(consumer, params, self.topics_view(), self.consumer_config, now)
+            await self.persist_consumer(group, before, now)
+        except KafkaError as exc:
+            consumer.restore(before)
+            result = JoinGroupResult(member_id=params.member_id, error=exc.code)
+        except Exception as exc:
+            consumer.restore(before)
+            log.warning("could not store consumer group %s: %r", cmd.group_id, exc)
+            result = JoinGroupResult(member_id=params.member_id, error=append_error(exc, offsets=False))
+        cmd.reply.set_result(result)
+
+    async def do_sync(self, cmd: c.SyncGroup) -> None:
+        group = self._live_consumer_group(cmd.group_id)
+        if group is None:
+            await super().do_sync(cmd)
+            return
+        assert group.consumer is not None
+        names = {meta.topic_id: name for name, meta in self._logs.topics.items()}
+        try:
+            result = classic_sync(group.consumer, member_id=cmd.member_id, generation_id=cmd.generation_id,
+                                  instance_id=cmd.group_instance_id, protocol_type=cmd.protocol_type,
+                                  protocol_name=cmd.protocol_name, names=names, now_ms=self._clock_ms())
+        except KafkaError as exc:
+            result = SyncGroupResult(error=exc.code)
+        cmd.reply.set_result(result)
+
+    def do_heartbeat(self, cmd: c.Heartbeat) -> ErrorCode:
+        group = self._live_consumer_group(cmd.group_id)
+        if group is None:
+            return super().do_heartbeat(cmd)
+        assert group.consumer is not None
+        try:
+            classic_heartbeat(group.consumer, member_id=cmd.member_id, generation_id=cmd.generation_id,
+                              instance_id=cmd.group_instance_id, now_ms=self._clock_ms())
+        except KafkaError as exc:
+            return exc.code
+        return ErrorCode.none
+
+    async def do_leave(self, cmd: c.LeaveGroup) -> None:
+        group = self._live_consumer_group(cmd.group_id)
+        if group is None:
+            await super().do_leave(cmd)
+            return
+        consumer = group.consumer
+        assert consumer is not None
+        before, now = consumer.snapshot(), self._clock_ms()
+        errors, gone = classic_leave(consumer, cmd.members)
+        try:
+            await self.persist_consumer(group, before, now)
+        except Exception as exc:
+            consumer.restore(before)
+            log.warning("could not store consumer group %s: %r", cmd.group_id, exc)
+            cmd.reply.set_result((append_error(exc, offsets=False), []))
+            return
+        if gone:
+            log.info("group %s: %s left through LeaveGroup", cmd.group_id, sorted(gone))
+        cmd.reply.set_result((ErrorCode.none, errors))
