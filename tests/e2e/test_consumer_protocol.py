@@ -87,12 +87,14 @@ def java_member(tmp_path_factory: pytest.TempPathFactory) -> str:
 class JavaMember:
     """A Java kafka-clients 4.x consumer (group.protocol=consumer) in its own process."""
 
-    def __init__(self, classpath: str, bootstrap: str, group: str) -> None:
-        self.proc = subprocess.Popen(["java", "-cp", classpath, "ConsumerProtocolMember", bootstrap, TOPIC, group],
+    def __init__(self, classpath: str, bootstrap: str, group: str, protocol: str = "consumer") -> None:
+        self.proc = subprocess.Popen(["java", f"-Dgroup.protocol={protocol}", "-cp", classpath,
+                                      "ConsumerProtocolMember", bootstrap, TOPIC, group],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
         self.assigned: set[int] = set()
         self.values: list[bytes] = []
+        self.failed_commits: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -104,6 +106,8 @@ class JavaMember:
                 self.assigned = {int(p) for p in rest.split(",") if p}
             elif kind == "RECORD":
                 self.values.append(rest.split(" ", 2)[2].encode())
+            elif kind == "COMMIT_FAILED":
+                self.failed_commits.append(rest)
 
     def stop(self) -> None:
         assert self.proc.stdin is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.describe_groups.v6.request import DescribeGroupsRequest as DescribeV6
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest as FindV0
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
@@ -117,6 +118,13 @@ def test_stale_generation_commit_is_refused_and_group_stays_stable(wire: WireCli
     assert fetch(wire, "g") == (3, ErrorCode.none)
     [described] = wire.send(DescribeGroupsRequest(groups=("g",), include_authorized_operations=False)).groups
     assert described.group_state == "Stable" and [m.member_id for m in described.members] == [member]
+    # v6 (KIP-1043): the same for a classic group, GROUP_ID_NOT_FOUND with a message for a missing one.
+    g, nope = wire.send(DescribeV6(groups=("g", "nope"), include_authorized_operations=False)).groups
+    assert (g.error_code, g.error_message, g.group_state, g.protocol_type) == (ErrorCode.none, None, "Stable",
+                                                                              "consumer")
+    assert g.members[0].member_assignment == b"a" and g.protocol_data == "range"
+    assert (nope.error_code, nope.error_message, nope.group_state) == (ErrorCode.group_id_not_found,
+                                                                       "Group nope not found.", "Dead")
 
 
 def test_oversized_offset_metadata(wire: WireClient) -> None:

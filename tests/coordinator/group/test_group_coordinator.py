@@ -334,3 +334,25 @@ async def test_deleted_topics_lose_their_offsets(node: Node) -> None:
         TP0: (-1, ErrorCode.none), other: (2, ErrorCode.none),
     }
     assert await coord.fetch_offsets("h", None) == []
+
+
+async def test_a_member_gone_during_a_rebalance_is_removed_after_a_restart(node: Node) -> None:
+    # Kafka keeps no join or sync phase across a restart: the group comes back as last stored
+    # (Stable) with every member on a fresh session, so a member that never returns is removed
+    # by its session timeout and the others rebalance without it.
+    coord = node.coordinator
+    assert coord is not None
+    leader, follower = await join_two(coord)
+    parked = asyncio.ensure_future(coord.join_group("g", params(follower, client_id="b", protocols=(
+        ("range", b"changed"),))))
+    while coord.groups["g"].state is not GroupState.PREPARING_REBALANCE:
+        await coord.list_groups()
+    coord = await node.restart()
+    parked.cancel()
+    assert coord.groups["g"].state is GroupState.STABLE and len(coord.groups["g"].members) == 2
+    node.clock.now += SESSION - 1
+    assert await coord.heartbeat("g", member_id=leader, generation_id=2) is ErrorCode.none
+    node.clock.now += 1
+    assert await coord.heartbeat("g", member_id=leader, generation_id=2) is ErrorCode.rebalance_in_progress
+    alone = await coord.join_group("g", params(leader, client_id="a"))
+    assert alone.generation_id == 3 and [m.member_id for m in alone.members] == [leader]
