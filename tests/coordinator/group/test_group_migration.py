@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -21,24 +19,16 @@ from coordinator.group.state import GroupState
 from storage.api import TopicPartition
 
 from .helpers import REBALANCE, SESSION, params
-from .test_group_coordinator import Clock, Node, oam
+from .test_consumer_group_coordinator import node, topic_id
+from .test_group_coordinator import Node, oam
+
+__all__ = ("node",)
 
 ALL = frozenset(range(4))
 
 
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    n = Node(tmp_path / "data", Clock())
-    await n.start()
-    assert n.logs is not None
-    await n.logs.create_topic("t", 4, {})
-    yield n
-    await n.stop()
-
-
 def tid(node: Node) -> uuid.UUID:
-    assert node.logs is not None
-    return node.logs.topics["t"].topic_id
+    return topic_id(node)  # type: ignore[no-any-return]
 
 
 def enc(*parts: int) -> bytes:
