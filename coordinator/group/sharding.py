@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
@@ -103,11 +104,13 @@ class ShardedGroups(AdminOperations):
             return
         tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, partition)
         loaded: dict[str, GroupMetadata] = {}
+        started = time.monotonic()
         records = await PartitionLoader(loaded, self.config, self._clock_ms()).load(self._logs.get_log(tp))
-        await self._in_actor(lambda: self._install(partition, epoch, loaded, records))
+        seconds = time.monotonic() - started
+        await self._in_actor(lambda: self._install(partition, epoch, loaded, records, seconds))
 
     async def _install(self, partition: int, epoch: int, loaded: dict[str, GroupMetadata],
-                       records: int) -> None:
+                       records: int, seconds: float) -> None:
         if not self.shards.finish_loading(partition, epoch):
             return
         for group_id in [g for g in self.groups if self._partition_of(g) == partition]:
@@ -119,8 +122,8 @@ class ShardedGroups(AdminOperations):
             self._schedule(group_id)
         # A single node loads every shard at start: one line per shard only when it holds something.
         level = logging.INFO if records or self.cluster is not None else logging.DEBUG
-        log.log(level, "loaded %d groups from %d records of %s-%d (coordinator epoch %d)", len(kept),
-                records, CONSUMER_OFFSETS_TOPIC, partition, epoch)
+        log.log(level, "loaded %d groups from %d records of %s-%d in %.3f s (coordinator epoch %d)", len(kept),
+                records, CONSUMER_OFFSETS_TOPIC, partition, seconds, epoch)
 
     async def ensure_topic(self, config: GroupConfig) -> int:
         """Create __consumer_offsets unless it exists (a broker of the cluster may just have)."""

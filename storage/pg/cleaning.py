@@ -1,10 +1,11 @@
 """Log compaction in cluster mode, the leader's side: what a partition may clean now (Kafka's
 LogCleanerManager over rows of `batches` instead of segment files).
 
-Rows have no segments, so the "active segment" Kafka never cleans is a closed-range rule over the
-rows (docs/cluster.md): the newest rows holding at most segment.bytes, unless older than
-segment.ms, are the active range; the newest batch always is. The cleanable section runs from the
-first dirty offset (partitions.cleaner_checkpoint, where the last committed pass ended) to the
+Rows have no segments, so the "active segment" Kafka never cleans is an active range the leader
+keeps as Kafka rolls segments (ActiveRange): it starts where the leader took the partition (a new
+leader closes what came before) and rolls, at the append that would take it past segment.bytes or
+that comes segment.ms after the range's first append, to start at that append. The cleanable
+section runs from the first dirty offset (partitions.cleaner_checkpoint, where the last committed pass ended) to the
 first uncleanable offset: the lowest of the active range's start, the last stable offset (an open
 transaction is never cleaned) and the first row newer than min.compaction.lag.ms. A partition is
 cleaned when the dirty share of [log start, first uncleanable) reaches min.cleanable.dirty.ratio,
@@ -23,10 +24,7 @@ from ..api import AbortedTxn
 from ..log_config import LogConfig
 from .partition_store import PartitionStore
 
-__all__ = ("CleaningState", "PgCleanTask", "PgCleaningPlan", "dirty_bytes", "plan_cleaning")
-
-_NEVER: Final = (1 << 63) - 1
-
+__all__ = ("ActiveRange", "CleaningState", "PgCleanTask", "PgCleaningPlan", "dirty_bytes", "plan_cleaning")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CleaningState:
@@ -40,6 +38,7 @@ class CleaningState:
     # producer id -> (last data offset or -1, producer epoch), of producers the log still tracks
     producers: dict[int, tuple[int, int]]
     aborted: tuple[AbortedTxn, ...]
+    active_start: int
     config: LogConfig
 
 
@@ -69,14 +68,6 @@ class PgCleaningPlan:
     forced: bool  # max.compaction.lag.ms passed
 
 
-_ACTIVE: Final = """
-SELECT
-  (SELECT min(base_offset) FROM (SELECT base_offset, sum(octet_length(data)) OVER (ORDER BY base_offset DESC) AS s
-     FROM batches WHERE topic_id = $1 AND partition = $2 AND base_offset < $3) x WHERE s <= $4) AS by_size,
-  (SELECT max(base_offset) FROM batches WHERE topic_id = $1 AND partition = $2 AND base_offset < $3) AS newest,
-  (SELECT max(last_offset) + 1 FROM batches WHERE topic_id = $1 AND partition = $2 AND base_offset < $3
-     AND max_timestamp <= $5) AS aged_until
-"""
 _BYTES: Final = """
 SELECT coalesce(sum(octet_length(data)) FILTER (WHERE base_offset < $3), 0) AS clean,
        coalesce(sum(octet_length(data)) FILTER (WHERE base_offset >= $3), 0) AS dirty
@@ -84,23 +75,25 @@ FROM batches WHERE topic_id = $1 AND partition = $2 AND base_offset < $4
 """
 
 
-async def active_range_start(pool: Any, store: PartitionStore, state: CleaningState, now_ms: int) -> int:
-    """Where the active range begins: rows from here on are never cleaned."""
-    config = state.config
-    aged = now_ms - config.segment_ms if config.segment_ms < now_ms else -_NEVER
-    row = await pool.fetchrow(_ACTIVE, store.topic_id, store.partition, state.high_watermark,
-                              config.segment_bytes, aged)
-    newest = row["newest"]
-    if newest is None:
-        return state.high_watermark
-    start = newest if row["by_size"] is None else min(row["by_size"], newest)
-    if row["aged_until"] is not None:  # rows older than segment.ms are in closed ranges
-        start = max(start, min(row["aged_until"], newest))
-    return int(start)
+class ActiveRange:
+    """The newest rows, never cleaned: Kafka's active segment (in the leader's memory)."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self._bytes = 0
+        self._since_ms = 0
+
+    def on_commit(self, first_offset: int, size: int, now_ms: int, config: LogConfig) -> None:
+        """Rows of size bytes from first_offset on were committed: roll first if Kafka would."""
+        if self._bytes and (self._bytes + size > config.segment_bytes or now_ms - self._since_ms >= config.segment_ms):
+            self.start, self._bytes = first_offset, 0
+        if not self._bytes:
+            self._since_ms = now_ms
+        self._bytes += size
 
 
 async def first_uncleanable_offset(pool: Any, store: PartitionStore, state: CleaningState, now_ms: int) -> int:
-    bound = min(await active_range_start(pool, store, state, now_ms), state.last_stable_offset)
+    bound = min(state.active_start, state.last_stable_offset)
     lag = state.config.min_compaction_lag_ms
     if lag > 0:
         recent = await pool.fetchval(

@@ -36,7 +36,7 @@ class PgLogCleaner(CleanerService):
 
     async def _dirtiest(self, now_ms: int) -> tuple[PgPartitionLog, PgCleaningPlan] | None:
         return await self.dirtiest(list(self.source.logs.values()), lambda plog: plog.plan_cleaning(
-            self.url, self.source.node_id, now_ms, self.map_capacity))
+            self.url, now_ms, self.map_capacity))
 
     async def clean_dirtiest(self) -> PassStats | None:
         """One pass over the partition most in need; None if none is due or the pass did not commit."""

@@ -46,7 +46,7 @@ from ..producer_state import ProducerStateManager
 from ..topic_checks import delete_records_target
 from ..transaction_index import TransactionIndex
 from .clean_rows import PgCleanResult
-from .cleaning import CleaningState, PgCleaningPlan, plan_cleaning
+from .cleaning import ActiveRange, CleaningState, PgCleaningPlan, plan_cleaning
 from .group_commit import BatchRow, GroupCommitter, PartitionWrite
 from .partition_store import PartitionStore
 from .recovery import rebuild
@@ -106,6 +106,7 @@ class PgPartitionLog(LogActor):
         self._tail = TailCache(tail_cache_bytes)
         self._snapshot_offset = -1  # the end offset of the newest producer snapshot this leader wrote
         self.first_dirty_offset = 0  # partitions.cleaner_checkpoint: where the next cleaning pass starts
+        self._active = ActiveRange(0)
         self.fenced = False
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -122,6 +123,7 @@ class PgPartitionLog(LogActor):
         self._log_start_offset = row.log_start_offset
         self._high_watermark = self._next_offset = row.next_offset
         self.first_dirty_offset = row.cleaner_checkpoint
+        self._active = ActiveRange(row.next_offset)
         self._pending, self._pending_aborted = [], []
         self._tail.clear()
         self._stale = False
@@ -249,6 +251,7 @@ class PgPartitionLog(LogActor):
         self._high_watermark = self._next_offset
         self._tail.add(batches)
         written = sum(len(b.data) for b in batches)
+        self._active.on_commit(batches[0].base_offset, written, int(time.time() * 1000), self.config)
         self._size += written
         self._since_snapshot += written
         self._batches_since_snapshot += len(batches)
@@ -335,13 +338,14 @@ class PgPartitionLog(LogActor):
         return CleaningState(leader_epoch=self.leader_epoch, log_start_offset=self._log_start_offset,
                              high_watermark=self._high_watermark, last_stable_offset=self.last_stable_offset,
                              first_dirty_offset=self.first_dirty_offset, producers=producers,
-                             aborted=tuple(self._aborted.entries), config=self.config)
+                             aborted=tuple(self._aborted.entries), active_start=self._active.start,
+                             config=self.config)
 
-    async def plan_cleaning(self, url: str, node_id: int, now_ms: int, map_capacity: int) -> PgCleaningPlan | None:
+    async def plan_cleaning(self, url: str, now_ms: int, map_capacity: int) -> PgCleaningPlan | None:
         """A pass if one is due. A pass commits only over a range a producer snapshot covers (a new
         leader never replays a cleaned range), so one is written here when the newest is older."""
         state = await self.call(self._cleaning_state)
-        plan = await self._guarded(plan_cleaning(self._store, state, url=url, node_id=node_id, now_ms=now_ms,
+        plan = await self._guarded(plan_cleaning(self._store, state, url=url, node_id=self._node_id, now_ms=now_ms,
                                                  map_capacity=map_capacity))
         if plan is not None and self._snapshot_offset < plan.task.first_uncleanable_offset:
             await self._exclusive(self._snapshot)

@@ -32,13 +32,14 @@ async def open_compacted(db: asyncpg.Pool, source: PgLogSource, **configs: str) 
 
 async def clean(plog: PgPartitionLog, pg_url: str, now_ms: int = 10_000) -> PgCleanResult | None:
     """One pass as the broker's cleaner runs it (the worker's part on a thread here)."""
-    plan = await plog.plan_cleaning(pg_url, 1, now_ms, 1 << 20)
+    plan = await plog.plan_cleaning(pg_url, now_ms, 1 << 20)
     if plan is None:
         return None
     result = await asyncio.to_thread(run_pg_clean_pass, plan.task)
     if result.committed:
         await plog.cleaned(result)
-    return result
+        return result
+    return None
 
 
 async def rows(db: asyncpg.Pool) -> list[int]:
@@ -60,7 +61,7 @@ async def test_latest_value_of_each_key_stays_at_its_offset_and_the_active_range
     end = result.end_offset
     want = latest([w for w in writes if w[0] < end])
     expect = sorted([(o, k, v) for k, (o, v) in want.items()] + [w for w in writes if w[0] >= end])
-    assert 40 < end < 60  # the newest 300 bytes are the active range
+    assert 50 < end < 60  # the active range rolls at segment.bytes (300): its newest batches stay
     assert await records(plog) == expect
     assert await db.fetchval("SELECT sum(octet_length(data)) FROM batches") < before
     assert plog.size_bytes == await db.fetchval("SELECT sum(octet_length(data)) FROM batches")
@@ -69,7 +70,10 @@ async def test_latest_value_of_each_key_stays_at_its_offset_and_the_active_range
     successor = await take(db, await source_factory(2), TP)  # reads from the database only
     assert await records(successor) == expect
     assert successor.first_dirty_offset == end
-    assert await clean(successor, pg_url) is None  # nothing dirty is left below the active range
+    # a new leader starts a new active range: what the old one's was is closed now
+    assert (await clean(successor, pg_url)).end_offset == 60
+    assert await records(successor) == sorted((o, k, v) for k, (o, v) in latest(writes).items())
+    assert await clean(successor, pg_url) is None
 
 
 async def test_reads_inside_a_gap_start_at_the_next_kept_batch(db, source, pg_url) -> None:
@@ -188,7 +192,7 @@ async def test_a_deposed_leaders_pass_commits_nothing(db, source, source_factory
     plog = await open_compacted(db, source)
     for i in range(40):
         await plog.append(kv(b"a", b"%d" % i))
-    plan = await plog.plan_cleaning(pg_url, 1, 10_000, 1 << 20)
+    plan = await plog.plan_cleaning(pg_url, 10_000, 1 << 20)
     assert plan is not None
     before = await db.fetch("SELECT base_offset, data FROM batches ORDER BY base_offset")
     await take(db, await source_factory(2), TP)  # a new epoch: the pass's fence fails
@@ -208,10 +212,19 @@ async def test_a_pass_commits_only_over_a_range_a_producer_snapshot_covers(db, s
     assert await db.fetchval("SELECT max(end_offset) FROM producer_snapshots") >= result.end_offset
     for i in range(40):
         await plog.append(kv(b"a", b"again%d" % i))
-    plan = await plog.plan_cleaning(pg_url, 1, 10_000, 1 << 20)
+    plan = await plog.plan_cleaning(pg_url, 10_000, 1 << 20)
     await db.execute("DELETE FROM producer_snapshots")  # (a snapshot whose write was lost)
     result = await asyncio.to_thread(run_pg_clean_pass, plan.task)
     assert not result.committed
+
+
+async def test_the_active_range_rolls_at_segment_ms(db, source, pg_url) -> None:
+    plog = await open_compacted(db, source, **{"segment.bytes": "100000", "segment.ms": "1"})
+    for i in range(10):
+        await plog.append(kv(b"a", b"%d" % i))
+        await asyncio.sleep(0.002)  # each append comes segment.ms after the range's first: it rolls
+    assert (await clean(plog, pg_url)).end_offset == 9
+    assert await records(plog) == [(8, b"a", b"8"), (9, b"a", b"9")]
 
 
 async def test_min_compaction_lag_keeps_recent_rows_and_max_lag_forces_a_pass(db, source, pg_url) -> None:
