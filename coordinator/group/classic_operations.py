@@ -31,9 +31,12 @@ class ClassicInConsumerOperations(ConsumerOperations):
 
     async def do_join(self, cmd: c.JoinGroup) -> None:
         group, params = self._live_consumer_group(cmd.group_id), cmd.params
-        cfg = self.config
-        if group is None or not cfg.min_session_timeout_ms <= params.session_timeout_ms <= cfg.max_session_timeout_ms:
+        if group is None:
             await super().do_join(cmd)
+            return
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= params.session_timeout_ms <= cfg.max_session_timeout_ms:
+            cmd.reply.set_result(JoinGroupResult(member_id=params.member_id, error=ErrorCode.invalid_session_timeout))
             return
         consumer = group.consumer
         assert consumer is not None

@@ -205,3 +205,13 @@ async def test_parked_joins_are_told_to_rejoin_when_the_group_upgrades(node: Nod
     assert told.error is ErrorCode.rebalance_in_progress and told.member_id
     generation, _ = await rejoin_classic(coord, told.member_id)
     assert generation == 3
+
+
+async def test_a_classic_join_with_a_bad_session_timeout_leaves_the_consumer_group_alone(node: Node) -> None:
+    coord = node.coordinator
+    assert coord is not None
+    await consumer_join(coord, "c")
+    refused = await coord.join_group("g", params(session=1))
+    assert refused.error is ErrorCode.invalid_session_timeout
+    consumer = coord.groups["g"].consumer
+    assert consumer is not None and set(consumer.members) == {"c"}
