@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 
-from protocol.errors import KafkaError
+from protocol.errors import CorruptRecordError, KafkaError
 
 from ..cleaner.log_cleaner import CleanerService, PassStats, log_pass, process_executor
 from .clean_rows import PgCleanResult, run_pg_clean_pass
@@ -51,10 +51,15 @@ class PgLogCleaner(CleanerService):
         started = time.monotonic()
         try:
             result = await self._clean(plan)
-        except Exception:
+        except CorruptRecordError:
             self.stats.failures += 1
             self.uncleanable.add(str(plog.tp))
             log.exception("cleaning %s failed; it is not cleaned again until the broker restarts", plog.tp)
+            return None
+        except Exception as exc:  # the database away or restarting: the transaction rolled back
+            self.stats.failures += 1
+            log.warning("cleaning %s failed, nothing of the pass was committed; retrying after "
+                        "log.cleaner.backoff.ms: %r", plog.tp, exc)
             return None
         if not result.committed:
             log.info("cleaning %s not committed: this broker no longer leads it at epoch %d (or no producer "

@@ -250,3 +250,31 @@ async def test_the_cleaner_cleans_the_partitions_led_here_in_a_worker(db, source
     assert cleaner.stats.passes == 1
     assert await cleaner.clean_dirtiest() is None
     await cleaner.stop()
+
+
+async def test_a_corrupt_row_makes_the_partition_uncleanable_and_changes_nothing(db, source, pg_url) -> None:
+    plog = await open_compacted(db, source)
+    for i in range(40):
+        await plog.append(kv(b"k%d" % (i % 3), b"%d" % i))
+    # one byte of a stored record flipped: its CRC no longer holds
+    await db.execute("UPDATE batches SET data = set_byte(data, 70, get_byte(data, 70) # 1) WHERE base_offset = 5")
+    before = await db.fetch("SELECT base_offset, data FROM batches ORDER BY base_offset")
+    cleaner = PgLogCleaner(source, pg_url, backoff_ms=10, dedupe_buffer_size=1 << 20,
+                           executor=lambda: ThreadPoolExecutor(1))
+    assert await cleaner.clean_dirtiest() is None
+    assert cleaner.uncleanable == {"t-0"} and cleaner.stats.failures == 1
+    assert await db.fetch("SELECT base_offset, data FROM batches ORDER BY base_offset") == before
+    await cleaner.stop()
+
+
+async def test_a_database_the_worker_cannot_reach_is_retried_later(db, source, pg_url) -> None:
+    plog = await open_compacted(db, source)
+    for i in range(40):
+        await plog.append(kv(b"k%d" % (i % 3), b"%d" % i))
+    cleaner = PgLogCleaner(source, "postgresql://postgres@127.0.0.1:1/none", backoff_ms=10,
+                           dedupe_buffer_size=1 << 20, executor=lambda: ThreadPoolExecutor(1))
+    assert await cleaner.clean_dirtiest() is None
+    assert cleaner.stats.failures == 1 and not cleaner.uncleanable
+    cleaner.url = pg_url  # reachable again
+    assert await cleaner.clean_dirtiest() is not None
+    await cleaner.stop()
