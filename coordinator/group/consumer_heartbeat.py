@@ -193,7 +193,9 @@ def _find_static_member(group: ConsumerGroup, req: HeartbeatRequest, member_id: 
 
 
 def _updated(member: ConsumerGroupMember, req: HeartbeatRequest) -> ConsumerGroupMember:
-    changes: dict[str, object] = {"client_id": req.client_id, "client_host": req.client_host}
+    # A heartbeat speaks the consumer protocol: a static member's classic predecessor's
+    # JoinGroup metadata does not carry over (Kafka clears ClassicMemberMetadata here too).
+    changes: dict[str, object] = {"client_id": req.client_id, "client_host": req.client_host, "classic": None}
     for name in ("instance_id", "rack_id", "server_assignor", "subscribed_topic_regex"):
         if getattr(req, name) is not None:
             changes[name] = getattr(req, name)

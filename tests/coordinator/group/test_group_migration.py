@@ -215,3 +215,22 @@ async def test_a_classic_join_with_a_bad_session_timeout_leaves_the_consumer_gro
     assert refused.error is ErrorCode.invalid_session_timeout
     consumer = coord.groups["g"].consumer
     assert consumer is not None and set(consumer.members) == {"c"}
+
+
+async def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(node: Node) -> None:
+    # The consumer-protocol static member left for a while (epoch -2); its instance comes back
+    # on the classic protocol and takes its place: only classic members remain, so the group
+    # goes back to the classic protocol (Kafka's downgrade on static member replacement).
+    coord = node.coordinator
+    assert coord is not None
+    first = await coord.join_group("g", params(client_id="a"))
+    await coord.sync_group("g", member_id=first.member_id, generation_id=1, assignments={first.member_id: enc(0)})
+    static = await consumer_join(coord, "s1", instance_id="i1")
+    consumer = coord.groups["g"].consumer
+    assert consumer is not None and not consumer.members["s1"].uses_classic_protocol
+    await coord.consumer_group_heartbeat("g", HeartbeatRequest(member_id="s1", member_epoch=-2, instance_id="i1"))
+    assert static.member_epoch > 0 and coord.groups["g"].consumer is not None
+    back = await coord.join_group("g", params(instance="i1", client_id="b"))
+    assert back.error is ErrorCode.none
+    group = coord.groups["g"]
+    assert group.consumer is None and list(group.static_members) == ["i1"] and len(group.members) == 2
