@@ -131,6 +131,10 @@ class BrokerConfig:
     log_cleaner_backoff_ms: int = prop(15000, LONG, at_least=0)
     log_cleaner_dedupe_buffer_size: int = prop(134217728, LONG)
     log_cleaner_threads: int = prop(1, INT, at_least=0)
+    # Kafka's default, Double.MAX_VALUE, is no limit; a rate below 1 byte/s would stall a pass.
+    log_cleaner_io_max_bytes_per_second: float = prop(1.7976931348623157e308, DOUBLE, at_least=1)
+    log_cleaner_io_buffer_size: int = prop(524288, INT, at_least=0)
+    log_cleaner_io_buffer_load_factor: float = prop(0.9, DOUBLE, at_least=0, at_most=1)
     log_cleaner_delete_retention_ms: int = prop(86400000, LONG, at_least=0)
     log_cleaner_min_cleanable_ratio: float = prop(0.5, DOUBLE, at_least=0, at_most=1)
     log_cleaner_min_compaction_lag_ms: int = prop(0, LONG, at_least=0)

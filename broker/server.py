@@ -16,7 +16,7 @@ from typing import Any
 
 from storage.acl_store import AclFileStore
 from storage.api import ScramCredential, ScramCredentialStore
-from storage.cleaner.log_cleaner import LogCleaner
+from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner
 from storage.feature_levels import FileFeatureLevelStore
 from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
@@ -54,6 +54,15 @@ def log_defaults(config: BrokerConfig) -> dict[str, object]:
     return out
 
 
+def cleaner_config(config: BrokerConfig) -> CleanerConfig:
+    """Kafka's log.cleaner.* settings for either backend's cleaner."""
+    return CleanerConfig(threads=config.log_cleaner_threads, backoff_ms=config.log_cleaner_backoff_ms,
+                         dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+                         dedupe_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
+                         io_buffer_size=config.log_cleaner_io_buffer_size,
+                         io_max_bytes_per_second=config.log_cleaner_io_max_bytes_per_second)
+
+
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self._temp_dir: Path | None = None
@@ -79,8 +88,7 @@ class Broker:
         self.metrics_endpoint: MetricsEndpoint | None = None
         self.cleaner: LogCleaner | PgLogCleaner | None = None
         if config.log_cleaner_enable and config.log_cleaner_threads > 0 and not config.cluster_url:
-            self.cleaner = LogCleaner(self.logs, backoff_ms=config.log_cleaner_backoff_ms,
-                                      dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
+            self.cleaner = LogCleaner(self.logs, cleaner_config(config))
             self.state.extras["log_cleaner"] = self.cleaner.stats  # for broker/metrics
         if config.metrics_port is not None:
             self.metrics_endpoint = MetricsEndpoint(self.state, self.connections, lambda: self.ready)
@@ -172,9 +180,7 @@ class Broker:
         self.state.producer_id_blocks = PgProducerIdBlocks(self.cluster.pool)
         config = self.config
         if config.log_cleaner_enable and config.log_cleaner_threads > 0:  # each broker cleans what it leads
-            self.cleaner = PgLogCleaner(self.cluster.logs, config.cluster_url or "",
-                                        backoff_ms=config.log_cleaner_backoff_ms,
-                                        dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
+            self.cleaner = PgLogCleaner(self.cluster.logs, config.cluster_url or "", cleaner_config(config))
             self.state.extras["log_cleaner"] = self.cleaner.stats
 
     def _remove_temp_dir(self) -> None:

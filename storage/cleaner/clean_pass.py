@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from protocol.control import read_end_txn_marker
 from protocol.errors import CorruptRecordError
@@ -25,16 +25,14 @@ from ..api import AbortedTxn
 from ..log_segment import LogSegment
 from ..transaction_index import TransactionIndexFile
 from .batch_filter import RawRecord, build_filtered_batch, decode_raw_records, delete_horizon_ms, empty_batch
+from .offset_map import BYTES_PER_MAP_ENTRY, OffsetMap
+from .throttler import UNLIMITED, Throttler
 from .transactions import CleanedTransactions
 
-__all__ = ("CLEANER_TMP", "CleanResult", "CleanTask", "CleanedGroup", "SegmentInfo", "run_clean_pass")
+__all__ = ("BYTES_PER_MAP_ENTRY", "CLEANER_TMP", "CleanResult", "CleanTask", "CleanedGroup", "SegmentInfo",
+           "run_clean_pass")
 
 CLEANER_TMP: Final = "cleaner-tmp"
-_CHUNK: Final = 1 << 20
-_WRITE_CHUNK: Final = 1 << 20
-# A Python dict entry with its key object costs ~100+ bytes, not Kafka's 24 (an MD5 and an offset):
-# log.cleaner.dedupe.buffer.size is honoured as that much memory, so ~128 bytes a key.
-BYTES_PER_MAP_ENTRY: Final = 128
 WORKER_NICENESS: Final = 10
 
 
@@ -60,6 +58,10 @@ class CleanTask:
     delete_retention_ms: int
     map_capacity: int
     now_ms: int
+    # This worker's share of log.cleaner.io.max.bytes.per.second and of log.cleaner.io.buffer.size
+    # (Kafka's: half of a thread's share for reading, half for writing).
+    io_max_bytes_per_second: float = UNLIMITED
+    io_buffer_size: int = 1 << 18
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +79,17 @@ class CleanResult:
     bytes_written: int = 0
     records_read: int = 0
     records_kept: int = 0
+    throttled_s: float = 0.0  # slept to stay under log.cleaner.io.max.bytes.per.second
+
+
+@dataclass(frozen=True, slots=True)
+class _PassIO:
+    chunk: int  # bytes read or written at a time
+    throttler: Throttler
+
+    @classmethod
+    def of(cls, task: CleanTask) -> _PassIO:
+        return cls(max(task.io_buffer_size, HEADER_SIZE), Throttler(task.io_max_bytes_per_second))
 
 
 class _Orphaned(Exception):
@@ -86,18 +99,19 @@ class _Orphaned(Exception):
 _parent: int | None = None
 
 
-def _iter_file(path: Path, size: int) -> Iterator[tuple[RecordBatchHeader, memoryview]]:
-    """Every batch of a closed segment file with its bytes, reading 1 MiB at a time."""
+def _iter_file(path: Path, size: int, io: _PassIO) -> Iterator[tuple[RecordBatchHeader, memoryview]]:
+    """Every batch of a closed segment file with its bytes, read io.chunk bytes at a time."""
     with open(path, "rb") as f:
         pos = 0
         while pos < size:
             # A worker outliving its broker must stop before the next broker reuses cleaner-tmp/.
             if _parent is not None and os.getppid() != _parent:
                 raise _Orphaned(f"parent process {_parent} is gone")
-            chunk = memoryview(os.pread(f.fileno(), max(_CHUNK, HEADER_SIZE), pos))
+            chunk = memoryview(os.pread(f.fileno(), io.chunk, pos))
             first = RecordBatchHeader.parse(chunk) if len(chunk) >= HEADER_SIZE else None
             if first is not None and len(chunk) < first.size <= size - pos:  # larger than a chunk
                 chunk = memoryview(os.pread(f.fileno(), first.size, pos))
+            io.throttler.maybe_throttle(len(chunk))
             consumed = 0
             # CRCs are checked: a pass rewrites what it reads, so it must never launder corruption.
             for rel, h in iter_batches(chunk, verify_crc=True, end=_whole(chunk)):
@@ -126,34 +140,39 @@ def _control_type(header: RecordBatchHeader, batch: memoryview) -> int | None:
     return -1 if marker is None else int(marker.control_type)
 
 
-def build_offset_map(task: CleanTask, directory: Path) -> tuple[dict[bytes, int], int]:
+def build_offset_map(task: CleanTask, directory: Path, io: _PassIO) -> tuple[OffsetMap, int]:
     """Each key's latest offset in the dirty section (aborted records and markers left out), and
     the offset mapping reached (the map may fill up first)."""
-    keys: dict[bytes, int] = {}
+    keys = OffsetMap(task.map_capacity)
     txns = CleanedTransactions()
     txns.add_aborted(task.aborted)
     latest = task.first_dirty_offset - 1
     for seg in task.segments:
         if seg.end_offset <= task.first_dirty_offset:
             continue
-        for h, batch in _iter_file(directory / f"{seg.base_offset:020d}.log", seg.size):
+        for h, batch in _iter_file(directory / f"{seg.base_offset:020d}.log", seg.size, io):
             if h.is_control:
                 txns.on_marker(h, _control_type(h, batch))
             elif not txns.on_batch(h) and h.last_offset >= task.first_dirty_offset:
-                if len(keys) >= task.map_capacity:
+                if keys.full:
+                    keys.freeze()
                     return keys, latest
-                for r in decode_raw_records(batch, h):
-                    if r.key is not None and r.offset >= task.first_dirty_offset:
-                        keys[r.key] = r.offset
+                keys.add_batch(batch, h, task.first_dirty_offset)
             latest = max(latest, h.last_offset)
         latest = max(latest, seg.end_offset - 1)
+    keys.freeze()
     return keys, latest
 
 
-class _Filter:
-    """Kafka's cleaner RecordFilter for one pass: which batches and records stay."""
+class KeyOffsets(Protocol):
+    def get(self, key: bytes, default: int, /) -> int: ...
 
-    def __init__(self, task: CleanTask, keys: dict[bytes, int], latest: int) -> None:
+
+class _Filter:
+    """Kafka's cleaner RecordFilter for one pass: which batches and records stay. keys is an
+    OffsetMap (this backend) or a plain dict of key -> latest offset."""
+
+    def __init__(self, task: CleanTask, keys: KeyOffsets, latest: int) -> None:
         self.task, self.keys, self.latest = task, keys, latest
         self.txns = CleanedTransactions()
         self.txns.add_aborted(task.aborted)
@@ -168,17 +187,48 @@ class _Filter:
         return h.is_control and h.producer_epoch == epoch
 
     def filter(self, h: RecordBatchHeader, batch: memoryview, result: CleanResult) -> bytes | memoryview | None:
-        now = self.task.now_ms
         horizon = delete_horizon_ms(h)
         if h.is_control:
             can_discard = self.txns.on_marker(h, _control_type(h, batch))
-            discard_records = can_discard and horizon is not None and horizon <= now
+            discard_records = can_discard and horizon is not None and horizon <= self.task.now_ms
         else:
             can_discard = discard_records = self.txns.on_batch(h)
         retain_empty = self._last_of_producer(h) or h.last_offset + 1 == self.task.first_uncleanable_offset
         if discard_records and not retain_empty:
             return None
-        records = [] if discard_records or h.records_count == 0 else decode_raw_records(batch, h)
+        if not discard_records and self._mapped(h, horizon):
+            decided, kept = self._by_count(h, batch, result, retain_empty)
+            if decided:
+                return kept
+        return self._by_record(h, batch, result, [] if discard_records else None, horizon, can_discard,
+                               retain_empty)
+
+    def _mapped(self, h: RecordBatchHeader, horizon: int | None) -> bool:
+        """A data batch wholly in the mapped section: the map alone says which records stay."""
+        return (isinstance(self.keys, OffsetMap) and not h.is_control and horizon is None
+                and self.task.first_dirty_offset <= h.base_offset and h.last_offset <= self.latest)
+
+    def _by_count(self, h: RecordBatchHeader, batch: memoryview, result: CleanResult,
+                  retain_empty: bool) -> tuple[bool, bytes | memoryview | None]:
+        """No record decoded: a batch none of whose records is its key's latest goes, one all of
+        whose records are (and no tombstone among them) stays as it is: (True, what stays). Any
+        other batch is rewritten record by record: (False, None)."""
+        assert isinstance(self.keys, OffsetMap)
+        kept = self.keys.kept_in(h.base_offset, h.last_offset)
+        if kept == 0:
+            result.records_read += h.records_count
+            return True, empty_batch(h) if retain_empty else None
+        if kept == h.records_count and h.base_offset not in self.keys.tombstone_batches:
+            result.records_read += kept
+            result.records_kept += kept
+            return True, batch
+        return False, None
+
+    def _by_record(self, h: RecordBatchHeader, batch: memoryview, result: CleanResult,
+                   records: list[RawRecord] | None, horizon: int | None, can_discard: bool,
+                   retain_empty: bool) -> bytes | memoryview | None:
+        if records is None:
+            records = decode_raw_records(batch, h) if h.records_count else []
         result.records_read += len(records)
         kept = records if h.is_control else [r for r in records if self._keep(r, horizon)]
         result.records_kept += len(kept)
@@ -188,7 +238,7 @@ class _Filter:
         needs_horizon = horizon is None and (marks_empty_txn or any(not r.has_value for r in kept))
         if len(kept) == len(records) and not needs_horizon:
             return batch
-        new_horizon = now + self.task.delete_retention_ms if needs_horizon else None
+        new_horizon = self.task.now_ms + self.task.delete_retention_ms if needs_horizon else None
         return build_filtered_batch(batch, h, kept, new_horizon)
 
     def _keep(self, r: RawRecord, horizon: int | None) -> bool:
@@ -210,8 +260,9 @@ def group_segments(segments: Sequence[SegmentInfo], max_size: int) -> list[list[
     return groups
 
 
-def _clean_group(group: list[SegmentInfo], task: CleanTask, directory: Path, tmp: Path, filt: _Filter,
+def _clean_group(group: list[SegmentInfo], task: CleanTask, directory: Path, filt: _Filter, io: _PassIO,
                  result: CleanResult) -> CleanedGroup:
+    tmp = directory / CLEANER_TMP
     base = group[0].base_offset
     out = LogSegment.create(tmp, base, task.index_interval_bytes)
     aborted_before = len(filt.txns.kept_aborted)
@@ -221,18 +272,20 @@ def _clean_group(group: list[SegmentInfo], task: CleanTask, directory: Path, tmp
         pending = 0
         for seg in group:
             result.bytes_read += seg.size
-            for h, batch in _iter_file(directory / f"{base_name(seg.base_offset)}.log", seg.size):
+            for h, batch in _iter_file(directory / f"{base_name(seg.base_offset)}.log", seg.size, io):
                 kept = filt.filter(h, batch, result)
                 if kept is None:
                     continue
                 headers.append((pending, h if kept is batch else RecordBatchHeader.parse(kept)))
                 parts.append(kept)
                 pending += len(kept)
-                if pending >= _WRITE_CHUNK:
+                if pending >= io.chunk:
                     out.append(parts, headers, pending)
+                    io.throttler.maybe_throttle(pending)
                     parts, headers, pending = [], [], 0
         if parts:
             out.append(parts, headers, pending)
+            io.throttler.maybe_throttle(pending)
         out.flush()
         size = out.size
     finally:
@@ -287,14 +340,17 @@ def run_clean_pass(task: CleanTask) -> CleanResult:
     tmp = directory / CLEANER_TMP
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    keys, latest = build_offset_map(task, directory)
+    io = _PassIO.of(task)
+    keys, latest = build_offset_map(task, directory, io)
     result = CleanResult(end_offset=latest + 1)
     filt = _Filter(task, keys, latest)
     todo = [s for s in task.segments if s.base_offset <= latest]
     try:
         for group in group_segments(todo, task.segment_bytes):
-            result.groups.append(_clean_group(group, task, directory, tmp, filt, result))
+            result.groups.append(_clean_group(group, task, directory, filt, io, result))
         _fsync_dir(tmp)
+        io.throttler.finish()
+        result.throttled_s = io.throttler.slept
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

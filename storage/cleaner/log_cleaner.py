@@ -4,13 +4,17 @@ A pass runs in a worker process, not a thread: cleaning decodes and re-encodes e
 Python, which would hold the GIL for most of a pass and stall produce and fetch on the event loop
 (bench/: `make bench` cleaner case). The partition's owner task only plans the pass (segment
 metadata, aborted transactions, active producers) and swaps the result in; between the two the log
-serves reads and appends as usual. As Kafka's LogCleaner: one log at a time, the dirtiest first,
-sleeping log.cleaner.backoff.ms when nothing is due.
+serves reads and appends as usual. As Kafka's LogCleaner: log.cleaner.threads workers, each
+cleaning one log at a time (never one another is cleaning), the dirtiest first, sleeping
+log.cleaner.backoff.ms when nothing is due; the dedupe buffer, the I/O buffers and the I/O rate
+are shared out among them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import logging
 import multiprocessing
 import os
@@ -25,12 +29,14 @@ from protocol.errors import KafkaError
 from ..log_config import LogConfig
 from .clean_pass import BYTES_PER_MAP_ENTRY, CleanResult, CleanTask, run_clean_pass, watch_broker
 from .cleanable import CleaningPlan, dirty_ratio, first_uncleanable_offset
+from .throttler import UNLIMITED
 
 if TYPE_CHECKING:
     from ..log_manager import LogManager
     from ..partition_log import LocalPartitionLog
 
-__all__ = ("CleanerService", "CleanerStats", "LogCleaner", "PassStats", "log_pass", "process_executor", "stop_executor")
+__all__ = ("CleanerConfig", "CleanerService", "CleanerStats", "LogCleaner", "PassStats", "log_pass", "process_executor",
+           "stop_executor")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -63,6 +69,7 @@ class PassStats:
     dirty_ratio_before: float
     dirty_ratio_after: float
     seconds: float
+    throttled_s: float = 0.0  # slept to stay under log.cleaner.io.max.bytes.per.second
 
 
 @dataclass(slots=True)
@@ -78,37 +85,66 @@ class CleanerStats:
     by_partition: dict[str, PassStats] = field(default_factory=dict)  # the last pass of each
 
 
-def process_executor() -> Executor:
+def process_executor(workers: int = 1) -> Executor:
     # forkserver: workers are forked from a clean server process, never from the broker with its
     # event loop and threads; the worker ends with the broker (the server watches its parent).
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["storage.cleaner.clean_pass"])
-    return ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=watch_broker,
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=watch_broker,
                                initargs=(os.getpid(),))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CleanerConfig:
+    """Kafka's CleanerConfig (log.cleaner.*), as the broker configures it."""
+
+    threads: int = 1
+    backoff_ms: int = 15_000
+    dedupe_buffer_size: int = 128 << 20
+    dedupe_buffer_load_factor: float = 0.9  # log.cleaner.io.buffer.load.factor
+    io_buffer_size: int = 512 << 10
+    io_max_bytes_per_second: float = UNLIMITED
+
+    @property
+    def map_capacity(self) -> int:
+        """Keys one worker's map holds: its share of the dedupe buffer, as full as the load factor."""
+        share = self.dedupe_buffer_size // max(self.threads, 1) * self.dedupe_buffer_load_factor
+        return max(int(share) // BYTES_PER_MAP_ENTRY, 1)
+
+    def for_worker(self, task: CleanTask) -> CleanTask:
+        """task with one worker's share of the I/O buffers (half to read, half to write) and rate."""
+        threads = max(self.threads, 1)
+        return dataclasses.replace(task, io_buffer_size=self.io_buffer_size // threads // 2,
+                                   io_max_bytes_per_second=self.io_max_bytes_per_second / threads)
 
 
 class CleanerService:
     """The background loop both backends' cleaners share: a pass at a time in the worker, sleeping
     log.cleaner.backoff.ms when none was due; subclasses pick and run the pass."""
 
-    def __init__(self, *, backoff_ms: int, dedupe_buffer_size: int, executor: Callable[[], Executor]) -> None:
-        self.backoff_ms = backoff_ms
-        self.map_capacity = max(dedupe_buffer_size // BYTES_PER_MAP_ENTRY, 1)
+    def __init__(self, config: CleanerConfig, *, executor: Callable[[], Executor] | None = None) -> None:
+        self.config = config
+        self.backoff_ms = config.backoff_ms
+        self.map_capacity = config.map_capacity
         self.stats = CleanerStats()
-        self._make_executor = executor
+        self._make_executor = executor or functools.partial(process_executor, max(config.threads, 1))
         self._executor: Executor | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        # The partition each worker's loop is cleaning (Kafka's inProgress): never two at once.
+        self._claims: dict[asyncio.Task[object] | None, str] = {}
         # Kafka's uncleanable partitions: a pass that failed for a reason other than the log
         # changing under it (a corrupt batch, say) is not retried until the broker restarts.
         self.uncleanable: set[str] = set()
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="log-cleaner")
+        loop = asyncio.get_running_loop()
+        threads = max(self.config.threads, 1)
+        self._tasks = [loop.create_task(self._run(), name=f"log-cleaner-{i}") for i in range(threads)]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._executor is not None:
             # A pass in flight is abandoned (a local one's cleaner-tmp/ is discarded at the next
             # open; a cluster one's transaction rolls back with its connection).
@@ -122,6 +158,8 @@ class CleanerService:
                 self.stats.failures += 1
                 log.exception("log cleaner pass failed; retrying after log.cleaner.backoff.ms")
                 cleaned = None
+            finally:
+                self._claims.pop(asyncio.current_task(), None)
             if cleaned is None:
                 await asyncio.sleep(self.backoff_ms / 1000)
 
@@ -131,17 +169,25 @@ class CleanerService:
     async def dirtiest(self, logs: Iterable[L], plan: Callable[[L], Awaitable[P | None]]) -> tuple[L, P] | None:
         """The compacted log most in need of a pass (max.compaction.lag.ms first, then the dirtiest)
         with its plan; None if none is due."""
-        best: tuple[L, P] | None = None
+        me = asyncio.current_task()
+        self._claims.pop(me, None)
+        due: list[tuple[L, P]] = []
         for plog in logs:
-            if "compact" not in plog.config.cleanup_policy.split(",") or str(plog.tp) in self.uncleanable:
+            if "compact" not in plog.config.cleanup_policy.split(",") or str(plog.tp) in self.uncleanable \
+                    or str(plog.tp) in self._claims.values():
                 continue
             try:
                 found = await plan(plog)
             except KafkaError:  # closed, offline or no longer led here meanwhile
                 continue
-            if found is not None and (best is None or (found.forced, found.dirty_ratio) >
-                                      (best[1].forced, best[1].dirty_ratio)):
-                best = (plog, found)
+            if found is not None:
+                due.append((plog, found))
+        # Other workers may have claimed some while this one awaited the plans.
+        unclaimed = [d for d in due if str(d[0].tp) not in self._claims.values()]
+        if not unclaimed:
+            return None
+        best = max(unclaimed, key=lambda d: (d[1].forced, d[1].dirty_ratio))
+        self._claims[me] = str(best[0].tp)
         return best
 
     async def in_worker(self, fn: Callable[[T], R], task: T) -> R:
@@ -151,9 +197,9 @@ class CleanerService:
 
 
 class LogCleaner(CleanerService):
-    def __init__(self, logs: LogManager, *, backoff_ms: int, dedupe_buffer_size: int,
-                 executor: Callable[[], Executor] = process_executor) -> None:
-        super().__init__(backoff_ms=backoff_ms, dedupe_buffer_size=dedupe_buffer_size, executor=executor)
+    def __init__(self, logs: LogManager, config: CleanerConfig, *,
+                 executor: Callable[[], Executor] | None = None) -> None:
+        super().__init__(config, executor=executor)
         self.logs = logs
 
     async def _dirtiest(self, now_ms: int) -> tuple[LocalPartitionLog, CleaningPlan] | None:
@@ -171,7 +217,7 @@ class LogCleaner(CleanerService):
                  " (max.compaction.lag.ms passed)" if plan.forced else "")
         started = time.monotonic()
         try:
-            result = await self._clean(plan.task)
+            result = await self._clean(self.config.for_worker(plan.task))
         except FileNotFoundError as exc:
             # Retention, DeleteRecords or a topic deletion removed segments meanwhile: nothing was
             # swapped; the next pass starts over from what is there.
@@ -190,7 +236,7 @@ class LogCleaner(CleanerService):
         after = await plog.call(lambda: _ratio_now(plog))
         stats = PassStats(partition=str(plog.tp), bytes_read=result.bytes_read, bytes_written=result.bytes_written,
                           dirty_ratio_before=plan.dirty_ratio, dirty_ratio_after=after,
-                          seconds=time.monotonic() - started)
+                          seconds=time.monotonic() - started, throttled_s=result.throttled_s)
         log_pass(self.stats, stats)
         return stats
 
@@ -214,9 +260,10 @@ def log_pass(stats: CleanerStats, s: PassStats) -> None:
     stats.last = s
     stats.by_partition[s.partition] = s
     mb_s = s.bytes_read / 1e6 / s.seconds if s.seconds > 0 else 0.0
-    log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s); dirty ratio "
+    log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s%s); dirty ratio "
              "%.3f before, %.3f after", s.partition, s.bytes_read, s.bytes_written,
-             100 * s.bytes_written / max(s.bytes_read, 1), s.seconds, mb_s, s.dirty_ratio_before,
+             100 * s.bytes_written / max(s.bytes_read, 1), s.seconds, mb_s,
+             f", {s.throttled_s:.3f} s of it throttled" if s.throttled_s else "", s.dirty_ratio_before,
              s.dirty_ratio_after)
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import Executor
 
 from protocol.errors import CorruptRecordError, KafkaError
 
-from ..cleaner.log_cleaner import CleanerService, PassStats, log_pass, process_executor
+from ..cleaner.log_cleaner import CleanerConfig, CleanerService, PassStats, log_pass
 from .clean_rows import PgCleanResult, run_pg_clean_pass
 from .cleaning import PgCleaningPlan
 from .log_source import PgLogSource
@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 
 class PgLogCleaner(CleanerService):
-    def __init__(self, source: PgLogSource, url: str, *, backoff_ms: int, dedupe_buffer_size: int,
-                 executor: Callable[[], Executor] = process_executor) -> None:
-        super().__init__(backoff_ms=backoff_ms, dedupe_buffer_size=dedupe_buffer_size, executor=executor)
+    def __init__(self, source: PgLogSource, url: str, config: CleanerConfig, *,
+                 executor: Callable[[], Executor] | None = None) -> None:
+        super().__init__(config, executor=executor)
         self.source = source
         self.url = url
 

@@ -77,3 +77,20 @@ def latest(writes: list[tuple[int, bytes, bytes | None]]) -> dict[bytes, tuple[i
     for offset, key, value in writes:
         out[key] = (offset, value)
     return out
+
+
+def compressed(plain: bytes, codec: int) -> bytes:
+    """The batch plain (uncompressed) with its records compressed in codec, header and CRC to match."""
+    import struct
+
+    from crc32c import crc32c
+
+    from protocol.record_batch import RecordBatchHeader
+    from storage.cleaner.batch_filter import compress
+
+    h = RecordBatchHeader.parse(plain)
+    packed = bytearray(plain[:61]) + compress(codec, plain[61:], xerial=False)
+    struct.pack_into(">i", packed, 8, len(packed) - 12)  # batch_length
+    struct.pack_into(">h", packed, 21, h.attributes | codec)  # attributes: the codec
+    struct.pack_into(">I", packed, 17, crc32c(bytes(packed[21:])))
+    return bytes(packed)

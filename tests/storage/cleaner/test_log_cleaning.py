@@ -8,7 +8,7 @@ import pytest
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import AppendOrigin, IsolationLevel
-from tests.storage.cleaner.helpers import clean, end_txn, kv, latest, open_log, records, write_marker
+from tests.storage.cleaner.helpers import clean, compressed, end_txn, kv, latest, open_log, records, write_marker
 
 
 async def test_latest_value_of_each_key_stays_at_its_offset(tmp_path):
@@ -167,7 +167,7 @@ async def test_a_marker_goes_only_after_its_records_and_delete_retention_ms(tmp_
 async def test_a_partition_whose_pass_fails_is_left_uncleanable(tmp_path, caplog):
     from concurrent.futures import ThreadPoolExecutor
 
-    from storage.cleaner.log_cleaner import LogCleaner
+    from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner
     from storage.log_manager import LogManager
 
     logs = LogManager(tmp_path, {"segment.bytes": 300, "cleanup.policy": "compact",
@@ -178,7 +178,8 @@ async def test_a_partition_whose_pass_fails_is_left_uncleanable(tmp_path, caplog
     plog = logs.get_log(__import__("storage.api", fromlist=["TopicPartition"]).TopicPartition("t", 0))
     for i in range(30):
         await plog.append(kv(b"k%d" % (i % 4), b"v%d" % i))
-    cleaner = LogCleaner(logs, backoff_ms=10, dedupe_buffer_size=1 << 20, executor=lambda: ThreadPoolExecutor(1))
+    cleaner = LogCleaner(logs, CleanerConfig(backoff_ms=10, dedupe_buffer_size=1 << 20),
+                         executor=lambda: ThreadPoolExecutor(1))
     first = plog.segments[0].log_path
     first.write_bytes(first.read_bytes()[:20] + b"\xff" * 40 + first.read_bytes()[60:])  # a torn header
     assert await cleaner.clean_dirtiest() is None
@@ -191,22 +192,13 @@ async def test_a_partition_whose_pass_fails_is_left_uncleanable(tmp_path, caplog
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_a_rewritten_batch_keeps_its_codec_producer_fields_and_a_valid_crc(codec):
-    import struct
-
-    from crc32c import crc32c
-
     from protocol.record_batch import RecordBatchHeader, iter_batches
     from protocol.records import Record, build_batch, read_records
-    from storage.cleaner.batch_filter import build_filtered_batch, compress, decode_raw_records
+    from storage.cleaner.batch_filter import build_filtered_batch, decode_raw_records
 
     plain = bytes(build_batch([Record(key=b"k%d" % i, value=b"v%d" % i, timestamp=100 + i) for i in range(5)],
                               base_offset=40, producer_id=7, producer_epoch=2, base_sequence=11))
-    h = RecordBatchHeader.parse(plain)
-    body = compress(codec, plain[61:], xerial=False)
-    packed = bytearray(plain[:61]) + body  # the same header over the compressed records
-    struct.pack_into(">i", packed, 8, len(packed) - 12)  # batch_length
-    struct.pack_into(">h", packed, 21, h.attributes | codec)  # attributes: the codec
-    struct.pack_into(">I", packed, 17, crc32c(bytes(packed[21:])))
+    packed = compressed(plain, codec)
     source = RecordBatchHeader.parse(packed)
     kept = [r for r in decode_raw_records(packed, source) if r.key in (b"k1", b"k3")]
     out = build_filtered_batch(packed, source, kept, None)

@@ -13,6 +13,7 @@ import pytest
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import iter_batches
 from storage.api import AppendOrigin, IsolationLevel, TopicPartition
+from storage.cleaner.log_cleaner import CleanerConfig
 from storage.pg.clean_rows import PgCleanResult, run_pg_clean_pass
 from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
@@ -242,7 +243,7 @@ async def test_the_cleaner_cleans_the_partitions_led_here_in_a_worker(db, source
     plog = await open_compacted(db, source)
     for i in range(40):
         await plog.append(kv(b"k%d" % (i % 3), b"%d" % i))
-    cleaner = PgLogCleaner(source, pg_url, backoff_ms=10, dedupe_buffer_size=1 << 20,
+    cleaner = PgLogCleaner(source, pg_url, CleanerConfig(backoff_ms=10, dedupe_buffer_size=1 << 20),
                            executor=lambda: ThreadPoolExecutor(1))
     stats = await cleaner.clean_dirtiest()
     assert stats is not None and stats.bytes_written < stats.bytes_read
@@ -259,7 +260,7 @@ async def test_a_corrupt_row_makes_the_partition_uncleanable_and_changes_nothing
     # one byte of a stored record flipped: its CRC no longer holds
     await db.execute("UPDATE batches SET data = set_byte(data, 70, get_byte(data, 70) # 1) WHERE base_offset = 5")
     before = await db.fetch("SELECT base_offset, data FROM batches ORDER BY base_offset")
-    cleaner = PgLogCleaner(source, pg_url, backoff_ms=10, dedupe_buffer_size=1 << 20,
+    cleaner = PgLogCleaner(source, pg_url, CleanerConfig(backoff_ms=10, dedupe_buffer_size=1 << 20),
                            executor=lambda: ThreadPoolExecutor(1))
     assert await cleaner.clean_dirtiest() is None
     assert cleaner.uncleanable == {"t-0"} and cleaner.stats.failures == 1
@@ -271,8 +272,9 @@ async def test_a_database_the_worker_cannot_reach_is_retried_later(db, source, p
     plog = await open_compacted(db, source)
     for i in range(40):
         await plog.append(kv(b"k%d" % (i % 3), b"%d" % i))
-    cleaner = PgLogCleaner(source, "postgresql://postgres@127.0.0.1:1/none", backoff_ms=10,
-                           dedupe_buffer_size=1 << 20, executor=lambda: ThreadPoolExecutor(1))
+    cleaner = PgLogCleaner(source, "postgresql://postgres@127.0.0.1:1/none",
+                           CleanerConfig(backoff_ms=10, dedupe_buffer_size=1 << 20),
+                           executor=lambda: ThreadPoolExecutor(1))
     assert await cleaner.clean_dirtiest() is None
     assert cleaner.stats.failures == 1 and not cleaner.uncleanable
     cleaner.url = pg_url  # reachable again
