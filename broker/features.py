@@ -16,10 +16,16 @@ the features Kafka lets an operator change, as `kafka-features upgrade/downgrade
   the level (as Kafka does), so the level only tells clients which protocol to pick.
 - Not listed: kraft.version and
   eligible.leader.replicas.version (there is no quorum and no replication).
+
+In cluster mode the levels are the cluster's, kept in PostgreSQL (storage/pg/feature_levels.py):
+an update is a compare-and-set there, checked against the cluster's current level, and every
+broker re-reads them each cluster.lease.ms / 4 (FeatureLevelWatcher), so all of them advertise
+and use a change within a lease period, with the same finalized-features epoch.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,7 +33,8 @@ from typing import Final, Protocol
 
 from protocol.errors import ErrorCode, KafkaError
 
-__all__ = ("FEATURES", "Feature", "FeatureLevelStore", "FinalizedFeatures", "StoredLevels", "UpgradeType")
+__all__ = ("FEATURES", "Feature", "FeatureLevelStore", "FeatureLevelWatcher", "FinalizedFeatures",
+           "SharedFeatureLevels", "StoredLevels", "UpgradeType")
 
 log = logging.getLogger(__name__)
 
@@ -72,38 +79,107 @@ class FeatureLevelStore(Protocol):
     def save(self, stored: StoredLevels) -> None: ...
 
 
+class SharedFeatureLevels(Protocol):
+    """The cluster's levels, shared by every broker (storage/pg/feature_levels.py)."""
+
+    async def load(self) -> StoredLevels: ...
+
+    async def compare_and_set(self, name: str, level: int, expected: int) -> StoredLevels | None: ...
+
+
 class FinalizedFeatures:
     """The levels in force and their epoch. Kafka's epoch is the offset of the metadata record
     that last changed a feature; here it counts changes, so it grows with every one, which is
     what clients look at (Java's producer re-reads transaction.version only when it grows)."""
 
-    def __init__(self, start_levels: Mapping[str, int] | None = None, store: FeatureLevelStore | None = None) -> None:
+    def __init__(self, start_levels: Mapping[str, int] | None = None, store: FeatureLevelStore | None = None,
+                 shared: SharedFeatureLevels | None = None, shared_levels: StoredLevels | None = None) -> None:
+        """store: the data dir's file (a single node); shared: the cluster's levels, as read at
+        start-up (shared_levels), which replace the file's."""
         self.store = store
+        self.shared = shared
         self.levels = {f.name: f.finalized_level for f in FEATURES} | dict(start_levels or {})
         self.epoch = 0
-        stored = store.load() if store is not None else None
+        stored = shared_levels if shared is not None else store.load() if store is not None else None
         if stored is not None:
-            self.epoch = stored.epoch
-            for name, level in stored.levels.items():
-                if _feature(name) is not None:
-                    self.levels[name] = level
+            self.apply(stored)
 
     def level(self, name: str) -> int:
         return self.levels.get(name, 0)
 
-    def update(self, name: str, level: int, upgrade_type: int, validate_only: bool = False) -> None:
-        """Check one update as Kafka's controller does; apply and persist it unless validate_only."""
-        current = self.level(name)
-        _check_update(name, level, current, upgrade_type)
-        if validate_only or level == current:
+    def apply(self, stored: StoredLevels) -> None:
+        """Take stored levels as the finalized ones (at start-up, or the cluster's as re-read)."""
+        self.epoch = stored.epoch
+        for name, level in stored.levels.items():
+            if _feature(name) is not None:
+                self.levels[name] = level
+
+    async def refresh(self) -> None:
+        """Cluster mode: re-read the cluster's levels, logging a change another broker made."""
+        if self.shared is None:
             return
+        stored = await self.shared.load()
+        if stored.epoch == self.epoch:
+            return
+        before = dict(self.levels)
+        self.apply(stored)
+        for name, level in self.levels.items():
+            if before.get(name) != level:
+                log.info("feature %s finalized at level %d by another broker (was %s); finalized features epoch %d",
+                         name, level, before.get(name), self.epoch)
+
+    async def update(self, name: str, level: int, upgrade_type: int, validate_only: bool = False) -> None:
+        """Check one update as Kafka's controller does; apply and persist it unless validate_only."""
+        while True:
+            await self.refresh()  # cluster mode: check against the cluster's level, not a stale copy
+            current = self.level(name)
+            _check_update(name, level, current, upgrade_type)
+            if validate_only or level == current:
+                return
+            if self.shared is None:
+                self._save_locally(name, level)
+                break
+            stored = await self.shared.compare_and_set(name, level, current)
+            if stored is not None:
+                self.apply(stored)
+                break
+            # another broker changed it since it was read: check again against its level, as
+            # Kafka's controller checks each update against the level it has when it applies it
+        log.info("feature %s finalized at level %d (was %d); finalized features epoch %d", name, level,
+                 current, self.epoch)
+
+    def _save_locally(self, name: str, level: int) -> None:
         levels = dict(self.levels) | {name: level}
         if self.store is not None:
             self.store.save(StoredLevels(epoch=self.epoch + 1, levels={
                 f.name: levels[f.name] for f in FEATURES if f.updatable}))
         self.levels, self.epoch = levels, self.epoch + 1
-        log.info("feature %s finalized at level %d (was %d); finalized features epoch %d", name, level,
-                 current, self.epoch)
+
+
+class FeatureLevelWatcher:
+    """Cluster mode: re-reads the cluster's levels every interval, so a change made through
+    another broker is advertised and used here within a lease period."""
+
+    def __init__(self, features: FinalizedFeatures, interval_s: float) -> None:
+        self.features = features
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="feature-levels")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.features.refresh()
+            except Exception as exc:  # the database is down: keep the levels we have, try again
+                log.warning("cannot re-read the cluster's feature levels: %r", exc)
 
 
 def _feature(name: str) -> Feature | None:

@@ -182,6 +182,21 @@ class Broker:
         if config.log_cleaner_enable and config.log_cleaner_threads > 0:  # each broker cleans what it leads
             self.cleaner = PgLogCleaner(self.cluster.logs, config.cluster_url or "", cleaner_config(config))
             self.state.extras["log_cleaner"] = self.cleaner.stats
+        await self._open_cluster_features()
+
+    async def _open_cluster_features(self) -> None:
+        """The cluster's finalized feature levels, shared by every broker (broker/features.py)."""
+        assert self.cluster is not None
+        start = {"transaction.version": self.config.transaction_version}
+        store = self.cluster.feature_levels
+        try:  # the first broker seeds the cluster's levels from its start levels (Kafka's format step)
+            stored = await store.seed(start)
+        except Exception as exc:
+            raise StartupError(f"cannot read the cluster's feature levels: {exc!r}") from None
+        self.state.features = FinalizedFeatures(start, shared=store, shared_levels=stored)
+        if stored.levels.get("transaction.version", start["transaction.version"]) != start["transaction.version"]:
+            log.info("transaction.version is finalized at %d for the cluster, not the configured %d",
+                     stored.levels["transaction.version"], start["transaction.version"])
 
     def _remove_temp_dir(self) -> None:
         if self._temp_dir is not None:
@@ -246,6 +261,8 @@ class Broker:
 
     def _load_features(self) -> FinalizedFeatures:
         start = self.config.transaction_version
+        if self.cluster is not None:  # the cluster's levels, read in _open_cluster
+            return self.state.features
         try:
             features = FinalizedFeatures({"transaction.version": start}, FileFeatureLevelStore(self.config.data_dir))
         except ValueError as exc:

@@ -12,6 +12,7 @@ from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoord
 from coordinator.transaction.lso_monitor import LsoMonitor
 from storage.api import ClusterView
 
+from .features import FeatureLevelWatcher
 from .inter_broker import InterBrokerClient, TxnMarkerChannel
 from .state import BrokerState
 
@@ -101,5 +102,13 @@ def inter_broker(state: BrokerState) -> list[Any]:
     return [InterBrokerService(client)]
 
 
+def feature_levels(state: BrokerState) -> list[Any]:
+    """Cluster mode: follow the cluster's finalized feature levels (broker/features.py)."""
+    if state.features.shared is None:
+        return []
+    return [FeatureLevelWatcher(state.features, state.config.cluster_lease_ms / 4000)]
+
+
 def build_services(state: BrokerState) -> list[Any]:
-    return [*inter_broker(state), group_coordinator(state), transaction_coordinator(state), lso_monitor(state)]
+    return [*inter_broker(state), *feature_levels(state), group_coordinator(state), transaction_coordinator(state),
+            lso_monitor(state)]

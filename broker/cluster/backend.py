@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 from storage.api import BrokerEndpoint
 from storage.meta_properties import random_uuid
 from storage.pg.cluster_store import ClusterStore, ensure_cluster_id
+from storage.pg.feature_levels import PgFeatureLevelStore
 from storage.pg.log_source import PgLogSource
 from storage.pg.pool import create_pool
 from storage.pg.schema import SchemaTooNewError, migrate
@@ -62,6 +63,7 @@ class ClusterBackend:
     logs: PgLogSource
     member: ClusterMember
     cluster_id: str
+    feature_levels: PgFeatureLevelStore
 
     @classmethod
     async def open(cls, config: BrokerConfig, data_dir: Path, log_defaults: Mapping[str, object],
@@ -92,7 +94,8 @@ class ClusterBackend:
         member = ClusterMember(ClusterStore(pool, config.node_id, config.cluster_lease_ms), endpoint,
                                config.cluster_lease_ms, logs)
         logs.add_fenced_listener(member.lost)
-        return cls(pool=pool, logs=logs, member=member, cluster_id=cluster_id)
+        return cls(pool=pool, logs=logs, member=member, cluster_id=cluster_id,
+                   feature_levels=PgFeatureLevelStore(pool))
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""

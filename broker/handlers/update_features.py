@@ -33,22 +33,22 @@ def _upgrade_type(update: Any) -> int:
     return int(field_or(update, "upgrade_type", UpgradeType.UPGRADE))
 
 
-def _result(features: FinalizedFeatures, update: Any, validate_only: bool) -> dict[str, Any]:
+async def _result(features: FinalizedFeatures, update: Any, validate_only: bool) -> dict[str, Any]:
     try:
-        features.update(update.feature, update.max_version_level, _upgrade_type(update), validate_only)
+        await features.update(update.feature, update.max_version_level, _upgrade_type(update), validate_only)
     except KafkaError as exc:
         return {"feature": update.feature, "error_code": exc.code, "error_message": exc.message}
     return {"feature": update.feature, "error_code": ErrorCode.none, "error_message": None}
 
 
-def _first_failure(features: FinalizedFeatures, request: Any) -> dict[str, Any] | None:
+async def _first_failure(features: FinalizedFeatures, request: Any) -> dict[str, Any] | None:
     """Kafka applies all updates or none: the first failure of a dry run, if any."""
     names = [u.feature for u in request.feature_updates]
     if len(set(names)) != len(names):
         return {"error_code": ErrorCode.invalid_request,
                 "error_message": "The request contains multiple updates for the same feature."}
     for update in request.feature_updates:
-        result = _result(features, update, validate_only=True)
+        result = await _result(features, update, validate_only=True)
         if result["error_code"] != ErrorCode.none:
             return result
     return None
@@ -57,13 +57,13 @@ def _first_failure(features: FinalizedFeatures, request: Any) -> dict[str, Any] 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     require_cluster(ctx, AclOperation.ALTER)
     features = ctx.broker.features
-    failed = _first_failure(features, request)
+    failed = await _first_failure(features, request)
     if failed is not None:  # as Kafka's controller answers: nothing applied, no per-feature results
         return ctx.respond({"throttle_time": 0, "error_code": failed["error_code"], "error_message":
                             "The update failed for all features since the following feature had an error: "
                             f"{failed['error_message']}", "results": []})
     validate_only = bool(field_or(request, "validate_only", False))
-    results = [_result(features, u, validate_only) for u in request.feature_updates]
+    results = [await _result(features, u, validate_only) for u in request.feature_updates]
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results})
 
 

@@ -78,6 +78,14 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     ALTER TABLE partitions ADD COLUMN cleaner_checkpoint bigint NOT NULL DEFAULT 0;
     """,
+    # 3: the finalized feature levels (storage/pg/feature_levels.py), shared by every broker.
+    """
+    CREATE TABLE finalized_features (
+        name  text PRIMARY KEY,
+        level smallint NOT NULL,
+        epoch bigint NOT NULL
+    );
+    """,
 )
 
 

@@ -28,14 +28,14 @@ def test_start_level_comes_from_the_property_until_changed(tmp_path: Path) -> No
     assert not (tmp_path / FEATURE_LEVELS_FILE).exists()
 
 
-def test_a_change_is_durable_and_raises_the_epoch(tmp_path: Path) -> None:
+async def test_a_change_is_durable_and_raises_the_epoch(tmp_path: Path) -> None:
     f = features(tmp_path)
-    f.update(TV, 1, UpgradeType.SAFE_DOWNGRADE)
-    f.update(TV, 1, UpgradeType.SAFE_DOWNGRADE)  # the same level: nothing changes
+    await f.update(TV, 1, UpgradeType.SAFE_DOWNGRADE)
+    await f.update(TV, 1, UpgradeType.SAFE_DOWNGRADE)  # the same level: nothing changes
     assert (f.level(TV), f.epoch) == (1, 1)
     again = features(tmp_path, start=2)  # a restart with the property still at 2
     assert (again.level(TV), again.epoch) == (1, 1)
-    again.update(TV, 2, UpgradeType.UPGRADE)
+    await again.update(TV, 2, UpgradeType.UPGRADE)
     assert (features(tmp_path).level(TV), features(tmp_path).epoch) == (2, 2)
     assert features(tmp_path).level("metadata.version") == 25
 
@@ -46,19 +46,20 @@ def test_a_change_is_durable_and_raises_the_epoch(tmp_path: Path) -> None:
     (-1, UpgradeType.UNSAFE_DOWNGRADE, "A feature version cannot be less than 0."),
     (1, 9, "The controller does not support the given upgrade type."),
 ])
-def test_refused_updates_say_why_and_change_nothing(tmp_path: Path, level: int, upgrade_type: int, why: str) -> None:
+async def test_refused_updates_say_why_and_change_nothing(tmp_path: Path, level: int, upgrade_type: int,
+                                                         why: str) -> None:
     f = features(tmp_path)
     with pytest.raises(KafkaError) as info:
-        f.update(TV, level, upgrade_type)
+        await f.update(TV, level, upgrade_type)
     assert info.value.code is E.invalid_update_version
     assert info.value.message.startswith(f"Invalid update version {level} for feature {TV}. {why}")
     assert (f.level(TV), f.epoch) == (2, 0)
 
 
-def test_an_upgrade_sent_as_a_downgrade_is_refused(tmp_path: Path) -> None:
+async def test_an_upgrade_sent_as_a_downgrade_is_refused(tmp_path: Path) -> None:
     f = features(tmp_path, start=0)
     with pytest.raises(KafkaError, match="Can't downgrade to a newer version."):
-        f.update(TV, 2, UpgradeType.SAFE_DOWNGRADE)
+        await f.update(TV, 2, UpgradeType.SAFE_DOWNGRADE)
 
 
 def test_an_unreadable_file_is_an_error(tmp_path: Path) -> None:
