@@ -210,7 +210,8 @@ def _member_topics(member: ConsumerGroupMember, topics: Topics) -> frozenset[str
     names = {n for n in member.subscribed_topic_names if n in topics}
     if member.subscribed_topic_regex is not None:
         pattern = _compile(member.subscribed_topic_regex)
-        names.update(n for n in topics if not n.startswith("__") and pattern.fullmatch(n))
+        # every topic the pattern matches, internal ones too, as Kafka 4.x's TopicRegexResolver
+        names.update(n for n in topics if pattern.fullmatch(n))
     return frozenset(names)
 
 

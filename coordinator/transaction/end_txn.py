@@ -52,6 +52,11 @@ def decide_end_txn(
     now_ms: int, new_producer_id: Callable[[], int] = _no_new_id,
 ) -> EndTxnDecision:
     """Raise KafkaError, or say what to persist and answer. tv2: the request is EndTxn v5+."""
+    if tv2 and _in_transition(md):
+        # Kafka's V2 path checks this before the producer id and epoch: while the last
+        # transaction's markers are written the epoch has been bumped already, and a producer
+        # that got it and ends its next (empty) transaction at once must wait, not be fenced
+        raise md._concurrent("EndTxn")
     md_tv2 = md.client_transaction_version >= 2
     bumped = md_tv2 and md.producer_epoch == producer_epoch + 1
     overflowed = (md_tv2 and md.last_producer_id == producer_id and producer_epoch == MAX_EPOCH - 1
@@ -81,6 +86,14 @@ def decide_end_txn(
         case _S.EMPTY | _S.COMPLETE_COMMIT | _S.COMPLETE_ABORT if not commit and tv2 and not (md_tv2 and retry):
             return _prepare(md, target, tv2, now_ms, new_producer_id, empty=True)
     raise _invalid_end_txn(md, commit)
+
+
+def _in_transition(md: TransactionMetadata) -> bool:
+    """A write is pending, or markers are being written (Kafka's PrepareCommit/PrepareAbort with
+    the pending CompleteCommit/CompleteAbort it sets before sending them), but not an epoch fence."""
+    if md.pending_state is not None:
+        return md.pending_state is not _S.PREPARE_EPOCH_FENCE
+    return md.state.is_preparing
 
 
 def _valid_epoch(md: TransactionMetadata, epoch: int, md_tv2: bool, is_retry: bool) -> bool:

@@ -52,6 +52,7 @@ async def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(sta
     assert await produce(state, pid, 0, seq=1) is E.invalid_producer_epoch
     assert await produce(state, pid, 1) is E.none
     assert await end_v5(state, pid, 1, commit=False) == (E.none, pid, 2)
+    await state.txn_coordinator.quiesce()  # until the markers are written any EndTxn v5 must wait
     assert await end_v5(state, pid, 0) == (E.producer_fenced, -1, -1)
 
 

@@ -147,13 +147,22 @@ def test_a_second_static_member_with_the_same_instance_id_is_refused() -> None:
     assert error(heartbeat, g, req, TOPICS, CFG, 0) == ErrorCode.fenced_instance_id
 
 
-def test_regex_subscription_matches_topics_created_later_but_never_internal_ones() -> None:
+def test_regex_subscription_matches_topics_created_later() -> None:
     g = ConsumerGroup("g")
-    r = join(g, "a", subscribed_topic_names=None, subscribed_topic_regex="t|v.*|__.*")
+    r = join(g, "a", subscribed_topic_names=None, subscribed_topic_regex="t|v.*")
     assert r.assignment == {T: frozenset(range(4))}
     v = uuid.UUID(int=10)
     r = beat(g, "a", 1, {T: frozenset(range(4))}, topics=TOPICS | {"v1": (v, 1)})
     assert r.member_epoch == 2 and r.assignment == {T: frozenset(range(4)), v: frozenset({0})}
+
+
+def test_regex_subscription_matches_internal_topics_as_kafka_does() -> None:
+    # Kafka 4.x resolves a regex against every topic name (franz-go's Test848RegexBrokerResolves
+    # subscribes to __consumer_offsets by regex and expects it assigned); a client that wants
+    # them left out says so in its pattern
+    g = ConsumerGroup("g")
+    r = join(g, "a", subscribed_topic_names=None, subscribed_topic_regex="__consumer_offsets")
+    assert r.assignment == {uuid.UUID(int=9): frozenset(range(3))}
 
 
 def test_more_partitions_bump_the_group_epoch() -> None:
