@@ -8,6 +8,10 @@ that do not exist get UNKNOWN_TOPIC_OR_PARTITION, as in OffsetCommit (one shared
 Under v5 (Transactions V2) the client sends no AddOffsetsToTxn: the group's __consumer_offsets
 partition is added to the transaction here, through the transaction coordinator, before the offsets
 are written (PRODUCER_FENCED reaches the client as INVALID_PRODUCER_EPOCH, as for every version).
+Under v0-4 (Transactions V1) the group must have been added with AddOffsetsToTxn first, as Kafka
+verifies (KIP-890 part 1): otherwise the offsets would open a transaction in __consumer_offsets that
+no marker closes; v4 answers TRANSACTION_ABORTABLE for it (the client aborts and goes on), v0-3
+INVALID_TXN_STATE.
 Version notes: v3+ carries generation, member id and group instance id (KIP-447), checked as
 OffsetCommit checks them.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.transaction.metadata import ProducerIdAndEpoch
+from coordinator.transaction.verification import verify_txn_offset_commit
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import KafkaError
@@ -38,6 +43,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 await ctx.broker.txn_coordinator.add_offsets(
                     request.transactional_id, request.producer_id, request.producer_epoch, request.group_id,
                     tv2=True)
+            else:
+                verify_txn_offset_commit(ctx.broker.txn_coordinator, request.transactional_id, request.producer_id,
+                                         request.producer_epoch, request.group_id, ctx.version)
             results |= await group_coordinator(ctx).commit_offsets(
                 request.group_id,
                 wanted,

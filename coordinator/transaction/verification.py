@@ -28,8 +28,8 @@ from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
 
-__all__ = ("add_partitions_for_produce", "check_first_sequence_v2", "verify_partitions", "verify_transactional_batches",
-           "verify_transactional_produce")
+__all__ = ("add_partitions_for_produce", "check_first_sequence_v2", "verify_in_transaction", "verify_partitions",
+           "verify_transactional_batches", "verify_transactional_produce", "verify_txn_offset_commit")
 
 
 def verify_transactional_produce(
@@ -42,14 +42,49 @@ def verify_transactional_produce(
         raise KafkaError(ErrorCode.invalid_request,
                          f"transactional batch to {tp} from producer {header.producer_id} without a transactional id")
     md = coordinator.describe(transactional_id)
-    if md is None or md.producer_id != header.producer_id or md.producer_epoch != header.producer_epoch:
-        return  # the log answers stale epochs; unknown ids are fenced there too
+    if md is None:
+        return  # another broker's coordinator (cluster mode); unknown ids are fenced by the log
+    verify_in_transaction(md, header.producer_id, header.producer_epoch, tp, produce_version >= 11,
+                          "AddPartitionsToTxn before producing")
+
+
+def verify_txn_offset_commit(coordinator: Any, transactional_id: str, producer_id: int, producer_epoch: int,
+                             group_id: str, version: int) -> None:
+    """TxnOffsetCommit v0-4 (Transactions V1): the group's __consumer_offsets partition must be in
+    the transaction (AddOffsetsToTxn) before offsets are written there as the producer's data,
+    as Kafka's group coordinator verifies; v4 knows TRANSACTION_ABORTABLE for it."""
+    md = None if coordinator is None else coordinator.describe(transactional_id)
+    if md is None:
+        return  # another broker's coordinator (cluster mode); unknown ids are fenced by the log
+    verify_in_transaction(md, producer_id, producer_epoch, coordinator.offsets_partition(group_id), version >= 4,
+                          "AddOffsetsToTxn before TxnOffsetCommit")
+
+
+def verify_in_transaction(md: Any, producer_id: int, producer_epoch: int, tp: TopicPartition,
+                          knows_abortable: bool, call_first: str) -> None:
+    """Kafka's handleVerifyPartitionsInTransaction with the errors its brokers pass on to a
+    Produce (v3-11) or TxnOffsetCommit (v0-4) whose data would open a transaction in tp:
+    a partition the transaction does not hold is TRANSACTION_ABORTABLE for the versions that know
+    it, INVALID_TXN_STATE before; a fenced epoch INVALID_PRODUCER_EPOCH, and markers still being
+    written NOT_ENOUGH_REPLICAS (retriable without a metadata refresh). Checking the epoch here
+    matters: a partition that never saw the producer cannot check it itself, and a stale batch
+    written there would open a transaction no marker ever closes."""
+    txn = md.transactional_id
+    if md.producer_id != producer_id:
+        raise KafkaError(ErrorCode.invalid_producer_id_mapping,
+                         f"producer id {producer_id} does not belong to transactional id '{txn}'")
+    if md.producer_epoch != producer_epoch:
+        raise KafkaError(ErrorCode.invalid_producer_epoch, f"producer epoch {producer_epoch} of '{txn}' is fenced "
+                         f"(now {md.producer_epoch}); the partition {tp} was not added to its transaction")
+    if md.pending_state is not None or md.state.is_preparing:
+        raise KafkaError(ErrorCode.not_enough_replicas, "Unable to verify the partition has been added to the "
+                         f"transaction. Underlying error: CONCURRENT_TRANSACTIONS ('{txn}' is ending)")
     if md.state is not TxnState.ONGOING or tp not in md.topic_partitions:
         raise KafkaError(
-            ErrorCode.transaction_abortable if produce_version >= 11 else ErrorCode.invalid_txn_state,
-            f"partition {tp} was not added to the transaction of '{transactional_id}' (producer "
-            f"{md.producer_id} epoch {md.producer_epoch}, transaction {md.state.display_name}); "
-            "call AddPartitionsToTxn before producing",
+            ErrorCode.transaction_abortable if knows_abortable else ErrorCode.invalid_txn_state,
+            f"Partition was not added to the transaction: {tp} is not in the transaction of '{txn}' "
+            f"(producer {md.producer_id} epoch {md.producer_epoch}, transaction {md.state.display_name}); "
+            f"call {call_first}",
         )
 
 

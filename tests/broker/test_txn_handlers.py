@@ -183,7 +183,7 @@ async def test_transactional_produce_to_a_partition_not_in_the_transaction(state
     await add(state, r.producer_id, r.producer_epoch, {"t": [0]})
     assert (await produce(state, "tx", r.producer_id, 0, 0))[0] is E.none
     code, message = await produce(state, "tx", r.producer_id, 0, 1)
-    assert code is E.invalid_txn_state and "t-1 was not added to the transaction of 'tx'" in message
+    assert code is E.invalid_txn_state and "t-1 is not in the transaction of 'tx'" in message
     assert state.logs.get_log(("t", 1)).log_end_offset == 0  # nothing was written there
     code, _ = await produce(state, "tx", r.producer_id, 0, 0, seq=1)  # the open one continues
     assert code is E.none
@@ -236,3 +236,21 @@ async def test_txn_offset_commit_to_unknown_partitions_is_refused_as_offset_comm
     assert codes == [("t", 0, E.none), ("t", 9, E.unknown_topic_or_partition),
                      ("gone", 0, E.unknown_topic_or_partition)]
     assert [list(c[-1]) for c in group.calls] == [[("t", 0)]]
+
+
+@pytest.mark.parametrize(("version", "code"), [(3, E.invalid_txn_state), (4, E.transaction_abortable)])
+async def test_txn_offset_commit_before_add_offsets_to_txn_writes_nothing(state, version, code):
+    # KIP-890 part 1, as Kafka's group coordinator verifies: offsets written for a group the
+    # transaction does not hold would open a transaction in __consumer_offsets that no marker
+    # closes; v4 knows TRANSACTION_ABORTABLE, so the client aborts and carries on
+    state.group_coordinator = group = Group()
+    r = await init(state)
+    await add(state, r.producer_id, r.producer_epoch, {"t": [0]})
+    fields = txn_offsets(version) | {"producer_id": r.producer_id, "producer_epoch": r.producer_epoch}
+    t = await call(state, ApiKey.TXN_OFFSET_COMMIT, version, **fields)
+    assert t.topics[0].partitions[0].error_code is code and group.calls == []
+    a = await call(state, ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id="tx", producer_id=r.producer_id,
+                   producer_epoch=r.producer_epoch, group_id="g")
+    assert a.error_code is E.none
+    t = await call(state, ApiKey.TXN_OFFSET_COMMIT, version, **fields)
+    assert t.topics[0].partitions[0].error_code is E.none and len(group.calls) == 1

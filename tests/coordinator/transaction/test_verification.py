@@ -1,7 +1,11 @@
 import pytest
 
 from coordinator.transaction.metadata import TransactionMetadata
-from coordinator.transaction.verification import add_partitions_for_produce, verify_transactional_produce
+from coordinator.transaction.verification import (
+    add_partitions_for_produce,
+    verify_transactional_produce,
+    verify_txn_offset_commit,
+)
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 from tests.storage.helpers import header
@@ -40,7 +44,8 @@ def test_partition_not_added_is_invalid_txn_state():
     with pytest.raises(KafkaError) as info:
         check(ongoing(TP), tp=OTHER)
     assert info.value.code is ErrorCode.invalid_txn_state
-    assert "t-1 was not added to the transaction of 'tx'" in info.value.message
+    assert info.value.message.startswith("Partition was not added to the transaction: t-1 is not in the "
+                                         "transaction of 'tx'")
 
 
 def test_produce_v11_is_told_to_abort_instead():
@@ -60,11 +65,45 @@ def test_partition_with_an_open_transaction_needs_no_check():
     check(ongoing(), open_here=True)
 
 
-def test_non_transactional_and_stale_producers_are_left_to_the_log():
+def test_non_transactional_batches_and_unknown_ids_are_left_to_the_log():
     check(ongoing(), txn=False)
-    check(ongoing(), epoch=7)
-    check(ongoing(), pid=99)
-    check(Coordinator(None))
+    check(Coordinator(None))  # cluster mode: another broker coordinates it
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    ({"epoch": 7}, ErrorCode.invalid_producer_epoch),
+    ({"pid": 99}, ErrorCode.invalid_producer_id_mapping),
+])
+def test_a_stale_producer_cannot_open_a_transaction_on_a_partition_that_never_saw_it(change, code):
+    # Kafka's verification checks the producer against the coordinator: the partition has no
+    # state for it to check, and the batch would open a transaction no marker closes
+    with pytest.raises(KafkaError) as info:
+        check(ongoing(TP), **change)
+    assert info.value.code is code
+
+
+def test_a_batch_while_the_markers_are_written_is_retriable():
+    c = ongoing(TP)
+    c.md.complete_transition(c.md.prepare_end_txn(producer_id=5, producer_epoch=0, commit=True, now_ms=2))
+    with pytest.raises(KafkaError) as info:
+        check(c, tp=OTHER, version=11)
+    assert info.value.code is ErrorCode.not_enough_replicas  # as Kafka passes CONCURRENT_TRANSACTIONS to v11
+
+
+class GroupCoordinatorView(Coordinator):
+    def offsets_partition(self, group_id):
+        return TopicPartition("__consumer_offsets", 3)
+
+
+@pytest.mark.parametrize(("version", "code"), [(3, ErrorCode.invalid_txn_state), (4, ErrorCode.transaction_abortable)])
+def test_txn_offset_commit_without_add_offsets_is_refused(version, code):
+    c = GroupCoordinatorView(ongoing(TP).md)
+    with pytest.raises(KafkaError) as info:
+        verify_txn_offset_commit(c, "tx", 5, 0, "g", version)
+    assert info.value.code is code and "AddOffsetsToTxn" in info.value.message
+    added = ongoing(TP, TopicPartition("__consumer_offsets", 3))
+    verify_txn_offset_commit(GroupCoordinatorView(added.md), "tx", 5, 0, "g", version)
+    verify_txn_offset_commit(GroupCoordinatorView(None), "tx", 5, 0, "g", version)
 
 
 def test_transactional_batch_without_transactional_id_is_invalid_request():
