@@ -56,8 +56,15 @@ def verify_txn_offset_commit(coordinator: Any, transactional_id: str, producer_i
     md = None if coordinator is None else coordinator.describe(transactional_id)
     if md is None:
         return  # another broker's coordinator (cluster mode); unknown ids are fenced by the log
-    verify_in_transaction(md, producer_id, producer_epoch, coordinator.offsets_partition(group_id), version >= 4,
-                          "AddOffsetsToTxn before TxnOffsetCommit")
+    try:
+        verify_in_transaction(md, producer_id, producer_epoch, coordinator.offsets_partition(group_id),
+                              version >= 4, "AddOffsetsToTxn before TxnOffsetCommit")
+    except KafkaError as exc:
+        if exc.code is not ErrorCode.not_enough_replicas:
+            raise
+        # Kafka's group coordinator answers a retriable write failure this way (its
+        # normalizeException), which every client retries
+        raise KafkaError(ErrorCode.coordinator_not_available, exc.message) from None
 
 
 def verify_in_transaction(md: Any, producer_id: int, producer_epoch: int, tp: TopicPartition,
@@ -76,7 +83,8 @@ def verify_in_transaction(md: Any, producer_id: int, producer_epoch: int, tp: To
     if md.producer_epoch != producer_epoch:
         raise KafkaError(ErrorCode.invalid_producer_epoch, f"producer epoch {producer_epoch} of '{txn}' is fenced "
                          f"(now {md.producer_epoch}); the partition {tp} was not added to its transaction")
-    if md.pending_state is not None or md.state.is_preparing:
+    # (a pending ONGOING is another AddPartitionsToTxn being persisted: the transaction goes on)
+    if md.state.is_preparing or md.pending_state not in (None, TxnState.ONGOING):
         raise KafkaError(ErrorCode.not_enough_replicas, "Unable to verify the partition has been added to the "
                          f"transaction. Underlying error: CONCURRENT_TRANSACTIONS ('{txn}' is ending)")
     if md.state is not TxnState.ONGOING or tp not in md.topic_partitions:

@@ -131,3 +131,17 @@ async def test_implicit_add_skips_partitions_already_in_the_transaction():
         raise AssertionError("not needed")
 
     assert await add_partitions_for_produce(ongoing(TP), "tx", [(TP, header(pid=5, epoch=0, txn=True))], add) == {}
+
+
+def test_another_add_being_persisted_does_not_stop_a_batch_to_an_added_partition():
+    c = ongoing(TP)
+    c.md.mark_pending(c.md.prepare_add_partitions(producer_id=5, producer_epoch=0, partitions=[OTHER], now_ms=2))
+    check(c, version=11)
+
+
+def test_txn_offset_commit_while_the_markers_are_written_is_retried_as_kafka_answers_it():
+    c = GroupCoordinatorView(ongoing(TP, TopicPartition("__consumer_offsets", 3)).md)
+    c.md.complete_transition(c.md.prepare_end_txn(producer_id=5, producer_epoch=0, commit=True, now_ms=2))
+    with pytest.raises(KafkaError) as info:
+        verify_txn_offset_commit(c, "tx", 5, 0, "g", 3)
+    assert info.value.code is ErrorCode.coordinator_not_available
