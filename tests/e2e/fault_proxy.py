@@ -1,6 +1,6 @@
-"""A loopback TCP proxy that drops chosen Kafka responses by cutting the connection (faults from
-outside the broker, as asyncpg's TCPFuzzingProxy). The broker advertises the proxy's port, so all
-client traffic flows through it."""
+"""A loopback TCP proxy that drops chosen Kafka responses by cutting the connection, or rewrites
+frames in flight (faults from outside the broker, as asyncpg's TCPFuzzingProxy). The broker
+advertises the proxy's port, so all client traffic flows through it."""
 
 from __future__ import annotations
 
@@ -30,11 +30,17 @@ def _read_frame(sock: socket.socket) -> bytes | None:
     return None if body is None else head + body
 
 
+# rewrite(api_key, is_request, frame) -> the frame to pass on instead (the same length: the size
+# prefix is not recomputed).
+Rewrite = Callable[[int, bool, bytes], bytes]
+
+
 class FaultProxy:
     """drop(api_key, n) decides, for the n-th response of that API, whether to cut instead."""
 
-    def __init__(self, drop: Callable[[int, int], bool]) -> None:
+    def __init__(self, drop: Callable[[int, int], bool], rewrite: Rewrite | None = None) -> None:
         self.drop = drop
+        self.rewrite = rewrite
         self.target_port = 0
         self.cuts = 0
         self._counts: dict[int, int] = {}
@@ -67,6 +73,8 @@ class FaultProxy:
             while (frame := _read_frame(client)) is not None:
                 api_key, _version, correlation_id = struct.unpack_from(">hhi", frame, 4)
                 api_keys[correlation_id] = api_key
+                if self.rewrite is not None:
+                    frame = self.rewrite(api_key, True, frame)
                 server.sendall(frame)
         except OSError:
             pass
@@ -83,6 +91,8 @@ class FaultProxy:
                     self.cuts += cut
                 if cut:  # the broker did the work; the client never hears of it
                     break
+                if self.rewrite is not None:
+                    frame = self.rewrite(api_key, False, frame)
                 client.sendall(frame)
         except OSError:
             pass

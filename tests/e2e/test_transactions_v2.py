@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker_process import REPO, BrokerProcess
+from tests.e2e.fault_proxy import FaultProxy
 from tests.e2e.test_java_clients import classpath as spark_classpath
 from tests.e2e.test_java_clients import compile_java
 from tests.e2e.test_metrics import _METRICS_PORT as METRICS_PORT
@@ -203,3 +204,38 @@ def test_a_running_v1_producer_switches_to_v2_at_a_transaction_boundary(  # type
     assert java.returncode == 0, out[-3000:] + err[-3000:]
     assert "CHECK read_committed 40" in out
     assert 5 in requests_by_version(samples_of(broker), "EndTxn")
+
+
+ADD_PARTITIONS_TO_TXN = 24
+
+
+def test_java4_producer_aborts_and_goes_on_after_transaction_abortable(  # type: ignore[no-untyped-def]
+        compiled: str, broker_factory) -> None:
+    """KIP-890 part 1 as Kafka 4.x answers it: a transactional batch to a partition its transaction
+    does not hold is refused, and Produce v11 (which a 4.x producer sends while transaction.version
+    is 1) gets TRANSACTION_ABORTABLE, not the fatal INVALID_TXN_STATE of older versions. A proxy
+    makes the first AddPartitionsToTxn add abt-b/0 instead of abt-a/0 (and tells the client abt-a),
+    the lost add KIP-890 guards against; the producer aborts and its next transaction commits."""
+    rewritten: list[bytes] = []
+
+    def rewrite(api_key: int, is_request: bool, frame: bytes) -> bytes:
+        if api_key != ADD_PARTITIONS_TO_TXN:
+            return frame
+        if is_request and not rewritten and b"abt-a" in frame:
+            rewritten.append(frame)
+            return frame.replace(b"abt-a", b"abt-b")
+        return frame if is_request else frame.replace(b"abt-b", b"abt-a")
+
+    proxy = FaultProxy(drop=lambda api_key, n: False, rewrite=rewrite)
+    broker = broker_factory(SETTINGS | {"transaction.version": "1",
+                                        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"})
+    proxy.start(broker.port)
+    try:
+        create_topics(broker.bootstrap, ["abt-a", "abt-b"], 2)
+        checks = run_check(compiled, f"127.0.0.1:{proxy.port}", "abortable", "abt-a", "5")
+    finally:
+        proxy.close()
+    assert rewritten
+    assert checks == {"first_send": "TransactionAbortableException", "committed": "5", "read_committed": "5",
+                      "read_uncommitted": "5"}
+    assert set(requests_by_version(samples_of(broker), "Produce")) == {11}

@@ -1,6 +1,7 @@
 // Transactions with the Java kafka-clients 4.x producer, which uses Transactions V2 (KIP-890) when
 // the broker finalizes transaction.version 2: commit and abort, an empty abort, zombie fencing,
-// a transaction the broker times out, and consume-transform-produce with a 4.x consumer.
+// a transaction the broker times out, consume-transform-produce with a 4.x consumer, and a send
+// the broker answers TRANSACTION_ABORTABLE (KIP-890 part 1).
 // Prints one "CHECK name value" line per result.
 import java.time.Duration;
 import java.util.*;
@@ -26,6 +27,7 @@ public class TxnV2Check {
             case "ctp" -> consumeTransformProduce(topic, args[4], n);
             case "produce" -> Checks.check("produced", transact(topic, args[4], n, args[5].equals("commit")));
             case "upgrade" -> upgrade(topic, n);
+            case "abortable" -> abortable(topic, n);
             case "count" -> {
                 Checks.check("read_committed", consume(topic, "read_committed"));
                 Checks.check("read_uncommitted", consume(topic, "read_uncommitted"));
@@ -41,6 +43,28 @@ public class TxnV2Check {
         KafkaProducer<String, String> producer = new KafkaProducer<>(p);
         producer.initTransactions();
         return producer;
+    }
+
+    // A batch the broker refuses with TRANSACTION_ABORTABLE fails its send with
+    // TransactionAbortableException: the producer is not fenced, it aborts and its next
+    // transaction commits.
+    static void abortable(String topic, int n) throws Exception {
+        try (KafkaProducer<String, String> p = txnProducer("abortable", 60000)) {
+            p.beginTransaction();
+            try {
+                p.send(new ProducerRecord<>(topic, 0, "k", "lost")).get();
+                Checks.check("first_send", "ok");
+            } catch (java.util.concurrent.ExecutionException e) {
+                Checks.check("first_send", e.getCause().getClass().getSimpleName());
+            }
+            p.abortTransaction();
+            p.beginTransaction();
+            for (int i = 0; i < n; i++) p.send(new ProducerRecord<>(topic, 0, "k", "v-" + i));
+            p.commitTransaction();
+            Checks.check("committed", n);
+        }
+        Checks.check("read_committed", consume(topic, "read_committed"));
+        Checks.check("read_uncommitted", consume(topic, "read_uncommitted"));
     }
 
     static int transact(String topic, String id, int n, boolean commit) {
