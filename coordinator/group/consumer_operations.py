@@ -149,7 +149,7 @@ class ConsumerOperations(GroupOperations):
         consumer, gid = group.consumer, group.group_id
         assert consumer is not None
         names = {meta.topic_id: name for name, meta in self._logs.topics.items()}
-        value = classic_value(consumer, names, now)
+        value = classic_value(consumer, names, before.group_epoch, now)
         await self.append_records(gid, [*all_tombstones(consumer, [*before.members, *consumer.members], now),
                                         group_metadata_record(gid, value, timestamp=now)])
         classic = load_group(gid, value, self.config, now)

@@ -11,7 +11,7 @@ downgrade, or bidirectional, Kafka's default):
   REBALANCE_IN_PROGRESS. Refusals are GROUP_ID_NOT_FOUND with Kafka's messages.
 - downgrade: when the last consumer-protocol member leaves (or is fenced) and only classic members
   remain, the policy allows it, and they fit group.max.size, the group becomes a classic group at
-  generation = group epoch, Stable with each member's target assignment, and then rebalances at
+  generation = its group epoch before that member left, Stable with each member's target assignment, and then rebalances at
   once, so the classic members rejoin and their leader assigns.
 Committed offsets stay with the group either way. Each conversion is one append: the old type's
 tombstones and the new type's records, so replay (and kill -9) lands on one or the other.
@@ -100,9 +100,12 @@ def _preferred(consumer: ConsumerGroup) -> str:
     return members[0].supported_protocols[0][0]
 
 
-def classic_value(consumer: ConsumerGroup, names: Mapping[uuid.UUID, str], now_ms: int) -> GroupMetadataValue:
+def classic_value(consumer: ConsumerGroup, names: Mapping[uuid.UUID, str], generation: int,
+                  now_ms: int) -> GroupMetadataValue:
     """The classic group record a consumer group of classic members downgrades to (Kafka's
-    ClassicGroup.fromConsumerGroup): Stable at generation = group epoch, each member holding its
+    ClassicGroup.fromConsumerGroup): Stable at `generation`, the group epoch before the change
+    that triggered it (Kafka converts instead of writing the fencing records, so the epoch is not
+    bumped and the members' generation stays valid for their commits), each member holding its
     target assignment, encoded in the version of its own subscription."""
     protocol = _preferred(consumer)
     members = []
@@ -114,6 +117,6 @@ def classic_value(consumer: ConsumerGroup, names: Mapping[uuid.UUID, str], now_m
             member_id=mid, group_instance_id=m.instance_id, client_id=m.client_id, client_host=m.client_host,
             rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.classic.session_timeout_ms,
             subscription=metadata, assignment=encode_assignment(target, protocol_version(metadata))))
-    return GroupMetadataValue(protocol_type=CONSUMER_PROTOCOL_TYPE, generation=consumer.group_epoch,
+    return GroupMetadataValue(protocol_type=CONSUMER_PROTOCOL_TYPE, generation=generation,
                               protocol=protocol, leader=members[0].member_id if members else None,
                               current_state_timestamp=now_ms, members=tuple(members))

@@ -109,3 +109,42 @@ def test_java_members_roll_classic_to_consumer_and_back_reading_each_record_once
         assert not [f for j in roll.started for f in j.failed_commits]
     finally:
         roll.close()
+
+
+def test_librdkafka_classic_and_consumer_members_upgrade_and_downgrade_a_group(group_broker) -> None:  # type: ignore[no-untyped-def]
+    bs = group_broker.bootstrap
+    produce(bs, 30)
+    conf = {"bootstrap.servers": bs, "group.id": "mixed-rd", "auto.offset.reset": "earliest",
+            "enable.auto.commit": False}
+    classic = Consumer(conf | {"group.protocol": "classic"})
+    classic.subscribe([TOPIC])
+    got: list[bytes] = []
+    modern: Consumer | None = None
+    try:
+        wait_until(lambda: (poll_and_commit(classic, got), len(owned(classic)) == 6)[1], "the classic member's six")
+        modern = Consumer(conf | {"group.protocol": "consumer"})
+        modern.subscribe([TOPIC])
+        members = [classic, modern]
+
+        def shared() -> bool:
+            for c in members:
+                poll_and_commit(c, got)
+            parts = [owned(c) for c in members]
+            return all(parts) and sum(len(p) for p in parts) == 6 and len(set().union(*parts)) == 6
+        wait_until(shared, "both members sharing the six partitions", timeout=120)
+        admin = AdminClient({"bootstrap.servers": bs})
+        [listed] = [g for g in admin.list_consumer_groups().result().valid if g.group_id == "mixed-rd"]
+        assert str(listed.type).endswith("CONSUMER")
+        modern.close()  # the last consumer-protocol member leaves: back to a classic group
+        modern, members = None, [classic]
+        wait_until(lambda: (poll_and_commit(classic, got), len(owned(classic)) == 6)[1], "all six back", 120)
+        [listed] = [g for g in admin.list_consumer_groups().result().valid if g.group_id == "mixed-rd"]
+        assert str(listed.type).endswith("CLASSIC")
+        produce(bs, 6, start=30)
+        every = {f"m{i}".encode() for i in range(36)}
+        wait_until(lambda: (poll_and_commit(classic, got), every <= set(got))[1], "every record")
+        assert len(got) == len(set(got)), "a record was read twice"
+    finally:
+        if modern is not None:
+            modern.close()
+        classic.close()
