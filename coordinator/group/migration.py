@@ -11,8 +11,8 @@ downgrade, or bidirectional, Kafka's default):
   REBALANCE_IN_PROGRESS. Refusals are GROUP_ID_NOT_FOUND with Kafka's messages.
 - downgrade: when the last consumer-protocol member leaves (or is fenced) and only classic members
   remain, the policy allows it, and they fit group.max.size, the group becomes a classic group at
-  generation = its group epoch before that member left, Stable with each member's target assignment, and then rebalances at
-  once, so the classic members rejoin and their leader assigns.
+  generation = its group epoch before that member left, Stable with each member's target
+  assignment, and then rebalances at once, so the classic members rejoin and their leader assigns.
 Committed offsets stay with the group either way. Each conversion is one append: the old type's
 tombstones and the new type's records, so replay (and kill -9) lands on one or the other.
 """
