@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .listeners import PORT_MAX, Listener, ListenerError, resolve_listeners
+from .listeners import PORT_MAX, SECURITY_PROTOCOLS, Listener, ListenerError, resolve_listeners
 
 __all__ = ("BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "Spec", "build_config", "load_properties",
            "parse_sets")
@@ -226,6 +226,16 @@ class BrokerConfig:
     sasl_jaas_config: str | None = prop(None, PASSWORD)
     sasl_server_max_receive_size: int = prop(524288, INT)
     connections_max_reauth_ms: int = prop(0, LONG)
+    # The client side of TLS (inter-broker connections in cluster mode): https checks that the
+    # peer's certificate names the host connected to, as Kafka's clients do; empty turns it off.
+    ssl_endpoint_identification_algorithm: str = prop("https", STRING)
+    # Cluster mode: how brokers reach each other (broker/security/inter_broker.py). Kafka's rules:
+    # inter.broker.listener.name or security.inter.broker.protocol (whose listener is the one of
+    # that name), never both; SASL with sasl.mechanism.inter.broker.protocol and the credentials
+    # of that listener's listener.name.<l>.<mechanism>.sasl.jaas.config.
+    inter_broker_listener_name: str | None = prop(None, STRING)
+    security_inter_broker_protocol: str = prop("PLAINTEXT", STRING, choices=SECURITY_PROTOCOLS)
+    sasl_mechanism_inter_broker_protocol: str = prop("GSSAPI", STRING)
     # listener.name.<listener>.<key> values as given (broker/security/settings.py reads them).
     listener_overrides: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -302,12 +312,11 @@ def _spec(name: str) -> Spec:
 # (the listener ones are read while resolving listeners).
 IGNORED_PROPERTIES = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-    "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
+    "controller.listener.names", "listener.security.protocol.map",
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "min.insync.replicas", "num.recovery.threads.per.data.dir", "broker.id",
-    "sasl.mechanism.inter.broker.protocol", "security.inter.broker.protocol",
 })
 LISTENER_PREFIX: Final = "listener.name."
 _ALIASES = {"log.dir": "log.dirs", "broker.id": "node.id"}

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import ssl
 import struct
 from collections.abc import Mapping
 from typing import Any, Final
@@ -37,55 +38,91 @@ from protocol.codec import decode_response, encode_request
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import BrokerEndpoint, ClusterView, TopicPartition
 
+from .inter_broker_login import LoginFailed, LoginFailureLog, _Exchange, log_in, read_frame
+from .security.inter_broker_auth import InterBrokerSecurity
+
 __all__ = ("InterBrokerClient", "TxnMarkerChannel")
 
 log = logging.getLogger(__name__)
 _SIZE: Final = struct.Struct(">i")
-_MAX_RESPONSE: Final = 100 * 1024 * 1024
 
 
 class _Connection:
-    """One TCP connection to one broker: pipelined requests, one reader task."""
+    """One connection to one broker, logged in (ApiVersions, then SASL when the listener has it)
+    before any request: pipelined requests, one reader task."""
 
-    def __init__(self, endpoint: BrokerEndpoint, client_id: str) -> None:
+    def __init__(self, endpoint: BrokerEndpoint, client_id: str, security: InterBrokerSecurity | None) -> None:
         self.endpoint = endpoint
         self._client_id = client_id
+        self._security = security
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, tuple[asyncio.Future[Any], int, int]] = {}
         self._ids = itertools.count(1)
         self._connecting = asyncio.Lock()
+        self.versions: dict[int, tuple[int, int]] = {}  # api key -> (min, max) the peer supports
+        self.expires_at: float | None = None  # the SASL session's end (KIP-368), loop time
+        self.retiring = False  # replaced (its session is ending): closes once its answers are in
         self.closed = False
 
     async def _connect(self) -> asyncio.StreamWriter:
         async with self._connecting:
             if self._writer is None:
-                reader, self._writer = await asyncio.open_connection(self.endpoint.host, self.endpoint.port)
+                reader, writer = await self._open()
+                self._writer = writer
+                login = await log_in(_Exchange(reader, writer, self._ids, self._client_id), self._security,
+                                     self.endpoint.node_id)
+                self.versions = login.versions
+                if login.session_lifetime_ms > 0:  # log in again on a new connection before it ends
+                    self.expires_at = asyncio.get_running_loop().time() + login.session_lifetime_ms * 0.8 / 1000
                 self._reader_task = asyncio.get_running_loop().create_task(
                     self._read(reader), name=f"inter-broker reader {self.endpoint.node_id}")
             return self._writer
 
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        context = self._security.ssl_context if self._security is not None else None
+        if context is None:
+            return await asyncio.open_connection(self.endpoint.host, self.endpoint.port)
+        return await asyncio.open_connection(self.endpoint.host, self.endpoint.port, ssl=context,
+                                             server_hostname=self.endpoint.host)
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and asyncio.get_running_loop().time() >= self.expires_at
+
     async def send(self, request: Any, timeout_s: float) -> Any:
         if self.closed:
             raise ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
-        writer = await asyncio.wait_for(self._connect(), timeout_s)
+        try:
+            writer = await asyncio.wait_for(self._connect(), timeout_s)
+        except (asyncio.IncompleteReadError, KafkaError) as exc:  # a garbled or cut answer while logging in
+            self.close()
+            raise ConnectionError(f"broker {self.endpoint.node_id} broke the connection while logging in: "
+                                  f"{exc!r}") from None
+        except BaseException:
+            self.close()
+            raise
+        api_key, version = int(request.__api_key__), int(request.__version__)
+        low, high = self.versions.get(api_key, (0, -1))
+        if not low <= version <= high:
+            raise KafkaError(ErrorCode.unsupported_version, f"broker {self.endpoint.node_id} does not support api "
+                             f"key {api_key} v{version} (it supports v{low}-{high})")
         correlation_id = next(self._ids)
         reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[correlation_id] = (reply, int(request.__api_key__), int(request.__version__))
+        self._pending[correlation_id] = (reply, api_key, version)
         writer.write(encode_request(request, correlation_id, self._client_id))
         try:
             return await asyncio.wait_for(reply, timeout_s)
         finally:
             self._pending.pop(correlation_id, None)
+            if self.retiring and not self._pending:
+                self.close()
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         error: BaseException = ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
         try:
             while True:
-                (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
-                if not 4 <= size <= _MAX_RESPONSE:
-                    raise ConnectionError(f"broker {self.endpoint.node_id} sent a frame of {size} bytes")
-                self._deliver(await reader.readexactly(size))
+                self._deliver(await read_frame(reader, self.endpoint.node_id))
         except (OSError, asyncio.IncompleteReadError, KafkaError) as exc:
             # Every waiting request fails as a broken connection (retriable), whatever broke it.
             error = ConnectionError(f"connection to broker {self.endpoint.node_id} broke: {exc!r}")
@@ -100,6 +137,11 @@ class _Connection:
         reply, api_key, version = entry
         if not reply.done():
             reply.set_result(decode_response(payload, api_key, version)[1])
+
+    def retire(self) -> None:
+        self.retiring = True
+        if not self._pending:
+            self.close()
 
     def close(self, error: BaseException | None = None) -> None:
         self.closed = True
@@ -118,31 +160,48 @@ class _Connection:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader_task
         if self._writer is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ssl.SSLError):
                 await self._writer.wait_closed()
 
 
 class InterBrokerClient:
-    def __init__(self, cluster: ClusterView, *, client_id: str, request_timeout_ms: int) -> None:
+    """Requests to the other brokers, on the listener named by inter.broker.listener.name with this
+    broker's credentials (security; None: each broker's registered address, PLAINTEXT)."""
+
+    def __init__(self, cluster: ClusterView, *, client_id: str, request_timeout_ms: int,
+                 security: InterBrokerSecurity | None = None) -> None:
         self.cluster = cluster
         self.client_id = client_id
         self.timeout_s = request_timeout_ms / 1000
+        self.security = security
         self._connections: dict[int, _Connection] = {}
+        self._retired: set[_Connection] = set()
+        self._login_failures = LoginFailureLog()
 
     def _endpoint(self, node_id: int) -> BrokerEndpoint:
-        for endpoint in self.cluster.live_brokers():
-            if endpoint.node_id == node_id:
+        for broker in self.cluster.live_brokers():
+            if broker.node_id == node_id:
+                if self.security is None:
+                    return broker
+                endpoint = broker.on(self.security.listener_name)
+                if endpoint is None:
+                    raise KafkaError(ErrorCode.leader_not_available, f"broker {node_id} has no listener "
+                                     f"{self.security.listener_name} (inter.broker.listener.name)")
                 return endpoint
         raise KafkaError(ErrorCode.leader_not_available, f"broker {node_id} is not a live broker of the cluster")
 
     def _connection(self, node_id: int) -> _Connection:
         endpoint = self._endpoint(node_id)
         conn = self._connections.get(node_id)
-        if conn is not None and (conn.closed or conn.endpoint != endpoint):
+        if conn is not None and conn.expired and not conn.closed:
+            conn.retire()  # its SASL session ends soon: new requests go on a freshly logged-in one
+            self._retired = {c for c in self._retired if not c.closed} | {conn}
+            conn = None
+        elif conn is not None and (conn.closed or conn.endpoint != endpoint):
             conn.close()  # broken, or the broker came back elsewhere
             conn = None
         if conn is None:
-            conn = self._connections[node_id] = _Connection(endpoint, self.client_id)
+            conn = self._connections[node_id] = _Connection(endpoint, self.client_id, self.security)
         return conn
 
     async def send(self, node_id: int, request: Any) -> Any:
@@ -154,13 +213,17 @@ class InterBrokerClient:
             conn.close()
             raise KafkaError(ErrorCode.request_timed_out,
                              f"broker {node_id} did not answer within {self.timeout_s:g} s") from None
-        except (OSError, asyncio.IncompleteReadError) as exc:
+        except (OSError, asyncio.IncompleteReadError, LoginFailed) as exc:
             conn.close()
+            if isinstance(exc, LoginFailed | ssl.SSLError):  # misconfigured, not a passing fault: say so
+                self._login_failures.report(node_id, conn.endpoint, self.security, exc)
+            # Retriable all the same: the caller's next attempt logs in again.
             raise KafkaError(ErrorCode.network_exception, f"broker {node_id}: {exc!r}") from None
 
     async def close(self) -> None:
-        conns = list(self._connections.values())
+        conns = [*self._connections.values(), *self._retired]
         self._connections.clear()
+        self._retired.clear()
         for conn in conns:
             conn.close()
         for conn in conns:

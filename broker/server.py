@@ -24,6 +24,7 @@ from storage.log_manager import LogManager
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.producer_ids import PgProducerIdBlocks
+from storage.pg.security_store import PgAclStore, PgScramCredentialStore
 
 from .authorizer.standard import StandardAuthorizer
 from .cluster.backend import ClusterBackend
@@ -33,6 +34,7 @@ from .dispatch import HANDLERS
 from .features import FinalizedFeatures
 from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
+from .security.inter_broker_auth import build_inter_broker_security
 from .security.listener_security import ListenerSecurity, build_listener_security
 from .security.tls_acceptor import tls_protocol_factory
 from .startup import StartupError, bind_listener, check_data_dir
@@ -149,6 +151,8 @@ class Broker:
         # Key material is read (once) before any port is bound or anything is created on disk.
         self._security = [build_listener_security(self.config, listener, self._scram_credential)
                           for listener in self.config.client_listeners]
+        if self.config.cluster_url:  # how to reach and log in to the other brokers
+            self.state.extras["inter_broker_security"] = build_inter_broker_security(self.config)
         socks: list[tuple[ListenerSecurity, socket.socket]] = []
         try:
             for security in self._security:
@@ -231,8 +235,11 @@ class Broker:
             self.state.features = self._load_features()
             if self.cluster is None:
                 self.logs.load()
-            self.state.scram_credentials = credentials = ScramCredentialStore(data_dir)
-            credentials.load()
+            if self.cluster is not None:  # shared by every broker of the cluster
+                self.state.scram_credentials = PgScramCredentialStore(self.cluster.security)
+            else:
+                self.state.scram_credentials = credentials = ScramCredentialStore(data_dir)
+                credentials.load()
         except StartupError:
             self._lock.release()
             raise
@@ -249,14 +256,17 @@ class Broker:
         config = self.config
         if not config.authorizer_class_name:
             return None
+        shared = self.cluster.security if self.cluster is not None else None
         authorizer = StandardAuthorizer(super_users=config.super_user_principals,
                                         allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
-                                        store=AclFileStore(config.data_dir))
+                                        store=AclFileStore(config.data_dir) if shared is None else PgAclStore(shared))
         try:
             authorizer.load()
         except ValueError as exc:
             # Starting without them would open what the ACLs closed: refuse instead.
             raise StartupError(f"cannot load the ACLs: {exc}") from None
+        if shared is not None:  # changed through another broker
+            shared.add_listener(lambda: authorizer.reload(shared.acl_records))
         return authorizer
 
     def _load_features(self) -> FinalizedFeatures:

@@ -97,7 +97,8 @@ def inter_broker(state: BrokerState) -> list[Any]:
     if cluster is None:
         return []
     client = InterBrokerClient(cluster, client_id=f"eosbroker-{state.node_id}",
-                               request_timeout_ms=state.config.request_timeout_ms)
+                               request_timeout_ms=state.config.request_timeout_ms,
+                               security=state.extras.get("inter_broker_security"))
     state.extras["inter_broker"] = client
     return [InterBrokerService(client)]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
-from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockSource, ScramCredentialStore
+from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockSource, ScramCredentials
 
 from .cluster.local_view import LocalClusterView
 from .config import BrokerConfig
@@ -40,7 +40,7 @@ class BrokerState:
     # Set when authorizer.class.name names one; None keeps every request path free of ACL checks.
     authorizer: StandardAuthorizer | None = None
     # SCRAM credentials (AlterUserScramCredentials, SASL/SCRAM), loaded from the data dir at start.
-    scram_credentials: ScramCredentialStore | None = None
+    scram_credentials: ScramCredentials | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
     cluster: ClusterView = None  # type: ignore[assignment]
@@ -52,7 +52,8 @@ class BrokerState:
     def endpoint(self) -> BrokerEndpoint:
         """This broker as Metadata advertises it (config changes once the listener is bound)."""
         host, port = self.config.advertised
-        return BrokerEndpoint(self.config.node_id, host, port, None)
+        listeners = tuple((listener.name, *listener.advertised) for listener in self.config.client_listeners)
+        return BrokerEndpoint(self.config.node_id, host, port, None, listeners)
 
     @property
     def node_id(self) -> int:

@@ -36,6 +36,12 @@ class AclFileStore:
         acls: list[dict[str, Any]] = doc["acls"]
         return acls
 
+    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
+                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """Store the whole new set (this broker is the only writer of its data dir)."""
+        self.save(records)
+        return None
+
     def save(self, records: list[dict[str, Any]]) -> None:
         data = json.dumps({"version": _VERSION, "acls": records}, indent=1).encode()
         self._fs.write_atomically(self.path, data)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from pathlib import Path
@@ -44,6 +44,7 @@ __all__ = (
     "ProducerIdBlockSource",
     "ScramCredential",
     "ScramCredentialStore",
+    "ScramCredentials",
     "TopicMetadata",
     "TopicPartition",
     "incremental_alter",
@@ -278,9 +279,22 @@ class LogSource(Protocol):
 
 class BrokerEndpoint(NamedTuple):
     node_id: int
-    host: str
+    host: str  # the first listener's advertised address
     port: int
     rack: str | None = None
+    # Every advertised listener as (name, host, port), as Kafka registers a broker's endpoints;
+    # empty for a broker registered before the cluster kept them (then host/port is all there is).
+    listeners: tuple[tuple[str, str, int], ...] = ()
+
+    def on(self, listener_name: str) -> BrokerEndpoint | None:
+        """This broker as reached over the named listener; None when it has no such listener
+        (Kafka leaves such a broker out of a Metadata answer to that listener's clients)."""
+        if not self.listeners:
+            return self
+        for name, host, port in self.listeners:
+            if name == listener_name:
+                return self._replace(host=host, port=port)
+        return None
 
 
 class PartitionLeader(NamedTuple):
@@ -343,12 +357,29 @@ class ClusterView(Protocol):
 
 
 class AclStore(Protocol):
-    """Where the authorizer keeps its ACLs (storage/acl_store.py keeps them in the data dir).
-    Records are plain JSON-able dicts; save replaces all of them at once, durably."""
+    """Where the authorizer keeps its ACLs: in the data dir (storage/acl_store.py), or in cluster
+    mode shared by every broker (storage/pg/security_store.py). Records are plain JSON-able dicts."""
 
     def load(self) -> list[dict[str, Any]]: ...
 
-    def save(self, records: list[dict[str, Any]]) -> None: ...
+    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
+                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """Store a change durably: records is the whole new set as this broker sees it, added and
+        removed what changed. A shared store returns every record it now holds (others' changes
+        included); None: records is the stored set."""
+        ...
+
+
+class ScramCredentials(Protocol):
+    """SCRAM credentials as the broker uses them: reads from memory, changes durable before they
+    return (storage/scram_credentials.py in the data dir, storage/pg/security_store.py shared)."""
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None: ...
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]: ...
+
+    async def alter(self, upsertions: Iterable[tuple[str, str, ScramCredential]],
+                    deletions: Iterable[tuple[str, str]]) -> None: ...
 
 
 @runtime_checkable

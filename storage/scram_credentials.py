@@ -67,10 +67,11 @@ class ScramCredentialStore:
     def users(self) -> dict[str, dict[str, ScramCredential]]:
         return {user: dict(mechs) for user, mechs in self._users.items()}
 
-    def alter(self, upsertions: Iterable[tuple[str, str, ScramCredential]],
-              deletions: Iterable[tuple[str, str]]) -> None:
+    async def alter(self, upsertions: Iterable[tuple[str, str, ScramCredential]],
+                    deletions: Iterable[tuple[str, str]]) -> None:
         """Apply all of them in one durable write (all or nothing: memory changes only once the
-        file is replaced)."""
+        file is replaced). The write blocks the event loop briefly: changes are rare admin
+        operations, and writing them in turn keeps two concurrent changes from losing either."""
         users = {user: dict(mechs) for user, mechs in self._users.items()}
         for user, mechanism in deletions:
             users.get(user, {}).pop(mechanism, None)

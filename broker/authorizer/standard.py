@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Final
+from typing import Any, Final
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import AclStore
@@ -153,26 +153,33 @@ class StandardAuthorizer:
     def acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         return [acl for acl in self._index.acls if acl_filter.matches(acl)]
 
-    def create_acls(self, bindings: Sequence[AclBinding]) -> None:
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> None:
         """Adds the (validated) bindings; adding one that exists is a no-op, as in Kafka."""
-        self._replace(_AclIndex((*self._index.acls, *bindings)))
+        await self._replace(_AclIndex((*self._index.acls, *bindings)), added=bindings, removed=())
 
-    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """The ACLs each filter removed; an ACL matched by two filters is reported by both."""
         matched = [self.acls(f) for f in filters]
         gone = {acl for group in matched for acl in group}
         if gone:
-            self._replace(_AclIndex(acl for acl in self._index.acls if acl not in gone))
+            await self._replace(_AclIndex(acl for acl in self._index.acls if acl not in gone), added=(),
+                                removed=list(gone))
         return matched
 
-    def _replace(self, index: _AclIndex) -> None:
+    def reload(self, records: Iterable[dict[str, Any]]) -> None:
+        """The stored ACLs changed elsewhere (cluster mode: through another broker)."""
+        self._index = _AclIndex(AclBinding.from_json(d) for d in records)
+
+    async def _replace(self, index: _AclIndex, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
         try:
-            # A blocking write on the event loop: ACL changes are rare admin operations, and
-            # writing them in order this way keeps two concurrent changes from losing either.
-            self._store.save([acl.to_json() for acl in index.acls])
-        except OSError as exc:
-            raise KafkaError(ErrorCode.kafka_storage_error, f"could not store the ACLs: {exc}") from None
-        self._index = index
+            # The local file store writes (blocking, briefly) on the event loop: ACL changes are
+            # rare admin operations, and writing them in turn keeps two concurrent changes from
+            # losing either. The shared store writes only the change and answers the whole set.
+            stored = await self._store.update([acl.to_json() for acl in index.acls],
+                                              [acl.to_json() for acl in added], [acl.to_json() for acl in removed])
+        except Exception as exc:  # OSError from a file, the database's errors in cluster mode
+            raise KafkaError(ErrorCode.kafka_storage_error, f"could not store the ACLs: {exc!r}") from None
+        self._index = index if stored is None else _AclIndex(AclBinding.from_json(d) for d in stored)
 
 
 def _dominated(name: str, pattern: PatternType, deny: dict[PatternType, set[str]]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -21,6 +21,7 @@ from storage.pg.feature_levels import PgFeatureLevelStore
 from storage.pg.log_source import PgLogSource
 from storage.pg.pool import create_pool
 from storage.pg.schema import SchemaTooNewError, migrate
+from storage.pg.security_store import PgSecurityMetadata
 
 from ..config import BrokerConfig
 from ..startup import StartupError
@@ -64,6 +65,9 @@ class ClusterBackend:
     member: ClusterMember
     cluster_id: str
     feature_levels: PgFeatureLevelStore
+    security: PgSecurityMetadata  # SCRAM credentials and ACLs, shared by every broker
+    security_poll_s: float
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @classmethod
     async def open(cls, config: BrokerConfig, data_dir: Path, log_defaults: Mapping[str, object],
@@ -81,6 +85,8 @@ class ClusterBackend:
                                    f"{cluster_id} ({redacted(url)})")
             logs = PgLogSource(pool, config.node_id, data_dir, log_defaults, config.producer_id_expiration_ms)
             await logs.load()
+            security = PgSecurityMetadata(pool)
+            await security.refresh()
         except BaseException as exc:
             await pool.close()
             if isinstance(exc, StartupError):
@@ -94,12 +100,16 @@ class ClusterBackend:
         member = ClusterMember(ClusterStore(pool, config.node_id, config.cluster_lease_ms), endpoint,
                                config.cluster_lease_ms, logs)
         logs.add_fenced_listener(member.lost)
+        # A change made through another broker is seen here within a tenth of a lease (1 s at most).
+        poll_s = min(max(config.cluster_lease_ms / 10_000, 0.1), 1.0)
         return cls(pool=pool, logs=logs, member=member, cluster_id=cluster_id,
-                   feature_levels=PgFeatureLevelStore(pool))
+                   feature_levels=PgFeatureLevelStore(pool), security=security, security_poll_s=poll_s)
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""
         self.logs.start()
+        self._tasks.append(asyncio.get_running_loop().create_task(self.security.run(self.security_poll_s),
+                                                                  name="security-poll"))
         await self.member.start()
 
     async def leave(self) -> None:
@@ -107,6 +117,9 @@ class ClusterBackend:
         await self.member.stop()
 
     async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.logs.close()
         await self.pool.close()
 

@@ -86,8 +86,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 credential_from_salted_password(MECHANISMS[MECHANISM_TYPES[u.mechanism]], u.salted_password, u.salt,
                                                 u.iterations)) for u in upsertions.values()]
     try:
-        store.alter(changes, [(d.name, MECHANISM_TYPES[d.mechanism]) for d in deletions.values()])
-    except OSError as exc:
+        await store.alter(changes, [(d.name, MECHANISM_TYPES[d.mechanism]) for d in deletions.values()])
+    except Exception as exc:  # OSError from the file, the database's errors in cluster mode
         log.error("cannot store SCRAM credentials: %s", exc)
         errors |= {name: (ErrorCode.unknown_server_error, "the credentials could not be stored")
                    for name in (*deletions, *upsertions)}

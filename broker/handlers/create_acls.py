@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     valid = [o for o in outcomes if isinstance(o, AclBinding)]
     if valid:
         try:
-            authorizer.create_acls(valid)
+            await authorizer.create_acls(valid)
             log.info("%s created ACLs: %s", ctx.session.principal, ", ".join(map(str, valid)))
         except KafkaError as exc:
             outcomes = [exc if isinstance(o, AclBinding) else o for o in outcomes]

@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     require_cluster(ctx, AclOperation.ALTER)
     outcomes = validated(request.filters, filter_of)
     valid = [o for o in outcomes if isinstance(o, AclBindingFilter)]
-    removed = iter(authorizer.delete_acls(valid)) if valid else iter(())
+    removed = iter(await authorizer.delete_acls(valid)) if valid else iter(())
     results = []
     for outcome in outcomes:
         if isinstance(outcome, KafkaError):

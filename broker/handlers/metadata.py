@@ -28,11 +28,17 @@ log = logging.getLogger(__name__)
 
 
 def live_brokers(ctx: RequestContext) -> list[BrokerEndpoint]:
-    """The live brokers, this one with the address of the listener the client came in on (as
-    Kafka answers); the others as they registered."""
-    host, port = ctx.broker.config.advertised_for(ctx.session.listener_name)
-    return [b._replace(host=host, port=port) if b.node_id == ctx.broker.node_id else b
-            for b in ctx.broker.cluster.live_brokers()]
+    """The live brokers, each with its address on the listener the client came in on, as Kafka
+    answers; a broker without that listener is left out, as in Kafka."""
+    listener = ctx.session.listener_name
+    host, port = ctx.broker.config.advertised_for(listener)
+    out = []
+    for broker in ctx.broker.cluster.live_brokers():
+        if broker.node_id == ctx.broker.node_id:
+            out.append(broker._replace(host=host, port=port))
+        elif (endpoint := broker.on(listener)) is not None:
+            out.append(endpoint)
+    return out
 
 
 def partition_entry(cluster: ClusterView, tp: TopicPartition) -> dict[str, Any]:

@@ -17,6 +17,7 @@ writes its markers directly, so that stricter check is not applied here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,8 @@ from storage.api import TopicPartition
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import authorized, require_cluster
 from ..handler import Handler, RequestContext
+
+log = logging.getLogger(__name__)
 
 
 def _entry(marker: Any) -> TxnMarkerEntry:
@@ -72,7 +75,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # Kafka: ALTER on the CLUSTER (an operator's kafka-transactions abort), else CLUSTER_ACTION.
     if not authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False):
         require_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    _note_sender(ctx)
     return ctx.respond({"markers": [await _marker_result(ctx, m) for m in request.markers]})
+
+
+def _note_sender(ctx: RequestContext) -> None:
+    """One INFO line per principal and listener that sends markers (in cluster mode the other
+    brokers' coordinators): who the peers are and that they came in on the inter-broker listener."""
+    seen: set[tuple[str, str]] = ctx.broker.extras.setdefault("marker_senders", set())
+    key = (str(ctx.session.principal), ctx.session.listener_name)
+    if key not in seen:
+        seen.add(key)
+        log.info("WriteTxnMarkers from %s on listener %s (%s), %s", key[0], key[1], ctx.session.security_protocol,
+                 ctx.peer)
 
 
 HANDLER = Handler(api_key=ApiKey.WRITE_TXN_MARKERS, min_version=1, max_version=2, handle=handle)

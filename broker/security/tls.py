@@ -26,7 +26,7 @@ from typing import Any, Final
 from ..startup import StartupError
 from .settings import ListenerSettings
 
-__all__ = ("client_auth", "server_context")
+__all__ = ("client_auth", "client_context", "server_context")
 
 _PEM_BLOCK: Final = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
 _PROTOCOLS: Final = {"TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
@@ -59,6 +59,23 @@ def server_context(settings: ListenerSettings) -> ssl.SSLContext:
             context.verify_mode = _VERIFY[auth]
     except _Refused as exc:
         raise StartupError(f"listener {settings.listener.name}: {exc}") from None
+    return context
+
+
+def client_context(settings: ListenerSettings) -> ssl.SSLContext:
+    """The client side of a listener's TLS, as a Kafka broker connects to another one on its
+    inter-broker listener: the listener's trust store verifies the peer (and, with
+    ssl.endpoint.identification.algorithm=https, that its certificate names the host), and its key
+    store, when it has one, is this broker's client certificate (the peer may require one)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        _set_protocols(context, settings.get("ssl.enabled.protocols"))
+        context.check_hostname = settings.get("ssl.endpoint.identification.algorithm").lower() == "https"
+        _load_truststore(context, settings, ssl.Purpose.SERVER_AUTH)
+        if settings.get("ssl.keystore.location") is not None or settings.get("ssl.keystore.key") is not None:
+            _load_keystore(context, settings)
+    except _Refused as exc:
+        raise StartupError(f"inter-broker listener {settings.listener.name}: {exc}") from None
     return context
 
 
@@ -189,7 +206,8 @@ def _load_pkcs12_keystore(context: ssl.SSLContext, path: str, password: str, key
     _load_pem_pair(context, chain, key, False, None, f"SSL keystore {path}")
 
 
-def _load_truststore(context: ssl.SSLContext, settings: ListenerSettings) -> None:
+def _load_truststore(context: ssl.SSLContext, settings: ListenerSettings,
+                     purpose: ssl.Purpose = ssl.Purpose.CLIENT_AUTH) -> None:
     kind: str = settings.get("ssl.truststore.type").upper()
     path, password = settings.get("ssl.truststore.location"), settings.get("ssl.truststore.password")
     certs = settings.get("ssl.truststore.certificates")
@@ -200,7 +218,7 @@ def _load_truststore(context: ssl.SSLContext, settings: ListenerSettings) -> Non
             raise _Refused("Both SSL trust store location and separate trust certificates are specified.")
         pem = _pem(certs, "ssl.truststore.certificates")[0]
     elif path is None:
-        context.load_default_certs(ssl.Purpose.CLIENT_AUTH)  # as Java falls back on its default CAs
+        context.load_default_certs(purpose)  # as Java falls back on its default CAs
         return
     elif kind == "PEM":
         if password is not None:

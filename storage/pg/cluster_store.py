@@ -14,6 +14,7 @@ re-checked WHERE clause finds the partition led.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -27,11 +28,12 @@ Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 _LEASE: Final = "now() + make_interval(secs => $3::double precision / 1000)"
 
 _REGISTER: Final = f"""
-    INSERT INTO brokers AS b (node_id, incarnation, lease_expires_at, host, port, rack)
-    VALUES ($1, $2, {_LEASE}, $4, $5, $6)
+    INSERT INTO brokers AS b (node_id, incarnation, lease_expires_at, host, port, rack, listeners)
+    VALUES ($1, $2, {_LEASE}, $4, $5, $6, $7::jsonb)
     ON CONFLICT (node_id) DO UPDATE
         SET incarnation = excluded.incarnation, lease_expires_at = excluded.lease_expires_at,
-            host = excluded.host, port = excluded.port, rack = excluded.rack, registered_at = now()
+            host = excluded.host, port = excluded.port, rack = excluded.rack, listeners = excluded.listeners,
+            registered_at = now()
         WHERE b.lease_expires_at <= now()
     RETURNING b.incarnation
 """
@@ -42,7 +44,7 @@ _HEARTBEAT: Final = f"""
 """
 
 _LIVE_BROKERS: Final = """
-    SELECT node_id, host, port, rack,
+    SELECT node_id, host, port, rack, listeners::text AS listeners,
            (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint AS lease_left_ms
     FROM brokers WHERE lease_expires_at > now() ORDER BY node_id
 """
@@ -111,7 +113,8 @@ class ClusterStore:
         second broker given the same node.id)."""
         incarnation = uuid.uuid4()
         row = await self.pool.fetchrow(_REGISTER, self.node_id, incarnation, self.lease_ms,
-                                       endpoint.host, endpoint.port, endpoint.rack)
+                                       endpoint.host, endpoint.port, endpoint.rack,
+                                       json.dumps([list(listener) for listener in endpoint.listeners]))
         if row is None:
             return False
         self.incarnation = incarnation
@@ -135,7 +138,7 @@ class ClusterStore:
             brokers = await conn.fetch(_LIVE_BROKERS)
             partitions = await conn.fetch(_PARTITIONS)
         return ClusterSnapshot(
-            brokers=[BrokerEndpoint(r["node_id"], r["host"], r["port"], r["rack"]) for r in brokers],
+            brokers=[_endpoint(r) for r in brokers],
             partitions=[PartitionLease(TopicPartition(r["name"], r["partition"]), r["leader"], r["leader_epoch"],
                                        r["replication_factor"]) for r in partitions],
             lease_left_ms={r["node_id"]: r["lease_left_ms"] for r in brokers})
@@ -157,6 +160,11 @@ class ClusterStore:
         status = await self.pool.execute(_RELEASE, self.node_id, [tp.topic for tp, _ in held],
                                          [tp.partition for tp, _ in held], [epoch for _, epoch in held])
         return _rows(status)
+
+
+def _endpoint(row: Any) -> BrokerEndpoint:
+    listeners = tuple((str(name), str(host), int(port)) for name, host, port in json.loads(row["listeners"]))
+    return BrokerEndpoint(row["node_id"], row["host"], row["port"], row["rack"], listeners)
 
 
 def _rows(status: str) -> int:

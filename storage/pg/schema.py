@@ -86,6 +86,30 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         epoch bigint NOT NULL
     );
     """,
+    # 4: every advertised listener of a broker, [[name, host, port], ...] (issue 12): Metadata
+    # answers each client with the brokers' endpoints on the listener it came in on, and brokers
+    # reach each other on inter.broker.listener.name. Rows of older brokers keep '[]'.
+    """
+    ALTER TABLE brokers ADD COLUMN listeners jsonb NOT NULL DEFAULT '[]';
+    """,
+    # 5: SCRAM credentials and ACLs, shared by every broker (storage/pg/security_store.py); a
+    # change bumps cluster_meta's security.version, which every broker polls. Never a password:
+    # the salt, StoredKey, ServerKey and iterations, as Kafka's UserScramCredentialRecord.
+    """
+    CREATE TABLE scram_credentials (
+        username   text NOT NULL,
+        mechanism  text NOT NULL,
+        salt       bytea NOT NULL,
+        stored_key bytea NOT NULL,
+        server_key bytea NOT NULL,
+        iterations int NOT NULL,
+        PRIMARY KEY (username, mechanism)
+    );
+    CREATE TABLE acls (
+        binding text PRIMARY KEY
+    );
+    INSERT INTO cluster_meta (key, value) VALUES ('security.version', '0') ON CONFLICT (key) DO NOTHING;
+    """,
 )
 
 

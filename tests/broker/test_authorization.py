@@ -153,7 +153,7 @@ async def test_a_super_user_is_refused_nothing(state: BrokerState, key: ApiKey) 
 async def test_authorized_operations_are_reported_when_asked(state: BrokerState) -> None:
     """Kafka's AuthHelper.authorizedOperations: a bit per supported operation the caller may use."""
     assert state.authorizer is not None
-    state.authorizer.create_acls([AclBinding(
+    await state.authorizer.create_acls([AclBinding(
         resource_type=ResourceType.TOPIC, resource_name="t", pattern_type=PatternType.LITERAL, principal="User:alice",
         host="*", operation=AclOperation.READ, permission_type=AclPermissionType.ALLOW)])
 

@@ -4,6 +4,7 @@ default, authorizeByResourceType) and the filters of DescribeAcls/DeleteAcls, pl
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 from pathlib import Path
@@ -47,7 +48,7 @@ def authorizer(tmp_path: Path, *acls: AclBinding, super_users: frozenset[str] = 
     auth = StandardAuthorizer(super_users=super_users, allow_everyone_if_no_acl_found=allow_everyone,
                               store=AclFileStore(tmp_path))
     auth.load()
-    auth.create_acls(list(acls))
+    asyncio.run(auth.create_acls(list(acls)))
     return auth
 
 
@@ -99,7 +100,7 @@ def test_deny_wins_over_allow_wherever_it_comes_from(tmp_path: Path) -> None:
                                                                op=Op.WRITE, principal="User:*"))
     assert can(auth, Op.READ)
     assert not can(auth, Op.WRITE)
-    auth.create_acls([acl("orders", host=HOST, op=Op.ALL, perm=Perm.DENY)])
+    asyncio.run(auth.create_acls([acl("orders", host=HOST, op=Op.ALL, perm=Perm.DENY)]))
     assert not can(auth, Op.READ)
     assert can(auth, Op.READ, host="10.0.0.9")
 
@@ -161,7 +162,7 @@ def test_filters_match_as_kafkas(tmp_path: Path) -> None:
 def test_create_is_idempotent_and_delete_reports_per_filter(tmp_path: Path) -> None:
     auth = authorizer(tmp_path, acl("orders"), acl("orders"), acl("payments"))
     assert len(auth.acls(acl_filter())) == 2
-    removed = auth.delete_acls([acl_filter(resource_name="orders"), acl_filter(resource_type=TOPIC)])
+    removed = asyncio.run(auth.delete_acls([acl_filter(resource_name="orders"), acl_filter(resource_type=TOPIC)]))
     assert removed == [[acl("orders")], [acl("orders"), acl("payments")]]
     assert auth.acls(acl_filter()) == []
 
@@ -189,7 +190,7 @@ def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
                               store=AclFileStore(tmp_path, FullDisk()))
     auth.load()
     with pytest.raises(KafkaError, match="No space left") as caught:
-        auth.create_acls([acl("payments")])
+        asyncio.run(auth.create_acls([acl("payments")]))
     assert caught.value.code == ErrorCode.kafka_storage_error
     assert auth.acls(acl_filter()) == [acl("orders")]
     assert authorizer(tmp_path).acls(acl_filter()) == [acl("orders")]

@@ -130,7 +130,7 @@ async def test_the_local_view_leads_every_partition_at_epoch_zero(broker_state) 
     view = state.cluster
     assert isinstance(view, LocalClusterView)
     host, port = state.config.advertised
-    assert view.live_brokers() == [BrokerEndpoint(state.node_id, host, port, None)]
+    assert view.live_brokers() == [BrokerEndpoint(state.node_id, host, port, None, (("PLAINTEXT", host, port),))]
     assert view.leader(TopicPartition("t", 1)) == PartitionLeader(state.node_id, 0)
     assert view.leader(TopicPartition("t", 2)) is None and view.leader(TopicPartition("x", 0)) is None
     assert view.replicas(TopicPartition("t", 0)) == [state.node_id]

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
+from broker.config import build_config
 from broker.inter_broker import InterBrokerClient, TxnMarkerChannel
+from broker.security.inter_broker_auth import build_inter_broker_security
 from coordinator.transaction.txn_markers import TxnMarkerEntry
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.codec import request_schema
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from storage.api import BrokerEndpoint, TopicPartition
 
 from ..coordinator.cluster_view import StaticClusterView
@@ -64,3 +66,38 @@ async def test_markers_sent_to_the_leader_end_its_open_transaction(broker_factor
         await client.close()
     assert last_stable_offsets(broker.bootstrap, "t", 3) == {0: 5, 1: 5, 2: 5}  # 2 records and 3 markers each
     producer.abort_transaction(30)
+
+
+async def test_the_client_logs_in_over_mtls_as_its_certificates_subject(broker_factory, tls_files) -> None:  # type: ignore[no-untyped-def]
+    """inter.broker.listener.name on an SSL listener that requires client certificates: the key
+    store is the client certificate, so the peer sees the broker's subject as its principal
+    (which needs CLUSTER_ACTION: super.users here); without a certificate the login fails."""
+    tls = tls_files.broker_settings(client_auth="required")
+    broker = broker_factory(SETTINGS | tls | {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", "super.users": "User:ANONYMOUS;User:CN=localhost",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    create_topics(broker.bootstrap, ["t"], 1)
+    ssl_port = broker.listener_ports["SSL"]
+    view = StaticClusterView(9)
+    view.brokers = [BrokerEndpoint(1, "127.0.0.1", broker.port, None,
+                                   (("PLAINTEXT", "127.0.0.1", broker.port), ("SSL", "127.0.0.1", ssl_port)))]
+    props = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", "inter.broker.listener.name": "SSL"}
+    security = build_inter_broker_security(build_config(props | tls)[0])
+    client = InterBrokerClient(view, client_id="eosbroker-9", request_timeout_ms=30000, security=security)
+    try:
+        marker = TxnMarkerEntry(producer_id=4242, producer_epoch=0, coordinator_epoch=0, commit=False,
+                                partitions=(TopicPartition("t", 0),))
+        results = await TxnMarkerChannel(client).write_txn_markers(1, marker)
+        assert results == {TopicPartition("t", 0): ErrorCode.none}
+    finally:
+        await client.close()
+    assert broker.wait_for_log(r"WriteTxnMarkers from User:CN=localhost on listener SSL \(SSL\)")
+    no_certificate = {k: v for k, v in tls.items() if not k.startswith(("ssl.keystore", "ssl.key."))}
+    refused = InterBrokerClient(view, client_id="eosbroker-9", request_timeout_ms=30000,
+                                security=build_inter_broker_security(build_config(props | no_certificate)[0]))
+    try:
+        with pytest.raises(KafkaError) as caught:
+            await refused.send(1, build(request_schema(ApiKey.DESCRIBE_TRANSACTIONS, 0), {"transactional_ids": ["x"]}))
+        assert caught.value.code is ErrorCode.network_exception  # retriable: fixed configuration, next attempt
+    finally:
+        await refused.close()

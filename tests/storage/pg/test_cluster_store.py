@@ -142,3 +142,17 @@ async def test_a_broker_that_left_holds_nothing(pool: asyncpg.Pool) -> None:
 async def test_the_first_brokers_cluster_id_is_everyones(pool: asyncpg.Pool) -> None:
     assert await ensure_cluster_id(pool, "first") == "first"
     assert await ensure_cluster_id(pool, "second") == "first"
+
+
+async def test_every_advertised_listener_is_registered_and_each_is_asked_by_name(pool: asyncpg.Pool) -> None:
+    endpoint = BrokerEndpoint(1, "h1", 9092, None, (("CLIENT", "h1", 9092), ("INTERNAL", "10.0.0.1", 9093)))
+    store = ClusterStore(pool, 1, LEASE_MS)
+    assert await store.register(endpoint)
+    [seen] = (await store.snapshot()).brokers
+    assert seen == endpoint
+    assert seen.on("INTERNAL") == BrokerEndpoint(1, "10.0.0.1", 9093, None, endpoint.listeners)
+    assert seen.on("SASL_SSL") is None  # Metadata leaves it out for that listener's clients
+    # A row written before the listeners were kept (schema 1): its one address serves every listener.
+    await pool.execute("UPDATE brokers SET listeners = '[]' WHERE node_id = 1")
+    [old] = (await store.snapshot()).brokers
+    assert old.on("ANY") == BrokerEndpoint(1, "h1", 9092, None)

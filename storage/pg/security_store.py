@@ -1,0 +1,148 @@
+"""SCRAM credentials and ACLs of a cluster, in PostgreSQL (tables `scram_credentials` and `acls`,
+schema migration 5), shared by every broker: a change made through one broker reaches the others
+at their next poll.
+
+Every change bumps the `security.version` row of cluster_meta in its own transaction; each broker
+reads that one row every poll interval (cluster.lease.ms / 10, at most 1 s) and, when it moved,
+re-reads both tables (small: users and ACLs, not data) in one snapshot, then tells its listeners
+(the authorizer). Polling, not LISTEN/NOTIFY: it needs no dedicated connection and survives a
+database restart with nothing to re-subscribe. The broker that made a change re-reads at once, so
+its own next request sees it.
+
+Reads (authentication, authorization) are from memory, never a query on a request's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from ..scram_credentials import ScramCredential
+
+__all__ = ("PgAclStore", "PgScramCredentialStore", "PgSecurityMetadata")
+
+log = logging.getLogger(__name__)
+Pool = Any  # asyncpg.Pool
+
+_VERSION_KEY: Final = "security.version"
+_READ_VERSION: Final = "SELECT value FROM cluster_meta WHERE key = 'security.version'"
+_BUMP_VERSION: Final = """
+    INSERT INTO cluster_meta (key, value) VALUES ('security.version', '1')
+    ON CONFLICT (key) DO UPDATE SET value = (cluster_meta.value::bigint + 1)::text
+"""
+_UPSERT_CREDENTIAL: Final = """
+    INSERT INTO scram_credentials (username, mechanism, salt, stored_key, server_key, iterations)
+    VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (username, mechanism) DO UPDATE
+        SET salt = excluded.salt, stored_key = excluded.stored_key, server_key = excluded.server_key,
+            iterations = excluded.iterations
+"""
+_DELETE_CREDENTIAL: Final = "DELETE FROM scram_credentials WHERE username = $1 AND mechanism = $2"
+_INSERT_ACL: Final = "INSERT INTO acls (binding) VALUES ($1) ON CONFLICT DO NOTHING"
+_DELETE_ACL: Final = "DELETE FROM acls WHERE binding = $1"
+
+
+def _key(record: Mapping[str, Any]) -> str:
+    """An ACL's row key: its fields in one canonical order, so equal bindings are one row."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+
+class PgSecurityMetadata:
+    """What this broker last read of the shared credentials and ACLs, kept fresh by run()."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self.version: str | None = None
+        self.acl_records: list[dict[str, Any]] = []
+        self.credentials: dict[str, dict[str, ScramCredential]] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self._failing = False
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Called (on the event loop) after each re-read that found a change."""
+        self._listeners.append(callback)
+
+    async def refresh(self) -> bool:
+        """Re-read both tables if the version moved; whether it had."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            version = await conn.fetchval(_READ_VERSION)
+            if version == self.version and self.version is not None:
+                return False
+            acls = await conn.fetch("SELECT binding FROM acls ORDER BY binding")
+            creds = await conn.fetch("SELECT * FROM scram_credentials ORDER BY username, mechanism")
+        self.version = version
+        self.acl_records = [json.loads(r["binding"]) for r in acls]
+        users: dict[str, dict[str, ScramCredential]] = {}
+        for r in creds:
+            users.setdefault(r["username"], {})[r["mechanism"]] = ScramCredential(
+                salt=bytes(r["salt"]), stored_key=bytes(r["stored_key"]), server_key=bytes(r["server_key"]),
+                iterations=r["iterations"])
+        self.credentials = users
+        for callback in self._listeners:
+            callback()
+        return True
+
+    async def run(self, interval_s: float) -> None:
+        """Poll until cancelled; a database that does not answer is one WARNING per outage."""
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.refresh()
+            except Exception as exc:
+                if not self._failing:
+                    log.warning("cannot re-read SCRAM credentials and ACLs from the cluster database (%r); "
+                                "serving the last ones read until it answers", exc)
+                self._failing = True
+            else:
+                if self._failing:
+                    log.info("SCRAM credentials and ACLs are read from the cluster database again")
+                self._failing = False
+
+    async def write(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
+        """Apply the statements and bump the version in one transaction, then re-read."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            for sql, args in statements:
+                await conn.execute(sql, *args)
+            await conn.execute(_BUMP_VERSION)
+        await self.refresh()
+
+
+class PgAclStore:
+    """The authorizer's AclStore in cluster mode: only the change is written, so ACLs changed at
+    the same time through other brokers are kept."""
+
+    def __init__(self, metadata: PgSecurityMetadata) -> None:
+        self.metadata = metadata
+
+    def load(self) -> list[dict[str, Any]]:
+        return list(self.metadata.acl_records)
+
+    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
+                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        await self.metadata.write([*((_DELETE_ACL, (_key(r),)) for r in removed),
+                                   *((_INSERT_ACL, (_key(r),)) for r in added)])
+        return self.load()
+
+
+class PgScramCredentialStore:
+    """ScramCredentialStore's interface over the shared table."""
+
+    def __init__(self, metadata: PgSecurityMetadata) -> None:
+        self.metadata = metadata
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.metadata.credentials.get(user, {}).get(mechanism)
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]:
+        return {user: dict(mechs) for user, mechs in self.metadata.credentials.items()}
+
+    async def alter(self, upsertions: Iterable[tuple[str, str, ScramCredential]],
+                    deletions: Iterable[tuple[str, str]]) -> None:
+        """All of them in one transaction: all or nothing."""
+        await self.metadata.write([
+            *((_DELETE_CREDENTIAL, (user, mechanism)) for user, mechanism in deletions),
+            *((_UPSERT_CREDENTIAL, (user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations))
+              for user, mechanism, c in upsertions)])
