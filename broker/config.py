@@ -175,6 +175,10 @@ class BrokerConfig:
     transaction_state_log_num_partitions: int = prop(50, INT, at_least=1)
     transaction_state_log_segment_bytes: int = prop(104857600, INT, at_least=1)
     transaction_max_timeout_ms: int = prop(900000, INT, at_least=1)
+    # Transactions V2: how long a Produce v12+ that finds the last transaction's markers still being
+    # written (CONCURRENT_TRANSACTIONS) waits, retrying the add, before the client is told.
+    add_partitions_to_txn_retry_backoff_ms: int = prop(20, INT, at_least=1)
+    add_partitions_to_txn_retry_backoff_max_ms: int = prop(100, INT, at_least=0)
     transactional_id_expiration_ms: int = prop(604800000, INT, at_least=1)
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = prop(10000, INT, at_least=1)
     transaction_remove_expired_transaction_cleanup_interval_ms: int = prop(3600000, INT, at_least=1)

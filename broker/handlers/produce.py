@@ -9,7 +9,9 @@ cluster mode it is committed to PostgreSQL, which every broker reads). A partiti
 does not lead is NOT_LEADER_OR_FOLLOWER.
 Transactional batches: v3-11 (Transactions V1) must go to partitions the producer added with
 AddPartitionsToTxn; under v12+ (Transactions V2) the broker adds them to the transaction itself,
-through the coordinator, before writing (coordinator/transaction/verification.py).
+through the coordinator, before writing (coordinator/transaction/verification.py); if the last
+transaction's markers are still being written it retries for add.partitions.to.txn.retry.backoff.max.ms
+before answering CONCURRENT_TRANSACTIONS, as Kafka does.
 Version notes: v0-2 are advertised so that librdkafka < 2.11.1 enables compression, but they
 carry message formats 0/1 and are refused (as Kafka 4 does). v11 knows TRANSACTION_ABORTABLE;
 v12 means Transactions V2; v13 names topics by id (UNKNOWN_TOPIC_ID for an id not known).
@@ -23,6 +25,7 @@ from typing import Any
 
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from coordinator.transaction.verification import (
+    AddRetry,
     add_partitions_for_produce,
     check_first_sequence_v2,
     verify_transactional_batches,
@@ -99,6 +102,12 @@ def _coordinator_of(ctx: RequestContext) -> Any:
     return add
 
 
+def _add_retry(ctx: RequestContext) -> AddRetry:
+    config = ctx.broker.config
+    return AddRetry(backoff_ms=config.add_partitions_to_txn_retry_backoff_ms,
+                    max_ms=min(config.add_partitions_to_txn_retry_backoff_max_ms, config.request_timeout_ms))
+
+
 async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part: Any,
                       refused: dict[TopicPartition, KafkaError], forbidden: frozenset[str]) -> dict[str, Any]:
     stats = None
@@ -159,7 +168,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if ctx.version >= 12:
             refused = await add_partitions_for_produce(ctx.broker.txn_coordinator, request.transactional_id,
                                                        _first_transactional_batches(ctx, request, names, forbidden),
-                                                       _coordinator_of(ctx))
+                                                       _coordinator_of(ctx), _add_retry(ctx))
         results = await asyncio.gather(*(
             asyncio.gather(*(_append_one(ctx, request, name, p, refused, forbidden) for p in t.partition_data))
             for name, t in zip(names, request.topic_data, strict=True)

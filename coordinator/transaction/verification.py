@@ -14,12 +14,15 @@ Under V2 the client sends no AddPartitionsToTxn: the first transactional batch o
 to a partition adds it, through the coordinator (Kafka's broker sends AddPartitionsToTxn v5 to
 the coordinator), before the batch is written. The coordinator's errors reach the producer as
 Kafka's ReplicaManager passes them on: PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, and
-CONCURRENT_TRANSACTIONS as is (the previous transaction's markers are still being written).
+CONCURRENT_TRANSACTIONS as is (the previous transaction's markers are still being written), once
+the broker has retried the add for add.partitions.to.txn.retry.backoff.max.ms.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
@@ -28,8 +31,9 @@ from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
 
-__all__ = ("add_partitions_for_produce", "check_first_sequence_v2", "verify_in_transaction", "verify_partitions",
-           "verify_transactional_batches", "verify_transactional_produce", "verify_txn_offset_commit")
+__all__ = ("AddRetry", "add_partitions_for_produce", "check_first_sequence_v2", "verify_in_transaction",
+           "verify_partitions", "verify_transactional_batches", "verify_transactional_produce",
+           "verify_txn_offset_commit")
 
 
 def verify_transactional_produce(
@@ -164,9 +168,33 @@ def _produce_error(exc: KafkaError) -> KafkaError:
     return exc
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddRetry:
+    """Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms (the max capped by
+    request.timeout.ms): a V2 add that finds the last transaction's markers still being written is
+    retried on the broker for a while, as the next transaction's first batch usually comes right
+    after EndTxn answered, rather than sent back to the client at once."""
+
+    backoff_ms: int = 20
+    max_ms: int = 0
+
+
+async def _add_retrying(add: AddPartitions, retry: AddRetry, transactional_id: str, producer_id: int, epoch: int,
+                        partitions: list[TopicPartition]) -> None:
+    waited = 0
+    while True:
+        try:
+            return await add(transactional_id, producer_id, epoch, partitions)
+        except KafkaError as exc:
+            if exc.code is not ErrorCode.concurrent_transactions or waited + retry.backoff_ms > retry.max_ms:
+                raise
+        await asyncio.sleep(retry.backoff_ms / 1000)
+        waited += retry.backoff_ms
+
+
 async def add_partitions_for_produce(
     coordinator: Any, transactional_id: str | None, batches: Iterable[tuple[TopicPartition, RecordBatchHeader]],
-    add: AddPartitions | None = None,
+    add: AddPartitions | None = None, retry: AddRetry | None = None,
 ) -> dict[TopicPartition, KafkaError]:
     """Produce v12+: add the partitions whose transactional batches open a transaction there; the
     errors of those that could not be added (the others go on to their logs). add reaches the
@@ -186,11 +214,11 @@ async def add_partitions_for_produce(
     if not todo:
         return {}
     producer_id, epoch = producers.pop()
+    async def local(txn_id: str, pid: int, producer_epoch: int, partitions: list[TopicPartition]) -> None:
+        await coordinator.add_partitions(txn_id, pid, producer_epoch, partitions, tv2=True)
+
     try:
-        if add is None:
-            await coordinator.add_partitions(transactional_id, producer_id, epoch, todo, tv2=True)
-        else:
-            await add(transactional_id, producer_id, epoch, todo)
+        await _add_retrying(add or local, retry or AddRetry(), transactional_id, producer_id, epoch, todo)
     except KafkaError as exc:
         return dict.fromkeys(todo, _produce_error(exc))
     return {}

@@ -2,6 +2,7 @@ import pytest
 
 from coordinator.transaction.metadata import TransactionMetadata
 from coordinator.transaction.verification import (
+    AddRetry,
     add_partitions_for_produce,
     verify_transactional_produce,
     verify_txn_offset_commit,
@@ -145,3 +146,20 @@ def test_txn_offset_commit_while_the_markers_are_written_is_retried_as_kafka_ans
     with pytest.raises(KafkaError) as info:
         verify_txn_offset_commit(c, "tx", 5, 0, "g", 3)
     assert info.value.code is ErrorCode.coordinator_not_available
+
+
+@pytest.mark.parametrize(("max_ms", "calls", "told"), [
+    (100, 3, {}), (30, 2, {OTHER: ErrorCode.concurrent_transactions})])
+async def test_a_v2_add_that_finds_the_markers_still_written_is_retried_on_the_broker(max_ms, calls, told):
+    # Kafka's add.partitions.to.txn.retry.backoff(.max).ms: the next transaction's first batch
+    # usually arrives while the last one's markers are still being written
+    made = []
+
+    async def add(txn_id, pid, epoch, partitions):
+        made.append(partitions)
+        if len(made) < 3:
+            raise KafkaError(ErrorCode.concurrent_transactions, "markers")
+
+    refused = await add_partitions_for_produce(ongoing(), "tx", [(OTHER, header(pid=5, epoch=0, txn=True))], add,
+                                               AddRetry(backoff_ms=20, max_ms=max_ms))
+    assert {tp: e.code for tp, e in refused.items()} == told and len(made) == calls
