@@ -230,6 +230,7 @@ class BrokerConfig:
     sasl_jaas_config: str | None = prop(None, PASSWORD)
     sasl_server_max_receive_size: int = prop(524288, INT)
     connections_max_reauth_ms: int = prop(0, LONG)
+    connection_failed_authentication_delay_ms: int = prop(100, INT, at_least=0)
     # The client side of TLS (inter-broker connections in cluster mode): https checks that the
     # peer's certificate names the host connected to, as Kafka's clients do; empty turns it off.
     ssl_endpoint_identification_algorithm: str = prop("https", STRING)

@@ -36,7 +36,7 @@ from .dispatch import describe, dispatch, supported
 from .handler import RequestContext
 from .handlers.api_versions import api_keys
 from .memory_pool import MemoryPool
-from .principal import ANONYMOUS, Session
+from .principal import ANONYMOUS, Session, canonical_host
 from .security.listener_security import ListenerSecurity
 from .security.sasl import SaslAuthenticator, SaslState
 from .security.sasl_errors import AuthenticationFailed
@@ -105,7 +105,7 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         if peer:
-            self.session = dataclasses.replace(self.session, client_host=peer[0])
+            self.session = dataclasses.replace(self.session, client_host=canonical_host(peer[0]))
         if self.security.principal_mapper is not None:
             self._tls_principal(transport)
         if self._sasl is not None:
@@ -366,7 +366,7 @@ class KafkaConnection(asyncio.Protocol):
             # Answer (so the client can say why), then close: transport.close() sends what is queued.
             if response is not None and self.transport is not None:
                 self.transport.write(response)
-            self.close("SASL authentication failed", level=logging.INFO)
+            self._close_after_failed_authentication()
             return None
         if sasl.state is SaslState.COMPLETE and sasl.principal is not None:
             if sasl.principal != self.session.principal:
@@ -378,12 +378,26 @@ class KafkaConnection(asyncio.Protocol):
                 self._handle = self._handle_plain  # type: ignore[method-assign]
         return response
 
+    def _close_after_failed_authentication(self) -> None:
+        """Kafka's connection.failed.authentication.delay.ms: nothing more is read, the answer goes
+        out now and the close comes after the delay, so the client reads why before the connection
+        goes (a close racing the client's next bytes would reset it, losing the answer), and a
+        password guesser is slowed down."""
+        delay_ms = self.state.config.connection_failed_authentication_delay_ms
+        if delay_ms == 0 or self.transport is None or self._closing:
+            self.close("SASL authentication failed", level=logging.INFO)
+            return
+        log.info("closing connection from %s in %d ms: SASL authentication failed", self.peer, delay_ms)
+        self._closing = True
+        self.transport.pause_reading()
+        self._loop.call_later(delay_ms / 1000, self.transport.close)
+
     def _raw_token(self, sasl: SaslAuthenticator, frame: bytes) -> bytes | None:
         """A token after SaslHandshake v0: unframed by Kafka headers both ways."""
         try:
             answer = sasl.authenticate(frame)
         except AuthenticationFailed:
-            self.close("SASL authentication failed", level=logging.INFO)  # v0 has no way to say why
+            self._close_after_failed_authentication()  # v0 has no way to say why
             return None
         self._after_sasl_step(sasl, None)
         return _SIZE.pack(len(answer)) + answer

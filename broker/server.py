@@ -173,7 +173,7 @@ class Broker:
         for listener in self.config.client_listeners:
             host, port = listener.advertised
             log.info("listener %s (%s) on %s:%d, advertised as %s:%d", listener.name, listener.security_protocol,
-                     listener.host or "*", listener.port, host, port)
+                     _bracketed(listener.host) or "*", listener.port, _bracketed(host), port)
 
     async def _open_cluster(self) -> None:
         """Cluster mode: the logs and the view come from the cluster database (docs/cluster.md)."""
@@ -338,3 +338,8 @@ class Broker:
         await self.start()
         await stop.wait()
         await self.stop()
+
+
+def _bracketed(host: str) -> str:
+    """An IPv6 address as it is written before a port (`[::1]:9092`), so the log line is unambiguous."""
+    return f"[{host}]" if ":" in host else host

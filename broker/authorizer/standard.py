@@ -3,11 +3,11 @@
 Rules (StandardAuthorizerData.authorize and findResult): a super user may do anything. Otherwise
 the ACLs that apply to a resource are its LITERAL ACLs, the LITERAL `*` ACLs of its type and the
 PREFIXED ACLs whose prefix starts its name. Among those, an ACL matches when its principal is the
-caller's or User:*, its host is the caller's address or `*`, and its operation is the one asked,
-ALL, or (ALLOW only) one that implies it: READ, WRITE, DELETE and ALTER imply DESCRIBE, and
-ALTER_CONFIGS implies DESCRIBE_CONFIGS. A matching DENY wins over any ALLOW. When no ACL applies
-to the resource at all, allow.everyone.if.no.acl.found decides; when some apply but none match,
-the answer is no.
+caller's or User:*, its host is `*` or the caller's address (compared as addresses, see
+principal.canonical_host), and its operation is the one asked, ALL, or (ALLOW only) one that
+implies it: READ, WRITE, DELETE and ALTER imply DESCRIBE, and ALTER_CONFIGS implies
+DESCRIBE_CONFIGS. A matching DENY wins over any ALLOW. When no ACL applies to the resource at all,
+allow.everyone.if.no.acl.found decides; when some apply but none match, the answer is no.
 
 Changes are decided, persisted (atomic file replace through the AclStore), then applied, so a
 failed write leaves the ACLs as they were and an acknowledged change survives a restart.
@@ -23,6 +23,7 @@ from typing import Any, Final
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import AclStore
 
+from ..principal import canonical_host
 from .acl import (
     WILDCARD,
     WILDCARD_PRINCIPAL,
@@ -48,7 +49,7 @@ def acl_result(acl: AclBinding, principal: str, host: str, operation: AclOperati
     """ALLOW or DENY when `acl` (already known to apply to the resource) matches the caller, else None."""
     if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
         return None
-    if acl.host != WILDCARD and acl.host != host:
+    if acl.host != WILDCARD and canonical_host(acl.host) != host:
         return None
     if acl.operation != AclOperation.ALL and acl.operation != operation:
         # A DENY for READ does not deny DESCRIBE: implication only widens what ALLOW grants.
@@ -114,6 +115,7 @@ class StandardAuthorizer:
                   name: str) -> bool:
         if principal in self.super_users:
             return True
+        host = canonical_host(host)
         applies = allowed = False
         for group in self._index.applying_to(resource_type, name):
             applies = True
@@ -131,11 +133,12 @@ class StandardAuthorizer:
         through for anyone who may WRITE to some topic)."""
         if self.authorize(principal, host, operation, resource_type, "hardcode"):
             return True
+        host = canonical_host(host)
         allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
         deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
         wildcard_allow = False
         for acl in self._index.acls:
-            if (acl.resource_type != resource_type or acl.host not in (host, WILDCARD)
+            if (acl.resource_type != resource_type or (acl.host != WILDCARD and canonical_host(acl.host) != host)
                     or acl.principal not in (principal, WILDCARD_PRINCIPAL)
                     or acl.operation not in (operation, AclOperation.ALL)):
                 continue

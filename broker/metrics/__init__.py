@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable, Sized
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import PlatformCollector, ProcessCollector
 from prometheus_client.registry import CollectorRegistry
@@ -17,6 +17,7 @@ from .counters import BrokerMetrics
 from .http import MetricsServer
 
 if TYPE_CHECKING:
+    from ..principal import Session
     from ..state import BrokerState
 
 __all__ = ("BrokerMetrics", "MetricsEndpoint")
@@ -25,15 +26,29 @@ log = logging.getLogger("broker")
 _BACKLOG = 64
 
 
+class _Connection(Protocol):
+    session: Session
+
+
+def connections_per_listener(state: BrokerState, connections: Collection[_Connection]) -> dict[tuple[str, str], int]:
+    """Open connections by (listener name, security protocol), every client listener included."""
+    counts = {(listener.name, listener.security_protocol): 0 for listener in state.config.client_listeners}
+    for connection in connections:
+        key = (connection.session.listener_name, connection.session.security_protocol)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 class MetricsEndpoint:
     """The endpoint of metrics.port / metrics.host: bound with the Kafka listener (so a port in
     use fails start-up before the data dir is touched), serving from before the coordinators load
     (/readyz answers 503 until `ready` says otherwise)."""
 
-    def __init__(self, state: BrokerState, connections: Sized, ready: Callable[[], bool]) -> None:
+    def __init__(self, state: BrokerState, connections: Collection[_Connection], ready: Callable[[], bool]) -> None:
         self.metrics = BrokerMetrics()
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(BrokerCollector(state, self.metrics, lambda: len(connections)))
+        self.registry.register(BrokerCollector(state, self.metrics,
+                                               lambda: connections_per_listener(state, connections)))
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self._server = MetricsServer(self.registry, ready)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -59,7 +59,8 @@ def _wall_clock_ms() -> int:
 
 
 class BrokerCollector(Collector):
-    def __init__(self, state: BrokerState, metrics: BrokerMetrics, connections: Callable[[], int],
+    def __init__(self, state: BrokerState, metrics: BrokerMetrics,
+                 connections: Callable[[], Mapping[tuple[str, str], int]],  # (listener, protocol) -> count
                  clock: Callable[[], int] = _wall_clock_ms) -> None:
         self._state = state
         self._metrics = metrics
@@ -72,12 +73,19 @@ class BrokerCollector(Collector):
         yield self._request_count()
         yield self._request_time()
         yield from self._log_metrics()
-        yield _gauge("kafka_server_socket_server_metrics_connection_count",
-                     "Open client connections", {"listener": "PLAINTEXT", "networkprocessor": "0"},
-                     self._connections())
+        yield self._connection_count()
         yield from self._group_metrics()
         yield from self._transaction_metrics()
         yield from _cleaner_metrics(self._state.extras.get("log_cleaner"))
+
+    def _connection_count(self) -> Metric:
+        # Kafka's socket-server-metrics connection-count, tagged with the listener's name (and here its
+        # security protocol too); one network processor per listener in asyncio's terms.
+        family = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count", "Open client connections",
+                                   labels=["listener", "security_protocol", "networkprocessor"])
+        for (listener, protocol), count in sorted(self._connections().items()):
+            family.add_metric([listener, protocol, "0"], count)
+        return family
 
     # -- BrokerTopicMetrics, RequestMetrics -----------------------------------------------------
 

@@ -6,7 +6,8 @@
 Before COMPLETE a connection may send only ApiVersions, SaslHandshake and SaslAuthenticate (the
 connection closes on anything else), frames are bounded by sasl.server.max.receive.size, and a
 failed authentication answers SASL_AUTHENTICATION_FAILED, logs one WARNING with the peer and the
-user (never the password), and closes the connection (FAILED).
+user (never the password; rate-limited per peer address by failure_log), and closes the
+connection (FAILED).
 
 connections.max.reauth.ms (KIP-368): when positive, SaslAuthenticate v1+ tells the client its session
 lifetime; the client re-authenticates on the same connection (SaslHandshake and SaslAuthenticate
@@ -16,7 +17,6 @@ is closed at its next request, as Kafka does.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from storage.api import ScramCredential
 
 from ..config import ConfigError
 from ..principal import USER_TYPE, KafkaPrincipal
+from .failure_log import failure_log
 from .jaas import JaasError, parse_jaas_config
 from .plain import PLAIN_LOGIN_MODULE, PlainServer, plain_users
 from .sasl_errors import AuthenticationFailed
@@ -37,7 +38,6 @@ from .settings import ListenerSettings
 
 __all__ = ("SaslAuthenticator", "SaslServerConfig", "SaslState", "sasl_server_config")
 
-log = logging.getLogger("broker.security")
 SUPPORTED: Final = ("PLAIN", *MECHANISMS)
 
 
@@ -162,7 +162,10 @@ class SaslAuthenticator:
 
     def _failed(self, detail: str, user: str | None) -> None:
         what = "re-authentication" if self.reauthenticating else "authentication"
-        log.warning("SASL %s of %s from %s on listener %s failed (%s): %s", what,
-                    f"user {user!r}" if user is not None else "a client", self.peer, self.config.listener,
-                    self._mechanism or "no mechanism", detail)
+        mechanism = self._mechanism or "no mechanism"
+        # Rate-limited per address and (listener, mechanism): not per user, which a client may vary.
+        failure_log.warning(self.peer.rpartition(":")[0], f"SASL on listener {self.config.listener} ({mechanism})",
+                            "SASL %s of %s from %s on listener %s failed (%s): %s", what,
+                            f"user {user!r}" if user is not None else "a client", self.peer, self.config.listener,
+                            mechanism, detail)
         self.state = SaslState.FAILED

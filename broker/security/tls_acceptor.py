@@ -4,21 +4,22 @@ asyncio's create_server(ssl=...) would wrap each connection in the same SSLProto
 Cython, when the broker runs on uvloop), but a failed handshake would vanish without a word:
 asyncio logs TLS errors only in debug mode. Here the protocol is built with a waiter of our own,
 so a failure is one WARNING naming the peer, the listener and OpenSSL's reason (an untrusted or
-expired client certificate, a plaintext client on a TLS port), and the connection closes while the
-broker serves the others. The Kafka connection sees connection_made only once the handshake is done.
+expired client certificate, a plaintext client on a TLS port; rate-limited per peer address by
+failure_log), and the connection closes while the broker serves the others. The Kafka connection
+sees connection_made only once the handshake is done.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import ssl
 from collections.abc import Callable
 from typing import Any, Final
 
+from .failure_log import failure_log
+
 __all__ = ("HANDSHAKE_TIMEOUT_S", "tls_protocol_factory")
 
-log = logging.getLogger("broker.security")
 # A client that has not finished its handshake by then is dropped (asyncio's default is 60 s).
 HANDSHAKE_TIMEOUT_S: Final = 10.0
 _NOT_TLS: Final = frozenset({"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE",
@@ -35,6 +36,47 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return f"no handshake within {HANDSHAKE_TIMEOUT_S:g} s"
     return str(exc) or type(exc).__name__
+
+
+class _Accepting:
+    transport: asyncio.BaseTransport | None = None
+
+
+_accepting: Final = _Accepting()  # the connection whose SSLObject is being made (one thread: the loop's)
+
+
+class AlertingSSLObject(ssl.SSLObject):
+    """An SSLObject that sends the TLS alert of a failed handshake before the connection closes.
+
+    uvloop's SSLProtocol (and asyncio's) closes the transport on a handshake error without writing
+    what OpenSSL queued for the peer: the alert saying why (certificate_expired, unknown_ca, ...).
+    Under TLS 1.3 a client completes its side of the handshake before the server has checked its
+    certificate, so without the alert it only sees the connection close, and retries: Java's client
+    would time out instead of failing with SslAuthenticationException, as it does against Kafka.
+    Only do_handshake is wrapped; reads and writes are SSLObject's own."""
+
+    _transport: asyncio.BaseTransport | None
+    _alerts: ssl.MemoryBIO
+
+    @classmethod
+    def _create(cls, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, *args: Any,  # type: ignore[override]
+                **kwargs: Any) -> AlertingSSLObject:
+        self: AlertingSSLObject = super()._create(incoming, outgoing, *args, **kwargs)  # type: ignore[misc]
+        self._transport, self._alerts = _accepting.transport, outgoing
+        return self
+
+    def do_handshake(self) -> None:
+        try:
+            super().do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise
+        except ssl.SSLError:
+            # uvloop's transports are not asyncio.WriteTransport subclasses, so no isinstance here
+            transport: Any = self._transport
+            alert = self._alerts.read()
+            if alert and transport is not None and not transport.is_closing():
+                transport.write(alert)  # a few bytes into an empty buffer: sent before the close
+            raise
 
 
 def _ssl_protocol_class() -> type:
@@ -55,7 +97,12 @@ def _ssl_protocol_class() -> type:
             peer = transport.get_extra_info("peername")
             if peer:
                 self.peer = f"{peer[0]}:{peer[1]}"
-            super().connection_made(transport)
+            # The SSLObject is made within super().connection_made: it takes this transport then.
+            _accepting.transport = transport
+            try:
+                super().connection_made(transport)
+            finally:
+                _accepting.transport = None
 
     return PeerSSLProtocol
 
@@ -64,6 +111,7 @@ def tls_protocol_factory(context: ssl.SSLContext, listener: str,
                          make_connection: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.BaseProtocol]:
     """A create_server protocol factory: TLS around what `make_connection` builds."""
     protocol_class = _ssl_protocol_class()
+    context.sslobject_class = AlertingSSLObject
 
     def factory() -> asyncio.BaseProtocol:
         loop = asyncio.get_running_loop()
@@ -73,7 +121,9 @@ def tls_protocol_factory(context: ssl.SSLContext, listener: str,
 
         def done(future: asyncio.Future[None]) -> None:
             if not future.cancelled() and (exc := future.exception()) is not None:
-                log.warning("TLS handshake with %s on listener %s failed: %s", protocol.peer, listener, _why(exc))
+                why = _why(exc)
+                failure_log.warning(protocol.peer.rpartition(":")[0], f"TLS on listener {listener}: {why}",
+                                    "TLS handshake with %s on listener %s failed: %s", protocol.peer, listener, why)
 
         waiter.add_done_callback(done)
         return protocol  # type: ignore[no-any-return]

@@ -95,6 +95,23 @@ def test_principal_and_host_matching(tmp_path: Path) -> None:
     assert not can(auth, Op.WRITE, principal="Group:alice", host="10.0.0.2")  # the type is part of it
 
 
+@pytest.mark.parametrize(("acl_host", "client", "matches"), [
+    ("::1", "::1", True), ("::1", "0:0:0:0:0:0:0:1", True), ("0:0:0:0:0:0:0:1", "::1", True),
+    ("[::1]", "::1", True), ("fe80::1", "FE80:0:0::1", True), ("::2", "::1", False),
+    ("10.0.0.1", "::ffff:10.0.0.1", True),  # an IPv4 client of a dual-stack listener, as Java sees it
+    ("::ffff:10.0.0.1", "10.0.0.1", True), ("10.0.0.1", "::ffff:10.0.0.2", False),
+    ("10.0.0.1", "10.0.0.01", False),  # not an address: compared as written, so it matches nothing
+    ("localhost", "127.0.0.1", False),  # nor is a host name resolved (Kafka does not either)
+])
+def test_hosts_compare_as_addresses(tmp_path: Path, acl_host: str, client: str, matches: bool) -> None:
+    auth = authorizer(tmp_path, acl("orders", host=acl_host, op=Op.WRITE),
+                      acl("orders", host=acl_host, op=Op.READ, perm=Perm.DENY, principal="User:*"),
+                      acl("orders", op=Op.READ))
+    assert can(auth, Op.WRITE, host=client) is matches
+    assert can(auth, Op.READ, host=client) is not matches  # a DENY for the host, too
+    assert auth.authorize_by_resource_type(ALICE, client, Op.WRITE, Rt.TOPIC) is matches
+
+
 def test_deny_wins_over_allow_wherever_it_comes_from(tmp_path: Path) -> None:
     auth = authorizer(tmp_path, acl("orders", op=Op.ALL), acl("ord", pattern=Pt.PREFIXED, perm=Perm.DENY,
                                                                op=Op.WRITE, principal="User:*"))

@@ -34,7 +34,8 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 def collector_registry(state, metrics: BrokerMetrics, connections: int = 0) -> CollectorRegistry:  # type: ignore[no-untyped-def]
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(state, metrics, lambda: connections, clock=lambda: 10_000))
+    registry.register(BrokerCollector(state, metrics, lambda: {("PLAINTEXT", "PLAINTEXT"): connections,
+                                                               ("CLIENT", "SASL_SSL"): 1}, clock=lambda: 10_000))
     return registry
 
 
@@ -62,7 +63,9 @@ async def test_topic_counters_and_all_topics_totals(broker_state) -> None:  # ty
     assert value(samples, "kafka_log_log_size", topic="a", partition="1") == 0
     assert value(samples, "eosbroker_partition_last_stable_offset_lag", topic="b", partition="0") == 0
     assert value(samples, "kafka_server_socket_server_metrics_connection_count", listener="PLAINTEXT",
-                 networkprocessor="0") == 3
+                 security_protocol="PLAINTEXT", networkprocessor="0") == 3
+    assert value(samples, "kafka_server_socket_server_metrics_connection_count", listener="CLIENT",
+                 security_protocol="SASL_SSL", networkprocessor="0") == 1
     # No coordinators yet (the endpoint serves while they load): zeros, not a failed scrape.
     assert value(samples, "kafka_coordinator_group_groupmetadatamanager_numgroupsstable") == 0
     assert value(samples, "eosbroker_transactions_ongoing") == 0
@@ -152,7 +155,7 @@ async def test_issue_11_a_hanging_transaction_has_an_age_and_a_lag(broker_state)
                                         producer_epoch=0, base_sequence=0, transactional=True)))
     [txn] = plog.open_transactions()
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(state, BrokerMetrics(), lambda: 0, clock=lambda: txn.start_timestamp + 4_500))
+    registry.register(BrokerCollector(state, BrokerMetrics(), lambda: {}, clock=lambda: txn.start_timestamp + 4_500))
     samples = scrape(registry)
     assert value(samples, "eosbroker_partition_oldest_open_transaction_age_seconds", topic="h", partition="0") == 4.5
     assert value(samples, "eosbroker_partition_last_stable_offset_lag", topic="h", partition="0") == 2

@@ -1,5 +1,5 @@
 """A broker with every kind of listener (PLAINTEXT, SSL with client certificates required,
-SASL_PLAINTEXT with PLAIN, SASL_SSL with PLAIN and both SCRAMs) and SCRAM users, shared by the
+SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256, SASL_SSL with PLAIN and both SCRAMs) and SCRAM users, shared by the
 security e2e tests, and each client's configuration for it."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ SCRAM_USERS = (("bob", "SCRAM-SHA-256", "bob-secret"), ("carol", "SCRAM-SHA-512"
 CASES = {
     "ssl-mtls": ("SSL", None, None, None),
     "sasl_plaintext-plain": ("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"),
+    "sasl_plaintext-scram-sha-256": ("SASL_PLAINTEXT", "SCRAM-SHA-256", "bob", "bob-secret"),
     "sasl_ssl-plain": ("SASL_SSL", "PLAIN", "alice", "alice-secret"),
     "sasl_ssl-scram-sha-256": ("SASL_SSL", "SCRAM-SHA-256", "bob", "bob-secret"),
     "sasl_ssl-scram-sha-512": ("SASL_SSL", "SCRAM-SHA-512", "carol", "carol-secret"),
@@ -30,11 +31,11 @@ def broker_settings(tls: TlsFiles) -> dict[str, str]:
     return {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",  # not SCRAM-SHA-512
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
-        "group.initial.rebalance.delay.ms": "0",
+        "group.initial.rebalance.delay.ms": "0", "metrics.port": "0",
     } | tls.broker_settings(client_auth="required")  # required on SSL; SASL_SSL ignores the global value
 
 

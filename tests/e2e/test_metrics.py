@@ -114,7 +114,8 @@ def test_metrics_while_producing_consuming_and_transacting(broker_factory) -> No
     assert s[("eosbroker_transactions_ongoing", frozenset())] == 0
     assert requests(s, "EndTxn") == 2
     assert s[("kafka_server_socket_server_metrics_connection_count",
-              frozenset({("listener", "PLAINTEXT"), ("networkprocessor", "0")}))] >= 1
+              frozenset({("listener", "PLAINTEXT"), ("security_protocol", "PLAINTEXT"),
+                         ("networkprocessor", "0")}))] >= 1
 
 
 def test_aborts_by_fencing_and_timeout_and_group_states(broker_factory) -> None:  # type: ignore[no-untyped-def]

@@ -1,18 +1,21 @@
-"""Java over TLS and SASL (issue 12): the stock kafka-clients (Spark's version) with a client
-certificate and with SCRAM-SHA-512 on SASL_SSL, transactions and read_committed included; Kafka's
-own kafka-configs (4.3.1) adding a SCRAM user that then logs in with the console producer and
-consumer; Spark's Kafka source at read_committed over SASL_SSL reading exactly the committed
+"""Java over TLS and SASL (issue 12): the stock kafka-clients (Spark's version) on every listener
+and mechanism (SSL with a client certificate, SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256, SASL_SSL
+with PLAIN and both SCRAMs), transactions and read_committed included; each way to fail
+authentication gives the Java client Kafka's exception for it while the broker goes on serving;
+Kafka's own kafka-configs (4.3.1) adding a SCRAM user that then logs in with the console producer
+and consumer; Spark's Kafka source at read_committed over SASL_SSL reading exactly the committed
 records."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from pipeline.transfers import aborted_transfers, committed_transfers, multiset
 from tests.broker_process import BrokerProcess
-from tests.e2e.security_setup import java_properties
+from tests.e2e.security_setup import CASES, java_properties
 from tests.e2e.spark_support import batch_read, new_topic, plan, write_transactions
 from tests.e2e.test_java_clients import SOURCE, classpath, compile_java, run_check
 from tests.kafka_tools import run_tool
@@ -26,15 +29,71 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
     return compile_java(tmp_path_factory.mktemp("java"), SOURCE, classpath())
 
 
-@pytest.mark.parametrize(("case", "mode"), [("ssl-mtls", ()), ("sasl_ssl-scram-sha-512", ("txn",))])
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_java_clients_over_tls_and_sasl(compiled: str, secure_broker: BrokerProcess, tls_files: TlsFiles,
-                                        tmp_path: Path, case: str, mode: tuple[str, ...]) -> None:
-    listener = "SSL" if case == "ssl-mtls" else "SASL_SSL"
+                                        tmp_path: Path, case: str) -> None:
+    """Every listener and mechanism; transactions on two of them (the rest produce and consume)."""
+    mode, n = (("txn",), 300) if case in ("ssl-mtls", "sasl_ssl-scram-sha-512") else ((), 50)
     props = java_properties(secure_broker, tls_files, case, tmp_path / "client.properties")
-    checks = run_check(compiled, secure_broker, f"java-{case}", 300, *mode,
-                       bootstrap=secure_broker.bootstrap_of(listener), client_config=props)
+    checks = run_check(compiled, secure_broker, f"java-{case}", n, *mode,
+                       bootstrap=secure_broker.bootstrap_of(CASES[case][0]), client_config=props)
     assert checks["topic_listed"] == "true" and checks["read_committed_aborted_seen"] == "0"
-    assert checks["read_committed"] == ("600" if mode else "300")  # plain + committed, never the aborted
+    assert checks["read_committed"] == str(2 * n if mode else n)  # plain + committed, never the aborted
+
+
+def _failing_properties(broker: BrokerProcess, tls: TlsFiles, tmp_path: Path) -> list[str]:
+    """AuthFailureCheck's arguments, label|bootstrap|file|timeout, one per way to fail."""
+    out = []
+
+    def add(label: str, case: str, *, replace: tuple[tuple[str, str], ...] = (),
+            keystore: tuple[Path, Path] | None = None) -> None:
+        path = java_properties(broker, tls, case, tmp_path / f"{label}.properties")
+        text = path.read_text()
+        for old, new in replace:
+            assert old in text, (old, text)
+            text = text.replace(old, new)
+        if keystore is not None:  # another client certificate in the PEM key store
+            store = tmp_path / f"{label}.keystore.pem"
+            store.write_bytes(keystore[1].read_bytes() + keystore[0].read_bytes())
+            text = text.replace(str(path.with_suffix(".keystore.pem")), str(store))
+        path.write_text(text)
+        # a failure that is not an authentication error is a timeout: short; the others fail at once,
+        # unless the machine is too loaded to finish a TLS handshake in time: long
+        timeout_ms = 6000 if "plaintext" in label else 60000
+        out.append(f"{label}|{broker.bootstrap_of(CASES[case][0])}|{path}|{timeout_ms}")
+
+    add("wrong_password", "sasl_ssl-plain", replace=(('password="alice-secret"', 'password="wrong"'),))
+    add("unknown_user", "sasl_plaintext-scram-sha-256", replace=(('username="bob"', 'username="mallory"'),))
+    add("wrong_mechanism", "sasl_plaintext-plain", replace=(("sasl.mechanism=PLAIN", "sasl.mechanism=SCRAM-SHA-512"),
+                                                           ("plain.PlainLoginModule", "scram.ScramLoginModule")))
+    add("expired_certificate", "ssl-mtls", keystore=(tls.expired_cert, tls.expired_key))
+    add("untrusted_certificate", "ssl-mtls", keystore=(tls.untrusted_cert, tls.untrusted_key))
+    add("plaintext_on_tls_port", "ssl-mtls", replace=(("security.protocol=SSL", "security.protocol=PLAINTEXT"),))
+    return out
+
+
+def test_java_authentication_failures_are_clean_and_the_broker_keeps_serving(
+        compiled: str, secure_broker: BrokerProcess, tls_files: TlsFiles, tmp_path: Path) -> None:
+    cp = compile_java(tmp_path / "classes", SOURCE.with_name("AuthFailureCheck.java"), classpath())
+    proc = subprocess.run(["java", "-cp", cp, "AuthFailureCheck", *_failing_properties(secure_broker, tls_files,
+                                                                                        tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    checks = dict(line.split(maxsplit=2)[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
+    failed_with = {label: name for label, name in checks.items() if "." not in label}
+    assert failed_with == {
+        "wrong_password": "SaslAuthenticationException", "unknown_user": "SaslAuthenticationException",
+        "wrong_mechanism": "UnsupportedSaslMechanismException",
+        "expired_certificate": "SslAuthenticationException", "untrusted_certificate": "SslAuthenticationException",
+        "plaintext_on_tls_port": "TimeoutException",  # the broker closes it; the client retries till its deadline
+    }, proc.stdout
+    assert "Invalid username or password" in checks["wrong_password.message"]
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-256" in checks["unknown_user.message"]
+    # the broker goes on serving Java clients
+    props = java_properties(secure_broker, tls_files, "sasl_ssl-plain", tmp_path / "ok.properties")
+    ok = run_check(compiled, secure_broker, "java-after-failures", 10,
+                   bootstrap=secure_broker.bootstrap_of("SASL_SSL"), client_config=props)
+    assert ok["read_committed"] == "10"
 
 
 def test_kafka_configs_adds_a_scram_user_who_then_logs_in(secure_broker: BrokerProcess, tls_files: TlsFiles,
