@@ -136,7 +136,11 @@ class _Connection:
             return  # its caller timed out and gave up on it
         reply, api_key, version = entry
         if not reply.done():
-            reply.set_result(decode_response(payload, api_key, version)[1])
+            try:
+                reply.set_result(decode_response(payload, api_key, version)[1])
+            except KafkaError as exc:  # its caller hears why (rather than waiting out its timeout)
+                reply.set_exception(exc)
+                raise
 
     def retire(self) -> None:
         self.retiring = True

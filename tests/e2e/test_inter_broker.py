@@ -101,3 +101,29 @@ async def test_the_client_logs_in_over_mtls_as_its_certificates_subject(broker_f
         assert caught.value.code is ErrorCode.network_exception  # retriable: fixed configuration, next attempt
     finally:
         await refused.close()
+
+
+async def test_a_sasl_session_that_ends_is_replaced_by_a_fresh_login(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    """connections.max.reauth.ms on the peer (KIP-368): the peer closes a connection whose session
+    has ended at its next request, so the client logs in on a new connection before that."""
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+            'password="broker-secret" user_broker="broker-secret";')
+    props = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+             "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas}
+    broker = broker_factory(SETTINGS | props | {"connections.max.reauth.ms": "1500"})
+    sasl_port = broker.listener_ports["SASL_PLAINTEXT"]
+    view = StaticClusterView(9)
+    view.brokers = [BrokerEndpoint(1, "127.0.0.1", broker.port, None, (("SASL_PLAINTEXT", "127.0.0.1", sasl_port),))]
+    security = build_inter_broker_security(build_config(props | {
+        "inter.broker.listener.name": "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol": "PLAIN"})[0])
+    client = CountingClient(view, client_id="eosbroker-9", request_timeout_ms=30000, security=security)
+    request = build(request_schema(ApiKey.LIST_GROUPS, 4), {"states_filter": []})
+    try:
+        await client.send(1, request)
+        first = client._connections[1]
+        assert first.expires_at is not None  # 80 % of the 1.5 s the peer gave
+        await asyncio.sleep(1.6)  # past the session's end: the old connection would be closed on use
+        await client.send(1, request)
+        assert client._connections[1] is not first and first.closed
+    finally:
+        await client.close()
