@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import report
-from bench.cleaner_load import Dirtier
+from bench.cleaner_load import Dirtier, pass_figures
 from bench.cluster import ClusterRunning, pids, start_cluster
 from bench.loadrun import LoadFailed, run_load
 from bench.plan import (
@@ -210,6 +210,8 @@ def measure(broker: Running | ClusterRunning, rnd: int, size: Size, cases: tuple
                 if e["case"].startswith("w1-") and "broker_rss_peak_mb" in e]
     if under_w1:
         w7["metrics"]["RSS under w1 MB"] = max(under_w1)
+    if broker.name == CLEANER_ON and isinstance(broker, Running):
+        w7["metrics"].update(pass_figures(broker.log_path))
     return entries
 
 

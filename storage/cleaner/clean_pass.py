@@ -80,6 +80,7 @@ class CleanResult:
     records_read: int = 0
     records_kept: int = 0
     throttled_s: float = 0.0  # slept to stay under log.cleaner.io.max.bytes.per.second
+    cpu_s: float = 0.0  # the worker's CPU time: the pass's cost, whatever the machine's load
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +341,7 @@ def run_clean_pass(task: CleanTask) -> CleanResult:
     tmp = directory / CLEANER_TMP
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
+    cpu = time.process_time()
     io = _PassIO.of(task)
     keys, latest = build_offset_map(task, directory, io)
     result = CleanResult(end_offset=latest + 1)
@@ -351,6 +353,7 @@ def run_clean_pass(task: CleanTask) -> CleanResult:
         _fsync_dir(tmp)
         io.throttler.finish()
         result.throttled_s = io.throttler.slept
+        result.cpu_s = time.process_time() - cpu
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -70,6 +70,7 @@ class PassStats:
     dirty_ratio_after: float
     seconds: float
     throttled_s: float = 0.0  # slept to stay under log.cleaner.io.max.bytes.per.second
+    cpu_s: float = 0.0  # the worker's CPU time for the pass
 
 
 @dataclass(slots=True)
@@ -236,7 +237,7 @@ class LogCleaner(CleanerService):
         after = await plog.call(lambda: _ratio_now(plog))
         stats = PassStats(partition=str(plog.tp), bytes_read=result.bytes_read, bytes_written=result.bytes_written,
                           dirty_ratio_before=plan.dirty_ratio, dirty_ratio_after=after,
-                          seconds=time.monotonic() - started, throttled_s=result.throttled_s)
+                          seconds=time.monotonic() - started, throttled_s=result.throttled_s, cpu_s=result.cpu_s)
         log_pass(self.stats, stats)
         return stats
 
@@ -260,11 +261,11 @@ def log_pass(stats: CleanerStats, s: PassStats) -> None:
     stats.last = s
     stats.by_partition[s.partition] = s
     mb_s = s.bytes_read / 1e6 / s.seconds if s.seconds > 0 else 0.0
-    log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s%s); dirty ratio "
+    log.info("cleaned %s: %d bytes read, %d written (%.1f%% of read) in %.3f s (%.1f MB/s%s%s); dirty ratio "
              "%.3f before, %.3f after", s.partition, s.bytes_read, s.bytes_written,
              100 * s.bytes_written / max(s.bytes_read, 1), s.seconds, mb_s,
-             f", {s.throttled_s:.3f} s of it throttled" if s.throttled_s else "", s.dirty_ratio_before,
-             s.dirty_ratio_after)
+             f", {s.throttled_s:.3f} s of it throttled" if s.throttled_s else "",
+             f", {s.cpu_s:.3f} CPU s" if s.cpu_s else "", s.dirty_ratio_before, s.dirty_ratio_after)
 
 
 def stop_executor(executor: Executor) -> None:
