@@ -38,7 +38,7 @@ from protocol.codec import decode_response, encode_request
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import BrokerEndpoint, ClusterView, TopicPartition
 
-from .inter_broker_login import LoginFailed, LoginFailureLog, _Exchange, log_in, read_frame
+from .inter_broker_login import Exchange, LoginFailed, LoginFailureLog, log_in, read_frame
 from .security.inter_broker_auth import InterBrokerSecurity
 
 __all__ = ("InterBrokerClient", "TxnMarkerChannel")
@@ -70,7 +70,7 @@ class _Connection:
             if self._writer is None:
                 reader, writer = await self._open()
                 self._writer = writer
-                login = await log_in(_Exchange(reader, writer, self._ids, self._client_id), self._security,
+                login = await log_in(Exchange(reader, writer, self._ids, self._client_id), self._security,
                                      self.endpoint.node_id)
                 self.versions = login.versions
                 if login.session_lifetime_ms > 0:  # log in again on a new connection before it ends

@@ -32,7 +32,7 @@ from .security.sasl_errors import AuthenticationFailed
 from .security.scram import MECHANISMS
 from .security.scram_client import ScramClient
 
-__all__ = ("Login", "LoginFailed", "LoginFailureLog", "log_in", "read_frame")
+__all__ = ("Exchange", "Login", "LoginFailed", "LoginFailureLog", "log_in", "read_frame")
 
 log = logging.getLogger("broker.inter_broker")
 _SIZE: Final = struct.Struct(">i")
@@ -58,7 +58,7 @@ async def read_frame(reader: asyncio.StreamReader, node_id: int) -> bytes:
     return await reader.readexactly(size)
 
 
-class _Exchange:
+class Exchange:
     """One request, then its answer, before the connection's reader task takes over."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ids: itertools.count[int],
@@ -75,7 +75,7 @@ class _Exchange:
         return body
 
 
-async def log_in(exchange: _Exchange, security: InterBrokerSecurity | None, node_id: int) -> Login:
+async def log_in(exchange: Exchange, security: InterBrokerSecurity | None, node_id: int) -> Login:
     versions = await exchange(ApiVersionsRequest(client_software_name=_SOFTWARE[0],
                                                  client_software_version=_SOFTWARE[1]), node_id)
     if versions.error_code is not ErrorCode.none:
@@ -96,7 +96,7 @@ async def log_in(exchange: _Exchange, security: InterBrokerSecurity | None, node
     return Login(ranges, lifetime)
 
 
-async def _authenticate(exchange: _Exchange, token: bytes, node_id: int) -> Any:
+async def _authenticate(exchange: Exchange, token: bytes, node_id: int) -> Any:
     answer = await exchange(SaslAuthenticateRequest(auth_bytes=token), node_id)
     if answer.error_code is not ErrorCode.none:
         raise AuthenticationFailed(f"{answer.error_code.name.upper()}: {answer.error_message or 'no reason given'}")
@@ -107,12 +107,12 @@ def _lifetime_ms(answer: Any) -> int:
     return int(answer.session_lifetime.total_seconds() * 1000)
 
 
-async def _plain(exchange: _Exchange, security: InterBrokerSecurity, node_id: int) -> int:
+async def _plain(exchange: Exchange, security: InterBrokerSecurity, node_id: int) -> int:
     token = b"\0" + security.username.encode() + b"\0" + security.password.encode()
     return _lifetime_ms(await _authenticate(exchange, token, node_id))
 
 
-async def _scram(exchange: _Exchange, security: InterBrokerSecurity, node_id: int) -> int:
+async def _scram(exchange: Exchange, security: InterBrokerSecurity, node_id: int) -> int:
     assert security.sasl_mechanism is not None
     client = ScramClient(MECHANISMS[security.sasl_mechanism], security.username, security.password)
     first = await _authenticate(exchange, client.first_message(), node_id)
