@@ -187,7 +187,8 @@ class ConsumerOperations(GroupOperations):
             consumer.restore(before)
             log.warning("could not store consumer group %s: %r", cmd.group_id, exc)
             raise KafkaError(append_error(exc, offsets=False), str(exc)) from exc
-        self._log_epochs(group.group_id, consumer, before.group_epoch)
+        if self.groups.get(group.group_id) is group:  # else downgraded: _downgrade logged it
+            self._log_epochs(group.group_id, consumer, before.group_epoch)
         return result
 
     @staticmethod
@@ -207,7 +208,8 @@ class ConsumerOperations(GroupOperations):
                 await self.persist_consumer(group, before, now)
             except Exception as exc:  # fenced in memory anyway: the next change writes it again
                 log.warning("could not store consumer group %s: %r", group.group_id, exc)
-            self._log_epochs(group.group_id, consumer, before.group_epoch)
+            if self.groups.get(group.group_id) is group:
+                self._log_epochs(group.group_id, consumer, before.group_epoch)
         return gone
 
     def do_consumer_describe(self, cmd: c.ConsumerGroupDescribe) -> list[ConsumerGroupDescription]:
