@@ -56,21 +56,34 @@ def decode_raw_records(batch: bytes | memoryview, header: RecordBatchHeader) -> 
     if header.compression:
         body = decompress(header.compression, body)
     out, pos = [], 0
+    base_offset, base_timestamp = header.base_offset, header.base_timestamp
     for _ in range(header.records_count):
-        length, pos = decode_varint(body, pos)
+        length, pos = _varint(body, pos)
         end = pos + length
         attributes = body[pos]
-        ts_delta, p = decode_varint(body, pos + 1)
-        off_delta, p = decode_varint(body, p)
+        ts_delta, p = _varint(body, pos + 1)
+        off_delta, p = _varint(body, p)
         tail_at = p
-        key_len, p = decode_varint(body, p)
+        key_len, p = _varint(body, p)
         key = None if key_len < 0 else body[p : p + key_len]
         p += max(key_len, 0)
-        value_len, _ = decode_varint(body, p)
-        out.append(RawRecord(header.base_offset + off_delta, header.base_timestamp + ts_delta, attributes,
-                             key, value_len >= 0, body[tail_at:end]))
+        # A negative value length (null: -1) zigzags to an odd first byte.
+        out.append(RawRecord(base_offset + off_delta, base_timestamp + ts_delta, attributes, key, not body[p] & 1,
+                             body[tail_at:end]))
         pos = end
     return out
+
+
+def _varint(body: bytes, pos: int) -> tuple[int, int]:
+    """decode_varint, with the one- and two-byte cases (nearly every field of a record) inline."""
+    n = body[pos]
+    if n < 0x80:
+        return (n >> 1) ^ -(n & 1), pos + 1
+    m = body[pos + 1]
+    if m < 0x80:
+        n = (n & 0x7F) | m << 7
+        return (n >> 1) ^ -(n & 1), pos + 2
+    return decode_varint(body, pos)
 
 
 def _encode_records(records: Sequence[RawRecord], base_offset: int, base_timestamp: int) -> bytes:

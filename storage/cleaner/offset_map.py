@@ -104,8 +104,8 @@ def _map_records(offsets: dict[bytes, int], body: bytes, count: int, base_offset
         if key_len >= 0 and offset >= first_dirty:
             key = body[p : p + key_len]
             offsets[key if key_len <= _MAX_PLAIN_KEY else map_key(key)] = offset
-            # A null value's length is -1, zigzagged as the single byte 0x01.
-            if body[p + key_len] == 1:
+            # A negative value length (null: -1) zigzags to an odd first byte.
+            if body[p + key_len] & 1:
                 tombstone = True
         pos = end
     return tombstone
