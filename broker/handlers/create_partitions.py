@@ -1,7 +1,9 @@
 """CreatePartitions v0-3.
 
 Behaviour: raises a topic's partition count; a count that is not larger gives
-INVALID_PARTITIONS, manual assignments INVALID_REQUEST. validate_only checks without changing.
+INVALID_PARTITIONS; manual assignments are checked as Kafka checks them (one per new partition,
+registered brokers, the topic's replica count: else INVALID_REPLICA_ASSIGNMENT); with shared
+storage they fix nothing else. validate_only checks without changing.
 More than 10000 new partitions in one request are refused whole (POLICY_VIOLATION), as in Kafka.
 """
 
@@ -11,16 +13,26 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .create_topics import check_batch_size
+from .replica_assignment import check_new_partitions
 
 
 def _new_partitions(ctx: RequestContext, topic: Any) -> int:
     meta = ctx.broker.logs.topics.get(topic.name)
     return max(topic.count - (meta.partitions if meta else 0), 0)
+
+
+def _check_assignments(ctx: RequestContext, topic: Any) -> None:
+    meta = ctx.broker.logs.topics.get(topic.name)
+    if meta is None or topic.count <= meta.partitions:
+        return  # the count's own error (unknown topic, not an increase) comes from create_partitions
+    replicas = len(ctx.broker.cluster.replicas(TopicPartition(topic.name, 0))) or 1
+    check_new_partitions(ctx, topic.assignments, topic.count - meta.partitions, replicas)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -30,8 +42,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         entry: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
         try:
             require(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name)
-            if topic.assignments:
-                raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
+            if topic.assignments is not None:
+                _check_assignments(ctx, topic)
             await ctx.broker.logs.create_partitions(topic.name, topic.count, request.validate_only)
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}

@@ -4,7 +4,8 @@ Behaviour: creates topics with the requested partition count (-1 means num.parti
 configs. A replication factor from 1 up to the live broker count is accepted (with shared storage
 it only says how many brokers Metadata lists as replicas); -1 means default.replication.factor,
 capped at the live brokers; more is INVALID_REPLICATION_FACTOR, as is anything but -1 and 1 on a
-single node. Manual replica assignments are refused (INVALID_REQUEST). validate_only checks without
+single node. Manual replica assignments are checked as Kafka checks them (replica_assignment.py)
+and fix the partition count and replication factor. validate_only checks without
 creating. v5+ answers with the resulting partition count and configs. A request that would
 create more than 10000 partitions, topics and configs is refused whole with POLICY_VIOLATION, as
 Kafka's controller refuses an operation over MAX_RECORDS_PER_USER_OP records.
@@ -21,6 +22,7 @@ from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, may_create_topic
 from ..handler import Handler, RequestContext
 from .describe_configs import topic_config_entries
+from .replica_assignment import new_topic_layout
 
 MAX_RECORDS_PER_USER_OP = 10_000
 
@@ -28,10 +30,11 @@ MAX_RECORDS_PER_USER_OP = 10_000
 async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
     if not may_create_topic(ctx, topic.name):
         raise denied(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name)
-    replication_factor = _replication_factor(ctx, topic.replication_factor)
     if topic.assignments:
-        raise KafkaError(ErrorCode.invalid_request, "manual replica assignment is not supported")
-    partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+        partitions, replication_factor = new_topic_layout(ctx, topic)
+    else:
+        replication_factor = _replication_factor(ctx, topic.replication_factor)
+        partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     configs = {c.name: c.value for c in topic.configs if c.value is not None}
     meta = await ctx.broker.logs.create_topic(topic.name, partitions, configs, validate_only=validate_only,
                                               replication_factor=replication_factor)
@@ -72,7 +75,7 @@ def check_batch_size(records: int) -> None:
 
 def _records(ctx: RequestContext, topic: Any) -> int:
     partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
-    return 1 + max(partitions, 0) + len(topic.configs)
+    return 1 + max(partitions, len(topic.assignments), 0) + len(topic.configs)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
