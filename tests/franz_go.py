@@ -34,7 +34,7 @@ WORK_DIR = REPO / "build" / "franz-go"
 # The tests of pkg/kgo that talk to a broker, and pass against eosbroker (the package's unit
 # tests, which need none, run too: the binary runs them whatever the broker).
 ALLOWED: Final = (
-    "TestUnknownGroupOffsetFetchPinned", "TestPing", "TestIssue1034",
+    "TestUnknownGroupOffsetFetchPinned", "TestPing", "TestIssue1034", "TestSCRAMAuth", "TestSCRAMAuthBadCredentials",
     "TestIssue325", "TestConsumeTopicRetrieval", "TestConsumeTopicRetrieval_Many", "TestConsumeRegex",
     "Test848RegexBrokerResolves", "TestIssue337", "TestDirectPartitionPurge", "TestIssue434",
     "TestAddRemovePartitions", "TestPauseIssue489", "TestPauseIssueOct2023", "TestIssue523", "TestIssue648",
@@ -51,11 +51,35 @@ NOT_RUN: Final[Mapping[str, str]] = {
     "TestShareGroupAckOnClose": "share groups (KIP-932) are not implemented",
     "TestShareGroupOffsetsAdmin": "share groups (KIP-932) are not implemented",
     "TestConsumeRegexShareSkipsInternal": "share groups (KIP-932) are not implemented",
-    "TestSCRAMAuth": "needs a SASL/SCRAM listener and KGO_TEST_SCRAM / KGO_TEST_SCRAM_SEEDS (not set up here)",
-    "TestSCRAMAuthBadCredentials": "needs a SASL/SCRAM listener (not set up here)",
     "TestIssueProduceBrokerTooOldFailsRecords": "needs a broker without Produce v3+; eosbroker advertises v0-2 "
                                                 "(refused on use) so that old librdkafka enables compression",
 }
+
+
+# A second listener for TestSCRAMAuth and TestSCRAMAuthBadCredentials (KGO_TEST_SCRAM_SEEDS); the
+# other tests use the PLAINTEXT one (KGO_SEEDS).
+SCRAM_SETTINGS: Final = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                         "sasl.enabled.mechanisms": "SCRAM-SHA-256"}
+SCRAM_USER: Final = ("franz", "franz-secret")
+
+
+def scram_env(plaintext: str, sasl_plaintext: str) -> dict[str, str]:
+    """Create the SCRAM-SHA-256 user (AlterUserScramCredentials over PLAINTEXT); the variables
+    that point franz-go's SCRAM tests at the SASL_PLAINTEXT listener."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    user, password = SCRAM_USER
+    admin = AdminClient({"bootstrap.servers": plaintext})
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                          password.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+    return {"KGO_TEST_SCRAM": f"{user}:{password}:256", "KGO_TEST_SCRAM_SEEDS": sasl_plaintext}
 
 
 @dataclass(slots=True)
@@ -89,11 +113,11 @@ def build(work_dir: Path = WORK_DIR) -> Path:
 
 
 def run(binary: Path, bootstrap: str, records: int = 5000, timeout_s: float = 600.0,
-        tests: tuple[str, ...] = ALLOWED) -> SuiteResult:
+        tests: tuple[str, ...] = ALLOWED, extra_env: Mapping[str, str] | None = None) -> SuiteResult:
     """Run the tests against the broker at bootstrap: by default every test but NOT_RUN (the
     package's unit tests too), else only those named."""
     env = os.environ | {"KGO_SEEDS": bootstrap, "KGO_TEST_RF": "1", "KGO_TEST_RECORDS": str(records),
-                        "KGO_LOG_LEVEL": "none"}
+                        "KGO_LOG_LEVEL": "none"} | dict(extra_env or {})
     skip = "^(" + "|".join(NOT_RUN) + ")$"
     only = [] if tests == ALLOWED else ["-test.run", "^(" + "|".join(tests) + ")$"]
     done = subprocess.run([str(binary), "-test.v", "-test.skip", skip, *only, "-test.timeout", f"{int(timeout_s)}s"],
@@ -115,10 +139,11 @@ def main() -> int:
     binary = build()
     status = 0
     for level in ("2", "1"):
-        with tempfile.TemporaryDirectory() as tmp, BrokerProcess(Path(tmp) / "data",
-                                                                 {"transaction.version": level}) as broker:
+        with tempfile.TemporaryDirectory() as tmp, BrokerProcess(
+                Path(tmp) / "data", SCRAM_SETTINGS | {"transaction.version": level}) as broker:
             broker.start()
-            result = run(binary, broker.bootstrap, records=20000)
+            env = scram_env(broker.bootstrap, broker.bootstrap_of("SASL_PLAINTEXT"))
+            result = run(binary, broker.bootstrap, records=20000, extra_env=env)
         print(f"transaction.version={level}: {len(result.passed)} passed, {len(result.failed)} failed, "
               f"{len(result.skipped)} skipped; not run: {len(NOT_RUN)} ({', '.join(NOT_RUN)})")
         for name in result.failed:

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from tests.conftest import BrokerFactory
-from tests.franz_go import ALLOWED, build, run
+from tests.franz_go import ALLOWED, SCRAM_SETTINGS, build, run, scram_env
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(shutil.which("go") is None, reason="the Go toolchain (go) is not installed")]
@@ -18,9 +18,10 @@ pytestmark = [pytest.mark.e2e,
 
 def test_franz_go_kgo_suite_under_transactions_v2(broker_factory: BrokerFactory) -> None:
     binary = build()
-    broker = broker_factory({"transaction.version": "2"})
+    broker = broker_factory(SCRAM_SETTINGS | {"transaction.version": "2"})
+    env = scram_env(broker.bootstrap, broker.bootstrap_of("SASL_PLAINTEXT"))
     # fewer records per ETL than franz-go's default 500,000 keeps the run around a minute
-    result = run(binary, broker.bootstrap, records=5000)
+    result = run(binary, broker.bootstrap, records=5000, extra_env=env)
     assert not result.failed, f"franz-go tests failed: {result.failed}\n{result.output[-6000:]}"
     assert set(ALLOWED) <= set(result.passed)
 
