@@ -292,23 +292,47 @@ class TxnMarkerChannel:
         return results
 
 
-async def add_partitions_to_txn(client: InterBrokerClient, node_id: int, transactional_id: str, producer_id: int,
-                                producer_epoch: int, partitions: list[TopicPartition]) -> None:
-    """AddPartitionsToTxn v5 to the coordinator's broker, as Kafka's partition leaders send it for a
-    Transactions V2 Produce (verify_only false: the partitions join the transaction); raises the
-    first partition's error."""
+async def _add_partitions_request(client: InterBrokerClient, node_id: int, transactional_id: str, producer_id: int,
+                                  producer_epoch: int, partitions: list[TopicPartition],
+                                  verify_only: bool) -> dict[TopicPartition, ErrorCode]:
+    """One AddPartitionsToTxn v5 transaction to the coordinator's broker; each partition's code
+    (a top-level error is every partition's)."""
     topics: dict[str, list[int]] = {}
     for tp in partitions:
         topics.setdefault(tp.topic, []).append(tp.partition)
     txn = AddPartitionsToTxnTransaction(
         transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,  # type: ignore[arg-type]
-        verify_only=False, topics=tuple(AddPartitionsToTxnTopic(name=name, partitions=tuple(parts))  # type: ignore[arg-type]
-                                        for name, parts in topics.items()))
+        verify_only=verify_only, topics=tuple(AddPartitionsToTxnTopic(name=name, partitions=tuple(parts))  # type: ignore[arg-type]
+                                              for name, parts in topics.items()))
     response = await client.send(node_id, AddPartitionsToTxnRequest(transactions=(txn,)))
-    codes = [ErrorCode(response.error_code)] + [
-        ErrorCode(p.partition_error_code)
-        for r in response.results_by_transaction for t in r.topic_results for p in t.results_by_partition]
-    failed = next((c for c in codes if c is not ErrorCode.none), None)
+    if response.error_code != ErrorCode.none:
+        return dict.fromkeys(partitions, ErrorCode(response.error_code))
+    codes = dict.fromkeys(partitions, ErrorCode.none)
+    for r in response.results_by_transaction:
+        for t in r.topic_results:
+            for p in t.results_by_partition:
+                codes[TopicPartition(t.name, p.partition_index)] = ErrorCode(p.partition_error_code)
+    return codes
+
+
+async def add_partitions_to_txn(client: InterBrokerClient, node_id: int, transactional_id: str, producer_id: int,
+                                producer_epoch: int, partitions: list[TopicPartition]) -> None:
+    """AddPartitionsToTxn v5 to the coordinator's broker, as Kafka's partition leaders send it for a
+    Transactions V2 Produce (verify_only false: the partitions join the transaction); raises the
+    first partition's error."""
+    codes = await _add_partitions_request(client, node_id, transactional_id, producer_id, producer_epoch, partitions,
+                                          verify_only=False)
+    failed = next((c for c in codes.values() if c is not ErrorCode.none), None)
     if failed is not None:
         raise KafkaError(failed, f"the transaction coordinator (broker {node_id}) could not add {len(partitions)} "
                          f"partition(s) to the transaction of '{transactional_id}': {failed.name}")
+
+
+async def verify_partitions_in_txn(
+    client: InterBrokerClient, node_id: int, transactional_id: str, producer_id: int, producer_epoch: int,
+    partitions: list[TopicPartition],
+) -> dict[TopicPartition, ErrorCode]:
+    """AddPartitionsToTxn v5 with verify_only, as Kafka's partition leaders verify a Transactions
+    V1 Produce with the coordinator's broker: each partition's code (NONE: in the transaction)."""
+    return await _add_partitions_request(client, node_id, transactional_id, producer_id, producer_epoch, partitions,
+                                         verify_only=True)

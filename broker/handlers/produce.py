@@ -28,6 +28,7 @@ from coordinator.transaction.verification import (
     AddRetry,
     add_partitions_for_produce,
     check_first_sequence_v2,
+    verify_remotely,
     verify_transactional_batches,
 )
 from protocol.api_keys import ApiKey
@@ -38,7 +39,7 @@ from storage.api import INTERNAL_TOPICS, TopicPartition
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, denied, require, unauthorized
 from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
-from ..inter_broker import add_partitions_to_txn
+from ..inter_broker import add_partitions_to_txn, verify_partitions_in_txn
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,21 @@ def _coordinator_of(ctx: RequestContext) -> Any:
     return add
 
 
+def _remote_verifier(ctx: RequestContext, txn_id: str | None) -> Any:
+    """Cluster mode, Transactions V1: how to verify with the transaction's coordinator when it is
+    another broker (None when there is nothing to verify there)."""
+    client, coordinator = ctx.broker.extras.get("inter_broker"), ctx.broker.txn_coordinator
+    if client is None or coordinator is None or not txn_id:
+        return None
+    leader = ctx.broker.cluster.leader(TopicPartition(TRANSACTION_STATE_TOPIC, coordinator.partition_for(txn_id)))
+    if leader is None or leader.leader == ctx.broker.node_id:
+        return None
+
+    async def verify(txn: str, pid: int, epoch: int, partitions: list[TopicPartition]) -> Any:
+        return await verify_partitions_in_txn(client, leader.leader, txn, pid, epoch, partitions)
+    return verify
+
+
 def _add_retry(ctx: RequestContext) -> AddRetry:
     config = ctx.broker.config
     return AddRetry(backoff_ms=config.add_partitions_to_txn_retry_backoff_ms,
@@ -132,6 +148,8 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
         if ctx.version < 12:  # v12+: added to the transaction before (refused holds the failures)
             verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
                                          part.records, ctx.version)
+            if (remote := _remote_verifier(ctx, request.transactional_id)) is not None:
+                await verify_remotely(remote, request.transactional_id, tp, plog, part.records, ctx.version)
         else:
             await check_first_sequence_v2(plog, tp, next(iter_batches(part.records, verify_crc=False))[1])
         info = await plog.append(part.records)

@@ -21,7 +21,7 @@ the broker has retried the add for add.partitions.to.txn.retry.backoff.max.ms.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +32,8 @@ from storage.api import PartitionLog, TopicPartition
 from .state import TxnState
 
 __all__ = ("AddRetry", "add_partitions_for_produce", "check_first_sequence_v2", "verify_in_transaction",
-           "verify_partitions", "verify_transactional_batches", "verify_transactional_produce",
-           "verify_txn_offset_commit")
+           "verify_partitions", "verify_remotely", "verify_transactional_batches",
+           "verify_transactional_produce", "verify_txn_offset_commit")
 
 
 def verify_transactional_produce(
@@ -152,6 +152,30 @@ def verify_partitions(
             for tp in partitions}
 
 
+VerifyPartitions = Callable[[str, int, int, list[TopicPartition]], Awaitable[Mapping[TopicPartition, ErrorCode]]]
+
+
+async def verify_remotely(verify: VerifyPartitions, transactional_id: str | None, tp: TopicPartition,
+                          plog: PartitionLog, records: bytes, produce_version: int) -> None:
+    """verify_transactional_batches for a transaction another broker coordinates (cluster mode):
+    AddPartitionsToTxn v5 with verify_only to it, as Kafka's partition leaders send it, with the
+    errors its ReplicaManager passes on to Produce."""
+    for _, header in iter_batches(records, verify_crc=False):
+        if not header.is_transactional or plog.has_open_transaction(header.producer_id) or not transactional_id:
+            continue
+        try:
+            code = (await verify(transactional_id, header.producer_id, header.producer_epoch, [tp])).get(
+                tp, ErrorCode.none)
+        except KafkaError as exc:
+            code = exc.code
+        if code is ErrorCode.transaction_abortable or code is ErrorCode.cluster_authorization_failed:
+            code = ErrorCode.transaction_abortable if produce_version >= 11 else ErrorCode.invalid_txn_state
+        if code is not ErrorCode.none:
+            raise _produce_error(KafkaError(code, f"Partition was not added to the transaction: {tp} is not in "
+                                            f"the transaction of '{transactional_id}' ({code.name} from its "
+                                            "coordinator)"), epoch_bump=False)
+
+
 # Retriable failures to reach the coordinator, which Kafka's ReplicaManager answers as
 # NOT_ENOUGH_REPLICAS: every producer retries that without refreshing its metadata.
 _UNVERIFIED = frozenset({ErrorCode.network_exception, ErrorCode.coordinator_load_in_progress,
@@ -159,10 +183,12 @@ _UNVERIFIED = frozenset({ErrorCode.network_exception, ErrorCode.coordinator_load
 AddPartitions = Callable[[str, int, int, list[TopicPartition]], Awaitable[None]]
 
 
-def _produce_error(exc: KafkaError) -> KafkaError:
+def _produce_error(exc: KafkaError, epoch_bump: bool = True) -> KafkaError:
+    """epoch_bump: Produce v12+, which retries CONCURRENT_TRANSACTIONS itself; older versions get
+    NOT_ENOUGH_REPLICAS for it, as for the other retriable failures."""
     if exc.code is ErrorCode.producer_fenced:  # "Producers expect to handle INVALID_PRODUCER_EPOCH"
         return KafkaError(ErrorCode.invalid_producer_epoch, exc.message)
-    if exc.code in _UNVERIFIED:
+    if exc.code in _UNVERIFIED or (exc.code is ErrorCode.concurrent_transactions and not epoch_bump):
         return KafkaError(ErrorCode.not_enough_replicas, "Unable to add the partition to the transaction. "
                           f"Underlying error: {exc.code.name}: {exc.message}")
     return exc

@@ -4,10 +4,12 @@ from coordinator.transaction.metadata import TransactionMetadata
 from coordinator.transaction.verification import (
     AddRetry,
     add_partitions_for_produce,
+    verify_remotely,
     verify_transactional_produce,
     verify_txn_offset_commit,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.records import Record, build_batch
 from storage.api import TopicPartition
 from tests.storage.helpers import header
 
@@ -163,3 +165,42 @@ async def test_a_v2_add_that_finds_the_markers_still_written_is_retried_on_the_b
     refused = await add_partitions_for_produce(ongoing(), "tx", [(OTHER, header(pid=5, epoch=0, txn=True))], add,
                                                AddRetry(backoff_ms=20, max_ms=max_ms))
     assert {tp: e.code for tp, e in refused.items()} == told and len(made) == calls
+
+
+class Log:
+    def __init__(self, open_for=()):
+        self.open_for = set(open_for)
+
+    def has_open_transaction(self, producer_id):
+        return producer_id in self.open_for
+
+
+def batch_bytes(pid=5, epoch=0):
+    return bytes(build_batch([Record(value=b"x")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                             transactional=True))
+
+
+@pytest.mark.parametrize(("answer", "version", "told"), [
+    (ErrorCode.none, 11, None),
+    (ErrorCode.transaction_abortable, 11, ErrorCode.transaction_abortable),
+    (ErrorCode.transaction_abortable, 10, ErrorCode.invalid_txn_state),  # before v11, as Kafka maps it
+    (ErrorCode.producer_fenced, 11, ErrorCode.invalid_producer_epoch),
+    (ErrorCode.concurrent_transactions, 11, ErrorCode.not_enough_replicas),
+    (ErrorCode.not_coordinator, 11, ErrorCode.not_enough_replicas),
+])
+async def test_a_v1_batch_is_verified_with_a_coordinator_on_another_broker(answer, version, told):
+    asked = []
+
+    async def verify(txn_id, pid, epoch, partitions):
+        asked.append((txn_id, pid, epoch, partitions))
+        return {tp: answer for tp in partitions}
+
+    if told is None:
+        await verify_remotely(verify, "tx", TP, Log(), batch_bytes(), version)
+    else:
+        with pytest.raises(KafkaError) as info:
+            await verify_remotely(verify, "tx", TP, Log(), batch_bytes(), version)
+        assert info.value.code is told
+    assert asked == [("tx", 5, 0, [TP])]
+    await verify_remotely(verify, "tx", TP, Log(open_for={5}), batch_bytes(), version)  # already open: no ask
+    assert len(asked) == 1
