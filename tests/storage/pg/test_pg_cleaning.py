@@ -280,3 +280,27 @@ async def test_a_database_the_worker_cannot_reach_is_retried_later(db, source, p
     cleaner.url = pg_url  # reachable again
     assert await cleaner.clean_dirtiest() is not None
     await cleaner.stop()
+
+
+async def test_appends_and_reads_go_on_while_a_pass_runs(db, source, pg_url) -> None:
+    plog = await open_compacted(db, source)
+    writes = []
+    for i in range(200):
+        info = await plog.append(kv(b"k%d" % (i % 5), b"%d" % i))
+        writes.append((info.base_offset, b"k%d" % (i % 5), b"%d" % i))
+    plan = await plog.plan_cleaning(pg_url, 10_000, 1 << 20)
+    running = asyncio.ensure_future(asyncio.to_thread(run_pg_clean_pass, plan.task))
+    appended = 0
+    while not running.done() or appended < 20:
+        info = await plog.append(kv(b"new%d" % appended, b"x"))
+        writes.append((info.base_offset, b"new%d" % appended, b"x"))
+        assert (await plog.read(info.base_offset, 1 << 20)).records
+        appended += 1
+    result = await running
+    assert result.committed
+    await plog.cleaned(result)
+    end = result.end_offset
+    want = latest([w for w in writes if w[0] < end])
+    expect = sorted([(o, k, v) for k, (o, v) in want.items()] + [w for w in writes if w[0] >= end])
+    for level in IsolationLevel:
+        assert await records(plog, level) == expect
