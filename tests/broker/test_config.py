@@ -251,3 +251,21 @@ def test_kafkas_authorizer_names_select_the_authorizer(name: str) -> None:
 def test_bad_authorizer_settings_are_refused(props: dict[str, str], fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         build(props)
+
+
+def test_the_cleaners_io_settings_as_kafka_and_as_the_cleaner_gets_them() -> None:
+    from broker.server import cleaner_config
+    from storage.cleaner.throttler import UNLIMITED
+
+    default = cleaner_config(build())
+    assert (default.threads, default.io_buffer_size, default.dedupe_buffer_load_factor) == (1, 524288, 0.9)
+    assert default.io_max_bytes_per_second == UNLIMITED  # Kafka's Double.MAX_VALUE
+    set_ = cleaner_config(build({"log.cleaner.io.max.bytes.per.second": "1e6", "log.cleaner.threads": "3",
+                                 "log.cleaner.io.buffer.size": "65536", "log.cleaner.io.buffer.load.factor": "0.5",
+                                 "log.cleaner.dedupe.buffer.size": "3000000", "log.cleaner.backoff.ms": "7"}))
+    assert (set_.io_max_bytes_per_second, set_.threads, set_.io_buffer_size) == (1e6, 3, 65536)
+    assert (set_.dedupe_buffer_load_factor, set_.dedupe_buffer_size, set_.backoff_ms) == (0.5, 3_000_000, 7)
+    refused({"log.cleaner.io.max.bytes.per.second": "0"}, "log.cleaner.io.max.bytes.per.second",
+            "Value must be at least 1")
+    refused({"log.cleaner.io.buffer.load.factor": "1.5"}, "Value must be no more than 1")
+    refused({"log.cleaner.io.max.bytes.per.second": "fast"}, "Not a number of type DOUBLE")
