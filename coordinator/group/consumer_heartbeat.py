@@ -172,7 +172,10 @@ def _find_static_member(group: ConsumerGroup, req: HeartbeatRequest, member_id: 
     if req.member_epoch == 0:
         if existing is None:
             return ConsumerGroupMember(member_id=member_id)
-        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.member_id != member_id:
+        # Only a consumer-protocol predecessor must have left first (epoch -2); a classic one is
+        # replaced at once, as a classic rejoin replaces it (Kafka's static member replacement).
+        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.member_id != member_id \
+                and not existing.uses_classic_protocol:
             raise KafkaError(ErrorCode.unreleased_instance_id, f"Static member {member_id} with instance "
                              f"id {req.instance_id} cannot join the group because the instance id is owned by "
                              f"{existing.member_id} member.")
@@ -294,7 +297,8 @@ def advance(group: ConsumerGroup, member: ConsumerGroupMember, updated: Consumer
                            group.owner_epoch(member.member_id), owned)
     if reconciled != updated:
         group.put_member(reconciled)
-        _rebalance_timer(group, reconciled, now_ms)
+        if not reconciled.uses_classic_protocol:  # classic members have join and sync timers instead
+            _rebalance_timer(group, reconciled, now_ms)
     return reconciled
 
 

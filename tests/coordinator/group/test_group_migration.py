@@ -238,3 +238,22 @@ async def test_a_classic_static_member_replacing_the_last_consumer_member_downgr
     assert back.error is ErrorCode.none
     group = coord.groups["g"]
     assert group.consumer is None and list(group.static_members) == ["i1"] and len(group.members) == 2
+
+
+async def test_a_consumer_static_member_replaces_its_classic_predecessor_at_once(node: Node) -> None:
+    # A static classic consumer restarted with group.protocol=consumer: the classic incarnation
+    # sent no LeaveGroup (static members do not), yet the new one takes its place at once.
+    coord = node.coordinator
+    assert coord is not None
+    t = tid(node)
+    first = await coord.join_group("g", params(instance="i1", client_id="a"))
+    await coord.sync_group("g", member_id=first.member_id, generation_id=1, group_instance_id="i1",
+                           assignments={first.member_id: enc(0, 1, 2, 3)})
+    await consumer_join(coord, "other")  # the upgrade; the classic i1 keeps its partitions
+    joined = await consumer_join(coord, "new-i1", instance_id="i1")
+    consumer = coord.groups["g"].consumer
+    assert consumer is not None and set(consumer.members) == {"other", "new-i1"}
+    assert not consumer.members["new-i1"].uses_classic_protocol
+    again = await coord.consumer_group_heartbeat("g", HeartbeatRequest(
+        member_id="new-i1", member_epoch=joined.member_epoch, instance_id="i1", owned={t: joined.assignment[t]}))
+    assert again.member_id == "new-i1"
