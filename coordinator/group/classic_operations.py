@@ -1,7 +1,9 @@
 """JoinGroup, SyncGroup, Heartbeat and LeaveGroup inside the GroupCoordinator actor when the group
 is a consumer group with members: its classic-protocol members (classic_members.py) are answered
-from the consumer group, as Kafka's GroupMetadataManager routes them whatever the migration
-policy. Every other case goes to the classic group (operations.py).
+from the consumer group, as Kafka's GroupMetadataManager routes them. Kafka 4.4 (checked on a
+single node) accepts such a JoinGroup under every group.consumer.migration.policy but `disabled`,
+which answers INCONSISTENT_GROUP_PROTOCOL. Every other case goes to the classic group
+(operations.py).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ class ClassicInConsumerOperations(ConsumerOperations):
         cfg = self.config
         if not cfg.min_session_timeout_ms <= params.session_timeout_ms <= cfg.max_session_timeout_ms:
             cmd.reply.set_result(JoinGroupResult(member_id=params.member_id, error=ErrorCode.invalid_session_timeout))
+            return
+        if self.consumer_config.migration_policy == "disabled":
+            cmd.reply.set_result(JoinGroupResult(member_id=params.member_id,
+                                                 error=ErrorCode.inconsistent_group_protocol))
             return
         consumer = group.consumer
         assert consumer is not None
