@@ -23,7 +23,6 @@ import asyncio
 import logging
 from typing import Any
 
-from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from coordinator.transaction.verification import (
     AddRetry,
     add_partitions_for_produce,
@@ -39,7 +38,7 @@ from storage.api import INTERNAL_TOPICS, TopicPartition
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, denied, require, unauthorized
 from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
-from ..inter_broker import add_partitions_to_txn, verify_partitions_in_txn
+from .txn_routing import coordinator_add, remote_verifier
 
 log = logging.getLogger(__name__)
 
@@ -86,38 +85,6 @@ def _first_transactional_batches(ctx: RequestContext, request: Any, names: list[
             yield tp, header
 
 
-def _coordinator_of(ctx: RequestContext) -> Any:
-    """How to add partitions to a transaction whose coordinator is another broker of the cluster
-    (None: it is this one, the local coordinator adds them)."""
-    client, coordinator = ctx.broker.extras.get("inter_broker"), ctx.broker.txn_coordinator
-    if client is None or coordinator is None:
-        return None
-
-    async def add(txn_id: str, pid: int, epoch: int, partitions: list[TopicPartition]) -> None:
-        shard = TopicPartition(TRANSACTION_STATE_TOPIC, coordinator.partition_for(txn_id))
-        leader = ctx.broker.cluster.leader(shard)
-        if leader is None or leader.leader == ctx.broker.node_id:
-            await coordinator.add_partitions(txn_id, pid, epoch, partitions, tv2=True)
-        else:
-            await add_partitions_to_txn(client, leader.leader, txn_id, pid, epoch, partitions)
-    return add
-
-
-def _remote_verifier(ctx: RequestContext, txn_id: str | None) -> Any:
-    """Cluster mode, Transactions V1: how to verify with the transaction's coordinator when it is
-    another broker (None when there is nothing to verify there)."""
-    client, coordinator = ctx.broker.extras.get("inter_broker"), ctx.broker.txn_coordinator
-    if client is None or coordinator is None or not txn_id:
-        return None
-    leader = ctx.broker.cluster.leader(TopicPartition(TRANSACTION_STATE_TOPIC, coordinator.partition_for(txn_id)))
-    if leader is None or leader.leader == ctx.broker.node_id:
-        return None
-
-    async def verify(txn: str, pid: int, epoch: int, partitions: list[TopicPartition]) -> Any:
-        return await verify_partitions_in_txn(client, leader.leader, txn, pid, epoch, partitions)
-    return verify
-
-
 def _add_retry(ctx: RequestContext) -> AddRetry:
     config = ctx.broker.config
     return AddRetry(backoff_ms=config.add_partitions_to_txn_retry_backoff_ms,
@@ -148,7 +115,7 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
         if ctx.version < 12:  # v12+: added to the transaction before (refused holds the failures)
             verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
                                          part.records, ctx.version)
-            if (remote := _remote_verifier(ctx, request.transactional_id)) is not None:
+            if (remote := remote_verifier(ctx, request.transactional_id)) is not None:
                 await verify_remotely(remote, request.transactional_id, tp, plog, part.records, ctx.version)
         else:
             await check_first_sequence_v2(plog, tp, next(iter_batches(part.records, verify_crc=False))[1])
@@ -186,7 +153,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if ctx.version >= 12:
             refused = await add_partitions_for_produce(ctx.broker.txn_coordinator, request.transactional_id,
                                                        _first_transactional_batches(ctx, request, names, forbidden),
-                                                       _coordinator_of(ctx), _add_retry(ctx))
+                                                       coordinator_add(ctx), _add_retry(ctx))
         results = await asyncio.gather(*(
             asyncio.gather(*(_append_one(ctx, request, name, p, refused, forbidden) for p in t.partition_data))
             for name, t in zip(names, request.topic_data, strict=True)

@@ -6,8 +6,10 @@ writes there makes them the group's committed offsets, an ABORT drops them. Unti
 OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for those partitions. Partitions
 that do not exist get UNKNOWN_TOPIC_OR_PARTITION, as in OffsetCommit (one shared validation).
 Under v5 (Transactions V2) the client sends no AddOffsetsToTxn: the group's __consumer_offsets
-partition is added to the transaction here, through the transaction coordinator, before the offsets
-are written (PRODUCER_FENCED reaches the client as INVALID_PRODUCER_EPOCH, as for every version).
+partition is added to the transaction here, through the transaction coordinator (another broker's
+in cluster mode, with AddPartitionsToTxn v5), before the offsets are written (PRODUCER_FENCED reaches
+the client as INVALID_PRODUCER_EPOCH, as for every version; a coordinator that cannot be reached
+as COORDINATOR_NOT_AVAILABLE, as Kafka's group coordinator answers it).
 Under v0-4 (Transactions V1) the group must have been added with AddOffsetsToTxn first, as Kafka
 verifies (KIP-890 part 1): otherwise the offsets would open a transaction in __consumer_offsets that
 no marker closes; v4 answers TRANSACTION_ABORTABLE for it (the client aborts and goes on), v0-3
@@ -21,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.transaction.metadata import ProducerIdAndEpoch
-from coordinator.transaction.verification import verify_txn_offset_commit
+from coordinator.transaction.verification import add_offsets_for_txn_offset_commit
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import KafkaError
@@ -31,6 +33,7 @@ from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import commit_results, group_coordinator, requested_offsets
 from .txn_errors import txn_error_code
+from .txn_routing import coordinator_add, remote_verifier
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -39,13 +42,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     wanted, results = requested_offsets(ctx, request)
     if wanted:
         try:
-            if ctx.version >= 5:
-                await ctx.broker.txn_coordinator.add_offsets(
-                    request.transactional_id, request.producer_id, request.producer_epoch, request.group_id,
-                    tv2=True)
-            else:
-                verify_txn_offset_commit(ctx.broker.txn_coordinator, request.transactional_id, request.producer_id,
-                                         request.producer_epoch, request.group_id, ctx.version)
+            await add_offsets_for_txn_offset_commit(
+                ctx.broker.txn_coordinator, coordinator_add(ctx), remote_verifier(ctx, request.transactional_id),
+                request.transactional_id, request.producer_id, request.producer_epoch, request.group_id, ctx.version)
             results |= await group_coordinator(ctx).commit_offsets(
                 request.group_id,
                 wanted,

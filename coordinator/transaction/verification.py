@@ -32,7 +32,7 @@ from storage.api import PartitionLog, TopicPartition
 from .state import TxnState
 
 __all__ = ("AddRetry", "add_partitions_for_produce", "check_first_sequence_v2", "verify_in_transaction",
-           "verify_partitions", "verify_remotely", "verify_transactional_batches",
+           "verify_partitions", "add_offsets_for_txn_offset_commit", "verify_remotely", "verify_transactional_batches",
            "verify_transactional_produce", "verify_txn_offset_commit")
 
 
@@ -69,6 +69,41 @@ def verify_txn_offset_commit(coordinator: Any, transactional_id: str, producer_i
         # Kafka's group coordinator answers a retriable write failure this way (its
         # normalizeException), which every client retries
         raise KafkaError(ErrorCode.coordinator_not_available, exc.message) from None
+
+
+# Kafka's group coordinator answers a retriable failure to reach the transaction coordinator
+# (NOT_ENOUGH_REPLICAS from its AddPartitionsToTxnManager) as COORDINATOR_NOT_AVAILABLE.
+_UNREACHED = frozenset({
+    ErrorCode.network_exception, ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
+    ErrorCode.not_coordinator, ErrorCode.request_timed_out, ErrorCode.not_enough_replicas})
+
+
+async def add_offsets_for_txn_offset_commit(
+    coordinator: Any, add: AddPartitions | None, verify: VerifyPartitions | None, transactional_id: str,
+    producer_id: int, producer_epoch: int, group_id: str, version: int,
+) -> None:
+    """TxnOffsetCommit: v5 adds the group's __consumer_offsets partition to the transaction, v0-4
+    verify it is there, through the id's coordinator wherever it is (add / verify reach another
+    broker's), with the errors Kafka's group coordinator answers."""
+    tp = coordinator.offsets_partition(group_id)
+    try:
+        if version >= 5 and add is not None:
+            await add(transactional_id, producer_id, producer_epoch, [tp])
+        elif version >= 5:
+            await coordinator.add_partitions(transactional_id, producer_id, producer_epoch, [tp], tv2=True)
+        elif verify is not None:
+            code = (await verify(transactional_id, producer_id, producer_epoch, [tp])).get(tp, ErrorCode.none)
+            if code is ErrorCode.transaction_abortable and version < 4:
+                code = ErrorCode.invalid_txn_state
+            if code is not ErrorCode.none:
+                raise KafkaError(code, f"Partition was not added to the transaction: the group '{group_id}' is not "
+                                 f"in the transaction of '{transactional_id}' ({code.name} from its coordinator)")
+        else:
+            verify_txn_offset_commit(coordinator, transactional_id, producer_id, producer_epoch, group_id, version)
+    except KafkaError as exc:
+        if exc.code in _UNREACHED:
+            raise KafkaError(ErrorCode.coordinator_not_available, exc.message) from None
+        raise
 
 
 def verify_in_transaction(md: Any, producer_id: int, producer_epoch: int, tp: TopicPartition,

@@ -3,6 +3,7 @@ import pytest
 from coordinator.transaction.metadata import TransactionMetadata
 from coordinator.transaction.verification import (
     AddRetry,
+    add_offsets_for_txn_offset_commit,
     add_partitions_for_produce,
     verify_remotely,
     verify_transactional_produce,
@@ -204,3 +205,34 @@ async def test_a_v1_batch_is_verified_with_a_coordinator_on_another_broker(answe
     assert asked == [("tx", 5, 0, [TP])]
     await verify_remotely(verify, "tx", TP, Log(open_for={5}), batch_bytes(), version)  # already open: no ask
     assert len(asked) == 1
+
+
+@pytest.mark.parametrize(("version", "answer", "told"), [
+    (5, ErrorCode.none, None),
+    (5, ErrorCode.not_coordinator, ErrorCode.coordinator_not_available),  # as Kafka's group coordinator
+    (5, ErrorCode.concurrent_transactions, ErrorCode.concurrent_transactions),
+    (4, ErrorCode.transaction_abortable, ErrorCode.transaction_abortable),
+    (3, ErrorCode.transaction_abortable, ErrorCode.invalid_txn_state),
+    (4, ErrorCode.none, None),
+])
+async def test_txn_offset_commit_reaches_a_transaction_coordinator_on_another_broker(version, answer, told):
+    asked = []
+    offsets = TopicPartition("__consumer_offsets", 3)
+
+    async def add(txn_id, pid, epoch, partitions):
+        asked.append(("add", partitions))
+        if answer is not ErrorCode.none:
+            raise KafkaError(answer, "remote")
+
+    async def verify(txn_id, pid, epoch, partitions):
+        asked.append(("verify", partitions))
+        return dict.fromkeys(partitions, answer)
+
+    call = add_offsets_for_txn_offset_commit(GroupCoordinatorView(None), add, verify, "tx", 5, 0, "g", version)
+    if told is None:
+        await call
+    else:
+        with pytest.raises(KafkaError) as info:
+            await call
+        assert info.value.code is told
+    assert asked == [("add" if version >= 5 else "verify", [offsets])]
