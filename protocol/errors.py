@@ -22,3 +22,13 @@ class CorruptRecordError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.corrupt_message, message)
+
+
+class RecordValidationError(KafkaError):
+    """Kafka's RecordValidationException: a batch refused for some of its records, named by their
+    index in the batch so that a client (KIP-467, Produce v8+ record_errors) fails only those and
+    sends the others again."""
+
+    def __init__(self, code: ErrorCode, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors

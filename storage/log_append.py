@@ -9,11 +9,11 @@ import struct
 from dataclasses import dataclass, replace
 from typing import Final
 
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode, KafkaError, RecordValidationError
 from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
 
 from .api import AppendOrigin, LogAppendInfo
-from .cleaner.batch_filter import keyless_record
+from .cleaner.batch_filter import keyless_records
 from .log_config import LogConfig
 from .producer_state import BatchMetadata
 
@@ -48,10 +48,13 @@ def _check_keys(records: bytes, headers: list[tuple[int, RecordBatchHeader]], pa
     """Kafka's LogValidator: every record of a compacted topic needs a key, or the cleaner could
     not keep it. The one check on the produce path that reads records, and only on such topics."""
     for pos, header in headers:
-        index = keyless_record(records, pos, header)
-        if index is not None:
-            raise KafkaError(ErrorCode.invalid_record, f"compacted topic partition {partition} refuses a "
-                             f"record without a key (record {index} of a batch)")
+        keyless = keyless_records(records, pos, header)
+        if keyless:
+            why = f"Compacted topic cannot accept message without key in topic partition {partition}."
+            raise RecordValidationError(
+                ErrorCode.invalid_record,
+                f"{len(keyless)} of {header.records_count} records refused (first: record {keyless[0]}): {why}",
+                [(index, why) for index in keyless])
 
 
 @dataclass(frozen=True, slots=True)

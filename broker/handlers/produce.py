@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from coordinator.transaction.verification import (
@@ -43,9 +44,11 @@ from .txn_routing import coordinator_add, remote_verifier
 log = logging.getLogger(__name__)
 
 
-def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def _error(index: int, code: ErrorCode, message: str | None = None,
+           record_errors: Sequence[tuple[int, str]] = ()) -> dict[str, Any]:
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": -1,
-            "log_start_offset": -1, "error_message": message}
+            "log_start_offset": -1, "error_message": message,
+            "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors]}
 
 
 def _check_one_batch(records: bytes, version: int) -> None:
@@ -124,7 +127,7 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)
         if stats is not None:
             stats.failed_produce_requests += 1
-        return _error(part.index, exc.code, exc.message)
+        return _error(part.index, exc.code, exc.message, getattr(exc, "record_errors", []))
     if stats is not None and not info.duplicate:
         stats.bytes_in += len(part.records)
         stats.messages_in += info.last_offset - info.base_offset + 1

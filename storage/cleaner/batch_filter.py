@@ -22,7 +22,7 @@ from protocol.record_batch import BATCH_HEADER, LOG_OVERHEAD, CompressionType, R
 from protocol.records import decode_varint, decompress, encode_varint
 
 __all__ = ("DELETE_HORIZON_BIT", "RawRecord", "build_filtered_batch", "decode_raw_records",
-           "delete_horizon_ms", "empty_batch", "keyless_record")
+           "delete_horizon_ms", "empty_batch", "keyless_records")
 
 DELETE_HORIZON_BIT: Final = 0x40
 _COMPRESSION_MASK: Final = 0x07
@@ -162,19 +162,19 @@ def empty_batch(header: RecordBatchHeader) -> bytes:
     return _pack(header, attributes, header.max_timestamp, header.max_timestamp, 0, b"")
 
 
-def keyless_record(batch: bytes | memoryview, pos: int, header: RecordBatchHeader) -> int | None:
-    """The index of the first record without a key in the batch at pos, or None. Only compacted
-    topics pay for this walk (a compressed batch is decompressed, as Kafka's LogValidator does)."""
+def keyless_records(batch: bytes | memoryview, pos: int, header: RecordBatchHeader) -> list[int]:
+    """The indexes of the records without a key in the batch at pos. Only compacted topics pay
+    for this walk (a compressed batch is decompressed, as Kafka's LogValidator does)."""
     body: bytes | memoryview = memoryview(batch)[pos + BATCH_HEADER.size : pos + header.size]
     if header.compression:
         body = decompress(header.compression, bytes(body))
-    at = 0
+    at, keyless = 0, []
     for i in range(header.records_count):
         length, start = decode_varint(body, at)
         _ts_delta, p = decode_varint(body, start + 1)  # after the record's attributes byte
         _offset_delta, p = decode_varint(body, p)
         key_len, _ = decode_varint(body, p)
         if key_len < 0:
-            return i
+            keyless.append(i)
         at = start + length
-    return None
+    return keyless

@@ -6,7 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode, KafkaError, RecordValidationError
+from protocol.record_batch import CompressionType
+from protocol.records import Record, build_batch
 from storage.api import AppendOrigin, IsolationLevel
 from tests.storage.cleaner.helpers import clean, compressed, end_txn, kv, latest, open_log, records, write_marker
 
@@ -61,6 +63,14 @@ async def test_keyless_records_are_refused_on_compacted_topics(tmp_path):
     with pytest.raises(KafkaError) as info:
         await plog.append(kv(None, b"v"))  # type: ignore[arg-type]
     assert info.value.code is ErrorCode.invalid_record
+    # Kafka names each refused record by its index in the batch (KIP-467 record_errors)
+    mixed = [Record(key=None if i % 3 == 0 else b"k%d" % i, value=b"v", timestamp=1000) for i in range(7)]
+    plain = bytes(build_batch(mixed))
+    for batch in (plain, compressed(plain, CompressionType.LZ4)):
+        with pytest.raises(RecordValidationError) as refused:
+            await plog.append(batch)
+        assert [i for i, _ in refused.value.record_errors] == [0, 3, 6]
+        assert "without key" in refused.value.record_errors[0][1]
     assert plog.log_end_offset == 0
     await plog.close()
 
