@@ -212,14 +212,19 @@ class PgLogSource:
     async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
                            validate_only: bool = False, *, replication_factor: int = 1) -> TopicMetadata:
         configs = check_new_topic(name, partitions, configs, self.log_defaults)
-        async with self._changing:
-            if name in self._topics:
-                raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
-            meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
-            if validate_only:
-                return meta
-            await self._write(self._topic_store.create(meta, replication_factor))
-            self._topics[name] = meta
+        try:
+            async with self._changing:
+                if name in self._topics:
+                    raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+                meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
+                if validate_only:
+                    return meta
+                await self._write(self._topic_store.create(meta, replication_factor))
+                self._topics[name] = meta
+        except KafkaError as exc:
+            if exc.code is ErrorCode.topic_already_exists and name not in self._topics:
+                await self._learn_of(name)
+            raise
         log.info("created topic %s with %d partitions (id %s)", name, partitions, meta.topic_id)
         return meta
 
@@ -288,6 +293,14 @@ class PgLogSource:
                 await plog.recover()
             except KafkaError:
                 pass  # still unreachable (the next round tries again), or fenced (then dropped)
+
+    async def _learn_of(self, name: str) -> None:
+        """Another broker created the topic first (brokers starting together all create the
+        internal topics): read it now, so that whoever gets TOPIC_ALREADY_EXISTS finds it."""
+        try:
+            await self.refresh_topics()
+        except Exception as exc:  # the caller's error stands; the refresh loop tries again
+            log.warning("cannot read topic %s from the cluster database: %r", name, exc)
 
     async def refresh_topics(self) -> Mapping[str, TopicMetadata]:
         topics = await self._topic_store.load()

@@ -35,6 +35,9 @@ async def test_a_topic_created_twice_at_once_exists_once(source_factory: SourceF
         await two.create_topic("t", 2)
     assert code(err) is ErrorCode.topic_already_exists
     assert await db.fetchval("SELECT count(*) FROM partitions") == 1
+    # ... and two knows the topic at once: brokers starting together all create the internal
+    # topics, and the losers go on to use them (a KeyError there stopped a broker at start)
+    assert two.topics["t"].partitions == 1
 
 
 async def test_bad_topics_are_refused(source: PgLogSource) -> None:
