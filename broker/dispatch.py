@@ -72,6 +72,8 @@ async def dispatch(ctx: RequestContext, request: Any) -> bytes | None:
         response = await HANDLERS[ApiKey(ctx.header.api_key)].handle(ctx, request)
         if response is NO_RESPONSE:
             return None
+        if isinstance(response, bytes):  # written by the handler itself (protocol/fast_responses.py)
+            return response
         return encode_response(ctx.header.correlation_id, response)
     except CloseConnection:
         raise

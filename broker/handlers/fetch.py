@@ -21,6 +21,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.fast_responses import encode_fetch_response
 from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -147,8 +148,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             for plog in logs:
                 plog.remove_waiter(waiter)
     _count_fetch(ctx, responses)
-    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
-                        "responses": responses})
+    return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, 0, responses)
 
 
 HANDLER = Handler(api_key=ApiKey.FETCH, min_version=4, max_version=12, handle=handle)

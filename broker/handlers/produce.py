@@ -33,6 +33,7 @@ from coordinator.transaction.verification import (
 )
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.fast_responses import encode_produce_response
 from protocol.record_batch import RecordBatchHeader, iter_batches
 from storage.api import INTERNAL_TOPICS, TopicPartition
 
@@ -168,14 +169,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             # the client refresh its metadata and notice.
             raise CloseConnection(failed[0]["error_code"], f"acks=0 produce failed: {failed[0]['error_message']}")
         return NO_RESPONSE
-    return ctx.respond({
-        "responses": [
-            {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None),
-             "partition_responses": list(parts)}
-            for t, parts in zip(request.topic_data, results, strict=True)
-        ],
-        "throttle_time": 0,
-    })
+    return encode_produce_response(ctx.header.correlation_id, ctx.version, [
+        {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partition_responses": parts}
+        for t, parts in zip(request.topic_data, results, strict=True)
+    ])
 
 
 HANDLER = Handler(api_key=ApiKey.PRODUCE, min_version=0, max_version=13, parse_min_version=3, handle=handle)

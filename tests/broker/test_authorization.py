@@ -21,7 +21,7 @@ from broker.principal import KafkaPrincipal, Session
 from broker.services import group_coordinator, transaction_coordinator
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
-from protocol.codec import RequestHeader
+from protocol.codec import RequestHeader, decode_response
 from protocol.errors import ErrorCode, KafkaError
 from storage.acl_store import AclFileStore
 from storage.log_manager import LogManager
@@ -125,6 +125,8 @@ async def call(state: BrokerState, key: ApiKey, who: Session, version: int | Non
                                               request_for(key, version, state))
     except KafkaError as exc:
         return {exc.code}
+    if isinstance(response, bytes):  # Produce and Fetch write their own responses (protocol/fast_responses.py)
+        response = decode_response(response[4:], key, version)[1]
     return error_codes(response)
 
 
