@@ -27,7 +27,11 @@ async def state(broker_state):  # type: ignore[no-untyped-def]
     return state
 
 
-def upsert(name: str, mechanism: int = SHA256, password: str = "pw", iterations: int = 8192) -> dict[str, object]:
+# Long enough never to appear by chance in the base64 of the stored salt and keys ("pw" did, now and then).
+PASSWORD = "never-stored-password"
+
+
+def upsert(name: str, mechanism: int = SHA256, password: str = PASSWORD, iterations: int = 8192) -> dict[str, object]:
     mech = MECHANISMS["SCRAM-SHA-256" if mechanism == SHA256 else "SCRAM-SHA-512"]
     salt = os.urandom(16)
     return {"name": name, "mechanism": mechanism, "iterations": iterations, "salt": salt,
@@ -53,7 +57,7 @@ async def test_upsert_describe_delete_and_durability(state: BrokerState) -> None
     assert stored is not None and stored.iterations == 8192
     path = state.config.data_dir / "scram-credentials.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert "pw" not in json.dumps(json.loads(path.read_text())["users"]["alice"])  # keys, not the password
+    assert PASSWORD not in json.dumps(json.loads(path.read_text())["users"]["alice"])  # keys, not the password
     assert await alter(state, [], [{"name": "alice", "mechanism": SHA256}]) == {"alice": (E.none, None)}
     named = await call(state, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, users=[{"name": "alice"}])
     assert [(r.user, r.error_code) for r in named.results] == [("alice", E.resource_not_found)]
