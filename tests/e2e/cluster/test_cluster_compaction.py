@@ -2,7 +2,7 @@
 tombstones and interleaved committed/aborted transactions read exactly at both isolation levels
 after cleaning; a leader killed with -9 while it cleans loses nothing and resurrects nothing; a
 group's offsets after many commits survive the loss of its coordinator with bounded rows in
-PostgreSQL."""
+PostgreSQL; so does a transactional id's state after many transactions."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 
 from broker.embedded import create_topic
 from coordinator.group.log import partition_for
+from coordinator.transaction.log import partition_for as txn_partition_for
 from tests.e2e.cluster.conftest import Cluster, wait_until
 from tests.e2e.test_compaction import TOPIC_CONFIG, consume_all, produce
 from tests.e2e.test_compaction_crash import TOPIC as CRASH_TOPIC
@@ -171,3 +172,32 @@ def test_a_groups_offsets_after_many_commits_survive_failover_with_bounded_rows(
     assert line is not None
     replayed = int(line.split(" records of")[0].rsplit(" ", 1)[1])
     assert replayed < commits // 10, line
+
+
+def test_transaction_state_is_compacted_and_survives_the_loss_of_its_coordinator(cluster: Cluster) -> None:
+    cluster.start(1, 2, settings={**CLEANER, "transaction.state.log.segment.bytes": "4096"})
+    create_topic(cluster.brokers[1].bootstrap, "txn-out", 1)
+    txn_id = "compacted-state"
+    shard = txn_partition_for(txn_id, 4)
+    producer = txn_producer(cluster.bootstrap(), txn_id)
+    transactions = 100
+    for i in range(transactions):
+        producer.begin_transaction()
+        producer.produce("txn-out", key=b"k", value=b"%d" % i)
+        producer.commit_transaction(2 * WAIT_S)
+    written = int(query(cluster.url, "SELECT p.next_offset FROM partitions p JOIN topics t USING (topic_id) "
+                                     "WHERE t.name = '__transaction_state' AND p.partition = $1", shard))
+    assert written >= 3 * transactions  # each transaction's states were appended
+    wait_until(lambda: rows_of(cluster.url, "__transaction_state", shard) < transactions // 2,
+               "__transaction_state to be compacted", WAIT_CLEANED_S)
+    [(coordinator, _)] = [v for p, v in cluster.settled("__transaction_state").items() if p == shard]
+    cluster.kill(coordinator)
+    [successor] = cluster.live()
+    cluster.settled("__transaction_state")
+    producer.flush(0)
+    again = txn_producer(cluster.brokers[successor].bootstrap, txn_id)  # its state was loaded: fenced and bumped
+    again.begin_transaction()
+    again.produce("txn-out", key=b"k", value=b"after")
+    again.commit_transaction(2 * WAIT_S)
+    got = confluent_read(cluster.brokers[successor].bootstrap, {"txn-out": 1}, "read_committed", transactions + 1)
+    assert [v for _, _, _, v in got] == [b"%d" % i for i in range(transactions)] + [b"after"]
