@@ -64,7 +64,7 @@ def encode_produce_response(correlation_id: int, version: int, responses: Sequen
                             throttle_ms: int = 0) -> bytes:
     """The framed response; responses as the Produce handler builds them (name or topic_id, and
     partition_responses of index, error_code, base_offset, log_append_time, log_start_offset,
-    error_message)."""
+    record_errors, error_message)."""
     flexible = version >= _PRODUCE_FLEXIBLE
     parts: list[Any] = [_count(len(responses), flexible)]
     for topic in responses:
@@ -80,7 +80,8 @@ def encode_produce_response(correlation_id: int, version: int, responses: Sequen
             if version >= 5:
                 parts.append(_I64.pack(p["log_start_offset"]))
             if version >= 8:
-                parts += (_count(0, flexible), _string(p.get("error_message"), flexible))
+                _record_errors(parts, p.get("record_errors", ()), flexible)
+                parts.append(_string(p.get("error_message"), flexible))
             if flexible:
                 parts.append(_NO_TAGS)
         if flexible:
@@ -89,6 +90,15 @@ def encode_produce_response(correlation_id: int, version: int, responses: Sequen
     if flexible:
         parts.append(_NO_TAGS)
     return _framed(correlation_id, flexible, parts)
+
+
+def _record_errors(parts: list[Any], errors: Sequence[Mapping[str, Any]], flexible: bool) -> None:
+    """KIP-467: the records of a refused batch that failed, by index (empty unless a batch failed)."""
+    parts.append(_count(len(errors), flexible))
+    for e in errors:
+        parts += (_I32.pack(e["batch_index"]), _string(e["batch_index_error_message"], flexible))
+        if flexible:
+            parts.append(_NO_TAGS)
 
 
 def encode_fetch_response(correlation_id: int, version: int, error_code: int, session_id: int,

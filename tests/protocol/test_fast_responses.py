@@ -28,6 +28,9 @@ def _produce_topics(rng: random.Random, version: int) -> list[dict[str, Any]]:
                     "log_start_offset": rng.randrange(1 << 40)}
             if failed or rng.random() < 0.5:
                 part["error_message"] = rng.choice([None, "", "it failed: é"])
+            if failed and rng.random() < 0.5:
+                part["record_errors"] = [{"batch_index": i, "batch_index_error_message": rng.choice([None, "no key"])}
+                                         for i in rng.sample(range(100), rng.choice([1, 3]))]
             parts.append(part)
         topics.append({"name": rng.choice(NAMES), "topic_id": rng.choice([None, uuid.UUID(int=rng.getrandbits(128))]),
                        "partition_responses": parts})
