@@ -24,6 +24,14 @@ _REPLAY_CHUNK: Final = 2000
 # The batch holding offset $3: the newest batch that starts at or before it (the primary key's order).
 _CONTAINING: Final = ("coalesce((SELECT max(base_offset) FROM batches WHERE topic_id = $1 AND partition = $2 "
                       "AND base_offset <= $3), $3)")
+# Up to $5 batches from the one holding $3, but only as many as fit in $6 bytes (and at least one):
+# the sizes come from octet_length, which reads the stored length without fetching the value, so
+# a fetch of one large batch does not pull $5 of them out of the database to keep one.
+_READ: Final = ("SELECT last_offset, data FROM (SELECT last_offset, data, base_offset, "
+                "sum(octet_length(data)) OVER (ORDER BY base_offset) - octet_length(data) AS before "
+                "FROM (SELECT last_offset, data, base_offset FROM batches WHERE topic_id = $1 AND partition = $2 "
+                f"AND base_offset >= {_CONTAINING} AND base_offset < $4 AND last_offset >= $3 "
+                "ORDER BY base_offset LIMIT $5) AS c) AS s WHERE before < $6 ORDER BY base_offset")
 # A batch's attributes are bytes 21-22 (big-endian); bit 5 marks a control batch, whose marker record
 # recovery needs. Other batches are replayed from their 61-byte header alone.
 _HEADER_OR_CONTROL: Final = ("CASE WHEN get_byte(data, 22) & 32 <> 0 THEN data "
@@ -63,10 +71,8 @@ class PartitionStore:
         out: list[bytes] = []
         size, position, next_offset = 0, fetch_offset, fetch_offset
         while position < limit:
-            rows = await self._pool.fetch(
-                "SELECT last_offset, data FROM batches WHERE topic_id = $1 AND partition = $2 "
-                f"AND base_offset >= {_CONTAINING} AND base_offset < $4 ORDER BY base_offset LIMIT $5",
-                self.topic_id, self.partition, position, limit, _READ_CHUNK)
+            rows = await self._pool.fetch(_READ, self.topic_id, self.partition, position, limit, _READ_CHUNK,
+                                          max(max_bytes - size, 1))
             for row in rows:
                 if row["last_offset"] < position:
                     continue  # a batch that ends before fetch_offset (the containing one)

@@ -201,3 +201,20 @@ async def test_no_snapshot_holds_state_that_was_not_committed(source_factory: So
     assert start == 1
     for row in await db.fetch("SELECT data FROM producer_snapshots"):
         assert [e.last_seq for e in decode_snapshot(row["data"]) if e.producer_id == 4] == [0]
+
+
+async def test_store_reads_whole_batches_within_max_bytes_from_the_one_holding_the_offset(plog) -> None:
+    """The database read (below the tail cache): at least one batch (KIP-74), then only those
+    that fit, over several query chunks, starting at the batch that holds the offset."""
+    sizes = [len(batch(n)) for n in (1, 3, 1, 2)]
+    for n in (1, 3, 1, 2) * 40:  # 160 batches: more than one chunk of rows
+        await plog.append(batch(n))
+    store = plog._store
+    one, next_offset = await store.read(2, 1, limit=plog.high_watermark)
+    assert [len(b) for b in one] == [sizes[1]] and next_offset == 4  # the batch of offsets 1-3
+    two, next_offset = await store.read(0, sizes[0] + sizes[1] + sizes[2] - 1, limit=plog.high_watermark)
+    assert [len(b) for b in two] == sizes[:2] and next_offset == 4
+    everything, next_offset = await store.read(0, 10**9, limit=plog.high_watermark)
+    assert len(everything) == 160 and next_offset == plog.high_watermark == 280
+    below, next_offset = await store.read(0, 10**9, limit=7)
+    assert len(below) == 4 and next_offset == 7
