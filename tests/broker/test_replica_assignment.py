@@ -25,7 +25,7 @@ def _topic(name: str, assignments: list[list[int]], partitions: int = -1, rf: in
            indexes: list[int] | None = None) -> dict[str, Any]:
     idx = indexes if indexes is not None else list(range(len(assignments)))
     return {"name": name, "num_partitions": partitions, "replication_factor": rf, "configs": [],
-            "assignments": [{"partition_index": i, "broker_ids": b} for i, b in zip(idx, assignments)]}
+            "assignments": [{"partition_index": i, "broker_ids": b} for i, b in zip(idx, assignments, strict=True)]}
 
 
 async def _create(state: BrokerState, topic: dict[str, Any]) -> Any:
