@@ -6,7 +6,7 @@ request's bytes are never copied or re-encoded (only LogAppendTime stamping copi
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from protocol.errors import ErrorCode, KafkaError, RecordValidationError
@@ -80,7 +80,7 @@ def prepare_append(
             parts.append(memoryview(stamp_log_append_time(view[pos:end], append_time_ms))[LOG_OVERHEAD + 4 :])
         else:
             parts.append(view[pos + LOG_OVERHEAD + 4 : end])
-        assigned.append((pos, replace(header, base_offset=offset)))
+        assigned.append((pos, header.with_base_offset(offset)))
         offset += header.last_offset_delta + 1
     return PreparedAppend(parts, assigned, offset)
 
