@@ -244,6 +244,11 @@ class LogSource(Protocol):
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
 
+    async def lookup_topic(self, name: str) -> TopicMetadata | None:
+        """The topic, also if another broker created it since this one last looked (cluster mode:
+        asked of the database; local mode: the same as topics.get)."""
+        ...
+
     def topic_defaults(self) -> dict[str, str]:
         """The value of every topic config where the topic sets none."""
         ...

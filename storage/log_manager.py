@@ -239,6 +239,9 @@ class LogManager:
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return next((m for m in self.topics.values() if m.topic_id == topic_id), None)
 
+    async def lookup_topic(self, name: str) -> TopicMetadata | None:
+        return self.topics.get(name)  # the only broker: nothing to learn from elsewhere
+
     async def enforce_retention(self) -> None:
         now = int(time.time() * 1000)
         for plog in list(self.logs.values()):

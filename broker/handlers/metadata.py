@@ -70,7 +70,7 @@ async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> d
         # Checked before existence, so that a caller learns nothing of topics it may not see.
         return error_entry(name, ErrorCode.topic_authorization_failed)
     logs = ctx.broker.logs
-    meta = logs.topics.get(name)
+    meta = logs.topics.get(name) or await logs.lookup_topic(name)  # cluster mode: made elsewhere just now?
     if meta is not None:
         return topic_entry(meta, ctx.broker.cluster)
     try:

@@ -38,6 +38,8 @@ from .topic_store import TopicStore
 __all__ = ("PgLogSource",)
 
 log = logging.getLogger(__name__)
+# A Metadata request for a topic unknown here re-reads the topics at most this often.
+_LOOKUP_MIN_INTERVAL_S: Final = 0.1
 DEFAULT_REFRESH_INTERVAL_MS: Final = 1000
 
 
@@ -71,6 +73,8 @@ class PgLogSource:
         self._refresher: asyncio.Task[None] | None = None
         self._changing = asyncio.Lock()  # this broker's topic changes, one at a time
         self._refresh_failing = False
+        self._lookup: asyncio.Future[None] | None = None
+        self._looked_up_at = 0.0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -293,6 +297,25 @@ class PgLogSource:
                 await plog.recover()
             except KafkaError:
                 pass  # still unreachable (the next round tries again), or fenced (then dropped)
+
+    async def lookup_topic(self, name: str) -> TopicMetadata | None:
+        """A topic not known here may have been created through another broker since the last
+        refresh: re-read the topics (one query shared by concurrent callers, at most every
+        _LOOKUP_MIN_INTERVAL_S, so clients asking for a missing topic cost little)."""
+        if name in self._topics:
+            return self._topics[name]
+        if self._lookup is None:
+            if time.monotonic() - self._looked_up_at < _LOOKUP_MIN_INTERVAL_S:
+                return None
+            self._lookup = asyncio.ensure_future(self._lookup_once(name))
+        await asyncio.shield(self._lookup)
+        return self._topics.get(name)
+
+    async def _lookup_once(self, name: str) -> None:
+        try:
+            await self._learn_of(name)
+        finally:
+            self._lookup, self._looked_up_at = None, time.monotonic()
 
     async def _learn_of(self, name: str) -> None:
         """Another broker created the topic first (brokers starting together all create the

@@ -129,6 +129,9 @@ class FaultyLogs:
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return self.inner.topic_by_id(topic_id)
 
+    async def lookup_topic(self, name: str) -> TopicMetadata | None:
+        return await self.inner.lookup_topic(name)
+
     def topic_defaults(self) -> dict[str, str]:
         return self.inner.topic_defaults()
 

@@ -3,6 +3,8 @@ and which partitions a broker serves."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from protocol.errors import ErrorCode, KafkaError
@@ -26,6 +28,16 @@ async def test_a_topic_created_through_one_broker_is_seen_by_the_others(source_f
         await two.create_topic("t", 1)
     assert code(err) is ErrorCode.topic_already_exists
     assert (await source_factory(3)).topics["t"] == meta  # loaded at start
+
+
+async def test_lookup_finds_a_topic_another_broker_just_created(source_factory: SourceFactory, db) -> None:
+    one, two = await source_factory(1), await source_factory(2, refresh_interval_ms=600_000)
+    assert await two.lookup_topic("t") is None
+    meta = await one.create_topic("t", 2)
+    assert "t" not in two.topics  # its periodic refresh has not run yet
+    await asyncio.sleep(0.15)  # lookups of missing topics re-read at most every 100 ms
+    found = await asyncio.gather(*(two.lookup_topic("t") for _ in range(5)))
+    assert found == [meta] * 5 and two.topics["t"] == meta
 
 
 async def test_a_topic_created_twice_at_once_exists_once(source_factory: SourceFactory, db) -> None:
