@@ -2,7 +2,7 @@
 
 Behaviour: raises a topic's partition count; a count that is not larger gives
 INVALID_PARTITIONS; manual assignments are checked as Kafka checks them (one per new partition,
-registered brokers, the topic's replica count: else INVALID_REPLICA_ASSIGNMENT); with shared
+registered brokers, one replica count: else INVALID_REPLICA_ASSIGNMENT); with shared
 storage they fix nothing else. validate_only checks without changing.
 More than 10000 new partitions in one request are refused whole (POLICY_VIOLATION), as in Kafka.
 """
@@ -13,7 +13,6 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -31,8 +30,7 @@ def _check_assignments(ctx: RequestContext, topic: Any) -> None:
     meta = ctx.broker.logs.topics.get(topic.name)
     if meta is None or topic.count <= meta.partitions:
         return  # the count's own error (unknown topic, not an increase) comes from create_partitions
-    replicas = len(ctx.broker.cluster.replicas(TopicPartition(topic.name, 0))) or 1
-    check_new_partitions(ctx, topic.assignments, topic.count - meta.partitions, replicas)
+    check_new_partitions(ctx, topic.assignments, topic.count - meta.partitions)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

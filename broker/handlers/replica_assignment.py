@@ -62,11 +62,13 @@ def new_topic_layout(ctx: RequestContext, topic: Any) -> tuple[int, int]:
     return len(seen), replication_factor
 
 
-def check_new_partitions(ctx: RequestContext, assignments: Sequence[Any], additional: int,
-                         replication_factor: int) -> None:
-    """CreatePartitions: one assignment per added partition, each of the topic's replica count."""
+def check_new_partitions(ctx: RequestContext, assignments: Sequence[Any], additional: int) -> None:
+    """CreatePartitions: one assignment per added partition, all of one replica count. (Kafka
+    also compares that count with the topic's; with shared storage the replicas a partition lists
+    follow the live brokers, so there is no fixed count to compare with.)"""
     if len(assignments) != additional:
         raise _invalid(f"Attempted to add {additional} additional partition(s), but only "
                        f"{len(assignments)} assignment(s) were specified.")
+    replication_factor: int | None = None
     for assignment in assignments:
-        check_replicas(ctx, assignment.broker_ids, replication_factor)
+        replication_factor = check_replicas(ctx, assignment.broker_ids, replication_factor)

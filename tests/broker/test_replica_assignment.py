@@ -69,6 +69,8 @@ async def test_create_partitions_with_assignments(state: BrokerState) -> None:
     assert short.error_code == E.invalid_replica_assignment and "only 1 assignment(s)" in short.error_message
     unknown = await _add(state, 3, [[node + 5]])
     assert unknown.error_code == E.invalid_replica_assignment
+    empty = await _add(state, 4, [[node], []])
+    assert empty.error_code == E.invalid_replica_assignment
     assert state.logs.topics["existing"].partitions == 2
     ok = await _add(state, 4, [[node], [node]])
     assert ok.error_code == E.none and state.logs.topics["existing"].partitions == 4
