@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+# A partition's leader moving (a broker of a cluster stopped, or its lease lapsed) fails a
+# ListOffsets in flight with one of these; the next attempt reaches the new leader.
+_LEADER_MOVED = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                           KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 
 
 def end_offsets(bootstrap: str, topic: str, isolation_level: str) -> dict[int, int]:
@@ -31,12 +36,22 @@ def end_offsets(bootstrap: str, topic: str, isolation_level: str) -> dict[int, i
         consumer.close()
 
 
+def _moved(exc: KafkaException) -> bool:
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    return err is not None and (err.retriable() or err.code() in _LEADER_MOVED)
+
+
 def wait_until_stable(bootstrap: str, topic: str, timeout: float = 120.0) -> dict[int, int]:
     deadline = time.monotonic() + timeout
     while True:
-        committed = end_offsets(bootstrap, topic, "read_committed")
-        if committed == end_offsets(bootstrap, topic, "read_uncommitted"):
-            return committed
+        try:
+            committed = end_offsets(bootstrap, topic, "read_committed")
+            if committed == end_offsets(bootstrap, topic, "read_uncommitted"):
+                return committed
+        except KafkaException as exc:
+            if not _moved(exc) or time.monotonic() > deadline:
+                raise
+            committed = {}
         if time.monotonic() > deadline:
             raise TimeoutError(f"{topic} still has open transactions: LSO {committed}")
         time.sleep(0.2)  # polling a condition with a deadline, not a timed assumption
