@@ -214,7 +214,7 @@ class LogTransactions:
                 if h.last_offset < start:
                     continue
                 marker = None
-                if h.is_control:
+                if h.is_control and h.records_count:  # an emptied one: its transaction was cleaned away
                     marker = read_end_txn_marker(seg.read_range(loc.position, loc.position + h.size))
                 completed = self.state.update(h, marker)
                 if completed is not None and completed.is_aborted:
