@@ -165,7 +165,7 @@ def main() -> None:
             _pipeline(sock, _produce_frames("micro", args.batch_kb, count, *producer))
             c1, t1, u1 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
             requests, fetched = _fetch_all(sock, "micro", args.isolation, count * args.batch_kb)
-            c2, t2 = _cpu_s(pid), time.perf_counter()
+            c2, t2, u2 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait()
@@ -175,8 +175,8 @@ def main() -> None:
               f"{(c1 - c0) / gb:.2f} s/GB, {1e6 * (c1 - c0) / count:.0f} us/request (user {u1[0] - u0[0]:.2f} s, "
               f"system {u1[1] - u0[1]:.2f} s), wall {t1 - t0:.1f} s, load {load:.1f}")
         print(f"fetch:   {requests} requests, {fetched / 1e6:.0f} MB, broker CPU {c2 - c1:.2f} s = "
-              f"{(c2 - c1) / (fetched / 1e9):.2f} s/GB, {1e6 * (c2 - c1) / requests:.0f} us/request, "
-              f"wall {t2 - t1:.1f} s")
+              f"{(c2 - c1) / (fetched / 1e9):.2f} s/GB, {1e6 * (c2 - c1) / requests:.0f} us/request (user "
+              f"{u2[0] - u1[0]:.2f} s, system {u2[1] - u1[1]:.2f} s), wall {t2 - t1:.1f} s")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.codec import RequestHeader, UnsupportedRequest, decode_request, encode_response
 from protocol.errors import ErrorCode, KafkaError
+from protocol.fast_responses import Buffers
 from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, sniff_foreign_protocol
 
 from .dispatch import describe, dispatch, supported
@@ -299,13 +300,16 @@ class KafkaConnection(asyncio.Protocol):
             response = await self._handle(frame)
             del frame
             if response is not None and self.transport is not None and not self._closing:
-                self.transport.write(response)
+                if type(response) is list:  # a Fetch's buffers: its record bytes go out uncopied
+                    self.transport.writelines(response)
+                else:
+                    self.transport.write(response)
                 await self._can_write.wait()
             self._in_flight = 0
             self._last_active = self._loop.time()
             self._reserve()
 
-    async def _handle(self, frame: bytes) -> bytes | None:
+    async def _handle(self, frame: bytes) -> bytes | Buffers | None:
         try:
             header, request = decode_request(frame, supported)
         except UnsupportedRequest as exc:
@@ -315,7 +319,7 @@ class KafkaConnection(asyncio.Protocol):
             return None
         return await self._dispatch(header, request)
 
-    async def _dispatch(self, header: RequestHeader, request: Any) -> bytes | None:
+    async def _dispatch(self, header: RequestHeader, request: Any) -> bytes | Buffers | None:
         ctx = RequestContext(header=header, broker=self.state, peer=self.peer, session=self.session, sasl=self._sasl)
         metrics = self.state.metrics
         started = perf_counter() if metrics is not None else 0.0

@@ -18,6 +18,7 @@ from typing import Any, Final
 from protocol.api_keys import ApiKey
 from protocol.codec import RequestHeader, encode_response
 from protocol.errors import ErrorCode, KafkaError
+from protocol.fast_responses import Buffers
 
 from .error_response import error_response, null_in_non_nullable
 from .handler import NO_RESPONSE, CloseConnection, Handler, RequestContext
@@ -61,7 +62,7 @@ def supported(api_key: int, version: int) -> bool:
     return handler is not None and handler.parses(version)
 
 
-async def dispatch(ctx: RequestContext, request: Any) -> bytes | None:
+async def dispatch(ctx: RequestContext, request: Any) -> bytes | Buffers | None:
     """The encoded response to `request`, or None when none is due (acks=0 Produce).
 
     Raises KafkaError when the connection must close: the request is malformed, or it has no
@@ -72,7 +73,7 @@ async def dispatch(ctx: RequestContext, request: Any) -> bytes | None:
         response = await HANDLERS[ApiKey(ctx.header.api_key)].handle(ctx, request)
         if response is NO_RESPONSE:
             return None
-        if isinstance(response, bytes):  # written by the handler itself (protocol/fast_responses.py)
+        if isinstance(response, bytes | list):  # written by the handler itself (protocol/fast_responses.py)
             return response
         return encode_response(ctx.header.correlation_id, response)
     except CloseConnection:

@@ -23,8 +23,10 @@ __all__ = (
     "HEADER_SIZE",
     "LOG_OVERHEAD",
     "CompressionType",
+    "BatchRun",
     "RecordBatchHeader",
     "iter_batches",
+    "select_batches",
     "set_base_offset",
     "stamp_log_append_time",
     "set_partition_leader_epoch",
@@ -44,6 +46,10 @@ _OFFSET: Final = struct.Struct(">q")
 _I32: Final = struct.Struct(">i")
 _I16: Final = struct.Struct(">h")
 _ATTRIBUTES_AT: Final = _CRC_FROM
+# Fetch's walk reads three fields of each batch: base_offset and batch_length, then last_offset_delta.
+_SPAN: Final = struct.Struct(">qi")
+_LAST_DELTA_AT: Final = struct.calcsize(">qiibIh")
+_WALK_NEEDS: Final = _LAST_DELTA_AT + _I32.size
 
 _COMPRESSION_MASK: Final = 0x07
 _TIMESTAMP_TYPE_BIT: Final = 0x08
@@ -182,3 +188,45 @@ def stamp_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytearray:
     _OFFSET.pack_into(buf, _MAX_TIMESTAMP_AT, now_ms)
     struct.pack_into(">I", buf, _CRC_AT, crc32c(memoryview(buf)[_CRC_FROM:]))
     return buf
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRun:
+    """What select_batches chose in a buffer: whole batches buf[start:end] (start -1: no batch
+    at or past the fetch offset begins in it), next_offset one past their last offset."""
+
+    start: int
+    end: int
+    next_offset: int
+    complete: bool  # False: the buffer ended before the choice did; read on from `resume`
+    resume: int  # where the walk stopped (may lie past the buffer's end)
+    first_size: int  # size of the batch at start (KIP-74: taken whatever max_bytes says)
+
+
+def select_batches(buf: bytes | memoryview, fetch_offset: int, max_bytes: int, limit: int) -> BatchRun:
+    """Fetch's choice over batches laid end to end from buf[0]: from the first batch whose last
+    offset reaches fetch_offset, whole batches with a base offset below limit and within max_bytes
+    of the first one, which is taken whatever its size (KIP-74). Reads three header fields per
+    batch and builds no header object: a 1 MiB fetch of small batches walks hundreds."""
+    pos, start, end, next_offset, first_size = 0, -1, 0, fetch_offset, 0
+    n = len(buf)
+    while pos + _WALK_NEEDS <= n:
+        base, length = _SPAN.unpack_from(buf, pos)
+        if length < HEADER_SIZE - LOG_OVERHEAD:
+            raise CorruptRecordError(f"record batch at byte {pos} claims {length} bytes")
+        if base >= limit:
+            return BatchRun(start, end, next_offset, True, pos, first_size)
+        size = length + LOG_OVERHEAD
+        last = base + _I32.unpack_from(buf, pos + _LAST_DELTA_AT)[0]
+        if last >= fetch_offset:
+            if start < 0:
+                start, first_size = pos, size
+            elif pos + size - start > max_bytes:
+                return BatchRun(start, end, next_offset, True, pos, first_size)
+            if pos + size > n:
+                return BatchRun(start, end, next_offset, False, pos, first_size)
+            end, next_offset = pos + size, last + 1
+        pos += size
+    # Ran out of buffer between batches: done if not even a header-only batch could still fit.
+    full = start >= 0 and pos + HEADER_SIZE - start > max_bytes
+    return BatchRun(start, end, next_offset, full, pos, first_size)

@@ -219,6 +219,10 @@ class LogSegment:
                 return loc
         return None
 
+    @property
+    def index_interval_bytes(self) -> int:
+        return self._interval
+
     def read_range(self, start: int, end: int) -> bytes:
         return self._fs.pread(self._fd, end - start, start)
 

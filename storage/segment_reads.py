@@ -8,7 +8,7 @@ import operator
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from protocol.record_batch import RecordBatchHeader
+from protocol.record_batch import HEADER_SIZE, RecordBatchHeader, select_batches
 from protocol.records import read_records
 
 from .log_segment import BatchLocation, LogSegment
@@ -23,29 +23,37 @@ def segment_index(segments: Sequence[LogSegment], offset: int) -> int:
 
 def read_batches(
     segments: Sequence[LogSegment], fetch_offset: int, max_bytes: int, limit: int
-) -> tuple[bytes, int]:
+) -> tuple[bytes | memoryview, int]:
     """Whole batches from the one holding fetch_offset, all below limit, within max_bytes but at
     least one batch (KIP-74). Returns the bytes and one past the last offset returned."""
     if fetch_offset >= limit:
         return b"", fetch_offset
     for seg in segments[segment_index(segments, fetch_offset) :]:
-        start = end = None
-        next_offset = fetch_offset
-        for loc in seg.iter_from(seg.index.lookup(fetch_offset)):
-            h = loc.header
-            if h.last_offset < fetch_offset:
-                continue
-            if h.base_offset >= limit:
-                break
-            if start is None:
-                start = loc.position
-            elif loc.position + h.size - start > max_bytes:
-                break
-            end = loc.position + h.size
-            next_offset = h.last_offset + 1
-        if start is not None and end is not None:
-            return seg.read_range(start, end), next_offset
+        found = _read_segment(seg, fetch_offset, max_bytes, limit)
+        if found is not None:
+            return found
     return b"", fetch_offset
+
+
+def _read_segment(seg: LogSegment, fetch_offset: int, max_bytes: int, limit: int) -> tuple[memoryview, int] | None:
+    """One pread from the index entry at or before fetch_offset, sized for max_bytes plus the
+    index interval (the most that lies between that entry and fetch_offset's batch); the headers
+    are walked in that buffer and a view of it returned, so the bytes sent are read once. Whole
+    batches, unlike Kafka's FileRecords.slice which may end inside one: the group and transaction
+    loaders and the aborted-transaction bound need whole batches, and every client takes either."""
+    pos = seg.index.lookup(fetch_offset)
+    want = max(max_bytes, HEADER_SIZE) + seg.index_interval_bytes
+    while pos < seg.size:
+        buf = seg.read_range(pos, min(pos + want, seg.size))
+        run = select_batches(buf, fetch_offset, max_bytes, limit)
+        if run.complete or pos + len(buf) >= seg.size:
+            return (memoryview(buf)[run.start : run.end], run.next_offset) if run.end else None
+        if run.start < 0:  # fetch_offset's batch lies further on: walk on from where this one stopped
+            pos += run.resume
+        else:  # the choice runs past the buffer (a batch longer than the slack): read it from its start
+            pos += run.start
+            want = max(max_bytes, run.first_size)
+    return None
 
 
 def offset_for_timestamp(

@@ -42,7 +42,7 @@ def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committe
         "partition_index": index, "error_code": code, "high_watermark": info.high_watermark,
         "last_stable_offset": info.last_stable_offset, "log_start_offset": info.log_start_offset,
         "aborted_transactions": aborted, "preferred_read_replica": -1,
-        "records": b"".join(info.records),
+        "records": info.records,
     }
 
 
@@ -93,7 +93,7 @@ def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
         for p in topic["partitions"]:
             stats.total_fetch_requests += 1
             stats.failed_fetch_requests += p["error_code"] is not ErrorCode.none
-            stats.bytes_out += len(p["records"])
+            stats.bytes_out += sum(map(len, p["records"]))
 
 
 def _refused_topics(ctx: RequestContext, request: Any) -> frozenset[str]:

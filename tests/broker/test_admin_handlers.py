@@ -38,6 +38,8 @@ async def call(state: BrokerState, key: ApiKey, version: int, **fields: Any) -> 
 def entity(response: Any, key: ApiKey, version: int) -> Any:
     """A handler's response as an entity, checked to serialise for this version (Produce and
     Fetch write their own bytes, protocol/fast_responses.py: those are decoded)."""
+    if isinstance(response, list):  # Fetch's buffers
+        response = b"".join(response)
     if isinstance(response, bytes):
         correlation_id, response = decode_response(response[4:], key, version)
         assert correlation_id == 7

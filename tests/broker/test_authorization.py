@@ -125,6 +125,8 @@ async def call(state: BrokerState, key: ApiKey, who: Session, version: int | Non
                                               request_for(key, version, state))
     except KafkaError as exc:
         return {exc.code}
+    if isinstance(response, list):  # Fetch's buffers
+        response = b"".join(response)
     if isinstance(response, bytes):  # Produce and Fetch write their own responses (protocol/fast_responses.py)
         response = decode_response(response[4:], key, version)[1]
     return error_codes(response)

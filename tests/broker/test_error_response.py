@@ -166,6 +166,8 @@ async def answer(state: BrokerState, request: Any) -> Any:
     key, version = request.__api_key__, request.__version__
     raw = await dispatch(context(state, key, version), request)
     assert raw is not None
+    if isinstance(raw, list):  # Fetch's buffers (protocol/fast_responses.py)
+        raw = b"".join(raw)
     header, body = decode_response(raw[4:], key, version)
     assert header.correlation_id == 5
     return body

@@ -49,7 +49,7 @@ def _fetch_topics(rng: random.Random) -> list[dict[str, Any]]:
                 "partition_index": index, "error_code": rng.choice([ErrorCode.none, ErrorCode.offset_out_of_range]),
                 "high_watermark": rng.randrange(-1, 1 << 40), "last_stable_offset": rng.randrange(-1, 1 << 40),
                 "log_start_offset": rng.randrange(-1, 1 << 40), "aborted_transactions": aborted,
-                "preferred_read_replica": -1, "records": rng.randbytes(rng.choice([0, 1, 127, 128, 3_000]))})
+                "preferred_read_replica": -1, "records": rng.randbytes(rng.choice([0, 1, 127, 128, 3_000, 5_000]))})
         topics.append({"topic": rng.choice(NAMES), "partitions": parts})
     return topics
 
@@ -75,7 +75,7 @@ def test_fetch_response_matches_kio(version: int) -> None:
         correlation_id = rng.randrange(-(1 << 31), 1 << 31)
         expected = encode_response(correlation_id, build(response_schema(1, version), {
             "throttle_time": 0, "error_code": error, "session_id": session, "responses": topics}))
-        assert encode_fetch_response(correlation_id, version, error, session, topics) == expected
+        assert b"".join(encode_fetch_response(correlation_id, version, error, session, topics)) == expected
 
 
 def test_fetch_response_decodes_with_its_records() -> None:
@@ -84,9 +84,24 @@ def test_fetch_response_decodes_with_its_records() -> None:
                                              "last_stable_offset": 8, "log_start_offset": 0,
                                              "aborted_transactions": [{"producer_id": 7, "first_offset": 2}],
                                              "preferred_read_replica": -1, "records": records}]}]
-    frame = encode_fetch_response(42, 12, ErrorCode.none, 0, topics)
+    frame = b"".join(encode_fetch_response(42, 12, ErrorCode.none, 0, topics))
     correlation_id, body = decode_response(frame[4:], 1, 12)
     assert correlation_id == 42
     (part,) = body.responses[0].partitions
     assert (part.partition_index, part.last_stable_offset, part.records) == (3, 8, records)
     assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [(7, 2)]
+
+
+def test_fetch_response_passes_record_buffers_through_uncopied() -> None:
+    """Records of 4 KiB or more are buffers of the result themselves (one writelines sends them);
+    a partition's list of buffers is written as its one records field."""
+    big, view = bytes(5_000), memoryview(bytes(range(256)) * 40)[10:]
+    topics = [{"topic": "t", "partitions": [
+        {"partition_index": i, "error_code": ErrorCode.none, "high_watermark": 9, "last_stable_offset": 9,
+         "log_start_offset": 0, "aborted_transactions": None, "preferred_read_replica": -1, "records": records}
+        for i, records in enumerate([big, [view, b"tail"], b""])]}]
+    for version in (4, 11, 12):
+        buffers = encode_fetch_response(7, version, ErrorCode.none, 0, topics)
+        assert any(b is big for b in buffers) and any(b is view for b in buffers)
+        _, body = decode_response(b"".join(buffers)[4:], 1, version)
+        assert [p.records for p in body.responses[0].partitions] == [big, bytes(view) + b"tail", b""]

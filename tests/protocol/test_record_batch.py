@@ -1,6 +1,7 @@
 """Record batch headers and CRCs against batches captured from confluent-kafka and kafka-python
 (tests/protocol/vectors/, made by capture.py), plus corrupted variants and round trips."""
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from protocol.record_batch import (
     CompressionType,
     RecordBatchHeader,
     iter_batches,
+    select_batches,
     set_base_offset,
     set_partition_leader_epoch,
     stamp_log_append_time,
@@ -179,3 +181,53 @@ def test_arbitrary_bytes_parse_or_raise_a_kafka_error(data):
             assert pos + header.size <= len(data)
     except KafkaError as exc:
         assert exc.code in (ErrorCode.corrupt_message, ErrorCode.unsupported_for_message_format)
+
+
+# -- select_batches: Fetch's choice of whole batches in one buffer ----------------------------------
+
+
+def _log(sizes: list[int]) -> tuple[bytes, list[int]]:
+    """One-record batches at offsets 0.. with values of the given sizes, and their positions."""
+    data, positions = b"", []
+    for offset, size in enumerate(sizes):
+        positions.append(len(data))
+        data += bytes(build_batch([Record(value=b"v" * size, timestamp=1)], base_offset=offset))
+    return data, positions
+
+
+def test_select_batches_starts_at_the_fetch_offset_and_stops_at_limit():
+    data, at = _log([10] * 6)
+    run = select_batches(data, 2, 1 << 20, 5)
+    assert (run.start, run.end, run.next_offset, run.complete) == (at[2], at[5], 5, True)
+
+
+def test_select_batches_keeps_within_max_bytes_but_takes_one_batch():
+    data, at = _log([100, 100, 100])
+    assert (select_batches(data, 0, at[2], 9).end, select_batches(data, 0, at[2], 9).complete) == (at[2], True)
+    first = select_batches(data, 0, 1, 9)  # KIP-74: the first batch whatever max_bytes says
+    assert (first.end, first.next_offset, first.first_size) == (at[1], 1, at[1])
+
+
+def test_select_batches_says_when_the_buffer_ends_inside_the_choice():
+    data, at = _log([100, 100, 100])
+    cut = select_batches(data[: at[2] + 30], 0, 1 << 20, 9)
+    assert (cut.start, cut.end, cut.complete, cut.resume) == (0, at[2], False, at[2])
+    skipped = select_batches(data[: at[1] - 5], 2, 1 << 20, 9)  # a batch before the offset, cut
+    assert (skipped.start, skipped.complete, skipped.resume) == (-1, False, at[1])
+    whole = select_batches(data, 0, 1 << 20, 9)  # the buffer's end is not the log's: not complete
+    assert (whole.end, whole.complete) == (len(data), False)
+
+
+def test_select_batches_refuses_a_length_that_would_not_move_on():
+    data, _ = _log([10])
+    with pytest.raises(CorruptRecordError):
+        select_batches(data[:8] + struct.pack(">i", 0) + data[12:], 0, 1 << 20, 9)
+
+
+@given(st.binary(max_size=400), st.integers(0, 5), st.integers(1, 500))
+def test_select_batches_over_arbitrary_bytes_ends_or_raises(data, fetch_offset, max_bytes):
+    try:
+        run = select_batches(data, fetch_offset, max_bytes, 1 << 62)
+    except CorruptRecordError:
+        return
+    assert 0 <= run.end <= len(data) and (run.end == 0 or 0 <= run.start < run.end)
