@@ -6,7 +6,10 @@ is DEFAULT_CONFIG with Kafka's default (null where Kafka has none, such as log.r
 Kafka derives from log.retention.hours). Synonyms follow Kafka's configSynonyms: for the names of a
 synonym group (log.retention.ms/.minutes/.hours, log.roll.ms/.hours), first the static entries, then
 the non-null defaults, then everything before the described name's own first entry is dropped; the
-source of a config is that of its first synonym. Topic configs add their own override
+source of a config is that of its first synonym. Dynamic broker configs (broker/dynamic_config.py)
+come first: this broker's (DYNAMIC_BROKER_CONFIG), then the cluster default's
+(DYNAMIC_DEFAULT_BROKER_CONFIG). Described as the cluster default (resource ""), a broker lists
+only the configs that default sets, as Kafka does. Topic configs add their own override
 (DYNAMIC_TOPIC_CONFIG) before the synonyms of the broker property that supplies their default.
 """
 
@@ -15,15 +18,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
+from storage.api import KAFKA_TOPIC_DEFAULTS, TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 
 from .config import PROPERTY_FIELDS, BrokerConfig
+from .dynamic_keys import DYNAMIC_CONFIGS, LIST_CONFIGS, base_name
 
-__all__ = ("DEFAULT_CONFIG", "DYNAMIC_TOPIC_CONFIG", "STATIC_BROKER_CONFIG", "broker_config_entries",
-           "broker_synonyms", "render", "topic_default_synonyms")
+__all__ = ("DEFAULT_CONFIG", "DYNAMIC_TOPIC_CONFIG", "NO_DYNAMIC", "STATIC_BROKER_CONFIG", "broker_config_entries",
+           "broker_synonyms", "kafka_defaults", "render", "topic_default_synonyms")
 
 # Kafka's ConfigSource ids (DescribeConfigs v1+)
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+# (this broker's dynamic configs, the cluster default's)
+Layers = tuple[Mapping[str, str], Mapping[str, str]]
+NO_DYNAMIC: Final[Layers] = ({}, {})
+# Kafka's PASSWORD-typed dynamic configs: a name ending in one is sensitive (isPasswordConfig).
+_PASSWORDS: Final = ("ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
+                     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
+                     "sasl.jaas.config")
 # Kafka's ConfigEntry.ConfigType ids (DescribeConfigs v3+), by our Spec kinds
 _CONFIG_TYPES: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "PASSWORD": 9}
 
@@ -66,9 +78,19 @@ def _default_values() -> dict[str, str | None]:
             for key, name in PROPERTY_FIELDS.items()}
 
 
+def kafka_defaults() -> dict[str, str | None]:
+    """Kafka's default of every property eosbroker has, as DescribeConfigs renders it."""
+    return _default_values()
+
+
+def _spec_kind(key: str) -> str | None:
+    field = PROPERTY_FIELDS.get(key)
+    spec = BrokerConfig.__dataclass_fields__[field].metadata.get("kafka") if field else None
+    return spec.kind if spec is not None else None
+
+
 def _sensitive(key: str) -> bool:
-    spec = BrokerConfig.__dataclass_fields__[PROPERTY_FIELDS[key]].metadata.get("kafka")
-    return spec is not None and spec.kind == "PASSWORD"
+    return _spec_kind(key) == "PASSWORD" or key.endswith(_PASSWORDS)
 
 
 def _static_values(config: BrokerConfig) -> dict[str, str | None]:
@@ -83,35 +105,59 @@ def _static_values(config: BrokerConfig) -> dict[str, str | None]:
     return out
 
 
-def broker_synonyms(name: str, static: Mapping[str, str | None],
-                    defaults: Mapping[str, str | None]) -> list[dict[str, Any]]:
+def broker_synonyms(name: str, static: Mapping[str, str | None], defaults: Mapping[str, str | None],
+                    dynamic: Layers = NO_DYNAMIC) -> list[dict[str, Any]]:
     group = next((g for g in SYNONYM_GROUPS if name in g), (name,))
-    found = [{"name": n, "value": static[n], "source": STATIC_BROKER_CONFIG} for n in group if n in static]
+    if name != base_name(name):  # listener.name.<l>.<key>: the base key is its synonym (Kafka's)
+        group = (name, base_name(name))
+    layers = ((dynamic[0], DYNAMIC_BROKER_CONFIG), (dynamic[1], DYNAMIC_DEFAULT_BROKER_CONFIG),
+              (static, STATIC_BROKER_CONFIG))
+    found = [{"name": n, "value": None if _sensitive(n) else values[n], "source": source}
+             for values, source in layers for n in group if n in values]
     found += [{"name": n, "value": defaults[n], "source": DEFAULT_CONFIG}
               for n in group if defaults.get(n) is not None]
     first_own = next((i for i, s in enumerate(found) if s["name"] == name), len(found))
     return found[first_own:]
 
 
-def broker_config_entries(config: BrokerConfig, include_synonyms: bool) -> list[dict[str, Any]]:
+def _config_type(key: str) -> int:
+    kind = _spec_kind(key)
+    if kind is not None:
+        return _CONFIG_TYPES.get(kind, 2)
+    # Kafka's types of the dynamic configs eosbroker has no property for; UNKNOWN (0) for custom ones
+    return 7 if base_name(key) in LIST_CONFIGS else 2 if base_name(key) in DYNAMIC_CONFIGS else 0
+
+
+def broker_config_entries(config: BrokerConfig, include_synonyms: bool, dynamic: Layers = NO_DYNAMIC,
+                          per_broker: bool = True) -> list[dict[str, Any]]:
+    """config: the static config (what server.properties and --set gave)."""
     static, defaults = _static_values(config), _default_values()
+    names = PROPERTY_FIELDS.keys() | dynamic[0].keys() | dynamic[1].keys() if per_broker else dynamic[1].keys()
     out = []
-    for key, field in sorted(PROPERTY_FIELDS.items()):
-        synonyms = broker_synonyms(key, static, defaults)
-        spec = BrokerConfig.__dataclass_fields__[field].metadata.get("kafka")
-        out.append({"name": key, "value": static[key] if key in static else defaults[key], "read_only": True,
+    for key in sorted(names):
+        synonyms = broker_synonyms(key, static, defaults, dynamic)
+        if not per_broker:  # Kafka describes the default entity with its own entries only
+            synonyms = [s for s in synonyms if s["source"] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+        out.append({"name": key, "value": synonyms[0]["value"] if synonyms else defaults.get(key),
+                    "read_only": key not in DYNAMIC_CONFIGS,
                     "config_source": synonyms[0]["source"] if synonyms else DEFAULT_CONFIG,
                     "is_sensitive": _sensitive(key), "synonyms": synonyms if include_synonyms else [],
-                    "config_type": _CONFIG_TYPES.get(spec.kind if spec else "STRING", 2)})
+                    "config_type": _config_type(key)})
     return out
 
 
-def topic_default_synonyms(config: BrokerConfig, topic_key: str, default: object) -> list[dict[str, Any]]:
+def topic_default_synonyms(config: BrokerConfig, topic_key: str, default: object,
+                           dynamic: Layers = NO_DYNAMIC) -> list[dict[str, Any]]:
     """The synonyms a topic config inherits from the broker property behind its default (Kafka's
-    LogConfig synonyms); a property eosbroker does not read shows Kafka's default, the topic's."""
+    LogConfig synonyms); a property eosbroker does not read shows its dynamic values, if set, then
+    Kafka's default, the topic's."""
     broker_key = TOPIC_CONFIG_DEFAULTS_FROM_BROKER.get(topic_key) or TOPIC_CONFIG_SYNONYMS.get(topic_key)
     if broker_key is None:
         return []
     if broker_key not in PROPERTY_FIELDS:
-        return [{"name": broker_key, "value": render(default), "source": DEFAULT_CONFIG}]
-    return broker_synonyms(broker_key, _static_values(config), _default_values())
+        layers = ((dynamic[0], DYNAMIC_BROKER_CONFIG), (dynamic[1], DYNAMIC_DEFAULT_BROKER_CONFIG))
+        found = [{"name": broker_key, "value": values[broker_key], "source": source}
+                 for values, source in layers if broker_key in values]
+        kafka_default = KAFKA_TOPIC_DEFAULTS.get(topic_key) if found else render(default)
+        return [*found, {"name": broker_key, "value": kafka_default, "source": DEFAULT_CONFIG}]
+    return broker_synonyms(broker_key, _static_values(config), _default_values(), dynamic)

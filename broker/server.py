@@ -10,15 +10,15 @@ import shutil
 import signal
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from storage.acl_store import AclFileStore
-from storage.api import ScramCredential, ScramCredentialStore
+from storage.api import BrokerConfigStore, ScramCredential, ScramCredentialStore
+from storage.broker_config_store import FileBrokerConfigStore
 from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner
 from storage.feature_levels import FileFeatureLevelStore
-from storage.log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
 from storage.log_manager import LogManager
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
@@ -28,9 +28,10 @@ from storage.pg.security_store import PgAclStore, PgScramCredentialStore
 
 from .authorizer.standard import StandardAuthorizer
 from .cluster.backend import ClusterBackend
-from .config import PROPERTY_FIELDS, BrokerConfig
+from .config import BrokerConfig
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
+from .dynamic_config import DynamicBrokerConfig, log_defaults
 from .features import FinalizedFeatures
 from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
@@ -44,16 +45,6 @@ __all__ = ("Broker",)
 
 log = logging.getLogger("broker")
 _BACKLOG = 1024
-
-
-def log_defaults(config: BrokerConfig) -> dict[str, object]:
-    """Broker-level defaults of topic configs, keyed by topic config name."""
-    out: dict[str, object] = {}
-    for topic_key, broker_key in TOPIC_CONFIG_DEFAULTS_FROM_BROKER.items():
-        name = PROPERTY_FIELDS.get(broker_key)
-        if name is not None:
-            out[topic_key] = getattr(config, name)
-    return out
 
 
 def cleaner_config(config: BrokerConfig) -> CleanerConfig:
@@ -123,6 +114,7 @@ class Broker:
             raise
         if metrics is not None:
             await metrics.start(metrics_host)
+        await self._open_dynamic_config()
         await self._start_services()
         await self._serve_listeners(socks)
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
@@ -252,6 +244,25 @@ class Broker:
         if self.cluster is None:
             self.logs.start()
 
+    async def _open_dynamic_config(self) -> None:
+        """The dynamic broker configs (broker/dynamic_config.py), in force before any service starts."""
+        if self.cluster is not None:
+            store: BrokerConfigStore = self.cluster.broker_configs
+        else:
+            store = FileBrokerConfigStore(self.config.data_dir)
+            try:
+                store.load()
+            except (OSError, ValueError) as exc:
+                raise StartupError(f"cannot load the dynamic broker configs: {exc}") from None
+        self.state.dynamic_config = DynamicBrokerConfig(self.config, store, self._apply_config)
+        await self.state.dynamic_config.apply()
+
+    async def _apply_config(self, config: BrokerConfig, topic_defaults: Mapping[str, object]) -> None:
+        self.state.config = self.config = config
+        await self.state.logs.set_log_defaults(topic_defaults)
+        if self.cleaner is not None:
+            self.cleaner.reconfigure(cleaner_config(config))
+
     def _open_authorizer(self) -> StandardAuthorizer | None:
         config = self.config
         if not config.authorizer_class_name:
@@ -311,6 +322,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.state.dynamic_config is not None:
+            await self.state.dynamic_config.close()
         if self.cleaner is not None:  # before the logs close: a pass in flight is dropped, not swapped
             await self.cleaner.stop()
         if self.cluster is not None:  # other brokers take over now, not after a lease

@@ -15,6 +15,7 @@ from .features import FinalizedFeatures
 
 if TYPE_CHECKING:
     from .authorizer.standard import StandardAuthorizer
+    from .dynamic_config import DynamicBrokerConfig
     from .handler import Handler
     from .metrics.counters import BrokerMetrics
 
@@ -41,6 +42,8 @@ class BrokerState:
     authorizer: StandardAuthorizer | None = None
     # SCRAM credentials (AlterUserScramCredentials, SASL/SCRAM), loaded from the data dir at start.
     scram_credentials: ScramCredentials | None = None
+    # Dynamic broker configs (AlterConfigs on BROKER resources); server.py opens them at start.
+    dynamic_config: DynamicBrokerConfig | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
     cluster: ClusterView = None  # type: ignore[assignment]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from pathlib import Path
@@ -18,7 +18,13 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 from protocol.errors import ErrorCode, KafkaError
 
 # Topic configs mean the same to every backend (Kafka's LogConfig): callers use them from here.
-from .log_config import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, TOPIC_CONFIG_TYPES, incremental_alter
+from .log_config import (
+    KAFKA_TOPIC_DEFAULTS,
+    TOPIC_CONFIG_DEFAULTS_FROM_BROKER,
+    TOPIC_CONFIG_TYPES,
+    incremental_alter,
+    validate_topic_configs,
+)
 from .scram_credentials import ScramCredential, ScramCredentialStore
 
 __all__ = (
@@ -26,11 +32,13 @@ __all__ = (
     "AclStore",
     "ActiveProducer",
     "AppendOrigin",
+    "BrokerConfigStore",
     "BrokerEndpoint",
     "ClusterSnapshot",
     "ClusterView",
     "FetchDataInfo",
     "INTERNAL_TOPICS",
+    "KAFKA_TOPIC_DEFAULTS",
     "IsolationLevel",
     "LeadershipListener",
     "TOPIC_CONFIG_DEFAULTS_FROM_BROKER",
@@ -48,6 +56,7 @@ __all__ = (
     "TopicMetadata",
     "TopicPartition",
     "incremental_alter",
+    "validate_topic_configs",
     "validate_topic_name",
 )
 
@@ -278,6 +287,11 @@ class LogSource(Protocol):
 
     async def delete_topic(self, name: str) -> None: ...
 
+    async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
+        """New broker-level defaults of topic configs (dynamic broker configs): every log of a
+        topic without its own value adopts them inside its own task."""
+        ...
+
 
 # -- the cluster (docs/cluster.md): who is alive and who leads what ------------------------------
 
@@ -385,6 +399,22 @@ class ScramCredentials(Protocol):
 
     async def alter(self, upsertions: Iterable[tuple[str, str, ScramCredential]],
                     deletions: Iterable[tuple[str, str]]) -> None: ...
+
+
+class BrokerConfigStore(Protocol):
+    """Dynamic broker configs by entity ("" the cluster default, else a broker id): in the data
+    dir (storage/broker_config_store.py) or shared by the cluster (storage/pg/broker_config_store.py).
+    Reads from memory; replace is durable before it returns."""
+
+    def configs(self, entity: str) -> Mapping[str, str]: ...
+
+    async def replace(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Make configs the entity's whole dynamic set (empty: none)."""
+        ...
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Called after every change, whichever broker made it."""
+        ...
 
 
 @runtime_checkable

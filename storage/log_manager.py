@@ -224,6 +224,15 @@ class LogManager:
         for p in range(new.partitions):  # each log adopts it between two of its commands
             await self.logs[TopicPartition(name, p)].update_config(cfg)
 
+    async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
+        async with self._changing:
+            self.log_defaults = dict(log_defaults)
+            logs = list(self.logs.items())
+        for tp, plog in logs:
+            meta = self.topics.get(tp.topic)
+            if meta is not None:
+                await plog.update_config(self.log_config(meta))
+
     def get_log(self, tp: TopicPartition) -> LocalPartitionLog:
         plog = self.logs.get(tp)
         if plog is None:

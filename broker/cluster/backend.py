@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from storage.api import BrokerEndpoint
 from storage.meta_properties import random_uuid
+from storage.pg.broker_config_store import PgBrokerConfigStore
 from storage.pg.cluster_store import ClusterStore, ensure_cluster_id
 from storage.pg.feature_levels import PgFeatureLevelStore
 from storage.pg.log_source import PgLogSource
@@ -67,6 +68,7 @@ class ClusterBackend:
     feature_levels: PgFeatureLevelStore
     security: PgSecurityMetadata  # SCRAM credentials and ACLs, shared by every broker
     security_poll_s: float
+    broker_configs: PgBrokerConfigStore  # dynamic broker configs, per broker and cluster default
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @classmethod
@@ -87,6 +89,8 @@ class ClusterBackend:
             await logs.load()
             security = PgSecurityMetadata(pool)
             await security.refresh()
+            broker_configs = PgBrokerConfigStore(pool)
+            await broker_configs.refresh()
         except BaseException as exc:
             await pool.close()
             if isinstance(exc, StartupError):
@@ -103,13 +107,16 @@ class ClusterBackend:
         # A change made through another broker is seen here within a tenth of a lease (1 s at most).
         poll_s = min(max(config.cluster_lease_ms / 10_000, 0.1), 1.0)
         return cls(pool=pool, logs=logs, member=member, cluster_id=cluster_id,
-                   feature_levels=PgFeatureLevelStore(pool), security=security, security_poll_s=poll_s)
+                   feature_levels=PgFeatureLevelStore(pool), security=security, security_poll_s=poll_s,
+                   broker_configs=broker_configs)
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""
         self.logs.start()
         self._tasks.append(asyncio.get_running_loop().create_task(self.security.run(self.security_poll_s),
                                                                   name="security-poll"))
+        self._tasks.append(asyncio.get_running_loop().create_task(self.broker_configs.run(self.security_poll_s),
+                                                                  name="broker-configs-poll"))
         await self.member.start()
 
     async def leave(self) -> None:

@@ -4,9 +4,11 @@ Behaviour: a topic resource (type 2) gets exactly the configs in the request as 
 had before and the request leaves out fall back to the broker default, as Kafka's legacy
 AlterConfigs replaces the whole set. Names and values are validated as CreateTopics does (unknown
 name or bad value: INVALID_CONFIG; null value: INVALID_REQUEST) and persisted in topics.json.
-validate_only checks without changing. Broker resources are refused with INVALID_REQUEST: broker
-properties are static (server.properties, --set); so are broker-logger resources, whose levels
-IncrementalAlterConfigs changes (as Kafka, whose legacy AlterConfigs cannot). A resource named
+validate_only checks without changing. A broker resource (type 4) named by this broker's id or ""
+(the cluster default) gets exactly the configs in the request as its dynamic set, if Kafka allows
+each to change at run time (broker/dynamic_keys.py; else INVALID_REQUEST with Kafka's message);
+broker/dynamic_config.py stores and applies it. Broker-logger resources are refused (as Kafka,
+whose legacy AlterConfigs cannot change levels; IncrementalAlterConfigs does). A resource named
 twice gives INVALID_REQUEST for each.
 Version notes: v1 and v2 only differ in throttling and flexible encoding.
 """
@@ -30,6 +32,8 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 # (resource, the topic's current own configs) -> its new own configs
 Compute = Callable[[Any, Mapping[str, str]], dict[str, str]]
+# (broker resource, its current dynamic set) -> its new dynamic set
+ComputeBroker = Callable[[Any, Mapping[str, str]], dict[str, str]]
 # (broker-logger resource, validate_only): change the levels, or raise KafkaError
 AlterLoggers = Callable[[Any, bool], None]
 
@@ -39,8 +43,40 @@ def _refuse_loggers(resource: Any, validate_only: bool) -> None:
                                                 "(kafka-configs --alter --entity-type broker-loggers)")
 
 
+def check_broker_name(ctx: RequestContext, name: str) -> None:
+    """ConfigAdminManager.validateResourceNameIsCurrentNodeId, "" (the cluster default) aside."""
+    if name == "":
+        return
+    try:
+        node_id = int(name)
+    except ValueError:
+        raise KafkaError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
+    if node_id != ctx.broker.node_id:
+        raise KafkaError(ErrorCode.invalid_request,
+                         f"Unexpected broker id, expected {ctx.broker.node_id}, but received {name}")
+
+
+async def _alter_broker(ctx: RequestContext, resource: Any, compute: ComputeBroker, validate_only: bool) -> None:
+    check_broker_name(ctx, resource.resource_name)
+    twice = sorted(n for n, k in Counter(c.name for c in resource.configs).items() if k > 1)
+    if twice:
+        raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    dynamic = ctx.broker.dynamic_config
+    if dynamic is None:
+        raise KafkaError(ErrorCode.invalid_request, "dynamic broker configs are not loaded yet")
+    new = compute(resource, dynamic.store.configs(resource.resource_name))
+    await dynamic.alter(resource.resource_name, new, validate_only)
+
+
+def _replace_broker(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
+    nulls = [c.name for c in resource.configs if c.value is None]
+    if nulls:
+        raise KafkaError(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
+    return {c.name: c.value for c in resource.configs}
+
+
 async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool,
-                     alter_loggers: AlterLoggers) -> None:
+                     alter_loggers: AlterLoggers, compute_broker: ComputeBroker) -> None:
     kind = resource.resource_type
     require_config_access(ctx, AclOperation.ALTER_CONFIGS, kind, resource.resource_name)
     if kind == BROKER_LOGGER:
@@ -50,9 +86,8 @@ async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, valid
         alter_loggers(resource, validate_only)
         return
     if kind == BROKER:
-        raise KafkaError(ErrorCode.invalid_request,
-                         "broker configs cannot be changed at run time on eosbroker: set them in "
-                         "server.properties (or --set) and restart")
+        await _alter_broker(ctx, resource, compute_broker, validate_only)
+        return
     if kind != TOPIC:
         raise KafkaError(ErrorCode.invalid_request, f"resource type {kind} is not supported")
     logs = ctx.broker.logs
@@ -62,10 +97,10 @@ async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, valid
     await logs.alter_configs(meta.name, compute(resource, meta.configs), validate_only=validate_only)
 
 
-async def alter_all(ctx: RequestContext, request: Any, compute: Compute,
-                    alter_loggers: AlterLoggers = _refuse_loggers) -> Any:
-    """Apply compute to each topic resource of an (Incremental)AlterConfigs request, and
-    alter_loggers to each broker-logger resource, and answer."""
+async def alter_all(ctx: RequestContext, request: Any, compute: Compute, alter_loggers: AlterLoggers = _refuse_loggers,
+                    compute_broker: ComputeBroker = _replace_broker) -> Any:
+    """Apply compute to each topic resource of an (Incremental)AlterConfigs request,
+    compute_broker to each broker resource and alter_loggers to each broker-logger one, and answer."""
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
@@ -74,7 +109,7 @@ async def alter_all(ctx: RequestContext, request: Any, compute: Compute,
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise KafkaError(ErrorCode.invalid_request, f"resource {resource.resource_name!r} is named twice")
-            await _alter_one(ctx, resource, compute, request.validate_only, alter_loggers)
+            await _alter_one(ctx, resource, compute, request.validate_only, alter_loggers, compute_broker)
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}
         responses.append(entry)

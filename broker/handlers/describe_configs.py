@@ -2,8 +2,9 @@
 
 Behaviour: topic resources (type 2) list every Kafka topic config with its effective value and
 whether it is the topic's own (DYNAMIC_TOPIC_CONFIG) or a default (the broker's property if it
-has one, STATIC_BROKER_CONFIG when that is set, else Kafka's default, DEFAULT_CONFIG), typed as
-Kafka types them; broker resources (type 4) list the broker's properties with Kafka's sources;
+has one: a dynamic broker config, per broker or cluster-wide, STATIC_BROKER_CONFIG when it is set,
+else Kafka's default, DEFAULT_CONFIG), typed as Kafka types them; broker resources (type 4) list
+the broker's properties with Kafka's sources (named "", the cluster default's dynamic configs only);
 include_synonyms adds Kafka's synonyms to both (broker/broker_configs.py). Broker-logger resources
 (type 8) list the broker's loggers and their levels (broker/log_levels.py). configuration_keys
 filters (null or empty: all). Unknown topics give UNKNOWN_TOPIC_OR_PARTITION."""
@@ -21,9 +22,12 @@ from ..authorizer.checks import require_config_access
 from ..broker_configs import (
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
+    NO_DYNAMIC,
+    Layers,
     broker_config_entries,
     topic_default_synonyms,
 )
+from ..config import BrokerConfig
 from ..handler import Handler, RequestContext
 from ..log_levels import current_levels
 
@@ -38,15 +42,23 @@ def _config_type(name: str) -> int:
     return _CONFIG_TYPES.get(TOPIC_CONFIG_TYPES.get(name, "string"), _STRING)
 
 
+def _static_and_dynamic(ctx: RequestContext) -> tuple[BrokerConfig, Layers]:
+    dynamic = ctx.broker.dynamic_config
+    if dynamic is None:
+        return ctx.broker.config, NO_DYNAMIC
+    return dynamic.static, dynamic.layers()
+
+
 def topic_config_entries(ctx: RequestContext, meta: TopicMetadata,
                          include_synonyms: bool = False) -> list[dict[str, Any]]:
     defaults = ctx.broker.logs.topic_defaults()
+    static, layers = _static_and_dynamic(ctx)
     out = []
     for name in sorted(defaults.keys() | meta.configs.keys()):
         own = name in meta.configs
         value = meta.configs[name] if own else defaults[name]
         synonyms = [{"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG}] if own else []
-        synonyms += topic_default_synonyms(ctx.broker.config, name, defaults[name])
+        synonyms += topic_default_synonyms(static, name, defaults[name], layers)
         out.append({"name": name, "value": value, "read_only": False,
                     "config_source": synonyms[0]["source"] if synonyms else DEFAULT_CONFIG,
                     "is_sensitive": False, "synonyms": synonyms if include_synonyms else [],
@@ -74,9 +86,11 @@ def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dic
         configs = topic_config_entries(ctx, meta, include_synonyms)
     elif resource.resource_type == BROKER:
         if resource.resource_name not in ("", str(ctx.broker.node_id)):
-            return entry | {"error_code": ErrorCode.invalid_request,
-                            "error_message": f"this is broker {ctx.broker.node_id}, not {resource.resource_name}"}
-        configs = broker_config_entries(ctx.broker.config, include_synonyms)
+            return entry | {"error_code": ErrorCode.invalid_request, "error_message":
+                            f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but received "
+                            f"{resource.resource_name}"}
+        static, layers = _static_and_dynamic(ctx)
+        configs = broker_config_entries(static, include_synonyms, layers, per_broker=resource.resource_name != "")
     elif resource.resource_type == BROKER_LOGGER:
         if resource.resource_name != str(ctx.broker.node_id):
             return entry | {"error_code": ErrorCode.invalid_request, "error_message":

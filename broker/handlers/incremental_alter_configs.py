@@ -5,7 +5,9 @@ DELETE (1, back to the broker default) for any topic config, APPEND (2) and SUBT
 configs (cleanup.policy, the throttled-replica lists; INVALID_CONFIG on others), starting from the
 effective value. The result is validated as a whole (unknown name or bad value: INVALID_CONFIG),
 then persisted; validate_only checks without changing. A config key named twice in one resource
-gives INVALID_REQUEST. Broker resources are refused as in AlterConfigs (alter_configs.py).
+gives INVALID_REQUEST. A broker resource (this broker's id, or "" for the cluster default) gets the
+operations applied to its dynamic set (broker/dynamic_keys.py: APPEND and SUBTRACT on Kafka's list
+configs, starting from the stored value or Kafka's default), then stored as in AlterConfigs.
 A broker-logger resource (8, named by this node's id) sets (SET) or unsets (DELETE: back to the
 parent's level) the levels of the broker's loggers at run time, all or none: see
 broker/log_levels.py for the names, levels and Kafka's checks.
@@ -21,6 +23,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import incremental_alter
 
+from ..broker_configs import kafka_defaults
+from ..dynamic_keys import incremental_broker_alter
 from ..handler import Handler, RequestContext
 from ..log_levels import apply_change, validate_change
 from .alter_configs import alter_all
@@ -36,7 +40,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return incremental_alter(current, changes, defaults)
 
-    return await alter_all(ctx, request, compute, alter_loggers)
+    def compute_broker(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
+        changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
+        return incremental_broker_alter(current, changes, kafka_defaults())
+
+    return await alter_all(ctx, request, compute, alter_loggers, compute_broker)
 
 
 def alter_loggers(resource: Any, validate_only: bool) -> None:

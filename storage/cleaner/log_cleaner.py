@@ -137,6 +137,14 @@ class CleanerService:
         # changing under it (a corrupt batch, say) is not retried until the broker restarts.
         self.uncleanable: set[str] = set()
 
+    def reconfigure(self, config: CleanerConfig) -> None:
+        """New log.cleaner.* settings (dynamic broker configs), from the next pass on. The number of
+        workers stays until a restart (Kafka resizes its thread pool; this cleaner's worker
+        processes and loops are sized once), so each worker's share keeps that count."""
+        self.config = dataclasses.replace(config, threads=self.config.threads)
+        self.backoff_ms = self.config.backoff_ms
+        self.map_capacity = self.config.map_capacity
+
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         threads = max(self.config.threads, 1)

@@ -110,6 +110,18 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     );
     INSERT INTO cluster_meta (key, value) VALUES ('security.version', '0') ON CONFLICT (key) DO NOTHING;
     """,
+    # 6: dynamic broker configs (storage/pg/broker_config_store.py): entity "" is the cluster default,
+    # any other a broker's id; a change bumps cluster_meta's broker_configs.version, which every
+    # broker polls.
+    """
+    CREATE TABLE broker_configs (
+        entity text NOT NULL,
+        name   text NOT NULL,
+        value  text NOT NULL,
+        PRIMARY KEY (entity, name)
+    );
+    INSERT INTO cluster_meta (key, value) VALUES ('broker_configs.version', '0') ON CONFLICT (key) DO NOTHING;
+    """,
 )
 
 

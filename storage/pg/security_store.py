@@ -14,13 +14,13 @@ Reads (authentication, authorization) are from memory, never a query on a reques
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from ..scram_credentials import ScramCredential
+from .polling import poll_forever, read_if_moved
 
 __all__ = ("PgAclStore", "PgScramCredentialStore", "PgSecurityMetadata")
 
@@ -28,7 +28,6 @@ log = logging.getLogger(__name__)
 Pool = Any  # asyncpg.Pool
 
 _VERSION_KEY: Final = "security.version"
-_READ_VERSION: Final = "SELECT value FROM cluster_meta WHERE key = 'security.version'"
 _BUMP_VERSION: Final = """
     INSERT INTO cluster_meta (key, value) VALUES ('security.version', '1')
     ON CONFLICT (key) DO UPDATE SET value = (cluster_meta.value::bigint + 1)::text
@@ -59,7 +58,6 @@ class PgSecurityMetadata:
         self.acl_records: list[dict[str, Any]] = []
         self.credentials: dict[str, dict[str, ScramCredential]] = {}
         self._listeners: list[Callable[[], None]] = []
-        self._failing = False
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called (on the event loop) after each re-read that found a change."""
@@ -67,12 +65,11 @@ class PgSecurityMetadata:
 
     async def refresh(self) -> bool:
         """Re-read both tables if the version moved; whether it had."""
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            version = await conn.fetchval(_READ_VERSION)
-            if version == self.version and self.version is not None:
-                return False
-            acls = await conn.fetch("SELECT binding FROM acls ORDER BY binding")
-            creds = await conn.fetch("SELECT * FROM scram_credentials ORDER BY username, mechanism")
+        found = await read_if_moved(self.pool, _VERSION_KEY, self.version, "SELECT binding FROM acls ORDER BY binding",
+                                    "SELECT * FROM scram_credentials ORDER BY username, mechanism")
+        if found is None:
+            return False
+        version, (acls, creds) = found
         self.version = version
         self.acl_records = [json.loads(r["binding"]) for r in acls]
         users: dict[str, dict[str, ScramCredential]] = {}
@@ -86,20 +83,8 @@ class PgSecurityMetadata:
         return True
 
     async def run(self, interval_s: float) -> None:
-        """Poll until cancelled; a database that does not answer is one WARNING per outage."""
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await self.refresh()
-            except Exception as exc:
-                if not self._failing:
-                    log.warning("cannot re-read SCRAM credentials and ACLs from the cluster database (%r); "
-                                "serving the last ones read until it answers", exc)
-                self._failing = True
-            else:
-                if self._failing:
-                    log.info("SCRAM credentials and ACLs are read from the cluster database again")
-                self._failing = False
+        """Poll until cancelled."""
+        await poll_forever(self.refresh, interval_s, "SCRAM credentials and ACLs")
 
     async def write(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
         """Apply the statements and bump the version in one transaction, then re-read."""

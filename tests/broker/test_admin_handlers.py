@@ -82,7 +82,7 @@ async def test_alter_configs_answers_per_resource(state: BrokerState) -> None:
     r = await call(state, ApiKey.ALTER_CONFIGS, 1, validate_only=False, resources=[
         {"resource_type": 2, "resource_name": "a", "configs": [{"name": "retention.ms", "value": "5000"}]},
         {"resource_type": 2, "resource_name": "b", "configs": [{"name": "retention.ms", "value": None}]},
-        {"resource_type": 4, "resource_name": "1", "configs": [{"name": "log.retention.ms", "value": "1"}]},
+        {"resource_type": 4, "resource_name": "1", "configs": [{"name": "log.dirs", "value": "/x"}]},
         {"resource_type": 2, "resource_name": "c", "configs": [{"name": "bogus", "value": "1"}]},
         {"resource_type": 2, "resource_name": "c", "configs": []},
     ])

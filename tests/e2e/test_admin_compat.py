@@ -135,8 +135,8 @@ def test_alter_configs_refusals(small_broker: BrokerProcess) -> None:
         return error_of(a.incremental_alter_configs([res], **kw)[res])
 
     set_op = AlterConfigOpType.SET
-    broker_res = ConfigResource("broker", "1", incremental_configs=[
-        ConfigEntry("log.retention.ms", "1000", incremental_operation=set_op)])
+    broker_res = ConfigResource("broker", "1", incremental_configs=[  # not a dynamic broker config
+        ConfigEntry("num.partitions", "3", incremental_operation=set_op)])
     assert incremental(broker_res).code() == KafkaError.INVALID_REQUEST
     unknown = ConfigResource("topic", "nope", incremental_configs=[
         ConfigEntry("retention.ms", "1000", incremental_operation=set_op)])

@@ -1,0 +1,124 @@
+"""Dynamic broker configs at run time (Kafka's DynamicBrokerConfig): the per-broker and
+cluster-default sets AlterConfigs and IncrementalAlterConfigs change on a BROKER resource, kept
+durably in a BrokerConfigStore, and the broker config in force that they make.
+
+Precedence as Kafka's: this broker's dynamic value, then the cluster default's, then the static
+one (server.properties, --set), then Kafka's default. A change is applied where eosbroker reads
+the key, live: the broker-level defaults of topic configs (log.retention.ms, log.segment.bytes,
+log.cleanup.policy, message.max.bytes, log.cleaner.min.compaction.lag.ms, ...: every topic
+without its own value adopts them) and the log cleaner's settings (its number of workers at the
+next start). Other dynamic keys are accepted, stored and described, as Kafka stores keys of
+components a broker may not run; those eosbroker reads at start-up (listener security, thread
+counts it does not have) take effect at the next start, as the effective config is built then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, BrokerConfigStore
+
+from .config import PROPERTY_FIELDS, BrokerConfig, ConfigError, Spec
+from .dynamic_keys import base_name, validate_dynamic
+
+__all__ = ("DEFAULT_ENTITY", "DynamicBrokerConfig", "effective_config", "log_defaults")
+
+log = logging.getLogger(__name__)
+DEFAULT_ENTITY = ""  # Kafka's <default> broker entity (kafka-configs --entity-default)
+# (the config in force, the broker-level topic config defaults) -> apply them
+Apply = Callable[[BrokerConfig, Mapping[str, object]], Awaitable[None]]
+
+
+def effective_config(static: BrokerConfig, default: Mapping[str, str], mine: Mapping[str, str]) -> BrokerConfig:
+    """static with the dynamic values of eosbroker's properties laid over it (mine over default)."""
+    values: dict[str, Any] = {}
+    for key, raw in {**default, **mine}.items():
+        field = PROPERTY_FIELDS.get(key)
+        spec: Spec | None = BrokerConfig.__dataclass_fields__[field].metadata.get("kafka") if field else None
+        if field is None or spec is None:
+            continue
+        try:
+            values[field] = spec.parse(key, raw)
+        except ConfigError as exc:  # validated when set: only a hand-edited store gets here
+            log.warning("ignoring the dynamic broker config %s: %s", key, exc)
+    if values.get("log_retention_ms", 0) < 0:
+        values["log_retention_ms"] = -1  # Kafka: any negative retention is unlimited
+    overrides = {k: v for k, v in {**default, **mine}.items() if k != base_name(k)}
+    if overrides:
+        values["listener_overrides"] = {**static.listener_overrides, **overrides}
+    return dataclasses.replace(static, **values)
+
+
+def log_defaults(config: BrokerConfig, dynamic: Mapping[str, str] | None = None) -> dict[str, object]:
+    """Broker-level defaults of topic configs, keyed by topic config name: the broker's property,
+    or the dynamic value of a broker config eosbroker has no property for (log.cleanup.policy...)."""
+    out: dict[str, object] = {}
+    for topic_key, broker_key in TOPIC_CONFIG_DEFAULTS_FROM_BROKER.items():
+        name = PROPERTY_FIELDS.get(broker_key)
+        if name is not None:
+            out[topic_key] = getattr(config, name)
+        elif dynamic and broker_key in dynamic:
+            out[topic_key] = dynamic[broker_key]
+    return out
+
+
+class DynamicBrokerConfig:
+    """This broker's view of the dynamic configs; apply is awaited after every change."""
+
+    def __init__(self, static: BrokerConfig, store: BrokerConfigStore, apply: Apply) -> None:
+        self.static = static
+        self.store = store
+        self._apply = apply
+        self._applying = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        store.add_listener(self._changed)
+
+    @property
+    def entity(self) -> str:
+        return str(self.static.node_id)
+
+    def layers(self) -> tuple[Mapping[str, str], Mapping[str, str]]:
+        """(this broker's dynamic configs, the cluster default's)."""
+        return self.store.configs(self.entity), self.store.configs(DEFAULT_ENTITY)
+
+    def merged(self) -> dict[str, str]:
+        mine, default = self.layers()
+        return {**default, **mine}
+
+    def effective(self) -> BrokerConfig:
+        mine, default = self.layers()
+        return effective_config(self.static, default, mine)
+
+    async def alter(self, entity: str, configs: Mapping[str, str], validate_only: bool) -> None:
+        """Make configs the entity's whole dynamic set (KafkaError if Kafka would refuse it)."""
+        validate_dynamic(configs, per_broker=entity != DEFAULT_ENTITY)
+        if validate_only or dict(configs) == dict(self.store.configs(entity)):
+            return
+        await self.store.replace(entity, configs)
+        await self.apply()  # the next request already sees it
+
+    async def apply(self) -> None:
+        async with self._applying:
+            config = self.effective()
+            await self._apply(config, log_defaults(config, self.merged()))
+
+    def _changed(self) -> None:
+        # From the store (a change through this or another broker): applied on the loop, in order.
+        task = asyncio.get_running_loop().create_task(self._apply_logged())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _apply_logged(self) -> None:
+        try:
+            await self.apply()
+        except Exception:
+            log.exception("cannot apply the changed dynamic broker configs")
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
