@@ -79,10 +79,7 @@ class Broker:
         self.stopped = asyncio.Event()
         self.ready = False  # /readyz: logs recovered, coordinators loaded, listener up
         self.metrics_endpoint: MetricsEndpoint | None = None
-        self.cleaner: LogCleaner | PgLogCleaner | None = None
-        if config.log_cleaner_enable and config.log_cleaner_threads > 0 and not config.cluster_url:
-            self.cleaner = LogCleaner(self.logs, cleaner_config(config))
-            self.state.extras["log_cleaner"] = self.cleaner.stats  # for broker/metrics
+        self.cleaner: LogCleaner | PgLogCleaner | None = None  # built with the dynamic configs at start
         if config.metrics_port is not None:
             self.metrics_endpoint = MetricsEndpoint(self.state, self.connections, lambda: self.ready)
             self.state.metrics = self.metrics_endpoint.metrics
@@ -174,10 +171,6 @@ class Broker:
         self.state.logs = self.cluster.logs
         self.state.cluster = self.cluster.member.view
         self.state.producer_id_blocks = PgProducerIdBlocks(self.cluster.pool)
-        config = self.config
-        if config.log_cleaner_enable and config.log_cleaner_threads > 0:  # each broker cleans what it leads
-            self.cleaner = PgLogCleaner(self.cluster.logs, config.cluster_url or "", cleaner_config(config))
-            self.state.extras["log_cleaner"] = self.cleaner.stats
         await self._open_cluster_features()
 
     async def _open_cluster_features(self) -> None:
@@ -260,8 +253,21 @@ class Broker:
     async def _apply_config(self, config: BrokerConfig, topic_defaults: Mapping[str, object]) -> None:
         self.state.config = self.config = config
         await self.state.logs.set_log_defaults(topic_defaults)
-        if self.cleaner is not None:
+        if not self.ready:  # at start: sized by the configs in force (log.cleaner.threads among them)
+            self.cleaner = self._new_cleaner(config)
+        elif self.cleaner is not None:
             self.cleaner.reconfigure(cleaner_config(config))
+
+    def _new_cleaner(self, config: BrokerConfig) -> LogCleaner | PgLogCleaner | None:
+        if not config.log_cleaner_enable or config.log_cleaner_threads <= 0:
+            return None
+        cleaner: LogCleaner | PgLogCleaner
+        if self.cluster is None:
+            cleaner = LogCleaner(self.logs, cleaner_config(config))
+        else:  # each broker cleans what it leads
+            cleaner = PgLogCleaner(self.cluster.logs, config.cluster_url or "", cleaner_config(config))
+        self.state.extras["log_cleaner"] = cleaner.stats  # for broker/metrics
+        return cleaner
 
     def _open_authorizer(self) -> StandardAuthorizer | None:
         config = self.config

@@ -10,16 +10,23 @@ from typing import Any
 
 import pytest
 
+from broker.authorizer.standard import StandardAuthorizer
 from broker.broker_configs import broker_config_entries
 from broker.config import BrokerConfig, build_config
+from broker.dispatch import HANDLERS
 from broker.dynamic_config import DynamicBrokerConfig, effective_config, log_defaults
 from broker.dynamic_keys import incremental_broker_alter, validate_dynamic
+from broker.handler import RequestContext
+from broker.principal import KafkaPrincipal, Session
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
+from protocol.build import build
+from protocol.codec import RequestHeader, request_schema
 from protocol.errors import ErrorCode, KafkaError
+from storage.acl_store import AclFileStore
 from storage.api import TopicPartition
 from storage.broker_config_store import BROKER_CONFIGS_FILE, FileBrokerConfigStore
-from tests.broker.test_admin_handlers import call
+from tests.broker.test_admin_handlers import call, entity
 
 E = ErrorCode
 
@@ -160,3 +167,30 @@ async def test_refusals_and_validate_only(state: BrokerState) -> None:
         (E.invalid_request, "Cannot update these configs dynamically: Set(log.dirs)")]
     assert r.responses[0].error_code == E.none
     assert state.dynamic_config is not None and state.dynamic_config.layers() == ({}, {})
+
+
+async def test_broker_configs_need_the_cluster_config_acls(state: BrokerState, tmp_path: Path) -> None:
+    """Kafka checks ALTER_CONFIGS / DESCRIBE_CONFIGS on the CLUSTER resource for BROKER resources."""
+    state.authorizer = StandardAuthorizer(super_users=frozenset({"User:admin"}), allow_everyone_if_no_acl_found=False,
+                                          store=AclFileStore(tmp_path))
+    state.authorizer.load()
+
+    async def as_user(name: str, key: ApiKey, version: int, **fields: Any) -> Any:
+        who = Session(principal=KafkaPrincipal("User", name), listener_name="PLAINTEXT",
+                      security_protocol="PLAINTEXT", client_host="127.0.0.1")
+        request = build(request_schema(key, version), fields)
+        header = RequestHeader(api_key=key, api_version=version, correlation_id=7, client_id="test")
+        return entity(await HANDLERS[key].handle(RequestContext(header=header, broker=state, peer="t", session=who),
+                                                 request), key, version)
+
+    alter = {"validate_only": False, "resources": [_broker("", ("log.retention.ms", 0, "60000"))]}
+    describe = {"include_synonyms": False, "include_documentation": False,
+                "resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}]}
+    bob = await as_user("bob", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, **alter)
+    assert bob.responses[0].error_code == E.cluster_authorization_failed
+    assert (await as_user("bob", ApiKey.DESCRIBE_CONFIGS, 4, **describe)).results[0].error_code == \
+        E.cluster_authorization_failed
+    assert state.dynamic_config is not None and state.dynamic_config.layers() == ({}, {})
+    admin = await as_user("admin", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, **alter)
+    assert admin.responses[0].error_code == E.none
+    assert state.dynamic_config.layers() == ({}, {"log.retention.ms": "60000"})
