@@ -23,7 +23,7 @@ from typing import Any
 from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, BrokerConfigStore
 
 from .config import PROPERTY_FIELDS, BrokerConfig, ConfigError, Spec
-from .dynamic_keys import base_name, validate_dynamic
+from .dynamic_keys import base_name, validate_dynamic, validate_thread_counts
 
 __all__ = ("DEFAULT_ENTITY", "DynamicBrokerConfig", "effective_config", "log_defaults")
 
@@ -74,6 +74,7 @@ class DynamicBrokerConfig:
         self.store = store
         self._apply = apply
         self._applying = asyncio.Lock()
+        self._altering = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         store.add_listener(self._changed)
 
@@ -93,12 +94,20 @@ class DynamicBrokerConfig:
         mine, default = self.layers()
         return effective_config(self.static, default, mine)
 
-    async def alter(self, entity: str, configs: Mapping[str, str], validate_only: bool) -> None:
-        """Make configs the entity's whole dynamic set (KafkaError if Kafka would refuse it)."""
-        validate_dynamic(configs, per_broker=entity != DEFAULT_ENTITY)
-        if validate_only or dict(configs) == dict(self.store.configs(entity)):
-            return
-        await self.store.replace(entity, configs)
+    async def alter(self, entity: str, compute: Callable[[Mapping[str, str]], Mapping[str, str]],
+                    validate_only: bool) -> None:
+        """Make compute(the entity's dynamic set) its whole new set (KafkaError if Kafka would
+        refuse it). One change at a time on this broker, so concurrent incremental changes all
+        count (in cluster mode, two brokers changing one entity at once: the last one wins)."""
+        async with self._altering:
+            configs = compute(self.store.configs(entity))
+            validate_dynamic(configs, per_broker=entity != DEFAULT_ENTITY)
+            mine, default = self.layers()
+            after = {**configs, **mine} if entity == DEFAULT_ENTITY else {**default, **configs}
+            validate_thread_counts({**default, **mine}, after, self.effective().log_cleaner_threads)
+            if validate_only or dict(configs) == dict(self.store.configs(entity)):
+                return
+            await self.store.replace(entity, configs)
         await self.apply()  # the next request already sees it
 
     async def apply(self) -> None:

@@ -23,7 +23,7 @@ from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, validate_topic_config
 from .config import IGNORED_PROPERTIES, PROPERTY_FIELDS, BrokerConfig, ConfigError, Spec
 
 __all__ = ("DYNAMIC_CONFIGS", "LIST_CONFIGS", "PER_BROKER_CONFIGS", "base_name", "incremental_broker_alter",
-           "validate_dynamic")
+           "validate_dynamic", "validate_thread_counts")
 
 # SslConfigs.RECONFIGURABLE_CONFIGS: the key and trust stores (Kafka's DynamicSecurityConfigs)
 SSL_STORE_CONFIGS: Final = frozenset({
@@ -80,6 +80,10 @@ STATIC_CONFIGS: Final = (PROPERTY_FIELDS.keys() | IGNORED_PROPERTIES | {"broker.
 LIST_CONFIGS: Final = frozenset({
     "log.cleanup.policy", "metric.reporters", "ssl.cipher.suites", "ssl.enabled.protocols",
     "sasl.enabled.mechanisms", "sasl.kerberos.principal.to.local.rules", "listeners", "advertised.listeners"})
+# Kafka's thread pools that eosbroker has no property for, with Kafka's defaults: their type is
+# checked here, and a change by more than half or double, as Kafka's DynamicThreadPool refuses it.
+THREAD_POOL_DEFAULTS: Final = {"num.io.threads": 8, "num.network.threads": 3, "num.replica.fetchers": 1,
+                               "num.recovery.threads.per.data.dir": 2, "background.threads": 10}
 _LISTENER_CONFIG: Final = re.compile(r"^listener\.name\.[^.]*\.(.*)$")
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -117,7 +121,9 @@ _TOPIC_KEY_OF: Final = {broker: topic for topic, broker in TOPIC_CONFIG_DEFAULTS
 def _check_value(name: str, value: str) -> None:
     field = PROPERTY_FIELDS.get(name)
     try:
-        if field is not None:
+        if name in THREAD_POOL_DEFAULTS:
+            Spec("INT", at_least=1).parse(name, value)
+        elif field is not None:
             spec: Spec | None = BrokerConfig.__dataclass_fields__[field].metadata.get("kafka")
             if spec is not None:
                 spec.parse(name, value)
@@ -135,6 +141,30 @@ def _check_value(name: str, value: str) -> None:
     if name == "log.roll.ms" and int(value) < 1:
         raise KafkaError(ErrorCode.invalid_request, f"Invalid value {value} for configuration {name}: "
                                                     "log.roll.ms must be greater than or equal to 1")
+
+def validate_thread_counts(old: Mapping[str, str], new: Mapping[str, str], cleaner_threads: int) -> None:
+    """Kafka's validateReconfiguration of its thread pools and the log cleaner: old and new are
+    this broker's dynamic configs (default and own, merged) before and after the change;
+    cleaner_threads the log cleaner's current count."""
+    for name, default in THREAD_POOL_DEFAULTS.items():
+        current, wanted = int(old.get(name, default)), int(new.get(name, default))
+        why = f"Dynamic thread count update validation failed for {name}={wanted}, value should"
+        if wanted != current and wanted < current // 2:
+            raise KafkaError(ErrorCode.invalid_request, f"{why} be at least half the current value {current}")
+        if wanted != current and wanted > current * 2:
+            raise KafkaError(ErrorCode.invalid_request, f"{why} not be greater than double the current value {current}")
+    if "log.cleaner.threads" not in new:
+        return
+    wanted = int(new["log.cleaner.threads"])
+    if wanted < 1:
+        raise KafkaError(ErrorCode.invalid_request, "Log cleaner threads should be at least 1")
+    if wanted < cleaner_threads // 2:
+        raise KafkaError(ErrorCode.invalid_request, "Log cleaner threads cannot be reduced to less than half the "
+                                                    f"current value {cleaner_threads}")
+    if wanted > cleaner_threads * 2:
+        raise KafkaError(ErrorCode.invalid_request, "Log cleaner threads cannot be increased to more than double "
+                                                    f"the current value {cleaner_threads}")
+
 
 def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]

@@ -64,8 +64,7 @@ async def _alter_broker(ctx: RequestContext, resource: Any, compute: ComputeBrok
     dynamic = ctx.broker.dynamic_config
     if dynamic is None:
         raise KafkaError(ErrorCode.invalid_request, "dynamic broker configs are not loaded yet")
-    new = compute(resource, dynamic.store.configs(resource.resource_name))
-    await dynamic.alter(resource.resource_name, new, validate_only)
+    await dynamic.alter(resource.resource_name, lambda current: compute(resource, current), validate_only)
 
 
 def _replace_broker(resource: Any, current: Mapping[str, str]) -> dict[str, str]:

@@ -4,6 +4,7 @@ dir, and the handlers in process: DescribeConfigs sources, a log default reachin
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from broker.broker_configs import broker_config_entries
 from broker.config import BrokerConfig, build_config
 from broker.dispatch import HANDLERS
 from broker.dynamic_config import DynamicBrokerConfig, effective_config, log_defaults
-from broker.dynamic_keys import incremental_broker_alter, validate_dynamic
+from broker.dynamic_keys import incremental_broker_alter, validate_dynamic, validate_thread_counts
 from broker.handler import RequestContext
 from broker.principal import KafkaPrincipal, Session
 from broker.state import BrokerState
@@ -43,6 +44,8 @@ E = ErrorCode
                                          "type LONG"),
     ({"log.retention.ms": "0"}, False, "log.retention.ms must be unlimited (-1) or, greater than or equal to 1"),
     ({"log.cleanup.policy": "sometimes"}, False, "Invalid value sometimes for configuration log.cleanup.policy"),
+    ({"num.io.threads": "many"}, False, "Invalid value many for configuration num.io.threads: Not a number of type "
+                                        "INT"),
 ])
 def test_kafka_refuses_these_changes(props: dict[str, str], per_broker: bool, message: str) -> None:
     with pytest.raises(KafkaError) as exc:
@@ -56,6 +59,21 @@ def test_kafka_takes_these_changes() -> None:
                       "max.connections": "100", "my.plugin.setting": "x"}, per_broker=False)
     validate_dynamic({"listener.name.plaintext.ssl.keystore.location": "/k", "ssl.cipher.suites": "A"},
                      per_broker=True)
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ({}, {"num.io.threads": "3"}, "Dynamic thread count update validation failed for num.io.threads=3, value should "
+                                  "be at least half the current value 8"),
+    ({"num.io.threads": "4"}, {"num.io.threads": "9"}, "value should not be greater than double the current value 4"),
+    ({}, {"log.cleaner.threads": "5"}, "Log cleaner threads cannot be increased to more than double the current "
+                                       "value 2"),
+    ({}, {"log.cleaner.threads": "0"}, "Log cleaner threads should be at least 1"),
+])
+def test_kafka_refuses_thread_counts_beyond_half_or_double(old: dict[str, str], new: dict[str, str],
+                                                           message: str) -> None:
+    with pytest.raises(KafkaError, match=message.replace("(", r"\(")):
+        validate_thread_counts(old, new, cleaner_threads=2)
+    validate_thread_counts({}, {"num.io.threads": "16", "log.cleaner.threads": "4"}, cleaner_threads=2)
 
 
 def test_incremental_operations_on_broker_configs() -> None:
@@ -194,3 +212,11 @@ async def test_broker_configs_need_the_cluster_config_acls(state: BrokerState, t
     admin = await as_user("admin", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, **alter)
     assert admin.responses[0].error_code == E.none
     assert state.dynamic_config.layers() == ({}, {"log.retention.ms": "60000"})
+
+
+async def test_concurrent_incremental_changes_all_count(state: BrokerState) -> None:
+    keys = ("log.retention.ms", "log.segment.bytes", "message.max.bytes", "log.retention.bytes")
+    await asyncio.gather(*(call(state, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False,
+                                resources=[_broker("", (key, 0, str(10_000 + i)))]) for i, key in enumerate(keys)))
+    assert state.dynamic_config is not None
+    assert state.dynamic_config.layers()[1] == {key: str(10_000 + i) for i, key in enumerate(keys)}
