@@ -10,7 +10,15 @@ from confluent_kafka import Producer
 
 from broker.embedded import create_topic
 from tests.e2e.test_compaction import CLEANER, TOPIC_CONFIG, compile_reader, java_read, wait_cleaned_to
-from tests.e2e.txn_clients import WAIT_S, confluent_read, high_watermarks, kafka_python_read, txn_producer
+from tests.e2e.txn_clients import (
+    WAIT_S,
+    confluent_read,
+    end_offsets,
+    high_watermarks,
+    kafka_python_read,
+    txn_producer,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -82,6 +90,9 @@ def test_transactions_on_a_compacted_topic(broker_factory, java_classes) -> None
     # The same producers go on after their batches were cleaned: neither is refused.
     write_interleaved(txn, plain, written, range(ROUNDS, ROUNDS + 3), aborts=False)
     end = high_watermarks(broker.bootstrap, TOPIC, 1)[0]
+    # commit_transaction returns once the commit is decided; the markers follow (as in Kafka), and a
+    # read_committed reader stops at the last stable offset, so wait for it to reach the end.
+    wait_until(lambda: end_offsets(broker.bootstrap, TOPIC, 1, "read_committed")[0] == end, "the LSO to reach the end")
     for level in ("read_committed", "read_uncommitted"):
         rows = [(o, written[o][0], v) for _, _, o, v in confluent_read(broker.bootstrap, {TOPIC: 1}, level, 1)]
         check(written, rows, f"confluent-kafka {level}")
