@@ -61,7 +61,7 @@ def _api_name(api_key: int) -> str:
         return f"api key {api_key}"
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, state: BrokerState, connections: set[KafkaConnection], memory_pool: MemoryPool,
                  security: ListenerSecurity) -> None:
         self.state = state
@@ -70,7 +70,7 @@ class KafkaConnection(asyncio.Protocol):
         self._connections = connections
         self._pool = memory_pool
         self._decoder = FrameDecoder(state.config.socket_request_max_bytes)
-        self._frames: deque[bytes] = deque()
+        self._frames: deque[bytes | memoryview] = deque()
         self._frame_ready = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -125,10 +125,14 @@ class KafkaConnection(asyncio.Protocol):
             return
         self.session = dataclasses.replace(self.session, principal=principal)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # The decoder's memory: the kernel writes a large frame straight into its own buffer.
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         now = self._last_active = self._loop.time()
         decoder = self._decoder
-        decoder.receive_data(data)
+        decoder.buffer_updated(nbytes)
         if not self._sniffed and not self._sniff():
             if not self._closing:
                 self._frame_arriving(now)
@@ -309,7 +313,7 @@ class KafkaConnection(asyncio.Protocol):
             self._last_active = self._loop.time()
             self._reserve()
 
-    async def _handle(self, frame: bytes) -> bytes | Buffers | None:
+    async def _handle(self, frame: bytes | memoryview) -> bytes | Buffers | None:
         try:
             header, request = decode_request(frame, supported)
         except UnsupportedRequest as exc:
@@ -335,7 +339,7 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- SASL listeners: until authenticated, and while sessions expire (KIP-368) ----------------
 
-    async def _handle_sasl(self, frame: bytes) -> bytes | None:
+    async def _handle_sasl(self, frame: bytes | memoryview) -> bytes | None:
         """_handle on a SASL listener while it must watch requests (broker/security/sasl.py);
         PLAINTEXT and SSL connections, and SASL ones once authenticated without
         connections.max.reauth.ms, never come here."""
@@ -396,10 +400,10 @@ class KafkaConnection(asyncio.Protocol):
         self.transport.pause_reading()
         self._loop.call_later(delay_ms / 1000, self.transport.close)
 
-    def _raw_token(self, sasl: SaslAuthenticator, frame: bytes) -> bytes | None:
+    def _raw_token(self, sasl: SaslAuthenticator, frame: bytes | memoryview) -> bytes | None:
         """A token after SaslHandshake v0: unframed by Kafka headers both ways."""
         try:
-            answer = sasl.authenticate(frame)
+            answer = sasl.authenticate(bytes(frame))
         except AuthenticationFailed:
             self._close_after_failed_authentication()  # v0 has no way to say why
             return None

@@ -50,7 +50,7 @@ class UnsupportedRequest(KafkaError):
         self.header = header
 
 
-def peek_header(frame: bytes) -> tuple[int, int, int]:
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id): the fields every header version starts with."""
     if len(frame) < _PEEK.size:
         raise KafkaError(ErrorCode.invalid_request, f"frame of {len(frame)} bytes has no header")
@@ -86,7 +86,7 @@ def _reader(entity_type: Any) -> Any:
     return entity_reader(entity_type)
 
 
-def decode_request(frame: bytes, supported: Any) -> tuple[RequestHeader, Any]:
+def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHeader, Any]:
     """Parse a request frame. `supported(api_key, version) -> bool` gates what may be parsed.
 
     Raises UnsupportedRequest (with the header) for keys/versions we do not serve, and

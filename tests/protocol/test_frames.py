@@ -1,6 +1,7 @@
 """FrameDecoder: bytes in, whole frames out, bounded by socket.request.max.bytes."""
 
 import struct
+import tracemalloc
 
 import pytest
 from hypothesis import given
@@ -129,3 +130,93 @@ def test_foreign_protocols_are_named(head, what):
 def test_a_kafka_size_prefix_is_not_foreign():
     assert sniff_foreign_protocol(struct.pack(">i", 100)) is None
     assert sniff_foreign_protocol(struct.pack(">i", 0x16000000)) is None  # 0x16 without TLS's 0x03
+
+
+# -- the buffer-providing side (asyncio.BufferedProtocol) ------------------------------------------
+
+
+def feed(decoder: FrameDecoder, data: bytes, most: int = 1 << 30) -> list[bytes | memoryview]:
+    """Receive data as a transport would: at most `most` bytes into each get_buffer()."""
+    got: list[bytes | memoryview] = []
+    view = memoryview(data)
+    while view:
+        buf = decoder.get_buffer()
+        assert len(buf) > 0
+        n = min(len(buf), len(view), most)
+        buf[:n] = view[:n]
+        del buf
+        decoder.buffer_updated(n)
+        view = view[n:]
+        got += drain(decoder)
+    return got
+
+
+def test_a_large_frame_is_received_into_its_own_buffer_and_not_copied():
+    d = FrameDecoder(1 << 20, large_frame=100)
+    payload = bytes(range(256)) * 4
+    data = encode_frame(payload)
+    assert feed(d, data[:50]) == []
+    buf = d.get_buffer()
+    assert len(buf) == len(payload) - 46  # exactly the rest of the frame: the kernel writes it there
+    buf[:] = data[50:]
+    del buf
+    d.buffer_updated(len(payload) - 46)
+    frame = d.next_frame()
+    assert isinstance(frame, memoryview) and frame.readonly and frame == payload
+    assert d.buffered == 0 and d.pending == 0
+
+
+def test_small_frames_share_the_scratch_buffer_and_come_out_as_bytes():
+    d = FrameDecoder(1 << 20, large_frame=100)
+    data = b"".join(encode_frame(bytes([i]) * 60) for i in range(10))
+    frames = feed(d, data)
+    assert frames == [bytes([i]) * 60 for i in range(10)]
+    assert all(type(f) is bytes for f in frames)
+
+
+def test_the_buffer_for_an_announced_frame_is_not_allocated_before_get_buffer():
+    d = FrameDecoder(1 << 30)
+    buf = d.get_buffer()
+    buf[:4] = struct.pack(">i", 1 << 29)
+    del buf
+    tracemalloc.start()
+    try:
+        d.buffer_updated(4)
+        assert d.next_frame() is NEED_DATA
+        assert d.pending == 4 + (1 << 29)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_head_is_the_first_bytes_the_peer_sent():
+    d = FrameDecoder(100, large_frame=8)
+    feed(d, encode_frame(b"ab") + encode_frame(b"c" * 50), most=3)
+    assert d.head(4) == b"\x00\x00\x00\x02"
+
+
+@given(st.lists(st.binary(max_size=90), max_size=20), st.integers(1, 200), st.integers(4, 40))
+def test_any_read_sizes_yield_the_frames_sent(payloads, most, large):
+    d = FrameDecoder(90, large_frame=large)
+    assert feed(d, b"".join(encode_frame(p) for p in payloads), most) == payloads
+    assert d.buffered == 0 and d.pending == 0
+
+
+@given(st.binary(max_size=500), st.integers(1, 64))
+def test_arbitrary_bytes_read_in_any_sizes_never_overrun(data, most):
+    d = FrameDecoder(64, large_frame=16)
+    try:
+        for f in feed(d, data, most):
+            assert len(f) <= 64
+    except FrameTooLarge:
+        pass
+
+
+def test_a_drained_decoder_holds_no_buffer():
+    tracemalloc.start()
+    try:
+        d = FrameDecoder(1 << 20)
+        assert feed(d, encode_frame(b"z" * 100)) == [b"z" * 100]
+        assert tracemalloc.get_traced_memory()[0] < 4096  # an idle connection's decoder: no scratch kept
+    finally:
+        tracemalloc.stop()
