@@ -117,6 +117,9 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]
 
 
 def closing_lines(broker: BrokerProcess, port: int) -> list[str]:
+    # The broker logs before it closes, but the test's pump thread may not have read the line yet
+    # when the client sees the close.
+    broker.wait_for_log(f"closing connection from 127.0.0.1:{port}:")
     return [line for line in broker.log_lines if f"closing connection from 127.0.0.1:{port}:" in line]
 
 
