@@ -7,9 +7,10 @@ one (server.properties, --set), then Kafka's default. A change is applied where 
 the key, live: the broker-level defaults of topic configs (log.retention.ms, log.segment.bytes,
 log.cleanup.policy, message.max.bytes, log.cleaner.min.compaction.lag.ms, ...: every topic
 without its own value adopts them) and the log cleaner's settings (its number of workers at the
-next start). Other dynamic keys are accepted, stored and described, as Kafka stores keys of
-components a broker may not run; those eosbroker reads at start-up (listener security, thread
-counts it does not have) take effect at the next start, as the effective config is built then.
+next start). Every other dynamic key is accepted, stored and described only, as Kafka stores keys
+of components a broker may not run: the thread pools eosbroker does not have, connection quotas,
+metric reporters, and also listener security (a new key store is not loaded: the listeners are
+built from the static config before the store is read) and producer.id.expiration.ms.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, BrokerConfigStore
 
 from .config import PROPERTY_FIELDS, BrokerConfig, ConfigError, Spec
-from .dynamic_keys import base_name, validate_dynamic, validate_thread_counts
+from .dynamic_keys import validate_dynamic, validate_thread_counts
 
 __all__ = ("DEFAULT_ENTITY", "DynamicBrokerConfig", "effective_config", "log_defaults")
 
@@ -47,9 +48,6 @@ def effective_config(static: BrokerConfig, default: Mapping[str, str], mine: Map
             log.warning("ignoring the dynamic broker config %s: %s", key, exc)
     if values.get("log_retention_ms", 0) < 0:
         values["log_retention_ms"] = -1  # Kafka: any negative retention is unlimited
-    overrides = {k: v for k, v in {**default, **mine}.items() if k != base_name(k)}
-    if overrides:
-        values["listener_overrides"] = {**static.listener_overrides, **overrides}
     return dataclasses.replace(static, **values)
 
 
