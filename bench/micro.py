@@ -147,6 +147,7 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--isolation", type=int, default=0)
     parser.add_argument("--py-spy", help="write py-spy's raw stacks of the broker here")
+    parser.add_argument("--fetch-passes", type=int, default=1, help="fetch the topic this many times")
     args = parser.parse_args()
     with EmbeddedBroker() as b:
         assert b.proc is not None
@@ -164,7 +165,10 @@ def main() -> None:
             c0, t0, u0 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
             _pipeline(sock, _produce_frames("micro", args.batch_kb, count, *producer))
             c1, t1, u1 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
-            requests, fetched = _fetch_all(sock, "micro", args.isolation, count * args.batch_kb)
+            requests = fetched = 0
+            for _ in range(args.fetch_passes):
+                r, f = _fetch_all(sock, "micro", args.isolation, count * args.batch_kb)
+                requests, fetched = requests + r, fetched + f
             c2, t2, u2 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
         if spy is not None:
             spy.send_signal(signal.SIGINT)

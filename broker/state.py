@@ -50,7 +50,7 @@ class BrokerState:
 
     def __post_init__(self) -> None:
         if self.cluster is None:
-            self.cluster = LocalClusterView(self.logs, self.endpoint)
+            self.cluster = LocalClusterView(self.logs, self.endpoint, lambda: self.config.node_id)
 
     def endpoint(self) -> BrokerEndpoint:
         """This broker as Metadata advertises it (config changes once the listener is bound)."""

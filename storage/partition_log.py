@@ -169,7 +169,7 @@ class LocalPartitionLog(LogActor):
         max_bytes: int,
         isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> FetchDataInfo:
-        return await self.call(lambda: self.read_sync(fetch_offset, max_bytes, isolation))
+        return await self.query(lambda: self.read_sync(fetch_offset, max_bytes, isolation))
 
     async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         return await self.call(lambda: self._offset_for_timestamp(timestamp))
@@ -360,16 +360,17 @@ class LocalPartitionLog(LogActor):
 
     def read_sync(self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel) -> FetchDataInfo:
         self.check_offset(fetch_offset)
-        limit = self.last_stable_offset if isolation is IsolationLevel.READ_COMMITTED else self.high_watermark
-        records, upper_bound = read_batches(self.segments, fetch_offset, max_bytes, limit)
+        hw, lso = self.high_watermark, self.last_stable_offset
+        committed = isolation is IsolationLevel.READ_COMMITTED
+        records, upper_bound = read_batches(self.segments, fetch_offset, max_bytes, lso if committed else hw)
         aborted = None
-        if isolation is IsolationLevel.READ_COMMITTED:
+        if committed:
             # Kafka's upper bound: the offset after the last returned batch.
             aborted = self.txns.collect_aborted(fetch_offset, upper_bound) if records else []
         return FetchDataInfo(
             records=[records] if records else [],
-            high_watermark=self.high_watermark,
-            last_stable_offset=self.last_stable_offset,
+            high_watermark=hw,
+            last_stable_offset=lso,
             log_start_offset=self._log_start_offset,
             aborted_transactions=aborted,
         )

@@ -302,7 +302,8 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction, or None when none is open."""
-        return min(self._ongoing.values(), default=None)
+        # Asked on every fetch of every partition; most have no open transaction.
+        return min(self._ongoing.values()) if self._ongoing else None
 
     def last_stable_offset(self, high_watermark: int) -> int:
         unstable = self.first_unstable_offset()

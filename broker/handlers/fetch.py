@@ -120,6 +120,11 @@ def _waiters(ctx: RequestContext, request: Any, refused: frozenset[str]) -> list
     return logs
 
 
+def _unwatch(logs: list[Any], waiter: asyncio.Future[None] | None) -> None:
+    for plog in logs:
+        plog.remove_waiter(waiter)
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if getattr(request, "session_epoch", -1) not in (0, -1):
         # An incremental fetch (any epoch but INITIAL 0 and FINAL -1, as Kafka's FetchManager
@@ -127,26 +132,32 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.fetch_session_id_not_found,
                             "session_id": 0, "responses": []})
     isolation = isolation_level(request.isolation_level)
-    max_wait = request.max_wait.total_seconds()
-    deadline = time.monotonic() + max_wait
+    deadline = time.monotonic() + request.max_wait.total_seconds()
     refused = _refused_topics(ctx, request)
-    while True:
-        waiter = asyncio.get_running_loop().create_future()
-        logs = _waiters(ctx, request, refused)
-        for plog in logs:
-            plog.add_waiter(waiter)
-        try:
+    waiter: asyncio.Future[None] | None = None
+    logs: list[Any] = []
+    try:
+        while True:
             responses, total = await _read_all(ctx, request, isolation, refused)
             left = deadline - time.monotonic()
-            if total >= request.min_bytes or left <= 0 or not logs:
+            if total >= request.min_bytes or left <= 0:
                 break
+            if waiter is None or waiter.done():
+                # Watch only once a read came up short (a busy consumer's fetch never does), then
+                # read again: an append between that read and the watch must not be missed.
+                _unwatch(logs, waiter)
+                waiter, logs = asyncio.get_running_loop().create_future(), _waiters(ctx, request, refused)
+                for plog in logs:
+                    plog.add_waiter(waiter)
+                if not logs:
+                    break
+                continue
             try:
                 await asyncio.wait_for(waiter, left)
             except TimeoutError:
                 pass
-        finally:
-            for plog in logs:
-                plog.remove_waiter(waiter)
+    finally:
+        _unwatch(logs, waiter)
     _count_fetch(ctx, responses)
     return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, 0, responses)
 

@@ -291,3 +291,18 @@ async def test_issue_9_calls_after_close_began_are_refused_and_closes_may_overla
     assert info.value.code is ErrorCode.not_leader_or_follower
     await asyncio.gather(closing, plog.close())
     assert plog.closed_cleanly
+
+
+async def test_a_read_of_an_idle_log_runs_at_once_and_one_behind_an_append_waits_for_it(tmp_path):
+    """query() skips the owner task's queue only when nothing is queued or running there."""
+    plog = open_log(tmp_path)
+    await plog.append(batch(2))
+    with pytest.raises(StopIteration) as done:  # no await at all: not one event-loop turn
+        plog.read(0, 1 << 20).send(None)
+    assert done.value.value.high_watermark == 2
+    appending = asyncio.ensure_future(plog.append(batch(3)))
+    await asyncio.sleep(0)  # the append is queued, the owner task has not taken it yet
+    info = await plog.read(0, 1 << 20)
+    assert (info.high_watermark, sum(len(r) for r in info.records) > 0) == (5, True)
+    await appending
+    await plog.close()
