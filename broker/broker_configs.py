@@ -79,8 +79,11 @@ def _default_values() -> dict[str, str | None]:
 
 
 def kafka_defaults() -> dict[str, str | None]:
-    """Kafka's default of every property eosbroker has, as DescribeConfigs renders it."""
-    return _default_values()
+    """Kafka's default of every property eosbroker has, as DescribeConfigs renders it, and of the
+    broker configs behind topic defaults it has no property for (log.cleanup.policy: delete)."""
+    topic_backed = {broker: KAFKA_TOPIC_DEFAULTS.get(topic)
+                    for topic, broker in TOPIC_CONFIG_DEFAULTS_FROM_BROKER.items()}
+    return {**topic_backed, **_default_values()}
 
 
 def _spec_kind(key: str) -> str | None:

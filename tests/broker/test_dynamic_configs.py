@@ -175,6 +175,13 @@ async def test_a_default_reaches_topics_live_and_per_broker_wins(state: BrokerSt
     assert reopened.configs("1") == {"log.retention.ms": "7000"}
 
 
+async def test_append_starts_from_kafkas_default(state: BrokerState) -> None:
+    await call(state, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False,
+               resources=[_broker("", ("log.cleanup.policy", 2, "compact"))])
+    assert state.dynamic_config is not None
+    assert state.dynamic_config.layers()[1] == {"log.cleanup.policy": "delete,compact"}
+
+
 async def test_refusals_and_validate_only(state: BrokerState) -> None:
     r = await call(state, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=True, resources=[
         _broker("", ("log.retention.ms", 0, "60000")), _broker("2", ("log.retention.ms", 0, "1")),
