@@ -158,6 +158,9 @@ class FaultyLogs:
     async def delete_topic(self, name: str) -> None:
         await self.inner.delete_topic(name)
 
+    async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
+        await self.inner.set_log_defaults(log_defaults)
+
 
 if TYPE_CHECKING:
     _log: type[PartitionLog] = FaultyLog
