@@ -234,7 +234,7 @@ class LocalPartitionLog(LogActor):
             await self._snapshot()
 
     def _append(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
-        headers = validate_batches(records, origin, self.config, str(self.tp))
+        headers = validate_batches(records, origin, self.config, self.tp)
         view = memoryview(records)
         batches = self.txns.pending(view, headers)
         duplicate = self.txns.check(batches, origin)

@@ -52,10 +52,11 @@ def _error(index: int, code: ErrorCode, message: str | None = None,
             "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors]}
 
 
-def _check_one_batch(records: bytes, version: int) -> None:
+def _check_one_batch(records: bytes, version: int) -> RecordBatchHeader:
     """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch per partition. Producers
     send one; a second one's sequences could not be checked against state the first has not
-    yet advanced, so the whole partition's data is refused and nothing is written."""
+    yet advanced, so the whole partition's data is refused and nothing is written. Returns the
+    batch's header, parsed once here for the checks that follow (the log verifies the CRC)."""
     if not records:
         raise KafkaError(ErrorCode.invalid_record,
                          f"Produce v{version} requests must have at least one record batch per partition")
@@ -63,6 +64,7 @@ def _check_one_batch(records: bytes, version: int) -> None:
     if first.size < len(records):
         raise KafkaError(ErrorCode.invalid_record, f"Produce v{version} requests may carry only one "
                          "record batch per partition")
+    return first
 
 
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
@@ -115,14 +117,14 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
             stats.total_produce_requests += 1
         if part.records is None:
             raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
-        _check_one_batch(part.records, ctx.version)
+        header = _check_one_batch(part.records, ctx.version)
         if ctx.version < 12:  # v12+: added to the transaction before (refused holds the failures)
             verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
-                                         part.records, ctx.version)
+                                         header, ctx.version)
             if (remote := remote_verifier(ctx, request.transactional_id)) is not None:
-                await verify_remotely(remote, request.transactional_id, tp, plog, part.records, ctx.version)
+                await verify_remotely(remote, request.transactional_id, tp, plog, header, ctx.version)
         else:
-            await check_first_sequence_v2(plog, tp, next(iter_batches(part.records, verify_crc=False))[1])
+            await check_first_sequence_v2(plog, tp, header)
         info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)

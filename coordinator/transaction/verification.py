@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.record_batch import RecordBatchHeader, iter_batches
+from protocol.record_batch import RecordBatchHeader
 from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
@@ -136,15 +136,15 @@ def verify_in_transaction(md: Any, producer_id: int, producer_epoch: int, tp: To
 
 
 def verify_transactional_batches(
-    coordinator: Any, transactional_id: str | None, tp: TopicPartition, plog: PartitionLog, records: bytes,
-    produce_version: int = 11,
+    coordinator: Any, transactional_id: str | None, tp: TopicPartition, plog: PartitionLog,
+    header: RecordBatchHeader, produce_version: int = 11,
 ) -> None:
-    """Check a produce request's batches for one partition before they go to its log actor."""
+    """Check a produce request's batch for one partition (Produce v3+ carries one; its header is
+    parsed once by the handler) before it goes to the partition's log actor."""
     if coordinator is None:
         return
-    for _, header in iter_batches(records, verify_crc=False):
-        is_open = plog.has_open_transaction(header.producer_id)
-        verify_transactional_produce(coordinator, transactional_id, tp, header, is_open, produce_version)
+    is_open = plog.has_open_transaction(header.producer_id)
+    verify_transactional_produce(coordinator, transactional_id, tp, header, is_open, produce_version)
 
 
 async def check_first_sequence_v2(plog: PartitionLog, tp: TopicPartition, header: RecordBatchHeader) -> None:
@@ -191,24 +191,23 @@ VerifyPartitions = Callable[[str, int, int, list[TopicPartition]], Awaitable[Map
 
 
 async def verify_remotely(verify: VerifyPartitions, transactional_id: str | None, tp: TopicPartition,
-                          plog: PartitionLog, records: bytes, produce_version: int) -> None:
+                          plog: PartitionLog, header: RecordBatchHeader, produce_version: int) -> None:
     """verify_transactional_batches for a transaction another broker coordinates (cluster mode):
     AddPartitionsToTxn v5 with verify_only to it, as Kafka's partition leaders send it, with the
     errors its ReplicaManager passes on to Produce."""
-    for _, header in iter_batches(records, verify_crc=False):
-        if not header.is_transactional or plog.has_open_transaction(header.producer_id) or not transactional_id:
-            continue
-        try:
-            code = (await verify(transactional_id, header.producer_id, header.producer_epoch, [tp])).get(
-                tp, ErrorCode.none)
-        except KafkaError as exc:
-            code = exc.code
-        if code is ErrorCode.transaction_abortable or code is ErrorCode.cluster_authorization_failed:
-            code = ErrorCode.transaction_abortable if produce_version >= 11 else ErrorCode.invalid_txn_state
-        if code is not ErrorCode.none:
-            raise _produce_error(KafkaError(code, f"Partition was not added to the transaction: {tp} is not in "
-                                            f"the transaction of '{transactional_id}' ({code.name} from its "
-                                            "coordinator)"), epoch_bump=False)
+    if not header.is_transactional or plog.has_open_transaction(header.producer_id) or not transactional_id:
+        return
+    try:
+        code = (await verify(transactional_id, header.producer_id, header.producer_epoch, [tp])).get(
+            tp, ErrorCode.none)
+    except KafkaError as exc:
+        code = exc.code
+    if code is ErrorCode.transaction_abortable or code is ErrorCode.cluster_authorization_failed:
+        code = ErrorCode.transaction_abortable if produce_version >= 11 else ErrorCode.invalid_txn_state
+    if code is not ErrorCode.none:
+        raise _produce_error(KafkaError(code, f"Partition was not added to the transaction: {tp} is not in "
+                                        f"the transaction of '{transactional_id}' ({code.name} from its "
+                                        "coordinator)"), epoch_bump=False)
 
 
 # Retriable failures to reach the coordinator, which Kafka's ReplicaManager answers as

@@ -185,7 +185,7 @@ class PgPartitionLog(LogActor):
     async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
         self._check_serving()
         await self._reload_if_stale()
-        headers = validate_batches(records, origin, self.config, str(self.tp))
+        headers = validate_batches(records, origin, self.config, self.tp)
         view = memoryview(records)
         markers = [read_end_txn_marker(view, pos, h) if h.is_control else None for pos, h in headers]
         for (_, h), marker in zip(headers, markers, strict=True):

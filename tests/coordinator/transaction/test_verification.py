@@ -10,6 +10,7 @@ from coordinator.transaction.verification import (
     verify_txn_offset_commit,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import RecordBatchHeader
 from protocol.records import Record, build_batch
 from storage.api import TopicPartition
 from tests.storage.helpers import header
@@ -176,9 +177,9 @@ class Log:
         return producer_id in self.open_for
 
 
-def batch_bytes(pid=5, epoch=0):
-    return bytes(build_batch([Record(value=b"x")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-                             transactional=True))
+def batch_header(pid=5, epoch=0):
+    return RecordBatchHeader.parse(build_batch([Record(value=b"x")], producer_id=pid, producer_epoch=epoch,
+                                               base_sequence=0, transactional=True))
 
 
 @pytest.mark.parametrize(("answer", "version", "told"), [
@@ -197,13 +198,13 @@ async def test_a_v1_batch_is_verified_with_a_coordinator_on_another_broker(answe
         return {tp: answer for tp in partitions}
 
     if told is None:
-        await verify_remotely(verify, "tx", TP, Log(), batch_bytes(), version)
+        await verify_remotely(verify, "tx", TP, Log(), batch_header(), version)
     else:
         with pytest.raises(KafkaError) as info:
-            await verify_remotely(verify, "tx", TP, Log(), batch_bytes(), version)
+            await verify_remotely(verify, "tx", TP, Log(), batch_header(), version)
         assert info.value.code is told
     assert asked == [("tx", 5, 0, [TP])]
-    await verify_remotely(verify, "tx", TP, Log(open_for={5}), batch_bytes(), version)  # already open: no ask
+    await verify_remotely(verify, "tx", TP, Log(open_for={5}), batch_header(), version)  # already open: no ask
     assert len(asked) == 1
 
 
