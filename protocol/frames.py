@@ -89,7 +89,8 @@ class FrameDecoder:
     def _own_buffer(self, size: int) -> memoryview:
         self._frame = bytearray(size)
         got = self._end - self._pos - 4
-        self._frame[:got] = self._scratch[self._pos + 4 : self._end]
+        with memoryview(self._scratch) as view:
+            self._frame[:got] = view[self._pos + 4 : self._end]
         self._filled = got
         self._pos = self._end = 0
         return memoryview(self._frame)[got:]
