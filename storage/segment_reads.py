@@ -35,7 +35,9 @@ def read_batches(
     return b"", fetch_offset
 
 
-def _read_segment(seg: LogSegment, fetch_offset: int, max_bytes: int, limit: int) -> tuple[memoryview, int] | None:
+def _read_segment(
+    seg: LogSegment, fetch_offset: int, max_bytes: int, limit: int
+) -> tuple[bytes | memoryview, int] | None:
     """One pread from the index entry at or before fetch_offset, sized for max_bytes plus the
     index interval (the most that lies between that entry and fetch_offset's batch); the headers
     are walked in that buffer and a view of it returned, so the bytes sent are read once. Whole
@@ -47,13 +49,21 @@ def _read_segment(seg: LogSegment, fetch_offset: int, max_bytes: int, limit: int
         buf = seg.read_range(pos, min(pos + want, seg.size))
         run = select_batches(buf, fetch_offset, max_bytes, limit)
         if run.complete or pos + len(buf) >= seg.size:
-            return (memoryview(buf)[run.start : run.end], run.next_offset) if run.end else None
+            return (_kept(buf, run.start, run.end), run.next_offset) if run.end else None
         if run.start < 0:  # fetch_offset's batch lies further on: walk on from where this one stopped
             pos += run.resume
         else:  # the choice runs past the buffer (a batch longer than the slack): read it from its start
             pos += run.start
             want = max(max_bytes, run.first_size)
     return None
+
+
+def _kept(buf: bytes, start: int, end: int) -> bytes | memoryview:
+    """The chosen bytes as a view of the read, unless most of the read lies outside them (a
+    read_committed read stopped early by the LSO): a view keeps its whole buffer alive until the
+    response is sent, and a fetch of a thousand such partitions would hold a MiB for each."""
+    view = memoryview(buf)[start:end]
+    return view if 2 * len(view) >= len(buf) else bytes(view)
 
 
 def offset_for_timestamp(

@@ -79,4 +79,6 @@ def test_one_read_returns_a_view_of_it(tmp_path) -> None:
     got, next_offset = read_batches([seg], 5, 10_000, 20)
     assert isinstance(got, memoryview) and len(reads) == 1
     assert next_offset == 5 + len(got) // (seg.size // 20)
+    early, next_offset = read_batches([seg], 5, 10_000, 6)  # stopped by the limit: a copy, not a view
+    assert isinstance(early, bytes) and next_offset == 6 and len(early) == seg.size // 20
     seg.close()
