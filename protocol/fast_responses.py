@@ -27,8 +27,10 @@ _HEAD_V0: Final = struct.Struct(">ii")  # size, correlation id
 # Produce partition: index, error_code, base_offset, log_append_time (v2+).
 _PRODUCE_PART: Final = struct.Struct(">ihqq")
 _I64: Final = struct.Struct(">q")
-# Fetch partition: partition_index, error_code, high_watermark, last_stable_offset.
+# Fetch partition: partition_index, error_code, high_watermark, last_stable_offset, and from v5
+# log_start_offset (one pack per partition: a fetch of a thousand partitions writes them all).
 _FETCH_PART: Final = struct.Struct(">ihqq")
+_FETCH_PART_V5: Final = struct.Struct(">ihqqq")
 _ABORTED: Final = struct.Struct(">qq")
 _NO_TAGS: Final = b"\x00"
 _NO_UUID: Final = bytes(16)
@@ -53,6 +55,11 @@ def _count(n: int | None, flexible: bool) -> bytes:
     if flexible:
         return _uvarint(0 if n is None else n + 1)
     return _I32.pack(-1 if n is None else n)
+
+
+# Null and empty array prefixes, by flexible (False, True).
+_NO_ARRAY: Final = (_count(None, False), _count(None, True))
+_EMPTY_ARRAY: Final = (_count(0, False), _count(0, True))
 
 
 def _string(s: str | None, flexible: bool) -> bytes:
@@ -151,13 +158,15 @@ def _framed_buffers(correlation_id: int, flexible_header: bool, parts: list[Any]
 
 
 def _fetch_partition(parts: list[Any], p: Mapping[str, Any], version: int, flexible: bool) -> None:
-    parts.append(_FETCH_PART.pack(p["partition_index"], p["error_code"], p["high_watermark"],
-                                  p["last_stable_offset"]))
     if version >= 5:
-        parts.append(_I64.pack(p["log_start_offset"]))
+        parts.append(_FETCH_PART_V5.pack(p["partition_index"], p["error_code"], p["high_watermark"],
+                                         p["last_stable_offset"], p["log_start_offset"]))
+    else:
+        parts.append(_FETCH_PART.pack(p["partition_index"], p["error_code"], p["high_watermark"],
+                                      p["last_stable_offset"]))
     aborted: Iterable[Mapping[str, int]] | None = p["aborted_transactions"]
-    if aborted is None:
-        parts.append(_count(None, flexible))
+    if not aborted:  # None (read_uncommitted) or none aborted: a constant
+        parts.append(_NO_ARRAY[flexible] if aborted is None else _EMPTY_ARRAY[flexible])
     else:
         aborted = list(aborted)
         parts.append(_count(len(aborted), flexible))
