@@ -123,6 +123,11 @@ def _innermost(pid: int) -> int:
     return proc.pid
 
 
+# Settings both brokers run with: a group's first rebalance starts at once (Kafka's default waits
+# 3 s for more members, which would decide s2-group50's time for whichever broker kept it).
+COMMON_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
+
+
 def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None = None,
                     native: bool = False, metrics: bool = False, name: str = "eosbroker",
                     secure: bool = False, settings: dict[str, str] | None = None) -> Running:
@@ -141,7 +146,7 @@ def start_eosbroker(workdir: Path, repo: Path = REPO_DIR, profile: Path | None =
     metrics_port = free_port() if metrics else None
     if metrics_port is not None:
         argv += ["--set", f"metrics.port={metrics_port}"]
-    for key, value in (settings or {}).items():
+    for key, value in (COMMON_SETTINGS | (settings or {})).items():
         argv += ["--set", f"{key}={value}"]
     if profile is not None:
         argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
@@ -221,7 +226,7 @@ def kafka_properties(port: int, controller_port: int, log_dir: Path, security: S
         "transaction.state.log.replication.factor": "1",
         "transaction.state.log.min.isr": "1",
         "min.insync.replicas": "1",
-        "group.initial.rebalance.delay.ms": "0",
+        **COMMON_SETTINGS,
     }
     if security is not None:
         extra = security.broker_settings(HOST, port)
