@@ -101,10 +101,13 @@ def big_group(bootstrap: str, params: dict) -> None:
         consumers.append(consumer)
     while time.perf_counter() - t0 < SETTLE_LIMIT_S:
         owned = []
+        everyone = True  # with partitions >= members, a stable assignment leaves no member idle
         for consumer in consumers:
             consumer.poll(0)
-            owned.extend(tp.partition for tp in consumer.assignment())
-        if len(owned) == partitions and len(set(owned)) == partitions:
+            mine = consumer.assignment()
+            everyone = everyone and bool(mine)
+            owned.extend(tp.partition for tp in mine)
+        if everyone and len(owned) == partitions and len(set(owned)) == partitions:
             break
         time.sleep(0.01)
     else:
