@@ -7,11 +7,12 @@ PostgreSQL; so does a transactional id's state after many transactions."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import asyncpg
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from broker.embedded import create_topic
@@ -142,18 +143,37 @@ def test_a_leader_killed_while_cleaning_loses_and_resurrects_nothing(cluster: Cl
         cluster.start(leader)
 
 
+_COORDINATOR_MOVED = frozenset({KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                                KafkaError.COORDINATOR_LOAD_IN_PROGRESS})
+
+
+def _commit(consumer: Consumer, offsets: list[CTopicPartition]) -> None:
+    """A synchronous commit, tried again on a retriable error as an application would (a shard
+    that moved to the other broker answers NOT_COORDINATOR, and librdkafka fails that commit)."""
+    for _ in range(20):
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (error.retriable() or error.code() in _COORDINATOR_MOVED):
+                raise
+            time.sleep(0.2)
+    consumer.commit(offsets=offsets, asynchronous=False)
+
+
 def test_a_groups_offsets_after_many_commits_survive_failover_with_bounded_rows(cluster: Cluster) -> None:
     cluster.start(1, 2, settings={**CLEANER, "offsets.topic.segment.bytes": "4096"})
     bootstrap = cluster.bootstrap()
     create_topic(cluster.brokers[1].bootstrap, "committed", 2)
+    cluster.settled("__consumer_offsets")  # the coordinator shards have their owners before the commits
     group = "many-commits"
     shard = partition_for(group, 4)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     commits = 1500
     try:
         for i in range(commits):
-            consumer.commit(offsets=[CTopicPartition("committed", 0, i), CTopicPartition("committed", 1, 2 * i)],
-                            asynchronous=False)
+            _commit(consumer, [CTopicPartition("committed", 0, i), CTopicPartition("committed", 1, 2 * i)])
     finally:
         consumer.close()
     wait_until(lambda: rows_of(cluster.url, "__consumer_offsets", shard) < commits // 10,
