@@ -143,15 +143,20 @@ def _control_type(header: RecordBatchHeader, batch: memoryview) -> int | None:
 
 def build_offset_map(task: CleanTask, directory: Path, io: _PassIO) -> tuple[OffsetMap, int]:
     """Each key's latest offset in the dirty section (aborted records and markers left out), and
-    the offset mapping reached (the map may fill up first)."""
+    the offset mapping reached (the map may fill up first). The section ends at the first
+    uncleanable offset even inside a segment: past the LSO lie open transactions, whose records
+    must not supersede committed ones before they commit."""
     keys = OffsetMap(task.map_capacity)
     txns = CleanedTransactions()
     txns.add_aborted(task.aborted)
+    end = task.first_uncleanable_offset
     latest = task.first_dirty_offset - 1
     for seg in task.segments:
         if seg.end_offset <= task.first_dirty_offset:
             continue
         for h, batch in _iter_file(directory / f"{seg.base_offset:020d}.log", seg.size, io):
+            if h.base_offset >= end:
+                break
             if h.is_control:
                 txns.on_marker(h, _control_type(h, batch))
             elif not txns.on_batch(h) and h.last_offset >= task.first_dirty_offset:
@@ -160,7 +165,7 @@ def build_offset_map(task: CleanTask, directory: Path, io: _PassIO) -> tuple[Off
                     return keys, latest
                 keys.add_batch(batch, h, task.first_dirty_offset)
             latest = max(latest, h.last_offset)
-        latest = max(latest, seg.end_offset - 1)
+        latest = max(latest, min(seg.end_offset, end) - 1)
     keys.freeze()
     return keys, latest
 
