@@ -3,7 +3,8 @@
 Behaviour: serves stored batch bytes, whole batches from the one holding the fetch offset,
 within partition_max_bytes and the response max_bytes, but always at least one batch for the
 first partition with data (KIP-74). Long poll: while fewer than min_bytes are ready it waits, up to
-max_wait_ms, and any append to a fetched partition wakes it. READ_COMMITTED reads stop at the last
+max_wait_ms, and any append to a fetched partition wakes it; a partition whose read fails (offset
+out of range, not the leader, a fenced epoch) answers at once, as Kafka does. READ_COMMITTED reads stop at the last
 stable offset and list the aborted transactions overlapping the returned range; READ_UNCOMMITTED
 sends no aborted list. Control batches and aborted batches are returned: consumers step over them.
 A current_leader_epoch older than the partition's is FENCED_LEADER_EPOCH, a newer one
@@ -46,11 +47,18 @@ def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committe
     }
 
 
+# Errors Kafka finds before reading (KafkaApis' "erroneous" partitions): they do not end a long
+# poll. Any other error (found by the read) answers at once, as ReplicaManager does.
+_CHECKED_BEFORE_READ = frozenset({ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_or_partition})
+
+
 async def _read_all(ctx: RequestContext, request: Any, isolation: IsolationLevel,
-                    refused: frozenset[str]) -> tuple[list[Any], int]:
+                    refused: frozenset[str]) -> tuple[list[Any], int, bool]:
+    """The responses, the bytes read, and whether a read failed (the long poll ends then)."""
     committed = isolation is IsolationLevel.READ_COMMITTED
     remaining = request.max_bytes
     total = 0
+    failed = False
     out = []
     for topic in request.topics:
         parts = []
@@ -72,13 +80,14 @@ async def _read_all(ctx: RequestContext, request: Any, isolation: IsolationLevel
                                          last_stable_offset=plog.last_stable_offset,
                                          log_start_offset=plog.log_start_offset)
                 parts.append(_partition(p.partition, exc.code, info, committed))
+                failed = failed or exc.code not in _CHECKED_BEFORE_READ
                 continue
             size = info.size
             total += size
             remaining -= size
             parts.append(_partition(p.partition, ErrorCode.none, info, committed))
         out.append({"topic": topic.topic, "partitions": parts})
-    return out, total
+    return out, total, failed
 
 
 def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
@@ -138,9 +147,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     logs: list[Any] = []
     try:
         while True:
-            responses, total = await _read_all(ctx, request, isolation, refused)
+            responses, total, failed = await _read_all(ctx, request, isolation, refused)
             left = deadline - time.monotonic()
-            if total >= request.min_bytes or left <= 0:
+            if total >= request.min_bytes or left <= 0 or failed:
                 break
             if waiter is None or waiter.done():
                 # Watch only once a read came up short (a busy consumer's fetch never does), then
