@@ -6,7 +6,8 @@ could lead the partition at once, leader first. A partition without a live leade
 LEADER_NOT_AVAILABLE with leader -1, so clients ask again. The controller is this broker: any
 broker can change topics, their state being shared (local mode: the only one). Unknown topics are
 created when auto.create.topics.enable is set and the request allows it (v4+ flag), with
-num.partitions partitions. Topic ids are real, stable UUIDs (v10+). A null topic list (v1+) or an
+num.partitions partitions; the request that creates one gets LEADER_NOT_AVAILABLE for it, as in
+Kafka. Topic ids are real, stable UUIDs (v10+). A null topic list (v1+) or an
 empty one at v0 means all topics; internal topics are included, flagged is_internal, as Kafka does.
 Version notes: v12 may name topics by id only.
 """
@@ -87,9 +88,11 @@ async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> d
         created = logs.topics.get(name)  # by a concurrent request while this one waited its turn
         return topic_entry(created, ctx.broker.cluster) if created else error_entry(name, exc.code)
     log.info("auto-created topic %s for %s", name, ctx.peer)
-    # Kafka answers LEADER_NOT_AVAILABLE while a new topic's leaders are elected: so does the
-    # entry of a partition no broker leads yet (cluster mode); local ones are ready.
-    return topic_entry(meta, ctx.broker.cluster)
+    # As Kafka's AutoTopicCreationManager: the request that creates a topic learns only that it is
+    # coming (LEADER_NOT_AVAILABLE, no partitions) and asks again, even though local partitions
+    # are ready at once. Clients rely on it: kafka-go's tests read a deleted topic's partitions
+    # through a creating Metadata request and expect none.
+    return error_entry(name, ErrorCode.leader_not_available)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
