@@ -164,6 +164,12 @@ class BrokerConfig:
     # The consumer group protocol (KIP-848), under Kafka's GroupCoordinatorConfig keys.
     group_consumer_session_timeout_ms: int = prop(45000, INT, at_least=1)
     group_consumer_heartbeat_interval_ms: int = prop(5000, INT, at_least=1)
+    # The range a group's own consumer.session.timeout.ms / consumer.heartbeat.interval.ms may
+    # take (group configs, broker/group_configs.py).
+    group_consumer_min_session_timeout_ms: int = prop(45000, INT, at_least=1)
+    group_consumer_max_session_timeout_ms: int = prop(60000, INT, at_least=1)
+    group_consumer_min_heartbeat_interval_ms: int = prop(5000, INT, at_least=1)
+    group_consumer_max_heartbeat_interval_ms: int = prop(15000, INT, at_least=1)
     group_consumer_max_size: int = prop((1 << 31) - 1, INT, at_least=1)
     # A comma-separated list (Kafka's LIST type): the server-side assignors a member may name in
     # group.remote.assignor; the first is the default. Only Kafka's built-in two exist here.

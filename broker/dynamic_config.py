@@ -25,6 +25,7 @@ from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, BrokerConfigStore
 
 from .config import PROPERTY_FIELDS, BrokerConfig, ConfigError, Spec
 from .dynamic_keys import validate_dynamic, validate_thread_counts
+from .group_configs import entity as group_entity
 
 __all__ = ("DEFAULT_ENTITY", "DynamicBrokerConfig", "effective_config", "log_defaults")
 
@@ -107,6 +108,19 @@ class DynamicBrokerConfig:
                 return
             await self.store.replace(entity, configs)
         await self.apply()  # the next request already sees it
+
+    def group_configs(self, group_id: str) -> Mapping[str, str]:
+        """A group's own configs (broker/group_configs.py), kept in the same store."""
+        return self.store.configs(group_entity(group_id))
+
+    async def alter_group(self, group_id: str, compute: Callable[[Mapping[str, str]], Mapping[str, str]],
+                          validate_only: bool) -> None:
+        """Make compute(the group's own configs) its new set; compute validates (KafkaError)."""
+        entity = group_entity(group_id)
+        async with self._altering:
+            configs = compute(self.store.configs(entity))
+            if not validate_only and dict(configs) != dict(self.store.configs(entity)):
+                await self.store.replace(entity, configs)
 
     async def apply(self) -> None:
         async with self._applying:

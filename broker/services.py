@@ -13,6 +13,7 @@ from coordinator.transaction.lso_monitor import LsoMonitor
 from storage.api import ClusterView
 
 from .features import FeatureLevelWatcher
+from .group_configs import consumer_overrides
 from .inter_broker import InterBrokerClient, TxnMarkerChannel
 from .state import BrokerState
 
@@ -78,6 +79,12 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
         migration_policy=c.group_consumer_migration_policy,
     )
     coordinator = GroupCoordinator(state.logs, config, consumer_config=consumer, cluster=cluster_view(state))
+
+    def group_overrides(group_id: str) -> dict[str, int]:  # the dynamic configs load after the coordinator
+        dynamic = state.dynamic_config
+        return consumer_overrides(dynamic.group_configs(group_id)) if dynamic is not None else {}
+
+    coordinator.group_overrides = group_overrides
     state.group_coordinator = coordinator
     return coordinator
 

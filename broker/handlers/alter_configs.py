@@ -7,7 +7,9 @@ name or bad value: INVALID_CONFIG; null value: INVALID_REQUEST) and persisted in
 validate_only checks without changing. A broker resource (type 4) named by this broker's id or ""
 (the cluster default) gets exactly the configs in the request as its dynamic set, if Kafka allows
 each to change at run time (broker/dynamic_keys.py; else INVALID_REQUEST with Kafka's message);
-broker/dynamic_config.py stores and applies it. Broker-logger resources are refused (as Kafka,
+broker/dynamic_config.py stores and applies it. A group resource (type 32) gets exactly the
+request's configs as its own group configs (broker/group_configs.py: Kafka's keys and checks).
+Broker-logger resources are refused (as Kafka,
 whose legacy AlterConfigs cannot change levels; IncrementalAlterConfigs does). A resource named
 twice gives INVALID_REQUEST for each.
 Version notes: v1 and v2 only differ in throttling and flexible encoding.
@@ -22,18 +24,21 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from .. import group_configs
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_config_access
 from ..handler import Handler, RequestContext
 
 __all__ = ("HANDLER", "alter_all")
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, group_configs.GROUP
 
 # (resource, the topic's current own configs) -> its new own configs
 Compute = Callable[[Any, Mapping[str, str]], dict[str, str]]
 # (broker resource, its current dynamic set) -> its new dynamic set
 ComputeBroker = Callable[[Any, Mapping[str, str]], dict[str, str]]
+# (group resource, the group's own configs) -> its new own configs
+ComputeGroup = Callable[[Any, Mapping[str, str]], dict[str, str]]
 # (broker-logger resource, validate_only): change the levels, or raise KafkaError
 AlterLoggers = Callable[[Any, bool], None]
 
@@ -75,7 +80,7 @@ def _replace_broker(resource: Any, current: Mapping[str, str]) -> dict[str, str]
 
 
 async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool,
-                     alter_loggers: AlterLoggers, compute_broker: ComputeBroker) -> None:
+                     alter_loggers: AlterLoggers, compute_broker: ComputeBroker, compute_group: ComputeGroup) -> None:
     kind = resource.resource_type
     require_config_access(ctx, AclOperation.ALTER_CONFIGS, kind, resource.resource_name)
     if kind == BROKER_LOGGER:
@@ -87,6 +92,12 @@ async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, valid
     if kind == BROKER:
         await _alter_broker(ctx, resource, compute_broker, validate_only)
         return
+    if kind == GROUP:
+        dynamic = ctx.broker.dynamic_config
+        if dynamic is None:
+            raise KafkaError(ErrorCode.invalid_request, "dynamic configs are not loaded yet")
+        await dynamic.alter_group(resource.resource_name, lambda own: compute_group(resource, own), validate_only)
+        return
     if kind != TOPIC:
         raise KafkaError(ErrorCode.invalid_request, f"resource type {kind} is not supported")
     logs = ctx.broker.logs
@@ -97,9 +108,14 @@ async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, valid
 
 
 async def alter_all(ctx: RequestContext, request: Any, compute: Compute, alter_loggers: AlterLoggers = _refuse_loggers,
-                    compute_broker: ComputeBroker = _replace_broker) -> Any:
+                    compute_broker: ComputeBroker = _replace_broker, compute_group: ComputeGroup | None = None) -> Any:
     """Apply compute to each topic resource of an (Incremental)AlterConfigs request,
-    compute_broker to each broker resource and alter_loggers to each broker-logger one, and answer."""
+    compute_broker to each broker resource, compute_group to each group one and alter_loggers to
+    each broker-logger one, and answer."""
+    if compute_group is None:
+        def compute_group(resource: Any, own: Mapping[str, str]) -> dict[str, str]:
+            return group_configs.replace(resource.resource_name, {c.name: c.value for c in resource.configs},
+                                         ctx.broker.config)
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
@@ -108,7 +124,8 @@ async def alter_all(ctx: RequestContext, request: Any, compute: Compute, alter_l
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise KafkaError(ErrorCode.invalid_request, f"resource {resource.resource_name!r} is named twice")
-            await _alter_one(ctx, resource, compute, request.validate_only, alter_loggers, compute_broker)
+            await _alter_one(ctx, resource, compute, request.validate_only, alter_loggers, compute_broker,
+                             compute_group)
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}
         responses.append(entry)

@@ -6,7 +6,8 @@ has one: a dynamic broker config, per broker or cluster-wide, STATIC_BROKER_CONF
 else Kafka's default, DEFAULT_CONFIG), typed as Kafka types them; broker resources (type 4) list
 the broker's properties with Kafka's sources (named "", the cluster default's dynamic configs only);
 include_synonyms adds Kafka's synonyms to both (broker/broker_configs.py). Broker-logger resources
-(type 8) list the broker's loggers and their levels (broker/log_levels.py). configuration_keys
+(type 8) list the broker's loggers and their levels (broker/log_levels.py); group resources
+(type 32) every group config, the group's own (GROUP_CONFIG) or the broker's default. configuration_keys
 filters (null or empty: all). Unknown topics give UNKNOWN_TOPIC_OR_PARTITION."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TOPIC_CONFIG_TYPES, TopicMetadata
 
+from .. import group_configs
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_config_access
 from ..broker_configs import (
@@ -97,6 +99,12 @@ def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dic
                             f"Unexpected broker id, expected {ctx.broker.node_id}, but received "
                             f"{resource.resource_name}"}
         configs = logger_config_entries()
+    elif resource.resource_type == group_configs.GROUP:
+        if not resource.resource_name:
+            return entry | {"error_code": ErrorCode.invalid_request, "error_message": "Group name must not be empty"}
+        dynamic = ctx.broker.dynamic_config
+        own = dynamic.group_configs(resource.resource_name) if dynamic is not None else {}
+        configs = group_configs.group_entries(own, ctx.broker.config, include_synonyms)
     else:
         return entry | {"error_code": ErrorCode.invalid_request,
                         "error_message": f"resource type {resource.resource_type} is not supported"}

@@ -10,7 +10,8 @@ operations applied to its dynamic set (broker/dynamic_keys.py: APPEND and SUBTRA
 configs, starting from the stored value or Kafka's default), then stored as in AlterConfigs.
 A broker-logger resource (8, named by this node's id) sets (SET) or unsets (DELETE: back to the
 parent's level) the levels of the broker's loggers at run time, all or none: see
-broker/log_levels.py for the names, levels and Kafka's checks.
+broker/log_levels.py for the names, levels and Kafka's checks. A group resource (32) gets SET and
+DELETE on its own group configs (broker/group_configs.py); APPEND and SUBTRACT are INVALID_CONFIG.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import incremental_alter
 
+from .. import group_configs
 from ..broker_configs import kafka_defaults
 from ..dynamic_keys import incremental_broker_alter
 from ..handler import Handler, RequestContext
@@ -44,7 +46,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return incremental_broker_alter(current, changes, kafka_defaults())
 
-    return await alter_all(ctx, request, compute, alter_loggers, compute_broker)
+    def compute_group(resource: Any, own: Mapping[str, str]) -> dict[str, str]:
+        changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
+        return group_configs.incremental(resource.resource_name, own, changes, ctx.broker.config)
+
+    return await alter_all(ctx, request, compute, alter_loggers, compute_broker, compute_group)
 
 
 def alter_loggers(resource: Any, validate_only: bool) -> None:

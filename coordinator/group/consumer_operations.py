@@ -15,8 +15,9 @@ append fails the group is put back as it was and the heartbeat fails with the ap
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from kio.schema.errors import ErrorCode
 
@@ -64,6 +65,17 @@ def group_deadline(group: GroupMetadata) -> int | None:
 
 class ConsumerOperations(GroupOperations):
     consumer_config = ConsumerGroupConfig()
+    # group id -> the group's own session timeout / heartbeat interval (Kafka's group configs,
+    # set by the broker: consumer.session.timeout.ms -> session_timeout_ms ...), read per heartbeat
+    group_overrides: Callable[[str], Mapping[str, int]] | None = None
+
+    def consumer_config_for(self, group_id: str) -> ConsumerGroupConfig:
+        own = self.group_overrides(group_id) if self.group_overrides is not None else None
+        if not own:
+            return self.consumer_config
+        base = self.consumer_config
+        return dataclasses.replace(base, session_timeout_ms=own.get("session_timeout_ms", base.session_timeout_ms),
+                                   heartbeat_interval_ms=own.get("heartbeat_interval_ms", base.heartbeat_interval_ms))
 
     def topics_view(self) -> Topics:
         return {name: (meta.topic_id, meta.partitions) for name, meta in self._logs.topics.items()}
@@ -77,7 +89,7 @@ class ConsumerOperations(GroupOperations):
             if group.consumer is not None:
                 consumer = group.consumer
                 for member_id, member in consumer.members.items():
-                    session = self.consumer_config.session_timeout_ms if member.classic is None \
+                    session = self.consumer_config_for(group.group_id).session_timeout_ms if member.classic is None \
                         else member.classic.session_timeout_ms
                     consumer.session_deadlines[member_id] = now + session
                     # Kafka's onLoaded: a member that was revoking gets its rebalance timeout
@@ -168,7 +180,7 @@ class ConsumerOperations(GroupOperations):
             return exc
 
     async def _consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult:
-        cfg, req = self.consumer_config, cmd.request
+        cfg, req = self.consumer_config_for(cmd.group_id), cmd.request
         validate(cmd.group_id, req, cfg)
         group = await self._consumer_group(cmd.group_id, create=req.member_epoch == 0)
         consumer = group.consumer

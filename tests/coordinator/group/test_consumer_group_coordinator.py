@@ -137,3 +137,17 @@ async def test_classic_and_consumer_groups_side_by_side_and_converting_when_empt
     await coord.consumer_group_heartbeat("old", HeartbeatRequest(member_id="a", member_epoch=-1))
     back = await coord.join_group("old", params())  # empty consumer -> classic
     assert back.error == ErrorCode.none
+
+
+async def test_a_groups_own_heartbeat_interval_and_session_timeout_are_used(node: Node) -> None:
+    """Group configs (set by the broker: coordinator.group_overrides) win over the broker's
+    group.consumer.* settings, for that group only, from its next heartbeat."""
+    coord = node.coordinator
+    assert coord is not None
+    overrides = {"heartbeat_interval_ms": 7_000, "session_timeout_ms": 50_000}
+    coord.group_overrides = lambda g: overrides if g == "own" else {}
+    own, other = await join(coord, "a", "own"), await join(coord, "b", "other")
+    default = coord.consumer_config.heartbeat_interval_ms
+    assert (own.heartbeat_interval_ms, other.heartbeat_interval_ms) == (7_000, default)
+    assert coord.consumer_config_for("own").session_timeout_ms == 50_000
+    assert coord.consumer_config_for("other") is coord.consumer_config
