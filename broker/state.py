@@ -16,6 +16,7 @@ from .features import FinalizedFeatures
 if TYPE_CHECKING:
     from .authorizer.standard import StandardAuthorizer
     from .dynamic_config import DynamicBrokerConfig
+    from .fetch_sessions import FetchSessionCache
     from .handler import Handler
     from .metrics.counters import BrokerMetrics
 
@@ -44,6 +45,7 @@ class BrokerState:
     scram_credentials: ScramCredentials | None = None
     # Dynamic broker configs (AlterConfigs on BROKER resources); server.py opens them at start.
     dynamic_config: DynamicBrokerConfig | None = None
+    fetch_sessions: FetchSessionCache | None = None  # made at the first Fetch (broker/handlers/fetch.py)
     extras: dict[str, Any] = field(default_factory=dict)
     # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
     cluster: ClusterView = None  # type: ignore[assignment]

@@ -10,8 +10,13 @@ sends no aborted list. Control batches and aborted batches are returned: consume
 A current_leader_epoch older than the partition's is FENCED_LEADER_EPOCH, a newer one
 UNKNOWN_LEADER_EPOCH, and a partition this broker does not lead NOT_LEADER_OR_FOLLOWER (clients
 fetch from leaders only: no follower fetching); an isolation level other than 0 and 1 INVALID_REQUEST.
-Version notes: fetch sessions (v7+) are declined with session id 0, as KIP-227 allows, so clients
-send full fetch requests (an incremental one is FETCH_SESSION_ID_NOT_FOUND); v13+ (topic ids) is not advertised.
+Fetch sessions (KIP-227, v7+): a fetch at session epoch 0 gets a session while
+max.incremental.fetch.session.cache.slots allow; the session's later fetches name only partitions
+that changed, every partition of the session is read and the long poll watches them all, and the
+response carries only those with records, a new high watermark or log start offset, or an error
+(broker/fetch_sessions.py). An unknown session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
+INVALID_FETCH_SESSION_EPOCH; epoch -1 fetches without a session, as librdkafka does.
+Version notes: v13+ (topic ids) is not advertised.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, authorized, denied, unauthorized
+from ..fetch_sessions import CachedPartition, FetchSessionCache
 from ..handler import Handler, RequestContext, check_leader, isolation_level
 
 
@@ -52,41 +58,50 @@ def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committe
 _CHECKED_BEFORE_READ = frozenset({ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_or_partition})
 
 
-async def _read_all(ctx: RequestContext, request: Any, isolation: IsolationLevel,
-                    refused: frozenset[str]) -> tuple[list[Any], int, bool]:
-    """The responses, the bytes read, and whether a read failed (the long poll ends then)."""
+def _unchanged(plog: Any, p: CachedPartition, committed: bool) -> bool:
+    """A session's partition with nothing to say: caught up, and its high watermark and log start
+    offset as last sent. Its read is skipped (an incremental response would leave it out)."""
+    end = plog.last_stable_offset if committed else plog.high_watermark
+    return (p.fetch_offset == end and plog.high_watermark == p.high_watermark_sent
+            and plog.log_start_offset == p.log_start_sent)
+
+
+async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_bytes: int, isolation: IsolationLevel,
+                    refused: frozenset[str], incremental: bool,
+                    ) -> tuple[list[tuple[CachedPartition, dict[str, Any]]], int, bool]:
+    """Each partition's response, the bytes read, and whether a read failed (the long poll ends then).
+    An incremental fetch leaves out the partitions that have nothing to say without reading them."""
     committed = isolation is IsolationLevel.READ_COMMITTED
-    remaining = request.max_bytes
+    remaining = max_bytes
     total = 0
     failed = False
     out = []
-    for topic in request.topics:
-        parts = []
-        for p in topic.partitions:
-            tp = TopicPartition(topic.topic, p.partition)
-            try:
-                if topic.topic in refused:
-                    raise denied(ctx, AclOperation.READ, ResourceType.TOPIC, topic.topic)
-                check_leader(ctx.broker.cluster, tp, getattr(p, "current_leader_epoch", -1))
-                plog = ctx.broker.logs.get_log(tp)
-                # KIP-74: a budget of zero still returns the first batch if nothing came before.
-                budget = max(min(p.partition_max_bytes, remaining), 0)
-                info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation)
-            except KafkaError as exc:
-                info = None
-                if exc.code is ErrorCode.offset_out_of_range:
-                    plog = ctx.broker.logs.get_log(tp)
-                    info = FetchDataInfo(high_watermark=plog.high_watermark,
-                                         last_stable_offset=plog.last_stable_offset,
-                                         log_start_offset=plog.log_start_offset)
-                parts.append(_partition(p.partition, exc.code, info, committed))
-                failed = failed or exc.code not in _CHECKED_BEFORE_READ
+    for p in partitions:
+        tp = TopicPartition(p.topic, p.partition)
+        try:
+            if p.topic in refused:
+                raise denied(ctx, AclOperation.READ, ResourceType.TOPIC, p.topic)
+            check_leader(ctx.broker.cluster, tp, p.current_leader_epoch)
+            plog = ctx.broker.logs.get_log(tp)
+            if incremental and _unchanged(plog, p, committed):
                 continue
-            size = info.size
-            total += size
-            remaining -= size
-            parts.append(_partition(p.partition, ErrorCode.none, info, committed))
-        out.append({"topic": topic.topic, "partitions": parts})
+            # KIP-74: a budget of zero still returns the first batch if nothing came before.
+            budget = max(min(p.partition_max_bytes, remaining), 0)
+            info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation)
+        except KafkaError as exc:
+            info = None
+            if exc.code is ErrorCode.offset_out_of_range:
+                plog = ctx.broker.logs.get_log(tp)
+                info = FetchDataInfo(high_watermark=plog.high_watermark,
+                                     last_stable_offset=plog.last_stable_offset,
+                                     log_start_offset=plog.log_start_offset)
+            out.append((p, _partition(p.partition, exc.code, info, committed)))
+            failed = failed or exc.code not in _CHECKED_BEFORE_READ
+            continue
+        size = info.size
+        total += size
+        remaining -= size
+        out.append((p, _partition(p.partition, ErrorCode.none, info, committed)))
     return out, total, failed
 
 
@@ -105,11 +120,11 @@ def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
             stats.bytes_out += sum(map(len, p["records"]))
 
 
-def _refused_topics(ctx: RequestContext, request: Any) -> frozenset[str]:
+def _refused_topics(ctx: RequestContext, request: Any, partitions: list[CachedPartition]) -> frozenset[str]:
     """READ on each topic; a follower's fetch (replica id >= 0) needs CLUSTER_ACTION instead."""
     if ctx.broker.authorizer is None:
         return NOTHING  # before any enum lookup: each costs ~0.5 us on Python 3.11, per request
-    names = (t.topic for t in request.topics)
+    names = {p.topic for p in partitions}
     if getattr(request, "replica_id", -1) >= 0:
         if authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
             return frozenset()
@@ -117,15 +132,14 @@ def _refused_topics(ctx: RequestContext, request: Any) -> frozenset[str]:
     return unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
 
 
-def _waiters(ctx: RequestContext, request: Any, refused: frozenset[str]) -> list[Any]:
+def _waiters(ctx: RequestContext, partitions: list[CachedPartition], refused: frozenset[str]) -> list[Any]:
     logs = []
-    for topic in request.topics:
-        if topic.topic in refused:
+    for p in partitions:
+        if p.topic in refused:
             continue
-        for p in topic.partitions:
-            plog = ctx.broker.logs.find_log(TopicPartition(topic.topic, p.partition))
-            if plog is not None:
-                logs.append(plog)
+        plog = ctx.broker.logs.find_log(TopicPartition(p.topic, p.partition))
+        if plog is not None:
+            logs.append(plog)
     return logs
 
 
@@ -134,20 +148,28 @@ def _unwatch(logs: list[Any], waiter: asyncio.Future[None] | None) -> None:
         plog.remove_waiter(waiter)
 
 
+def _sessions(ctx: RequestContext) -> FetchSessionCache:
+    cache = ctx.broker.fetch_sessions
+    if cache is None:
+        slots = ctx.broker.config.max_incremental_fetch_session_cache_slots
+        cache = ctx.broker.fetch_sessions = FetchSessionCache(slots)
+    return cache
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if getattr(request, "session_epoch", -1) not in (0, -1):
-        # An incremental fetch (any epoch but INITIAL 0 and FINAL -1, as Kafka's FetchManager
-        # reads it) names a session; we never hand one out, so it is not found.
-        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.fetch_session_id_not_found,
-                            "session_id": 0, "responses": []})
     isolation = isolation_level(request.isolation_level)
+    context = _sessions(ctx).new_context(request, int(time.time() * 1000))
+    if context.error is not ErrorCode.none:
+        return encode_fetch_response(ctx.header.correlation_id, ctx.version, context.error, 0, [])
     deadline = time.monotonic() + request.max_wait.total_seconds()
-    refused = _refused_topics(ctx, request)
+    partitions = context.partitions
+    refused = _refused_topics(ctx, request, partitions)
     waiter: asyncio.Future[None] | None = None
     logs: list[Any] = []
     try:
         while True:
-            responses, total, failed = await _read_all(ctx, request, isolation, refused)
+            read, total, failed = await _read_all(ctx, partitions, request.max_bytes, isolation, refused,
+                                                  context.incremental)
             left = deadline - time.monotonic()
             if total >= request.min_bytes or left <= 0 or failed:
                 break
@@ -155,7 +177,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 # Watch only once a read came up short (a busy consumer's fetch never does), then
                 # read again: an append between that read and the watch must not be missed.
                 _unwatch(logs, waiter)
-                waiter, logs = asyncio.get_running_loop().create_future(), _waiters(ctx, request, refused)
+                waiter, logs = asyncio.get_running_loop().create_future(), _waiters(ctx, partitions, refused)
                 for plog in logs:
                     plog.add_waiter(waiter)
                 if not logs:
@@ -167,8 +189,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 pass
     finally:
         _unwatch(logs, waiter)
+    responses = context.select(read, int(time.time() * 1000))
     _count_fetch(ctx, responses)
-    return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, 0, responses)
+    return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, responses)
 
 
 HANDLER = Handler(api_key=ApiKey.FETCH, min_version=4, max_version=12, handle=handle)

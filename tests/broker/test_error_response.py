@@ -240,6 +240,8 @@ async def test_current_leader_epoch_is_checked(state, key, version, epoch, code)
                                                    (9, 3, E.fetch_session_id_not_found),
                                                    (0, -2, E.fetch_session_id_not_found)])
 async def test_incremental_fetches_name_unknown_sessions(state, session_id, epoch, code) -> None:
+    """Epoch 0 opens a session (KIP-227), -1 fetches without one; an incremental fetch (any other
+    epoch) of a session the broker does not hold is FETCH_SESSION_ID_NOT_FOUND, with session id 0."""
     request = dataclasses.replace(sample_request(ApiKey.FETCH, 12), session_id=session_id, session_epoch=epoch)
     body = await answer(state, request)
-    assert body.error_code is code and body.session_id == 0
+    assert body.error_code is code and (body.session_id != 0) == (epoch == 0)

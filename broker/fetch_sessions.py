@@ -1,0 +1,209 @@
+"""Incremental fetch sessions (KIP-227; Kafka's FetchSession, FetchSessionCache and FetchManager).
+
+A consumer that sends a Fetch with session epoch 0 gets a session id (when the cache has room): the
+broker remembers its partitions and what it last told it of each (high watermark, log start
+offset). Its next fetches (epoch 1, 2, ...) name only the partitions whose fetch position moved,
+and forgotten_topics_data those it dropped; the broker reads every partition of the session and
+answers only those with records, a changed high watermark or log start offset, or an error. A
+consumer of a thousand idle partitions so sends and gets back almost nothing per fetch.
+
+Pure bookkeeping, owned by the event loop: every step below runs without an await in the middle.
+The handler (broker/handlers/fetch.py) builds a context per request (new_context), reads the
+partitions it lists, then keeps what the context selects (select) for the response.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from protocol.errors import ErrorCode
+
+__all__ = ("CachedPartition", "FetchContext", "FetchSessionCache")
+
+log = logging.getLogger(__name__)
+
+INVALID_SESSION_ID: Final = 0
+INITIAL_EPOCH: Final = 0
+FINAL_EPOCH: Final = -1
+EVICTION_MS: Final = 120_000  # Kafka's min.incremental.fetch.session.eviction.ms (internal)
+
+
+@dataclass(slots=True)
+class CachedPartition:
+    """A partition of a fetch: the request's fields (names as the request schema's), and for a
+    session what the last response said of it."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+    high_watermark_sent: int = -1
+    log_start_sent: int = -1
+
+    def must_respond(self, response: dict[str, Any]) -> bool:
+        """Kafka's CachedPartition.maybeUpdateResponseData: records, a changed high watermark or
+        log start offset, or an error; remembers what is sent (an error forgets the watermark so
+        the partition is sent again once it clears)."""
+        respond = bool(response["records"])
+        if response["high_watermark"] != self.high_watermark_sent:
+            respond, self.high_watermark_sent = True, response["high_watermark"]
+        if response["log_start_offset"] != self.log_start_sent:
+            respond, self.log_start_sent = True, response["log_start_offset"]
+        if response["error_code"] is not ErrorCode.none:
+            respond, self.high_watermark_sent = True, -1
+        return respond
+
+
+def _from_request(topic: str, p: Any) -> CachedPartition:
+    return CachedPartition(topic, p.partition, p.fetch_offset, p.partition_max_bytes,
+                           getattr(p, "current_leader_epoch", -1), getattr(p, "log_start_offset", -1))
+
+
+@dataclass(slots=True)
+class FetchSession:
+    session_id: int
+    epoch: int  # the epoch the next request must carry
+    partitions: dict[tuple[str, int], CachedPartition]
+    last_used_ms: int
+    created_ms: int
+
+    def update(self, request: Any) -> None:
+        """Add or update the request's partitions, drop its forgotten ones."""
+        for topic in request.topics:
+            for p in topic.partitions:
+                key = (topic.topic, p.partition)
+                cached = self.partitions.get(key)
+                if cached is None:
+                    self.partitions[key] = _from_request(topic.topic, p)
+                else:
+                    cached.fetch_offset, cached.partition_max_bytes = p.fetch_offset, p.partition_max_bytes
+                    cached.current_leader_epoch = getattr(p, "current_leader_epoch", -1)
+                    cached.log_start_offset = getattr(p, "log_start_offset", -1)
+        for topic in getattr(request, "forgotten_topics_data", None) or ():
+            for index in topic.partitions:
+                self.partitions.pop((topic.topic, index), None)
+
+
+@dataclass(slots=True)
+class FetchContext:
+    """What one Fetch reads and how its response is cut: partitions in read order; session_id
+    for the response; error (a refused session: answered with no partitions)."""
+
+    partitions: list[CachedPartition]
+    session_id: int = INVALID_SESSION_ID
+    error: ErrorCode = ErrorCode.none
+    incremental: bool = False
+    session: FetchSession | None = None
+    _creating: FetchSessionCache | None = field(default=None, repr=False)
+
+    def select(self, responses: list[tuple[CachedPartition, dict[str, Any]]], now_ms: int) -> list[dict[str, Any]]:
+        """The response's topics: all partitions for a full fetch (creating the session, if one is
+        to be made, with what is sent), only those with something to say for an incremental one
+        (moved to the end of the session when they carry records, for fairness, as Kafka)."""
+        if self._creating is not None:
+            self.session_id = self._creating.create(self.partitions, now_ms)
+            for cached, response in responses:
+                cached.must_respond(response)
+            return _by_topic(responses)
+        if not self.incremental or self.session is None:
+            return _by_topic(responses)
+        kept = []
+        for cached, response in responses:
+            if cached.must_respond(response):
+                kept.append((cached, response))
+                if response["records"]:
+                    key = (cached.topic, cached.partition)
+                    self.session.partitions[key] = self.session.partitions.pop(key)
+        return _by_topic(kept)
+
+
+def _by_topic(responses: Iterable[tuple[CachedPartition, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Consecutive partitions of one topic under one topic entry (as Kafka's FetchResponse)."""
+    out: list[dict[str, Any]] = []
+    for cached, response in responses:
+        if not out or out[-1]["topic"] != cached.topic:
+            out.append({"topic": cached.topic, "partitions": []})
+        out[-1]["partitions"].append(response)
+    return out
+
+
+def _request_partitions(request: Any) -> list[CachedPartition]:
+    return [_from_request(t.topic, p) for t in request.topics for p in t.partitions]
+
+
+class FetchSessionCache:
+    """max.incremental.fetch.session.cache.slots sessions at most. A new session may take the slot
+    of one unused for EVICTION_MS, else of the smallest one if it is no larger (Kafka's
+    FetchSessionCache.tryEvict for non-follower sessions)."""
+
+    def __init__(self, max_slots: int, eviction_ms: int = EVICTION_MS, rng: random.Random | None = None) -> None:
+        self.max_slots = max_slots
+        self.eviction_ms = eviction_ms
+        self.sessions: dict[int, FetchSession] = {}
+        self._rng = rng or random.Random()
+
+    def new_context(self, request: Any, now_ms: int) -> FetchContext:
+        session_id, epoch = getattr(request, "session_id", 0), getattr(request, "session_epoch", FINAL_EPOCH)
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            if session_id != INVALID_SESSION_ID:
+                self.sessions.pop(session_id, None)  # a full fetch closes the session it names
+            context = FetchContext(_request_partitions(request))
+            if epoch == INITIAL_EPOCH and self.max_slots > 0:
+                context._creating = self
+            return context
+        session = self.sessions.get(session_id)
+        if session is None:
+            return FetchContext([], error=ErrorCode.fetch_session_id_not_found)
+        if session.epoch != epoch:
+            return FetchContext([], error=ErrorCode.invalid_fetch_session_epoch)
+        session.update(request)
+        if not session.partitions:
+            del self.sessions[session_id]
+            return FetchContext([])
+        session.last_used_ms = now_ms
+        session.epoch = _next_epoch(session.epoch)
+        return FetchContext(list(session.partitions.values()), session_id, incremental=True, session=session)
+
+    def create(self, partitions: list[CachedPartition], now_ms: int) -> int:
+        """A session for a full fetch's partitions if there is room; its id, or 0 (none)."""
+        if len(self.sessions) >= self.max_slots and not self._evict(len(partitions), now_ms):
+            return INVALID_SESSION_ID
+        session_id = self._new_id()
+        self.sessions[session_id] = FetchSession(session_id, _next_epoch(INITIAL_EPOCH),
+                                                 {(p.topic, p.partition): p for p in partitions}, now_ms, now_ms)
+        log.debug("fetch session %d opened with %d partitions (%d sessions)", session_id, len(partitions),
+                  len(self.sessions))
+        return session_id
+
+    def _evict(self, size: int, now_ms: int) -> bool:
+        if not self.sessions:
+            return False
+        stalest = min(self.sessions.values(), key=lambda s: s.last_used_ms)
+        if now_ms - stalest.last_used_ms > self.eviction_ms:
+            del self.sessions[stalest.session_id]
+            return True
+        smallest = min(self.sessions.values(), key=lambda s: (len(s.partitions), s.session_id))
+        if size < len(smallest.partitions):
+            return False
+        del self.sessions[smallest.session_id]
+        return True
+
+    def _new_id(self) -> int:
+        while True:
+            session_id = self._rng.randint(1, (1 << 31) - 1)
+            if session_id not in self.sessions:
+                return session_id
+
+    def __iter__(self) -> Iterator[FetchSession]:
+        return iter(self.sessions.values())
+
+
+def _next_epoch(epoch: int) -> int:
+    """Kafka's FetchMetadata.nextEpoch: 1, 2, ... wrapping past the int32 maximum to 1."""
+    return 1 if epoch >= (1 << 31) - 1 or epoch < 0 else epoch + 1
