@@ -228,6 +228,12 @@ class LocalPartitionLog(LogActor):
             await self._roll()
         return self._append(records, origin)
 
+    def _append_at_once(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo | None:
+        return None if self._needs_roll(len(records)) else self._append(records, origin)
+
+    def _acks_due(self) -> bool:
+        return self._flush_due() or self._since_snapshot >= self._snapshot_interval
+
     async def _before_acks(self) -> None:
         await self._maybe_flush()
         if self._since_snapshot >= self._snapshot_interval:
@@ -321,11 +327,14 @@ class LocalPartitionLog(LogActor):
         log.debug("%s: rolled new segment at offset %d", self.tp, base)
         return seg
 
-    async def _maybe_flush(self) -> None:
+    def _flush_due(self) -> bool:
         due_ms = self.config.flush_ms is not None and (
             (time.monotonic() - self._last_flush) * 1000 >= self.config.flush_ms
         )
-        if self._unflushed >= self.config.flush_messages or due_ms:
+        return self._unflushed >= self.config.flush_messages or due_ms
+
+    async def _maybe_flush(self) -> None:
+        if self._flush_due():
             await self._flush()
 
     async def _flush(self) -> None:

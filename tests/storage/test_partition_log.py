@@ -251,6 +251,31 @@ async def test_waiters_wake_on_append(plog):
     await asyncio.wait_for(waiter, 10)
 
 
+async def test_an_append_waits_for_the_command_the_owner_is_running(plog):
+    """An idle log appends in the caller's task; a busy one queues the append behind its command."""
+    import asyncio
+
+    gate = asyncio.Event()
+
+    async def slow() -> int:
+        await gate.wait()
+        return plog.log_end_offset
+
+    running = asyncio.ensure_future(plog._exclusive(slow))
+    for _ in range(100):
+        if plog._running:
+            break
+        await asyncio.sleep(0)
+    appending = asyncio.ensure_future(plog.append(batch(1)))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not appending.done() and plog.log_end_offset == 0
+    gate.set()
+    assert await running == 0
+    assert (await appending).base_offset == 0
+    assert (await plog.append(batch(2))).base_offset == 1  # idle again
+
+
 async def test_a_dead_actor_fails_waiting_callers(tmp_path):
     plog = open_log(tmp_path)
     plog._task.cancel()
