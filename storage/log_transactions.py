@@ -52,7 +52,7 @@ class PendingBatch:
 
 @dataclass(frozen=True, slots=True)
 class TxnMark:
-    state: ProducerStateMark
+    state: ProducerStateMark | None  # None: the append cannot fail after changing the state
     index_entries: int
 
 
@@ -90,6 +90,11 @@ class LogTransactions:
         return None
 
     def mark(self, batches: Sequence[PendingBatch]) -> TxnMark:
+        # after_write changes the producer state and then may fail only on a .txnindex write,
+        # which only a marker makes; a failed segment write comes before any change. So only
+        # appends with markers pay for copies of their producers' entries.
+        if all(b.marker is None for b in batches):
+            return TxnMark(None, len(self.indexes[-1]))
         pids = {b.header.producer_id for b in batches if b.header.has_producer_id}
         return TxnMark(self.state.mark(pids), len(self.indexes[-1]))
 
@@ -103,7 +108,8 @@ class LogTransactions:
 
     def rollback(self, mark: TxnMark) -> None:
         self.indexes[-1].truncate_to_entries(mark.index_entries)
-        self.state.rollback(mark.state)
+        if mark.state is not None:
+            self.state.rollback(mark.state)
 
     # -- segments and snapshots -------------------------------------------------------------------
 
