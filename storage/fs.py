@@ -77,22 +77,26 @@ class FileSystem:
 
     # -- whole files -------------------------------------------------------------------------
 
-    def write_atomically(self, path: Path, data: bytes) -> None:
+    def write_atomically(self, path: Path, data: bytes, *, sync: bool = True) -> None:
         """Replace path with data durably: write a temp file, fsync, rename, fsync the directory.
-        On failure the temp file is removed and path is untouched."""
+        On failure the temp file is removed and path is untouched. sync=False skips both fsyncs,
+        for a file that only saves work and whose loader rejects a torn one: a reader sees the
+        old or the new content, but a power failure may leave the new one empty."""
         tmp = path.with_name(path.name + ".tmp")
         fd = self.open_new(tmp)
         try:
             try:
                 self.write(fd, data)
-                self.fsync(fd)
+                if sync:
+                    self.fsync(fd)
             finally:
                 self.close(fd)
             self.replace(tmp, path)
         except OSError:
             tmp.unlink(missing_ok=True)
             raise
-        self.fsync_dir(path.parent)
+        if sync:
+            self.fsync_dir(path.parent)
 
     def replace(self, src: Path, dst: Path) -> None:
         os.replace(src, dst)

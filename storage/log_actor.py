@@ -131,6 +131,7 @@ class LogActor:
             if self._acks_due():
                 await self._exclusive(self._before_acks)
             self._wake_waiters()
+            self._after_acks_soon()
             return info
         reply: asyncio.Future[LogAppendInfo] = asyncio.get_running_loop().create_future()
         self._put(_Append(records, origin, reply))
@@ -166,6 +167,19 @@ class LogActor:
             raise self._ended_error()
         self._queue.put_nowait(cmd)
 
+    def _after_acks_soon(self) -> None:
+        """Queue the owner's work that follows acknowledgements (a periodic producer snapshot):
+        it runs in the owner task, serialized with the log's other file changes, and no append
+        waits for it."""
+        if not self._after_acks_due():
+            return
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        reply.add_done_callback(_retrieve)
+        try:
+            self._put(_Io(self._after_acks, reply))
+        except KafkaError:
+            pass  # closing (its last command snapshots) or offline: nothing to do
+
     def add_waiter(self, waiter: asyncio.Future[None]) -> None:
         """Wake waiter (set its result) on the next change of the high watermark or LSO."""
         self._waiters.add(waiter)
@@ -194,6 +208,7 @@ class LogActor:
             if acks:
                 await self._acknowledge(acks)
                 self._wake_waiters()
+                self._after_acks_soon()
             self._running = False
             if self._last_ran and self._queue.empty():
                 return
@@ -243,3 +258,16 @@ class LogActor:
 
     async def _before_acks(self) -> None:
         """Work the acknowledgement of a group of appends waits for (a due flush)."""
+
+    def _after_acks_due(self) -> bool:
+        """_after_acks has work to do."""
+        return False
+
+    async def _after_acks(self) -> None:
+        """Work that follows the acknowledgement of appends, which none of them waits for."""
+
+
+def _retrieve(reply: asyncio.Future[Any]) -> None:
+    """A reply nobody awaits: its failure (the log went offline) is already reported elsewhere."""
+    if not reply.cancelled():
+        reply.exception()

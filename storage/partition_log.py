@@ -232,11 +232,16 @@ class LocalPartitionLog(LogActor):
         return None if self._needs_roll(len(records)) else self._append(records, origin)
 
     def _acks_due(self) -> bool:
-        return self._flush_due() or self._since_snapshot >= self._snapshot_interval
+        return self._flush_due()
 
     async def _before_acks(self) -> None:
         await self._maybe_flush()
-        if self._since_snapshot >= self._snapshot_interval:
+
+    def _after_acks_due(self) -> bool:
+        return self._since_snapshot >= self._snapshot_interval
+
+    async def _after_acks(self) -> None:
+        if self._after_acks_due():  # queued twice, or a roll snapshotted meanwhile
             await self._snapshot()
 
     def _append(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
@@ -349,7 +354,8 @@ class LocalPartitionLog(LogActor):
 
     async def _snapshot(self) -> None:
         """Snapshot the producer state every snapshot_interval_bytes appended, so recovery after
-        a crash replays at most that much (Kafka snapshots only at roll, with 1 GiB segments)."""
+        a crash replays at most that much (Kafka snapshots only at roll, with 1 GiB segments).
+        Runs after the appends that crossed the interval are acknowledged (_after_acks)."""
         self._since_snapshot = 0
         path, data = self.txns.snapshot(self.log_end_offset)
         try:

@@ -1,5 +1,7 @@
 """Producer state, LSO and aborted transactions as the partition log actor applies them."""
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import iter_batches
 from protocol.records import Record, build_batch
 from storage.api import AbortedTxn, AppendOrigin, IsolationLevel, TopicPartition
+from storage.fs import FileSystem
 from storage.log_config import LogConfig
 from storage.partition_log import LocalPartitionLog
 from storage.producer_snapshot import list_snapshot_offsets
@@ -184,6 +187,49 @@ async def test_issue_9_recovery_after_a_crash_replays_only_after_the_newest_snap
         assert (await plog.append(batch(pid=1, seq=41))).base_offset == 42
     finally:
         await plog.close()
+
+
+class _HeldSnapshots(FileSystem):
+    """Holds each periodic (unsynced) snapshot write until released; records the files fsynced."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.synced: list[str] = []
+
+    def write_atomically(self, path: Path, data: bytes, *, sync: bool = True) -> None:
+        if not sync:
+            self.release.wait(60)
+        super().write_atomically(path, data, sync=sync)
+
+    def fsync(self, fd: int) -> None:
+        self.synced.append(str(self.path_of(fd)))
+        super().fsync(fd)
+
+
+async def test_the_append_that_crosses_the_snapshot_interval_is_acknowledged_before_the_snapshot(tmp_path):
+    """The periodic snapshot follows the acknowledgements instead of holding them, and is not
+    fsynced (an fsync on ext4 writes back the whole file system's dirty pages); the one written
+    at a clean close is."""
+    fs = _HeldSnapshots()
+    one = batch(pid=1, seq=0, value=b"x" * 100)
+    plog = LocalPartitionLog(TopicPartition("t", 0), tmp_path, LogConfig(), fs=fs,
+                             snapshot_interval_bytes=3 * len(one))
+    plog.open(clean_shutdown=False)
+    plog.start()
+    try:
+        for seq in range(3):  # the third crosses the interval
+            info = await asyncio.wait_for(plog.append(batch(pid=1, seq=seq, value=b"x" * 100)), 60)
+        assert info.base_offset == 2
+        assert list_snapshot_offsets(tmp_path) == []  # still held, and the append was answered
+        fs.release.set()
+        await plog.call(lambda: None)  # the owner ran what was queued before this
+        assert list_snapshot_offsets(tmp_path) == [3]
+        assert not [p for p in fs.synced if ".snapshot" in p]
+    finally:
+        fs.release.set()
+        await plog.close()
+    assert [p for p in fs.synced if p.endswith("00000000000000000003.snapshot.tmp")]  # the close's
 
 
 @pytest.mark.parametrize("clean", [True, False])
