@@ -69,6 +69,9 @@ class _Connection:
         async with self._connecting:
             if self._writer is None:
                 reader, writer = await self._open()
+                if self.closed:  # closed while it was opening (the client shutting down): nobody would
+                    writer.close()
+                    raise ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
                 self._writer = writer
                 login = await log_in(Exchange(reader, writer, self._ids, self._client_id), self._security,
                                      self.endpoint.node_id)
@@ -181,6 +184,7 @@ class InterBrokerClient:
         self._connections: dict[int, _Connection] = {}
         self._retired: set[_Connection] = set()
         self._login_failures = LoginFailureLog()
+        self._closed = False  # close() ran: no new connections
 
     def _endpoint(self, node_id: int) -> BrokerEndpoint:
         for broker in self.cluster.live_brokers():
@@ -195,6 +199,8 @@ class InterBrokerClient:
         raise KafkaError(ErrorCode.leader_not_available, f"broker {node_id} is not a live broker of the cluster")
 
     def _connection(self, node_id: int) -> _Connection:
+        if self._closed:
+            raise KafkaError(ErrorCode.network_exception, "this broker is shutting down")
         endpoint = self._endpoint(node_id)
         conn = self._connections.get(node_id)
         if conn is not None and conn.expired and not conn.closed:
@@ -225,6 +231,7 @@ class InterBrokerClient:
             raise KafkaError(ErrorCode.network_exception, f"broker {node_id}: {exc!r}") from None
 
     async def close(self) -> None:
+        self._closed = True
         conns = [*self._connections.values(), *self._retired]
         self._connections.clear()
         self._retired.clear()

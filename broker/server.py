@@ -69,6 +69,7 @@ class Broker:
         self.logs = LogManager(config.data_dir, log_defaults(config), config.producer_id_expiration_ms)
         self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS)
         self.connections: set[KafkaConnection] = set()
+        self._handshaking: set[asyncio.BaseTransport] = set()  # accepted TLS clients before their handshake
         self.memory_pool = MemoryPool(config.queued_max_request_bytes)
         self._servers: list[asyncio.Server] = []
         self._security: list[ListenerSecurity] = []
@@ -202,7 +203,7 @@ class Broker:
         context = security.ssl_context
         if context is None:
             return connection
-        return tls_protocol_factory(context, security.listener.name, connection)
+        return tls_protocol_factory(context, security.listener.name, connection, self._handshaking)
 
     def _open_storage(self) -> None:
         data_dir = self.config.data_dir
@@ -316,15 +317,7 @@ class Broker:
     async def stop(self) -> None:
         log.info("shutting down")
         self.ready = False
-        for server in self._servers:
-            server.close()
-        for conn in list(self.connections):
-            conn.close("broker shutting down", abort=conn.security.uses_tls)
-        if self._servers:
-            try:
-                await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in self._servers)), 5)
-            except TimeoutError:
-                log.warning("connections did not close within 5 s")
+        await self._close_listeners()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -346,6 +339,19 @@ class Broker:
         self._remove_temp_dir()
         log.info("stopped cleanly")
         self.stopped.set()
+
+    async def _close_listeners(self) -> None:
+        for server in self._servers:
+            server.close()
+        for conn in list(self.connections):
+            conn.close("broker shutting down", abort=conn.security.uses_tls)
+        for transport in list(self._handshaking):  # TLS clients not yet connections
+            transport.abort()  # type: ignore[attr-defined]
+        if self._servers:
+            try:
+                await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in self._servers)), 5)
+            except TimeoutError:
+                log.warning("connections did not close within 5 s")
 
     async def serve_forever(self) -> None:
         # Handlers first: a SIGTERM that arrives while starting (right after the "listening" line)

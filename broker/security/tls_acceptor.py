@@ -6,7 +6,8 @@ asyncio logs TLS errors only in debug mode. Here the protocol is built with a wa
 so a failure is one WARNING naming the peer, the listener and OpenSSL's reason (an untrusted or
 expired client certificate, a plaintext client on a TLS port; rate-limited per peer address by
 failure_log), and the connection closes while the broker serves the others. The Kafka connection
-sees connection_made only once the handshake is done.
+sees connection_made only once the handshake is done; until then the raw transport is in the
+`handshaking` set the broker passes, which it aborts when it stops.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class AlertingSSLObject(ssl.SSLObject):
             raise
 
 
-def _ssl_protocol_class() -> type:
+def _ssl_protocol_class(handshaking: set[asyncio.BaseTransport]) -> type:
     """The running loop's own SSLProtocol (uvloop's or asyncio's), with the peer remembered."""
     loop = asyncio.get_running_loop()
     base: type
@@ -92,11 +93,14 @@ def _ssl_protocol_class() -> type:
 
     class PeerSSLProtocol(base):  # type: ignore[valid-type, misc]
         peer = "?"
+        raw: asyncio.BaseTransport | None = None
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             peer = transport.get_extra_info("peername")
             if peer:
                 self.peer = f"{peer[0]}:{peer[1]}"
+            self.raw = transport
+            handshaking.add(transport)
             # The SSLObject is made within super().connection_made: it takes this transport then.
             _accepting.transport = transport
             try:
@@ -104,13 +108,21 @@ def _ssl_protocol_class() -> type:
             finally:
                 _accepting.transport = None
 
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.handshake_over()
+            super().connection_lost(exc)
+
+        def handshake_over(self) -> None:
+            if self.raw is not None:
+                handshaking.discard(self.raw)
+
     return PeerSSLProtocol
 
 
-def tls_protocol_factory(context: ssl.SSLContext, listener: str,
-                         make_connection: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.BaseProtocol]:
+def tls_protocol_factory(context: ssl.SSLContext, listener: str, make_connection: Callable[[], asyncio.Protocol],
+                         handshaking: set[asyncio.BaseTransport]) -> Callable[[], asyncio.BaseProtocol]:
     """A create_server protocol factory: TLS around what `make_connection` builds."""
-    protocol_class = _ssl_protocol_class()
+    protocol_class = _ssl_protocol_class(handshaking)
     context.sslobject_class = AlertingSSLObject
 
     def factory() -> asyncio.BaseProtocol:
@@ -120,6 +132,7 @@ def tls_protocol_factory(context: ssl.SSLContext, listener: str,
                                        call_connection_made=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)
 
         def done(future: asyncio.Future[None]) -> None:
+            protocol.handshake_over()
             if not future.cancelled() and (exc := future.exception()) is not None:
                 why = _why(exc)
                 failure_log.warning(protocol.peer.rpartition(":")[0], f"TLS on listener {listener}: {why}",

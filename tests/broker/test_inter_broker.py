@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from broker.inter_broker import InterBrokerClient
+from broker.inter_broker import InterBrokerClient, _Connection
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.codec import request_schema
@@ -73,5 +73,41 @@ async def test_a_garbled_answer_breaks_the_connection_retriably() -> None:
         await expect(ErrorCode.network_exception, client.send(2, REQUEST))
     finally:
         await client.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_connection_that_opens_after_close_is_closed_and_no_new_one_opens(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    accepted: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    opening, release = asyncio.Event(), asyncio.Event()
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append((reader, writer))
+
+    async def slow_open(self):  # type: ignore[no-untyped-def]
+        streams = await real_open(self)
+        opening.set()
+        await release.wait()  # the client closes while this connection is still being opened
+        return streams
+
+    real_open = _Connection._open
+    monkeypatch.setattr(_Connection, "_open", slow_open)
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    view = StaticClusterView(1)
+    view.brokers = [BrokerEndpoint(2, "127.0.0.1", server.sockets[0].getsockname()[1])]
+    client = InterBrokerClient(view, client_id="t", request_timeout_ms=5000)
+    try:
+        sending = asyncio.ensure_future(client.send(2, REQUEST))
+        await opening.wait()
+        await client.close()
+        release.set()
+        await expect(ErrorCode.network_exception, sending)
+        assert await asyncio.wait_for(accepted[0][0].read(), 5) == b""  # closed before any byte went
+        await expect(ErrorCode.network_exception, client.send(2, REQUEST))
+        assert len(accepted) == 1
+    finally:
+        for _, writer in accepted:
+            writer.close()
         server.close()
         await server.wait_closed()
