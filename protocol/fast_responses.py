@@ -16,7 +16,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-__all__ = ("Buffers", "encode_fetch_response", "encode_produce_response")
+__all__ = ("Buffers", "count_prefix", "encode_fetch_response", "encode_produce_response", "framed", "string")
 
 # A framed response as buffers for one writelines: a Fetch's record bytes go out as stored.
 Buffers = list[bytes | memoryview]
@@ -50,7 +50,7 @@ def _uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-def _count(n: int | None, flexible: bool) -> bytes:
+def count_prefix(n: int | None, flexible: bool) -> bytes:
     """An array's (or a nullable array's) length prefix."""
     if flexible:
         return _uvarint(0 if n is None else n + 1)
@@ -58,18 +58,18 @@ def _count(n: int | None, flexible: bool) -> bytes:
 
 
 # Null and empty array prefixes, by flexible (False, True).
-_NO_ARRAY: Final = (_count(None, False), _count(None, True))
-_EMPTY_ARRAY: Final = (_count(0, False), _count(0, True))
+_NO_ARRAY: Final = (count_prefix(None, False), count_prefix(None, True))
+_EMPTY_ARRAY: Final = (count_prefix(0, False), count_prefix(0, True))
 
 
-def _string(s: str | None, flexible: bool) -> bytes:
+def string(s: str | None, flexible: bool) -> bytes:
     if s is None:
         return b"\x00" if flexible else _I16.pack(-1)
     data = s.encode()
     return (_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
 
 
-def _framed(correlation_id: int, flexible_header: bool, parts: list[Any]) -> bytes:
+def framed(correlation_id: int, flexible_header: bool, parts: list[Any]) -> bytes:
     body = b"".join(parts)
     header = _NO_TAGS if flexible_header else b""
     return _HEAD_V0.pack(4 + len(header) + len(body), correlation_id) + header + body
@@ -81,22 +81,22 @@ def encode_produce_response(correlation_id: int, version: int, responses: Sequen
     partition_responses of index, error_code, base_offset, log_append_time, log_start_offset,
     record_errors, error_message)."""
     flexible = version >= _PRODUCE_FLEXIBLE
-    parts: list[Any] = [_count(len(responses), flexible)]
+    parts: list[Any] = [count_prefix(len(responses), flexible)]
     for topic in responses:
         if version >= 13:
             topic_id = topic["topic_id"]  # None (a request that named none) goes as the zero UUID
             parts.append(_NO_UUID if topic_id is None else topic_id.bytes)
         else:
-            parts.append(_string(topic["name"], flexible))
+            parts.append(string(topic["name"], flexible))
         partitions = topic["partition_responses"]
-        parts.append(_count(len(partitions), flexible))
+        parts.append(count_prefix(len(partitions), flexible))
         for p in partitions:
             parts.append(_PRODUCE_PART.pack(p["index"], p["error_code"], p["base_offset"], p["log_append_time"]))
             if version >= 5:
                 parts.append(_I64.pack(p["log_start_offset"]))
             if version >= 8:
                 _record_errors(parts, p.get("record_errors", ()), flexible)
-                parts.append(_string(p.get("error_message"), flexible))
+                parts.append(string(p.get("error_message"), flexible))
             if flexible:
                 parts.append(_NO_TAGS)
         if flexible:
@@ -104,14 +104,14 @@ def encode_produce_response(correlation_id: int, version: int, responses: Sequen
     parts.append(_I32.pack(throttle_ms))
     if flexible:
         parts.append(_NO_TAGS)
-    return _framed(correlation_id, flexible, parts)
+    return framed(correlation_id, flexible, parts)
 
 
 def _record_errors(parts: list[Any], errors: Sequence[Mapping[str, Any]], flexible: bool) -> None:
     """KIP-467: the records of a refused batch that failed, by index (empty unless a batch failed)."""
-    parts.append(_count(len(errors), flexible))
+    parts.append(count_prefix(len(errors), flexible))
     for e in errors:
-        parts += (_I32.pack(e["batch_index"]), _string(e["batch_index_error_message"], flexible))
+        parts += (_I32.pack(e["batch_index"]), string(e["batch_index_error_message"], flexible))
         if flexible:
             parts.append(_NO_TAGS)
 
@@ -127,11 +127,11 @@ def encode_fetch_response(correlation_id: int, version: int, error_code: int, se
     parts: list[Any] = [_I32.pack(throttle_ms)]
     if version >= 7:
         parts += (_I16.pack(error_code), _I32.pack(session_id))
-    parts.append(_count(len(responses), flexible))
+    parts.append(count_prefix(len(responses), flexible))
     for topic in responses:
-        parts.append(_string(topic["topic"], flexible))
+        parts.append(string(topic["topic"], flexible))
         partitions = topic["partitions"]
-        parts.append(_count(len(partitions), flexible))
+        parts.append(count_prefix(len(partitions), flexible))
         for p in partitions:
             _fetch_partition(parts, p, version, flexible)
         if flexible:
@@ -169,7 +169,7 @@ def _fetch_partition(parts: list[Any], p: Mapping[str, Any], version: int, flexi
         parts.append(_NO_ARRAY[flexible] if aborted is None else _EMPTY_ARRAY[flexible])
     else:
         aborted = list(aborted)
-        parts.append(_count(len(aborted), flexible))
+        parts.append(count_prefix(len(aborted), flexible))
         for a in aborted:
             parts.append(_ABORTED.pack(a["producer_id"], a["first_offset"]))
             if flexible:

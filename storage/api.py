@@ -370,6 +370,11 @@ class ClusterView(Protocol):
         the live brokers, up to the topic's replication factor); Metadata's replicas and ISR."""
         ...
 
+    def partition_states(self, topic: str, partitions: int) -> list[tuple[PartitionLeader | None, list[int]]]:
+        """leader() and replicas() of partitions 0..partitions-1 of topic, in one call: Metadata
+        asks for every partition of a topic, and clients ask often."""
+        ...
+
     def add_listener(self, listener: LeadershipListener) -> None:
         """Register for elections; partitions this broker already leads are announced at once."""
         ...

@@ -73,6 +73,10 @@ class LeaseView:
         others = [b.node_id for b in self._brokers if b.node_id != leader.leader]
         return (first + others)[:max(row.replication_factor, len(first))]
 
+    def partition_states(self, topic: str, partitions: int) -> list[tuple[PartitionLeader | None, list[int]]]:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return [(self.leader(tp), self.replicas(tp)) for tp in tps]
+
     def add_listener(self, listener: LeadershipListener) -> None:
         """Registered for every later election; what is served now is announced in a task (this is
         called from synchronous start-up code)."""

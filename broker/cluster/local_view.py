@@ -44,6 +44,13 @@ class LocalClusterView:
     def replicas(self, tp: TopicPartition) -> list[int]:
         return [self.node_id] if self.leader(tp) is not None else []
 
+    def partition_states(self, topic: str, partitions: int) -> list[tuple[PartitionLeader | None, list[int]]]:
+        meta = self._logs.topics.get(topic)
+        exists = 0 if meta is None else min(partitions, meta.partitions)
+        node_id = self.node_id
+        led = (PartitionLeader(node_id, LOCAL_LEADER_EPOCH), [node_id])
+        return [led] * exists + [(None, [])] * (partitions - exists)
+
     def add_listener(self, listener: LeadershipListener) -> None:
         """Every partition that exists now is announced to the listener (elected at epoch 0), in
         a task: this is called from synchronous start-up code."""

@@ -15,17 +15,21 @@ Version notes: v12 may name topics by id only.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, TopicPartition, validate_topic_name
+from protocol.metadata_response import encode_metadata_response
+from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, validate_topic_name
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, authorized_operations, cluster_operations, may_create_topic, unauthorized
 from ..handler import Handler, RequestContext
 
 log = logging.getLogger(__name__)
+
+
+_NO_LEADER: Final = PartitionLeader(-1, -1)
 
 
 def live_brokers(ctx: RequestContext) -> list[BrokerEndpoint]:
@@ -42,11 +46,10 @@ def live_brokers(ctx: RequestContext) -> list[BrokerEndpoint]:
     return out
 
 
-def partition_entry(cluster: ClusterView, tp: TopicPartition) -> dict[str, Any]:
-    leader = cluster.leader(tp) or PartitionLeader(-1, -1)
-    replicas = cluster.replicas(tp)
+def partition_entry(index: int, leader: PartitionLeader | None, replicas: list[int]) -> dict[str, Any]:
+    leader = leader or _NO_LEADER
     code = ErrorCode.none if leader.leader >= 0 else ErrorCode.leader_not_available
-    return {"error_code": code, "partition_index": tp.partition, "leader_id": leader.leader,
+    return {"error_code": code, "partition_index": index, "leader_id": leader.leader,
             "leader_epoch": leader.leader_epoch, "replica_nodes": replicas, "isr_nodes": replicas,
             "offline_replicas": []}
 
@@ -57,7 +60,8 @@ def topic_entry(meta: TopicMetadata, cluster: ClusterView) -> dict[str, Any]:
         "name": meta.name,
         "topic_id": meta.topic_id,
         "is_internal": meta.internal,
-        "partitions": [partition_entry(cluster, TopicPartition(meta.name, p)) for p in range(meta.partitions)],
+        "partitions": [partition_entry(p, leader, replicas)
+                       for p, (leader, replicas) in enumerate(cluster.partition_states(meta.name, meta.partitions))],
         "topic_authorized_operations": -2147483648,
     }
 
@@ -122,16 +126,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for entry in entries:
             if entry["error_code"] is ErrorCode.none:
                 entry["topic_authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
-    return ctx.respond({
-        "throttle_time": 0,
-        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in live_brokers(ctx)],
-        "cluster_id": ctx.broker.cluster_id,
-        "controller_id": ctx.broker.node_id,
-        "topics": entries,
-        "cluster_authorized_operations": cluster_operations(
-            ctx, getattr(request, "include_cluster_authorized_operations", False)),
-    })
+    return encode_metadata_response(
+        ctx.header.correlation_id, ctx.version,
+        brokers=[{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in live_brokers(ctx)],
+        cluster_id=ctx.broker.cluster_id, controller_id=ctx.broker.node_id, topics=entries,
+        cluster_authorized_operations=cluster_operations(
+            ctx, getattr(request, "include_cluster_authorized_operations", False)))
 
 
 HANDLER = Handler(api_key=ApiKey.METADATA, min_version=0, max_version=12, handle=handle)

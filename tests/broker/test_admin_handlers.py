@@ -36,8 +36,8 @@ async def call(state: BrokerState, key: ApiKey, version: int, **fields: Any) -> 
 
 
 def entity(response: Any, key: ApiKey, version: int) -> Any:
-    """A handler's response as an entity, checked to serialise for this version (Produce and
-    Fetch write their own bytes, protocol/fast_responses.py: those are decoded)."""
+    """A handler's response as an entity, checked to serialise for this version (Produce, Fetch and
+    Metadata write their own bytes, protocol/fast_responses.py: those are decoded)."""
     if isinstance(response, list):  # Fetch's buffers
         response = b"".join(response)
     if isinstance(response, bytes):

@@ -127,7 +127,7 @@ async def call(state: BrokerState, key: ApiKey, who: Session, version: int | Non
         return {exc.code}
     if isinstance(response, list):  # Fetch's buffers
         response = b"".join(response)
-    if isinstance(response, bytes):  # Produce and Fetch write their own responses (protocol/fast_responses.py)
+    if isinstance(response, bytes):  # Produce, Fetch and Metadata write their own (protocol/fast_responses.py)
         response = decode_response(response[4:], key, version)[1]
     return error_codes(response)
 
@@ -165,7 +165,8 @@ async def test_authorized_operations_are_reported_when_asked(state: BrokerState)
         version = HANDLERS[key].max_version
         header = RequestHeader(api_key=key, api_version=version, correlation_id=1, client_id="test")
         ctx = RequestContext(header=header, broker=state, peer="test", session=session(who))
-        return await HANDLERS[key].handle(ctx, dataclasses.replace(request_for(key, version), **fields))
+        response = await HANDLERS[key].handle(ctx, dataclasses.replace(request_for(key, version), **fields))
+        return decode_response(response[4:], key, version)[1] if isinstance(response, bytes) else response
 
     def topic_ops(response: Any) -> int:
         ops: int = response.topics[0].topic_authorized_operations

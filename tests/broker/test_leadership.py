@@ -39,6 +39,10 @@ class ThreeBrokers:
         leader = self.LEADERS[tp.partition].leader
         return [leader, *(b.node_id for b in BROKERS if b.node_id != leader)][:2] if leader >= 0 else [1, 2]
 
+    def partition_states(self, topic: str, partitions: int) -> list[tuple[PartitionLeader | None, list[int]]]:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return [(self.leader(tp), self.replicas(tp)) for tp in tps]
+
     def add_listener(self, listener: LeadershipListener) -> None:
         raise NotImplementedError
 
@@ -134,6 +138,10 @@ async def test_the_local_view_leads_every_partition_at_epoch_zero(broker_state) 
     assert view.leader(TopicPartition("t", 1)) == PartitionLeader(state.node_id, 0)
     assert view.leader(TopicPartition("t", 2)) is None and view.leader(TopicPartition("x", 0)) is None
     assert view.replicas(TopicPartition("t", 0)) == [state.node_id]
+    # in bulk, as Metadata asks: what leader() and replicas() say of each partition
+    for topic, count in (("t", 3), ("x", 2), ("t", 0)):
+        tps = [TopicPartition(topic, p) for p in range(count)]
+        assert view.partition_states(topic, count) == [(view.leader(tp), view.replicas(tp)) for tp in tps]
 
 
 async def test_the_local_view_announces_every_partition_to_a_listener(broker_state) -> None:  # type: ignore[no-untyped-def]

@@ -12,6 +12,7 @@ from protocol.build import build
 from protocol.codec import decode_response, encode_response, response_schema
 from protocol.errors import ErrorCode
 from protocol.fast_responses import encode_fetch_response, encode_produce_response
+from protocol.metadata_response import encode_metadata_response
 
 NAMES = ["t", "orders", "ünïcode-topic", "x" * 200]
 
@@ -105,3 +106,40 @@ def test_fetch_response_passes_record_buffers_through_uncopied() -> None:
         assert any(b is big for b in buffers) and any(b is view for b in buffers)
         _, body = decode_response(b"".join(buffers)[4:], 1, version)
         assert [p.records for p in body.responses[0].partitions] == [big, bytes(view) + b"tail", b""]
+
+
+def _metadata_topics(rng: random.Random, version: int) -> list[dict[str, Any]]:
+    topics: list[dict[str, Any]] = []
+    for _ in range(rng.choice([0, 1, 1, 3])):
+        if rng.random() < 0.3:  # error_entry's shape: no partitions, no is_internal
+            topics.append({"error_code": ErrorCode.unknown_topic_or_partition, "partitions": [],
+                           "name": None if version >= 12 and rng.random() < 0.5 else rng.choice(NAMES),
+                           "topic_id": rng.choice([None, uuid.UUID(int=rng.getrandbits(128))])})
+            continue
+        parts = []
+        for index in rng.sample(range(1000), rng.choice([0, 1, 2, 30])):
+            replicas = rng.choice([[], [1], [3, 1, 2]])
+            parts.append({"error_code": rng.choice([ErrorCode.none, ErrorCode.leader_not_available]),
+                          "partition_index": index, "leader_id": rng.choice([-1, 1, 7]),
+                          "leader_epoch": rng.choice([-1, 0, 12]), "replica_nodes": replicas,
+                          "isr_nodes": rng.choice([replicas, replicas[:1]]), "offline_replicas": rng.choice([[], [9]])})
+        topic = {"error_code": ErrorCode.none, "name": rng.choice(NAMES), "partitions": parts,
+                 "topic_id": uuid.UUID(int=rng.getrandbits(128)), "is_internal": rng.random() < 0.2}
+        if rng.random() < 0.5:
+            topic["topic_authorized_operations"] = rng.choice([-2147483648, 0b1011_1000])
+        topics.append(topic)
+    return topics
+
+
+@pytest.mark.parametrize("version", range(13))
+def test_metadata_response_matches_kio(version: int) -> None:
+    rng = random.Random(200 + version)
+    for _ in range(40):
+        brokers = [{"node_id": n, "host": rng.choice(["127.0.0.1", "broker-é.example"]), "port": rng.randrange(65536),
+                    "rack": rng.choice([None, "rack-a"])} for n in rng.sample(range(100), rng.choice([1, 3]))]
+        fields = {"brokers": brokers, "cluster_id": rng.choice([None, "MkU3OEVBNTcwNTJENDM2Qk"]),
+                  "controller_id": rng.choice([-1, 1]), "topics": _metadata_topics(rng, version),
+                  "cluster_authorized_operations": rng.choice([-2147483648, 0b1101])}
+        correlation_id = rng.randrange(-(1 << 31), 1 << 31)
+        expected = encode_response(correlation_id, build(response_schema(3, version), {"throttle_time": 0, **fields}))
+        assert encode_metadata_response(correlation_id, version, **fields) == expected
