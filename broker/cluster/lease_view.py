@@ -65,17 +65,28 @@ class LeaseView:
     def replicas(self, tp: TopicPartition) -> list[int]:
         """The leader, then other live brokers, up to the replication factor: with shared storage
         any live broker can lead the partition at once."""
-        leader = self.leader(tp)
-        row = self._rows.get(tp)
+        return self._replicas(self.leader(tp), self._rows.get(tp), {})
+
+    def _replicas(self, leader: PartitionLeader | None, row: PartitionLease | None,
+                  known: dict[tuple[int, int], list[int]]) -> list[int]:
         if leader is None or row is None:
             return [leader.leader] if leader is not None and leader.leader >= 0 else []
-        first = [leader.leader] if leader.leader >= 0 else []
-        others = [b.node_id for b in self._brokers if b.node_id != leader.leader]
-        return (first + others)[:max(row.replication_factor, len(first))]
+        key = (leader.leader, row.replication_factor)
+        replicas = known.get(key)  # a topic's partitions share a few leaders: each list made once
+        if replicas is None:
+            first = [leader.leader] if leader.leader >= 0 else []
+            others = [b.node_id for b in self._brokers if b.node_id != leader.leader]
+            replicas = known[key] = (first + others)[:max(row.replication_factor, len(first))]
+        return replicas
 
     def partition_states(self, topic: str, partitions: int) -> list[tuple[PartitionLeader | None, list[int]]]:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        return [(self.leader(tp), self.replicas(tp)) for tp in tps]
+        known: dict[tuple[int, int], list[int]] = {}
+        states = []
+        for p in range(partitions):
+            tp = TopicPartition(topic, p)
+            leader = self.leader(tp)
+            states.append((leader, self._replicas(leader, self._rows.get(tp), known)))
+        return states
 
     def add_listener(self, listener: LeadershipListener) -> None:
         """Registered for every later election; what is served now is announced in a task (this is

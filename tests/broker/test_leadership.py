@@ -10,12 +10,21 @@ from typing import Any
 
 import pytest
 
+from broker.cluster.lease_view import LeaseView
 from broker.cluster.local_view import LocalClusterView
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
-from storage.api import BrokerEndpoint, ClusterView, LeadershipListener, PartitionLeader, TopicPartition
+from storage.api import (
+    BrokerEndpoint,
+    ClusterSnapshot,
+    ClusterView,
+    LeadershipListener,
+    PartitionLeader,
+    PartitionLease,
+    TopicPartition,
+)
 from tests.broker.test_admin_handlers import call
 
 E = ErrorCode
@@ -185,3 +194,19 @@ async def test_a_single_node_accepts_a_replication_factor_of_one(broker_state) -
     assert (refused.error_code, refused.error_message) == (
         E.invalid_replication_factor, "replication factor 2 is larger than the 1 available broker")
     assert (await create(state, "zero", 0)).error_code is E.invalid_replication_factor
+
+
+def test_the_lease_views_bulk_answer_is_what_it_says_per_partition() -> None:
+    view = LeaseView(node_id=1)
+    view.update(ClusterSnapshot(brokers=BROKERS, partitions=[
+        PartitionLease(TopicPartition("t", 0), 1, 4, 2),  # this broker's row, but not served: leaderless
+        PartitionLease(TopicPartition("t", 1), 2, 3, 2),
+        PartitionLease(TopicPartition("t", 2), 3, 1, 3),
+        PartitionLease(TopicPartition("t", 3), 2, 3, 1),
+        PartitionLease(TopicPartition("t", 4), -1, 2, 2)]))
+    view.serving[TopicPartition("t", 5)] = 7  # served here, no row yet
+    tps = [TopicPartition("t", p) for p in range(7)]
+    states = view.partition_states("t", 7)
+    assert states == [(view.leader(tp), view.replicas(tp)) for tp in tps]
+    assert states[1] == (PartitionLeader(2, 3), [2, 1]) and states[2] == (PartitionLeader(3, 1), [3, 1, 2])
+    assert states[5] == (PartitionLeader(1, 7), [1]) and states[6] == (None, [])
