@@ -1,9 +1,10 @@
 """Metadata responses written straight from the handler's plain values, without kio.
 
-Every producer and consumer asks for metadata when it starts and whenever a leader moves, and a
-topic of 1,000 partitions made build() and kio's writer spend ~25 ms per answer: twenty producers
-starting together held the event loop for seconds. The layout is Kafka's MetadataResponse JSON
-spec (v0-12); a test checks every version byte for byte against kio's encoder.
+Every producer and consumer asks for metadata when it starts and whenever a leader moves. For a
+topic of 1,000 partitions build() and kio's writer took ~10 ms of a ~16 ms answer, and twenty
+producers starting together held the event loop for seconds; this writes it in ~1.5 ms. The
+layout is Kafka's MetadataResponse JSON spec (v0-12); a test checks every version byte for byte
+against kio's encoder.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 from .fast_responses import count_prefix, framed, string
 
-__all__ = ("encode_metadata_response",)
+__all__ = ("NO_OPERATIONS", "encode_metadata_response")
 
 _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")

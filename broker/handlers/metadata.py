@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_response import encode_metadata_response
+from protocol.metadata_response import NO_OPERATIONS, encode_metadata_response
 from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, validate_topic_name
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -62,7 +62,7 @@ def topic_entry(meta: TopicMetadata, cluster: ClusterView) -> dict[str, Any]:
         "is_internal": meta.internal,
         "partitions": [partition_entry(p, leader, replicas)
                        for p, (leader, replicas) in enumerate(cluster.partition_states(meta.name, meta.partitions))],
-        "topic_authorized_operations": -2147483648,
+        "topic_authorized_operations": NO_OPERATIONS,
     }
 
 
