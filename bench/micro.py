@@ -5,6 +5,7 @@ the broker's CPU time is read from /proc. On a shared machine the broker's CPU s
 less than its wall-clock speed, so this is the instrument for one optimisation at a time:
 
     python -m bench.micro --batch-kb 16 --mb 300 [--isolation 1] [--py-spy out.txt]
+    python -m bench.micro --batch-kb 64 --produce-version 13 --transactional 160  # k2-txn's requests
 """
 
 from __future__ import annotations
@@ -43,31 +44,96 @@ def _cpu_split(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _TICKS, int(fields[12]) / _TICKS
 
 
-def _producer_id(bootstrap: str) -> tuple[int, int]:
-    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+def _producer_id(bootstrap: str, transactional_id: str | None = None) -> tuple[int, int]:
+    from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 
     from protocol.build import build
-    r = request(bootstrap, build(InitProducerIdRequest, {"transactional_id": None, "transaction_timeout": 60000,
+    r = request(bootstrap, build(InitProducerIdRequest, {"transactional_id": transactional_id,
+                                                         "transaction_timeout": 60000,
                                                          "producer_id": -1, "producer_epoch": -1}))
     return r.producer_id, r.producer_epoch
 
 
-def _produce_frames(topic: str, batch_kb: int, count: int, pid: int, epoch: int) -> Any:
-    from kio.schema.produce.v9.request import ProduceRequest
+def _topic_id(bootstrap: str, topic: str) -> Any:
+    from kio.schema.metadata.v12.request import MetadataRequest
+
+    from protocol.build import build
+    r = request(bootstrap, build(MetadataRequest, {"topics": [{"topic_id": None, "name": topic}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}))
+    return r.topics[0].topic_id
+
+
+def _produce_frame(topic: str | Any, version: int, batch_kb: int, txn: str | None, pid: int,
+                   epoch: int) -> tuple[bytearray, int, int]:
+    """One Produce request (v9 names the topic, v13 gives its id) and where its batch lies."""
+    from kio.schema.produce.v9.request import ProduceRequest as V9
+    from kio.schema.produce.v13.request import ProduceRequest as V13
 
     from protocol.build import build
     value = b"x" * 1000
-    batch = build_batch([Record(offset=i, timestamp=int(time.time() * 1000), key=None, value=value, headers=())
-                         for i in range(batch_kb)], producer_id=pid, producer_epoch=epoch, base_sequence=0)
-    frame = bytearray(encode_request(build(ProduceRequest, {
-        "transactional_id": None, "acks": -1, "timeout": 30000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}]}), 1, "micro"))
-    at, end = frame.index(bytes(batch)), frame.index(bytes(batch)) + len(batch)
+    batch = bytes(build_batch([Record(offset=i, timestamp=int(time.time() * 1000), key=None, value=value,
+                                      headers=()) for i in range(batch_kb)],
+                              producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=txn is not None))
+    named = {"topic_id": topic} if version >= 13 else {"name": topic}
+    frame = bytearray(encode_request(build(V13 if version >= 13 else V9, {
+        "transactional_id": txn, "acks": -1, "timeout": 30000,
+        "topic_data": [{**named, "partition_data": [{"index": 0, "records": batch}]}]}), 1, "micro"))
+    at = frame.index(batch)
+    return frame, at, at + len(batch)
+
+
+def _produce_frames(topic: str | Any, version: int, batch_kb: int, count: int, pid: int, epoch: int,
+                    txn: str | None = None) -> Any:
+    """count Produce frames with consecutive sequences (patched in place, CRC recomputed)."""
+    frame, at, end = _produce_frame(topic, version, batch_kb, txn, pid, epoch)
     for i in range(count):
         struct.pack_into(">i", frame, at + 53, i * batch_kb)  # base_sequence
         struct.pack_into(">I", frame, at + 17, crc32c(memoryview(frame)[at + 21:end]))
         struct.pack_into(">i", frame, 8, i)  # correlation id
         yield bytes(frame)
+
+
+def _end_txn(sock: socket.socket, txn: str, pid: int, epoch: int) -> int:
+    """Commit (EndTxn v5, Transactions V2); the epoch the coordinator bumped to."""
+    from kio.schema.end_txn.v5.request import EndTxnRequest
+    from kio.schema.end_txn.v5.response import EndTxnResponse
+
+    from protocol.build import build
+    from protocol.codec import _reader
+    sock.sendall(encode_request(build(EndTxnRequest, {"transactional_id": txn, "producer_id": pid,
+                                                      "producer_epoch": epoch, "committed": True}), 0, "micro"))
+    body = _response(sock)
+    _, pos = _reader(EndTxnResponse.__header_schema__)(body, 0)
+    resp, _ = _reader(EndTxnResponse)(body, pos)
+    if resp.error_code:
+        raise SystemExit(f"EndTxn failed: {resp.error_code}")
+    return int(resp.producer_epoch)
+
+
+def _produce_transactions(sock: socket.socket, topic: str | Any, version: int, batch_kb: int, count: int,
+                          pid: int, epoch: int, per_txn: int) -> None:
+    """Transactions V2 as Kafka's producer runs them: per_txn pipelined requests, then EndTxn,
+    the next transaction under the bumped epoch from sequence 0."""
+    txn = "micro-txn"
+    done = 0
+    while done < count:
+        n = min(per_txn, count - done)
+        _check(_pipeline(sock, _produce_frames(topic, version, batch_kb, n, pid, epoch, txn)), version)
+        epoch = _end_txn(sock, txn, pid, epoch)
+        done += n
+
+
+def _check(responses: list[bytes], version: int) -> None:
+    """The first and last answers of a transaction carry no error."""
+    from protocol.codec import _reader, response_schema
+    schema = response_schema(0, version)
+    for body in responses[:1] + responses[-1:]:
+        _, pos = _reader(schema.__header_schema__)(body, 0)
+        resp, _ = _reader(schema)(body, pos)
+        code = resp.responses[0].partition_responses[0].error_code
+        if code:
+            raise SystemExit(f"produce failed: error {code}")
 
 
 def _fetch_frames(topic: str, isolation: int, offsets: Any) -> Any:
@@ -148,12 +214,18 @@ def main() -> None:
     parser.add_argument("--isolation", type=int, default=0)
     parser.add_argument("--py-spy", help="write py-spy's raw stacks of the broker here")
     parser.add_argument("--fetch-passes", type=int, default=1, help="fetch the topic this many times")
+    parser.add_argument("--produce-version", type=int, default=9, choices=(9, 13),
+                        help="Produce v9 names the topic; v13 (Kafka 4 clients) gives its id")
+    parser.add_argument("--transactional", type=int, default=0, metavar="N",
+                        help="produce in transactions (V2) of N requests each, committed by EndTxn v5")
     args = parser.parse_args()
     with EmbeddedBroker() as b:
         assert b.proc is not None
         pid = b.proc.pid
         b.create_topic("micro", 1)
-        producer = _producer_id(b.bootstrap_servers)
+        txn = "micro-txn" if args.transactional else None
+        producer_id, epoch = _producer_id(b.bootstrap_servers, txn)
+        topic = _topic_id(b.bootstrap_servers, "micro") if args.produce_version >= 13 else "micro"
         count = args.mb * 1024 // args.batch_kb
         spy = None
         if args.py_spy:
@@ -163,7 +235,12 @@ def main() -> None:
             time.sleep(1)
         with socket.create_connection(("127.0.0.1", int(b.bootstrap_servers.rsplit(":", 1)[1]))) as sock:
             c0, t0, u0 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
-            _pipeline(sock, _produce_frames("micro", args.batch_kb, count, *producer))
+            if args.transactional:
+                _produce_transactions(sock, topic, args.produce_version, args.batch_kb, count, producer_id,
+                                      epoch, args.transactional)
+            else:
+                _check(_pipeline(sock, _produce_frames(topic, args.produce_version, args.batch_kb, count,
+                                                       producer_id, epoch)), args.produce_version)
             c1, t1, u1 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
             requests = fetched = 0
             for _ in range(args.fetch_passes):
