@@ -65,8 +65,7 @@ def _compressed(records: list[Record], codec: int) -> bytes:
     plain = bytes(build_batch(records))
     header = RecordBatchHeader.parse(plain)
     raw: list[RawRecord] = decode_raw_records(plain, header)
-    coded = RecordBatchHeader(**{**{f: getattr(header, f) for f in header.__dataclass_fields__},
-                                      "attributes": header.attributes | codec})
+    coded = header._replace(attributes=header.attributes | codec)
     return build_filtered_batch(plain, coded, raw, None)
 
 

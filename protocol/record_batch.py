@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
+from typing import Final, NamedTuple
 
 from crc32c import crc32c
 
@@ -65,8 +65,13 @@ class CompressionType(IntEnum):
     ZSTD = 4
 
 
-@dataclass(frozen=True, slots=True)
-class RecordBatchHeader:
+_new_tuple = tuple.__new__
+
+
+class RecordBatchHeader(NamedTuple):
+    """A batch's header fields. A tuple, not a frozen dataclass: the produce path builds several
+    per request, and a frozen dataclass of 13 fields takes ~3 us to construct against ~0.6 us."""
+
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -83,14 +88,11 @@ class RecordBatchHeader:
 
     @classmethod
     def parse(cls, buf: bytes | memoryview, pos: int = 0) -> RecordBatchHeader:
-        return cls(*BATCH_HEADER.unpack_from(buf, pos))
+        return _new_tuple(cls, BATCH_HEADER.unpack_from(buf, pos))
 
     def with_base_offset(self, base_offset: int) -> RecordBatchHeader:
-        """This header at another base offset (dataclasses.replace costs three times as much,
-        and an append assigns one per batch)."""
-        return RecordBatchHeader(base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc,
-                                 self.attributes, self.last_offset_delta, self.base_timestamp, self.max_timestamp,
-                                 self.producer_id, self.producer_epoch, self.base_sequence, self.records_count)
+        """This header at another base offset (an append assigns one per batch)."""
+        return _new_tuple(RecordBatchHeader, (base_offset, *self[1:]))
 
     @property
     def size(self) -> int:

@@ -29,6 +29,7 @@ from .api import (
     LogSource,
     OpenTransaction,
     PartitionLog,
+    TopicIdCache,
     TopicMetadata,
     TopicPartition,
     validate_topic_name,
@@ -51,6 +52,7 @@ class LogManager:
         self.log_defaults = log_defaults
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.topics: dict[str, TopicMetadata] = {}
+        self._by_id = TopicIdCache()
         self.logs: dict[TopicPartition, LocalPartitionLog] = {}
         self._started = False
         self._fs = fs
@@ -246,7 +248,7 @@ class LogManager:
         return {tp: txns for tp, plog in self.logs.items() if (txns := plog.open_transactions())}
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
-        return next((m for m in self.topics.values() if m.topic_id == topic_id), None)
+        return self._by_id.lookup(self.topics, topic_id)
 
     async def lookup_topic(self, name: str) -> TopicMetadata | None:
         return self.topics.get(name)  # the only broker: nothing to learn from elsewhere

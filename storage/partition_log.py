@@ -201,9 +201,10 @@ class LocalPartitionLog(LogActor):
     def open_transactions(self) -> list[OpenTransaction]:
         return self.txns.state.open_transactions() if self.txns.state.has_open_transactions else []
 
-    def has_open_transaction(self, producer_id: int) -> bool:
+    def has_open_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
         entry = self.txns.state.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset is not None
+        return (entry is not None and entry.current_txn_first_offset is not None
+                and (producer_epoch is None or entry.producer_epoch == producer_epoch))
 
     # -- cleaning (storage/cleaner/) ---------------------------------------------------------------
 

@@ -56,7 +56,7 @@ def _check_one_batch(records: bytes, version: int) -> RecordBatchHeader:
     """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch per partition. Producers
     send one; a second one's sequences could not be checked against state the first has not
     yet advanced, so the whole partition's data is refused and nothing is written. Returns the
-    batch's header, parsed once here for the checks that follow (the log verifies the CRC)."""
+    batch's header for the checks that follow (the log verifies the CRC)."""
     if not records:
         raise KafkaError(ErrorCode.invalid_record,
                          f"Produce v{version} requests must have at least one record batch per partition")
@@ -67,6 +67,27 @@ def _check_one_batch(records: bytes, version: int) -> RecordBatchHeader:
     return first
 
 
+Parsed = RecordBatchHeader | KafkaError | None  # a partition's one batch, why it has none, or null records
+
+
+def _parse(records: bytes | None, version: int) -> Parsed:
+    """Each partition's header is parsed once per request, for the transaction and the append."""
+    if records is None:
+        return None
+    try:
+        return _check_one_batch(records, version)
+    except KafkaError as exc:
+        return exc
+
+
+def _batch_of(parsed: Parsed) -> RecordBatchHeader:
+    if parsed is None:
+        raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
+    if isinstance(parsed, KafkaError):
+        raise parsed
+    return parsed
+
+
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
     if ctx.version < 13:
         return str(topic.name)
@@ -74,30 +95,40 @@ def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
     return None if meta is None else meta.name
 
 
-def _first_transactional_batches(ctx: RequestContext, request: Any, names: list[str | None],
-                                 forbidden: frozenset[str]) -> Any:
-    """(partition, header) of each partition's first batch, for the partitions that can take it
-    (not those of topics the producer may not WRITE: they are never added to its transaction)."""
-    for name, t in zip(names, request.topic_data, strict=True):
-        for part in t.partition_data:
-            tp = TopicPartition(name or "", part.index)
-            if (name is None or name in forbidden or name in INTERNAL_TOPICS or not part.records
-                    or ctx.broker.logs.find_log(tp) is None):
-                continue
-            try:
-                header: RecordBatchHeader = next(iter_batches(part.records, verify_crc=False))[1]
-            except (KafkaError, StopIteration):
-                continue  # the log refuses it with the reason
-            yield tp, header
+def _transactional_batches(ctx: RequestContext, request: Any, names: list[str | None], parsed: list[list[Parsed]],
+                           forbidden: frozenset[str]) -> list[tuple[TopicPartition, RecordBatchHeader]]:
+    """(partition, header) of each partition's transactional batch, for the partitions that can
+    take it (not those of topics the producer may not WRITE: they are never added to its
+    transaction, nor data the append refuses anyway)."""
+    found = []
+    for name, t, headers in zip(names, request.topic_data, parsed, strict=True):
+        if name is None or name in forbidden or name in INTERNAL_TOPICS:
+            continue
+        for part, header in zip(t.partition_data, headers, strict=True):
+            if type(header) is RecordBatchHeader and header.is_transactional:
+                tp = TopicPartition(name, part.index)
+                if ctx.broker.logs.find_log(tp) is not None:
+                    found.append((tp, header))
+    return found
+
+
+def _open_in_log(ctx: RequestContext) -> Any:
+    """Kafka's UnifiedLog.hasOngoingTransaction: a partition whose log already holds the
+    producer's transaction under this epoch needs no word with the coordinator."""
+    def open_in_log(tp: TopicPartition, header: RecordBatchHeader) -> bool:
+        plog = ctx.broker.logs.find_log(tp)
+        return plog is not None and plog.has_open_transaction(header.producer_id, header.producer_epoch)
+    return open_in_log
 
 
 def _add_retry(ctx: RequestContext) -> AddRetry:
-    config = ctx.broker.config
+    config, coordinator = ctx.broker.config, ctx.broker.txn_coordinator
     return AddRetry(backoff_ms=config.add_partitions_to_txn_retry_backoff_ms,
-                    max_ms=min(config.add_partitions_to_txn_retry_backoff_max_ms, config.request_timeout_ms))
+                    max_ms=min(config.add_partitions_to_txn_retry_backoff_max_ms, config.request_timeout_ms),
+                    wait=None if coordinator is None else coordinator.markers_written)
 
 
-async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part: Any,
+async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part: Any, parsed: Parsed,
                       refused: dict[TopicPartition, KafkaError], forbidden: frozenset[str]) -> dict[str, Any]:
     stats = None
     try:
@@ -105,19 +136,17 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
             raise KafkaError(ErrorCode.unknown_topic_id, "This server does not host this topic ID.")
         if topic in forbidden:
             raise denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic)
-        if (error := refused.get(TopicPartition(topic, part.index))) is not None:
+        tp = TopicPartition(topic, part.index)
+        if refused and (error := refused.get(tp)) is not None:
             raise error
         if topic in INTERNAL_TOPICS:
             raise KafkaError(ErrorCode.invalid_topic_exception, f"cannot append to internal topic {topic}")
-        tp = TopicPartition(topic, part.index)
         check_leader(ctx.broker.cluster, tp)
         plog = ctx.broker.logs.get_log(tp)
         if (metrics := ctx.broker.metrics) is not None:
             stats = metrics.topic(topic)  # only topics that exist: unknown names make no series
             stats.total_produce_requests += 1
-        if part.records is None:
-            raise KafkaError(ErrorCode.corrupt_message, "partition data carries null records")
-        header = _check_one_batch(part.records, ctx.version)
+        header = _batch_of(parsed)
         if ctx.version < 12:  # v12+: added to the transaction before (refused holds the failures)
             verify_transactional_batches(ctx.broker.txn_coordinator, request.transactional_id, tp, plog,
                                          header, ctx.version)
@@ -164,13 +193,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         names = [_topic_name(ctx, t) for t in request.topic_data]
         forbidden = _refused_topics(ctx, request, names)
+        parsed = [[_parse(p.records, ctx.version) for p in t.partition_data] for t in request.topic_data]
         refused: dict[TopicPartition, KafkaError] = {}
-        if ctx.version >= 12:
-            refused = await add_partitions_for_produce(ctx.broker.txn_coordinator, request.transactional_id,
-                                                       _first_transactional_batches(ctx, request, names, forbidden),
-                                                       coordinator_add(ctx), _add_retry(ctx))
-        results = await _append_all([[_append_one(ctx, request, name, p, refused, forbidden) for p in t.partition_data]
-                                     for name, t in zip(names, request.topic_data, strict=True)])
+        if ctx.version >= 12 and (batches := _transactional_batches(ctx, request, names, parsed, forbidden)):
+            refused = await add_partitions_for_produce(ctx.broker.txn_coordinator, request.transactional_id, batches,
+                                                       coordinator_add(ctx), _add_retry(ctx), _open_in_log(ctx))
+        results = await _append_all([[_append_one(ctx, request, name, p, h, refused, forbidden)
+                                      for p, h in zip(t.partition_data, hs, strict=True)]
+                                     for name, t, hs in zip(names, request.topic_data, parsed, strict=True)])
     if request.acks == 0:
         failed = [p for parts in results for p in parts if p["error_code"] != ErrorCode.none]
         if failed:

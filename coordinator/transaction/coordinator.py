@@ -246,6 +246,17 @@ class TransactionCoordinator(TxnShards):
         return verify_partitions(self.describe(transactional_id), transactional_id, producer_id, producer_epoch,
                                  partitions)
 
+    async def markers_written(self, transactional_id: str, timeout_s: float) -> None:
+        """Wait up to timeout_s for the markers of the id's last transaction, and its COMPLETE_*,
+        to be written here: a V2 Produce that found them still being written tries again then,
+        not after a fixed pause. Without such a write here (another broker coordinates the id, or
+        a state write is pending) it waits the whole timeout."""
+        task = self._marker_tasks.get(transactional_id)
+        if task is None or task.done():
+            await asyncio.sleep(timeout_s)
+        else:
+            await asyncio.wait({task}, timeout=timeout_s)
+
     def describe(self, transactional_id: str) -> TransactionMetadata | None:
         md = self.transactions.get(transactional_id)
         return None if md is None or md.state is TxnState.DEAD else md

@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
-from ..api import LeadershipListener, LogSource, OpenTransaction, PartitionLog, TopicMetadata, TopicPartition
+from ..api import (
+    LeadershipListener,
+    LogSource,
+    OpenTransaction,
+    PartitionLog,
+    TopicIdCache,
+    TopicMetadata,
+    TopicPartition,
+)
 from ..log_config import LogConfig, check_topic_configs, effective_topic_defaults
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
@@ -65,6 +73,7 @@ class PgLogSource:
         self.committer = GroupCommitter(pool, node_id, concurrency=commit_concurrency)
         self._topic_store = TopicStore(pool)
         self._topics: dict[str, TopicMetadata] = {}
+        self._by_id = TopicIdCache()
         self.logs: dict[TopicPartition, PgPartitionLog] = {}
         self._refresh_interval_ms = refresh_interval_ms
         self._snapshot_interval = (snapshot_interval_bytes, snapshot_interval_batches)
@@ -179,7 +188,7 @@ class PgLogSource:
         return self._topics
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
-        return next((m for m in self._topics.values() if m.topic_id == topic_id), None)
+        return self._by_id.lookup(self._topics, topic_id)
 
     def topic_defaults(self) -> dict[str, str]:
         return effective_topic_defaults(self.log_defaults)

@@ -323,9 +323,10 @@ class PgPartitionLog(LogActor):
     def open_transactions(self) -> list[OpenTransaction]:
         return self.state.open_transactions() if self.state.has_open_transactions else []
 
-    def has_open_transaction(self, producer_id: int) -> bool:
+    def has_open_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
         entry = self.state.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset is not None
+        return (entry is not None and entry.current_txn_first_offset is not None
+                and (producer_epoch is None or entry.producer_epoch == producer_epoch))
 
     async def update_config(self, config: LogConfig) -> None:
         await self.call(lambda: setattr(self, "config", config))

@@ -145,3 +145,18 @@ def test_invalid_topic_names(name):
 @pytest.mark.parametrize("name", ["a", "A.b_c-1", "a" * 249, "..."])
 def test_valid_topic_names(name):
     validate_topic_name(name)
+
+
+async def test_a_topic_is_found_by_id_through_its_changes(tmp_path):
+    # topic_by_id remembers where an id was found (Produce v13 asks per request), and checks it
+    m = await started(tmp_path)
+    first = await m.create_topic("t", 1)
+    assert m.topic_by_id(first.topic_id) is first
+    await m.create_partitions("t", 3)
+    assert m.topic_by_id(first.topic_id) == m.topics["t"] and m.topics["t"].partitions == 3
+    await m.delete_topic("t")
+    assert m.topic_by_id(first.topic_id) is None
+    again = await m.create_topic("t", 1)
+    assert m.topic_by_id(first.topic_id) is None and m.topic_by_id(again.topic_id) is again
+    assert m.topic_by_id(uuid.uuid4()) is None
+    await m.close()

@@ -250,3 +250,13 @@ async def test_issue_11_open_transaction_start_time_survives_a_restart(tmp_path,
         assert again.start_timestamp == 1000  # the opening batch's own timestamp
     finally:
         await plog.close()
+
+
+async def test_an_open_transaction_is_known_by_producer_and_epoch(plog):
+    # KIP-890: a Produce v12+ batch for a transaction its partition already holds needs no word
+    # with the coordinator; one under the next epoch (Transactions V2 bumps it per transaction) does.
+    await plog.append(batch(pid=7, epoch=3, txn=True))
+    assert plog.has_open_transaction(7) and plog.has_open_transaction(7, 3)
+    assert not plog.has_open_transaction(7, 4) and not plog.has_open_transaction(8)
+    await plog.append(marker(pid=7, epoch=3), origin=AppendOrigin.COORDINATOR)
+    assert not plog.has_open_transaction(7, 3) and not plog.has_open_transaction(7)

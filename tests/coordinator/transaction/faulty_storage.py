@@ -94,8 +94,8 @@ class FaultyLog:
     def open_transactions(self) -> list[OpenTransaction]:
         return self.inner.open_transactions()
 
-    def has_open_transaction(self, producer_id: int) -> bool:
-        return self.inner.has_open_transaction(producer_id)
+    def has_open_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        return self.inner.has_open_transaction(producer_id, producer_epoch)
 
     def add_waiter(self, waiter: asyncio.Future[None]) -> None:
         self.inner.add_waiter(waiter)

@@ -2,6 +2,8 @@
 the bumped epoch and the partition's producer state follows it, the empty abort needs no marker,
 the implicit add, restarts with the V2 fields, and the fence abort under transaction.version 2."""
 
+import asyncio
+
 import pytest
 
 from coordinator.transaction.state import TxnState
@@ -98,3 +100,20 @@ async def test_fencing_under_level_2_aborts_with_epoch_plus_2(broker):
     fresh = await c.init_producer_id("tx", 60000)
     assert fresh.epoch == 3
     await expect(ErrorCode.producer_fenced, c.end_txn("tx", zombie.producer_id, zombie.epoch, True, tv2=True))
+
+
+async def test_markers_written_returns_once_they_are_and_the_next_add_succeeds(broker):
+    # what a V2 Produce that met CONCURRENT_TRANSACTIONS waits for before its next try
+    c = broker.coordinator
+    p = await c.init_producer_id("tx", 60000)
+    await c.add_partitions("tx", p.producer_id, p.epoch, [T0], tv2=True)
+    after = await c.end_txn("tx", p.producer_id, p.epoch, commit=True, tv2=True)
+    assert c.describe("tx").state is TxnState.PREPARE_COMMIT  # the markers are being written
+    await asyncio.wait_for(c.markers_written("tx", 30.0), timeout=5)
+    assert c.describe("tx").state is TxnState.COMPLETE_COMMIT
+    await c.add_partitions("tx", p.producer_id, after.epoch, [T0], tv2=True)
+    # with nothing being written for the id, it waits the whole timeout
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await c.markers_written("tx", 0.05)
+    assert loop.time() - started >= 0.05

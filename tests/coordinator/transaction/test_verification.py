@@ -1,3 +1,5 @@
+import asyncio
+
 import pytest
 
 from coordinator.transaction.metadata import TransactionMetadata
@@ -138,6 +140,30 @@ async def test_implicit_add_skips_partitions_already_in_the_transaction():
     assert await add_partitions_for_produce(ongoing(TP), "tx", [(TP, header(pid=5, epoch=0, txn=True))], add) == {}
 
 
+async def test_implicit_add_skips_partitions_whose_log_holds_the_transaction_and_adds_the_others():
+    # Kafka's UnifiedLog.hasOngoingTransaction: no word with the coordinator for those
+    added = []
+
+    async def add(txn_id, pid, epoch, partitions):
+        added.append(partitions)
+
+    refused = await add_partitions_for_produce(ongoing(), "tx", [(TP, header(pid=5, epoch=0, txn=True)),
+                                                                 (OTHER, header(pid=5, epoch=0, txn=True))],
+                                               add, open_in_log=lambda tp, h: tp == TP)
+    assert refused == {} and added == [[OTHER]]
+
+
+async def test_a_partition_whose_log_holds_the_transaction_still_counts_in_the_one_producer_check():
+    async def add(txn_id, pid, epoch, partitions):
+        raise AssertionError("refused before any add")
+
+    refused = await add_partitions_for_produce(ongoing(), "tx", [(TP, header(pid=5, epoch=0, txn=True)),
+                                                                 (OTHER, header(pid=6, epoch=0, txn=True))],
+                                               add, open_in_log=lambda tp, h: True)
+    assert {tp: e.code for tp, e in refused.items()} == {TP: ErrorCode.invalid_producer_id_mapping,
+                                                          OTHER: ErrorCode.invalid_producer_id_mapping}
+
+
 def test_another_add_being_persisted_does_not_stop_a_batch_to_an_added_partition():
     c = ongoing(TP)
     c.md.mark_pending(c.md.prepare_add_partitions(producer_id=5, producer_epoch=0, partitions=[OTHER], now_ms=2))
@@ -237,3 +263,26 @@ async def test_txn_offset_commit_reaches_a_transaction_coordinator_on_another_br
             await call
         assert info.value.code is told
     assert asked == [("add" if version >= 5 else "verify", [offsets])]
+
+
+async def test_a_v2_add_is_tried_again_once_the_markers_are_written_not_after_the_whole_backoff():
+    # the local coordinator tells when the last transaction's markers are written: the retry
+    # goes then (here after 10 ms), not after the 10 s backoff
+    loop = asyncio.get_running_loop()
+    written = loop.create_future()
+    loop.call_later(0.01, written.set_result, None)
+    tries = []
+
+    async def add(txn_id, pid, epoch, partitions):
+        tries.append(loop.time())
+        if not written.done():
+            raise KafkaError(ErrorCode.concurrent_transactions, "markers")
+
+    async def markers_written(txn_id, timeout_s):
+        assert (txn_id, timeout_s) == ("tx", 10.0)
+        await asyncio.wait({written}, timeout=timeout_s)
+
+    refused = await asyncio.wait_for(add_partitions_for_produce(
+        ongoing(), "tx", [(OTHER, header(pid=5, epoch=0, txn=True))], add,
+        AddRetry(backoff_ms=10_000, max_ms=30_000, wait=markers_written)), timeout=5)
+    assert refused == {} and len(tries) == 2
