@@ -23,6 +23,7 @@ as Kafka's GroupMetadataManager.partitionFor computes it, so clients and tools a
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -57,6 +58,7 @@ def java_string_hashcode(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=4096)  # asked for on every group request; bounded, group ids are the client's
 def partition_for(group_id: str, num_partitions: int) -> int:
     h = java_string_hashcode(group_id)
     # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 instead of overflowing.
@@ -125,6 +127,7 @@ class _Writer:
         self.buf += _I32.pack(len(data)) + data
 
 
+@functools.lru_cache(maxsize=4096)  # a group commits the same partitions again and again
 def encode_offset_commit_key(group: str, tp: TopicPartition) -> bytes:
     w = _Writer(1)
     w.string(group)
