@@ -9,7 +9,8 @@ the generation field carries the member epoch: another epoch is STALE_MEMBER_EPO
 members must use v9+ (UNSUPPORTED_VERSION below, as Kafka answers). Unknown partitions get
 UNKNOWN_TOPIC_OR_PARTITION, metadata over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE.
 Version notes: v2-4 carry retention_time_ms (-1: the broker's offsets.retention.minutes); v6+
-committed_leader_epoch; v7+ group_instance_id.
+committed_leader_epoch; v7+ group_instance_id. The response is written without kio
+(protocol/offset_commit_response.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
+from protocol.offset_commit_response import encode_offset_commit_response
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -42,7 +44,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         except KafkaError as exc:
             results |= dict.fromkeys(wanted, exc.code)
-    return ctx.respond({"throttle_time": 0, "topics": commit_results(request, results)})
+    return encode_offset_commit_response(ctx.header.correlation_id, ctx.version, commit_results(request, results))
 
 
 HANDLER = Handler(api_key=ApiKey.OFFSET_COMMIT, min_version=2, max_version=9, handle=handle)

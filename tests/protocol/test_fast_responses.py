@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from broker.handlers.offset_commit import HANDLER as OFFSET_COMMIT
 from protocol.build import build
 from protocol.codec import decode_response, encode_response, response_schema
 from protocol.errors import ErrorCode
 from protocol.fast_responses import encode_fetch_response, encode_produce_response
 from protocol.metadata_response import encode_metadata_response
+from protocol.offset_commit_response import encode_offset_commit_response
 
 NAMES = ["t", "orders", "ünïcode-topic", "x" * 200]
 
@@ -143,3 +145,24 @@ def test_metadata_response_matches_kio(version: int) -> None:
         correlation_id = rng.randrange(-(1 << 31), 1 << 31)
         expected = encode_response(correlation_id, build(response_schema(3, version), {"throttle_time": 0, **fields}))
         assert encode_metadata_response(correlation_id, version, **fields) == expected
+
+
+def _offset_commit_topics(rng: random.Random) -> list[dict[str, Any]]:
+    return [{"name": rng.choice(NAMES), "partitions": [
+        {"partition_index": index, "error_code": rng.choice(
+            [ErrorCode.none, ErrorCode.none, ErrorCode.offset_metadata_too_large, ErrorCode.unknown_member_id])}
+        for index in rng.sample(range(1000), rng.choice([0, 1, 3, 130]))]}
+        for _ in range(rng.choice([0, 1, 1, 3]))]
+
+
+@pytest.mark.parametrize("version", range(OFFSET_COMMIT.min_version, OFFSET_COMMIT.max_version + 1))
+def test_offset_commit_response_matches_kio(version: int) -> None:
+    """Every version the broker advertises, flexible ones (v8+) with their empty tag buffers."""
+    rng = random.Random(300 + version)
+    for _ in range(30):
+        topics = _offset_commit_topics(rng)
+        throttle = rng.choice([0, 5000])
+        correlation_id = rng.randrange(-(1 << 31), 1 << 31)
+        expected = encode_response(correlation_id, build(response_schema(8, version),
+                                                         {"throttle_time": throttle, "topics": topics}))
+        assert encode_offset_commit_response(correlation_id, version, topics, throttle) == expected
