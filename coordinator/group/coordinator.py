@@ -8,6 +8,9 @@ __consumer_offsets writes around them, Kafka's way:
 - decide (validate, compute the outcome), persist (append the records), then apply and reply.
   A commit is acknowledged only once its records are in the log; a SyncGroup or a group emptying
   out is answered only once the group record is.
+- OffsetCommits queued one behind the other are decided one by one, then written with one
+  append per __consumer_offsets partition (Kafka's coordinator runtime batches writes alike): a
+  consumer group's members committing together cost the log one batch, not one each.
 - at start-up every partition of __consumer_offsets is replayed (loader.py) before the broker
   listens, so a restarted broker answers OffsetFetch with what it acknowledged before. In cluster
   mode each partition is a shard loaded when this broker is elected its leader (sharding.py).
@@ -55,6 +58,11 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _is_offset_commit(cmd: c.Command) -> bool:
+    """An OffsetCommit: TxnOffsetCommits are written as their producer's batches, one each."""
+    return type(cmd) is c.CommitOffsets and cmd.producer is None
+
+
 class GroupCoordinator(ClassicInConsumerOperations, ShardedGroups):
     """Public face: one coroutine per group API; see commands.py for what each carries."""
 
@@ -75,6 +83,7 @@ class GroupCoordinator(ClassicInConsumerOperations, ShardedGroups):
         self._task: asyncio.Task[None] | None = None
         self._next_retention_check_ms = 0
         self._timers: list[tuple[int, str]] = []  # (deadline ms, group id), a lazy heap
+        self._held: c.Command | None = None  # taken from the queue behind OffsetCommits, served next
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -106,8 +115,11 @@ class GroupCoordinator(ClassicInConsumerOperations, ShardedGroups):
         if exc is not None:
             log.error("group coordinator died: %r", exc, exc_info=exc)
         error = KafkaError(ErrorCode.coordinator_not_available, "group coordinator stopped")
+        waiting: list[c.Command] = [] if self._held is None else [self._held]
+        self._held = None
         while not self._queue.empty():
-            cmd = self._queue.get_nowait()
+            waiting.append(self._queue.get_nowait())
+        for cmd in waiting:
             if not cmd.reply.done():
                 cmd.reply.set_exception(error)
         for group in self.groups.values():
@@ -288,26 +300,75 @@ class GroupCoordinator(ClassicInConsumerOperations, ShardedGroups):
 
     async def _run(self) -> None:
         while True:
-            timeout = max(self._next_deadline_ms() - self._clock_ms(), 0) / 1000
-            try:
-                cmd: c.Command | None = await asyncio.wait_for(self._queue.get(), timeout)
-            except TimeoutError:
-                cmd = None
+            cmds = await self._next_commands()
             # Expire what is due first: a command arriving late must see the expiry.
             await self._run_timers()
-            if cmd is not None and not cmd.reply.done() and (error := self.shard_error(cmd)):
-                cmd.reply.set_exception(error)  # a group of a shard served elsewhere, or loading
-            elif cmd is not None and not cmd.reply.done():
-                try:
-                    await self._execute(cmd)
-                except Exception as exc:
-                    log.exception("group coordinator failed on %s", type(cmd).__name__)
-                    if not cmd.reply.done():
-                        cmd.reply.set_exception(exc)
-                group_id = getattr(cmd, "group_id", None)
-                if group_id is not None:
-                    self._schedule(group_id)
+            if cmds and _is_offset_commit(cmds[0]):
+                await self._serve_commits(cmds)
+            elif cmds:
+                await self._serve(cmds[0])
             await self._run_timers()
+
+    async def _next_commands(self) -> list[c.Command]:
+        """The next command (none if a deadline comes first), with the OffsetCommits queued right
+        behind an OffsetCommit: their records go in one append. The first other command waits for
+        the next turn, so every command is still served in arrival order."""
+        if self._held is not None:
+            cmd, self._held = self._held, None
+        elif not self._queue.empty():
+            cmd = self._queue.get_nowait()  # busy: no wait to arm a timeout for
+        else:
+            timeout = max(self._next_deadline_ms() - self._clock_ms(), 0) / 1000
+            try:
+                cmd = await asyncio.wait_for(self._queue.get(), timeout)
+            except TimeoutError:
+                return []
+        cmds = [cmd]
+        while _is_offset_commit(cmd) and not self._queue.empty():
+            following = self._queue.get_nowait()
+            if not _is_offset_commit(following):
+                self._held = following
+                break
+            cmds.append(following)
+        return cmds
+
+    def _admit(self, cmd: c.Command) -> bool:
+        """Whether to serve cmd here: not given up on, and its group's shard is loaded here."""
+        if cmd.reply.done():
+            return False
+        if error := self.shard_error(cmd):
+            cmd.reply.set_exception(error)  # a group of a shard served elsewhere, or loading
+            return False
+        return True
+
+    async def _serve(self, cmd: c.Command) -> None:
+        if not self._admit(cmd):
+            return
+        try:
+            await self._execute(cmd)
+        except Exception as exc:
+            log.exception("group coordinator failed on %s", type(cmd).__name__)
+            if not cmd.reply.done():
+                cmd.reply.set_exception(exc)
+        group_id = getattr(cmd, "group_id", None)
+        if group_id is not None:
+            self._schedule(group_id)
+
+    async def _serve_commits(self, cmds: Sequence[c.Command]) -> None:
+        commits = [cmd for cmd in cmds if isinstance(cmd, c.CommitOffsets) and self._admit(cmd)]
+        try:
+            results = await self.do_commits(commits)
+        except Exception as exc:
+            log.exception("group coordinator failed on %d CommitOffsets", len(commits))
+            for cmd in commits:
+                if not cmd.reply.done():
+                    cmd.reply.set_exception(exc)
+        else:
+            for cmd, result in zip(commits, results, strict=True):
+                if not cmd.reply.done():
+                    cmd.reply.set_result(result)
+        for cmd in commits:
+            self._schedule(cmd.group_id)
 
     def _schedule(self, group_id: str) -> None:
         """Remember the group's next deadline. Entries go stale when a heartbeat moves the

@@ -34,6 +34,18 @@ class OffsetAndMetadata:
     # Offset of the record in __consumer_offsets; None before it is appended.
     record_offset: int | None = None
 
+    # The two copies every commit makes (spelled out: dataclasses.replace takes ~1 us more each).
+    def stamped(self, commit_timestamp: int, expire_timestamp: int | None) -> OffsetAndMetadata:
+        return OffsetAndMetadata(committed_offset=self.committed_offset,
+                                 committed_leader_epoch=self.committed_leader_epoch, metadata=self.metadata,
+                                 commit_timestamp=commit_timestamp, expire_timestamp=expire_timestamp)
+
+    def at(self, record_offset: int) -> OffsetAndMetadata:
+        return OffsetAndMetadata(committed_offset=self.committed_offset,
+                                 committed_leader_epoch=self.committed_leader_epoch, metadata=self.metadata,
+                                 commit_timestamp=self.commit_timestamp, expire_timestamp=self.expire_timestamp,
+                                 record_offset=record_offset)
+
     def older_than(self, other: OffsetAndMetadata) -> bool:
         if self.record_offset is None or other.record_offset is None:
             return True

@@ -8,7 +8,6 @@ response are returned (or set as results), never raised out of the actor.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from .group_offsets import validate_offset_commit, validate_offset_fetch
 from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, offset_commit_record, partition_for
 from .member import JoinGroupResult, Outcome, SyncGroupResult
 from .metadata import GroupMetadata
+from .offset_commits import PendingCommit
 from .offsets import OffsetAndMetadata
 from .snapshot import to_value
 from .state import GroupState
@@ -236,89 +236,90 @@ class GroupOperations:
 
     # -- offsets -------------------------------------------------------------------------------------
 
-    def _split_by_metadata_size(
-        self, offsets: dict[TopicPartition, OffsetAndMetadata]
-    ) -> tuple[dict[TopicPartition, OffsetAndMetadata], dict[TopicPartition, ErrorCode]]:
+    def _stamped(self, cmd: c.CommitOffsets, now: int) -> tuple[dict[TopicPartition, OffsetAndMetadata],
+                                                                  dict[TopicPartition, ErrorCode]]:
+        """The offsets to write, with the commit's time, and those refused for their metadata."""
         limit = self.config.offset_metadata_max_bytes
+        expire = None if cmd.retention_ms is None or cmd.retention_ms < 0 else now + cmd.retention_ms
         ok, errors = {}, {}
-        for tp, value in offsets.items():
+        for tp, value in cmd.offsets.items():
             if len(value.metadata.encode()) > limit:
                 errors[tp] = ErrorCode.offset_metadata_too_large
             else:
-                ok[tp] = value
+                ok[tp] = value.stamped(now, expire)
         return ok, errors
 
-    async def _write_offsets(
-        self,
-        group_id: str,
-        offsets: dict[TopicPartition, OffsetAndMetadata],
-        now: int,
-        **batch: Any,
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Append one record per offset; return the offsets stamped with their log positions."""
-        tps = list(offsets)
-        records = [offset_commit_record(group_id, tp, offsets[tp], timestamp=now) for tp in tps]
-        info = await self._append(group_id, records, **batch)
-        return {
-            tp: dataclasses.replace(offsets[tp], record_offset=info.base_offset + i)
-            for i, tp in enumerate(tps)
-        }
-
-    def _stamp(
-        self, offsets: dict[TopicPartition, OffsetAndMetadata], now: int, retention_ms: int | None
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        expire = None if retention_ms is None or retention_ms < 0 else now + retention_ms
-        return {
-            tp: dataclasses.replace(v, commit_timestamp=now, expire_timestamp=expire)
-            for tp, v in offsets.items()
-        }
-
-    async def do_commit(self, cmd: c.CommitOffsets) -> dict[TopicPartition, ErrorCode]:
-        """OffsetCommit and TxnOffsetCommit: one validation, one write; a transaction's offsets
-        are held pending until its marker (do_complete_txn)."""
+    def _decide_commit(self, cmd: c.CommitOffsets, now: int) -> PendingCommit:
+        """Validate the commit against its group as it stands; nothing is written or applied yet."""
         txn = cmd.producer
         if txn is not None and not cmd.group_id:  # Kafka lets only OffsetCommit name ""
-            return dict.fromkeys(cmd.offsets, ErrorCode.invalid_group_id)
-        now = self._clock_ms()
+            return PendingCommit.refused(cmd, None, ErrorCode.invalid_group_id)
         group = self.groups.get(cmd.group_id)
         if group is None:
             if txn is None and cmd.generation_id >= 0:
                 # A member of a group this broker does not know: an older generation.
-                return dict.fromkeys(cmd.offsets, ErrorCode.illegal_generation)
+                return PendingCommit.refused(cmd, None, ErrorCode.illegal_generation)
             group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
         error = validate_offset_commit(
             group, member_id=cmd.member_id, group_instance_id=cmd.group_instance_id,
             generation_id=cmd.generation_id, transactional=txn is not None, api_version=cmd.api_version,
         )
-        if error is None:
-            member = group.members.get(cmd.member_id)
-            if txn is None and member is not None:  # a commit counts as a heartbeat
-                member.schedule_heartbeat(now)
-            result = await self._commit(group, cmd, now)
-        else:
-            result = dict.fromkeys(cmd.offsets, error)
-        self._maybe_forget(group)
-        return result
+        if error is not None:
+            return PendingCommit.refused(cmd, group, error)
+        member = group.members.get(cmd.member_id)
+        if txn is None and member is not None:  # a commit counts as a heartbeat
+            member.schedule_heartbeat(now)
+        offsets, result = self._stamped(cmd, now)
+        return PendingCommit(cmd=cmd, group=group, offsets=offsets, result=result)
 
-    async def _commit(
-        self, group: GroupMetadata, cmd: c.CommitOffsets, now: int
-    ) -> dict[TopicPartition, ErrorCode]:
-        ok, result = self._split_by_metadata_size(self._stamp(cmd.offsets, now, cmd.retention_ms))
-        if not ok:
-            return result
-        txn = cmd.producer
+    async def do_commits(self, cmds: Sequence[c.CommitOffsets]) -> list[dict[TopicPartition, ErrorCode]]:
+        """OffsetCommits and TxnOffsetCommits, in order: each is validated alone, then the records of
+        those bound for one __consumer_offsets partition (and producer) go in one append, as Kafka's
+        coordinator runtime batches consecutive writes; each is applied once its records are in the
+        log. A transaction's offsets are held pending until its marker (do_complete_txn)."""
+        now = self._clock_ms()
+        decided = [self._decide_commit(cmd, now) for cmd in cmds]
+        appends: dict[tuple[int, Any], list[PendingCommit]] = {}
+        for pending in decided:
+            if pending.offsets:
+                key = (partition_for(pending.cmd.group_id, self.num_partitions), pending.cmd.producer)
+                appends.setdefault(key, []).append(pending)
+        for together in appends.values():
+            await self._write_commits(together, now)
+        # Not before: a group created by one commit must stay for the next commits of the batch.
+        for pending in decided:
+            if pending.group is not None:
+                self._maybe_forget(pending.group)
+        return [pending.result for pending in decided]
+
+    async def do_commit(self, cmd: c.CommitOffsets) -> dict[TopicPartition, ErrorCode]:
+        return (await self.do_commits([cmd]))[0]
+
+    async def _write_commits(self, together: list[PendingCommit], now: int) -> None:
+        """One append for commits of one partition and producer, then apply each. A batch refused
+        as too large wrote nothing: each commit is tried alone, as if never batched, and gets the
+        answer it would have had. Any other failure is every commit's (a retry could write twice
+        what an unconfirmed append did write)."""
+        first = together[0]
+        txn = first.cmd.producer
         batch: dict[str, Any] = {} if txn is None else {
             "producer_id": txn.producer_id, "producer_epoch": txn.epoch, "transactional": True}
         try:
-            written = await self._write_offsets(cmd.group_id, ok, now, **batch)
+            info = await self._append(first.cmd.group_id, [r for p in together for r in p.records(now)], **batch)
         except Exception as exc:
-            log.warning("could not commit offsets of group %s: %r", cmd.group_id, exc)
-            return result | dict.fromkeys(ok, append_error(exc, offsets=True))
-        if txn is None:
-            group.offsets.commit(written)
-        else:
-            group.offsets.add_pending(txn.producer_id, written)
-        return result | dict.fromkeys(ok, ErrorCode.none)
+            if len(together) > 1 and isinstance(exc, KafkaError) and exc.code in _TOO_LARGE:
+                for pending in together:
+                    await self._write_commits([pending], now)
+                return
+            groups = sorted({pending.cmd.group_id for pending in together})
+            log.warning("could not commit offsets of group %s: %r", ", ".join(groups), exc)
+            error = append_error(exc, offsets=True)
+            for pending in together:
+                pending.fail(error)
+            return
+        record_offset = info.base_offset
+        for pending in together:
+            record_offset = pending.apply(record_offset)
 
     def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset] | KafkaError:
         group = self.groups.get(cmd.group_id)

@@ -48,9 +48,10 @@ class Node:
         self.logs: LogManager | None = None
         self.coordinator: GroupCoordinator | None = None
         self.consumer_config: ConsumerGroupConfig | None = None
+        self.log_defaults: dict[str, object] = {}
 
     async def start(self) -> GroupCoordinator:
-        self.logs = LogManager(self.data_dir, {})
+        self.logs = LogManager(self.data_dir, self.log_defaults)
         self.logs.load()
         self.logs.start()
         self.coordinator = GroupCoordinator(self.logs, CONFIG, clock_ms=self.clock,
