@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from protocol.records import Record, decode_uvarint
 from storage.api import TopicPartition
 
+from ..partitioning import partition_for
 from .offsets import OffsetAndMetadata
 
 __all__ = (
@@ -39,7 +40,6 @@ __all__ = (
     "MemberMetadataValue",
     "OffsetCommitKey",
     "group_metadata_record",
-    "java_string_hashcode",
     "offset_commit_record",
     "parse_record",
     "partition_for",
@@ -47,22 +47,6 @@ __all__ = (
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
-
-
-def java_string_hashcode(s: str) -> int:
-    """Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, in signed int32."""
-    units = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-@functools.lru_cache(maxsize=4096)  # asked for on every group request; bounded, group ids are the client's
-def partition_for(group_id: str, num_partitions: int) -> int:
-    h = java_string_hashcode(group_id)
-    # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 instead of overflowing.
-    return (0 if h == -(2**31) else abs(h)) % num_partitions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

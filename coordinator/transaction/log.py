@@ -25,6 +25,7 @@ from protocol.errors import CorruptRecordError
 from protocol.records import decode_uvarint, encode_uvarint
 from storage.api import TopicPartition
 
+from ..partitioning import partition_for
 from .metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnTransition
 from .producer_id_manager import ProducerIdBlock
 from .state import TxnState
@@ -49,21 +50,6 @@ _I32: Final = struct.Struct(">i")
 _VALUE_HEAD: Final = struct.Struct(">hqhib")
 _TIMESTAMPS: Final = struct.Struct(">qq")
 _BLOCK: Final = struct.Struct(">hqi")
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode: over UTF-16 code units, wrapping at 32 bits."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
-
-
-def partition_for(transactional_id: str, num_partitions: int) -> int:
-    """Kafka's Utils.abs(hashCode) % transaction.state.log.num.partitions (abs(MIN) is 0)."""
-    h = java_string_hash(transactional_id)
-    return (0 if h == -(2**31) else abs(h)) % num_partitions
 
 
 def _string(s: str | bytes) -> bytes:

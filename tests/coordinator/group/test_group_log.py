@@ -12,7 +12,6 @@ from coordinator.group.log import (
     MemberMetadataValue,
     OffsetCommitKey,
     group_metadata_record,
-    java_string_hashcode,
     offset_commit_record,
     parse_record,
     partition_for,
@@ -20,24 +19,6 @@ from coordinator.group.log import (
 from coordinator.group.offsets import OffsetAndMetadata
 from protocol.records import Record, build_batch, read_records
 from storage.api import TopicPartition
-
-
-@pytest.mark.parametrize(
-    ("s", "expected"),
-    [
-        ("", 0),
-        ("a", 97),
-        ("hello", 99162322),
-        ("Aa", 2112),
-        ("BB", 2112),
-        ("Hello World", -862545276),
-        ("polygenelubricants", -(2**31)),
-        ("\U0001f600", 1772899),  # one code point, two UTF-16 units
-        ("é", 233),
-    ],
-)
-def test_java_string_hashcode(s: str, expected: int) -> None:
-    assert java_string_hashcode(s) == expected
 
 
 @pytest.mark.parametrize(

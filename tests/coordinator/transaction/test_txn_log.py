@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 from coordinator.transaction.log import (
     TxnLogEntry,
     decode_record,
-    java_string_hash,
     partition_for,
     producer_id_block_key,
     producer_id_block_value,
@@ -32,24 +31,7 @@ def transition(state=TxnState.ONGOING, partitions=(("a", 0), ("a", 2), ("b", 1))
     return TxnTransition(**values)
 
 
-@pytest.mark.parametrize(
-    ("s", "expected"),
-    [("", 0), ("a", 97), ("orders-1", "orders-1"), ("héllo", "héllo"), ("😀", "😀")],
-)
-def test_java_string_hash(s, expected):
-    # Values computed as Java does: s[0]*31^(n-1) + ... over UTF-16 code units, int32 overflow.
-    if isinstance(expected, str):
-        units = struct.unpack(f">{len(s.encode('utf-16-be')) // 2}H", s.encode("utf-16-be"))
-        h = 0
-        for u in units:
-            h = (h * 31 + u) % 2**32
-        expected = h - 2**32 if h >= 2**31 else h
-    assert java_string_hash(s) == expected
-
-
-def test_known_java_hash_values():
-    assert java_string_hash("hello") == 99162322
-    assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE in Java
+def test_a_transactional_id_takes_kafkas_partition() -> None:
     assert partition_for("polygenelubricants", 50) == 0  # Utils.abs(MIN_VALUE) == 0
     assert partition_for("hello", 50) == 99162322 % 50
 
