@@ -91,8 +91,11 @@ def plan_cleaning(plog: LocalPartitionLog, now_ms: int, map_capacity: int) -> Cl
         return None
     ratio = dirty / (clean + dirty)
     closed = [s for s in plog.segments[:-1] if s.base_offset < first_uncleanable]
-    forced = ratio < plog.config.min_cleanable_dirty_ratio and _overdue(plog, closed, first_dirty, now_ms)
-    if ratio < plog.config.min_cleanable_dirty_ratio and not forced:
+    # Kafka cleans a log whose ratio is above min.cleanable.dirty.ratio, not at it: 1.0 means
+    # "only when max.compaction.lag.ms forces it", even for a log that is all dirty.
+    below = ratio <= plog.config.min_cleanable_dirty_ratio
+    forced = below and _overdue(plog, closed, first_dirty, now_ms)
+    if below and not forced:
         return None
     bounds = [s.base_offset for s in plog.segments]
     infos = tuple(SegmentInfo(base_offset=s.base_offset, end_offset=bounds[i + 1], size=s.size,

@@ -136,8 +136,9 @@ async def plan_cleaning(store: PartitionStore, state: CleaningState, *, url: str
         return None
     ratio = dirty / (clean + dirty)
     config = state.config
-    forced = ratio < config.min_cleanable_dirty_ratio and await _overdue(pool, store, config, first_dirty, now_ms)
-    if ratio < config.min_cleanable_dirty_ratio and not forced:
+    below = ratio <= config.min_cleanable_dirty_ratio  # as the local cleaner: above the ratio, not at it
+    forced = below and await _overdue(pool, store, config, first_dirty, now_ms)
+    if below and not forced:
         return None
     task = PgCleanTask(
         url=url, topic_id=store.topic_id, partition=store.partition, node_id=node_id,

@@ -130,6 +130,17 @@ async def test_min_compaction_lag_holds_new_segments_and_max_lag_forces_a_pass(t
     await plog.close()
 
 
+async def test_a_ratio_of_one_cleans_only_what_max_lag_forces_even_a_log_all_dirty(tmp_path):
+    # Kafka cleans above min.cleanable.dirty.ratio, not at it: 1.0 holds the cleaner off
+    plog = open_log(tmp_path / "t-0", min_cleanable_dirty_ratio=1.0)
+    for i in range(40):
+        await plog.append(kv(b"k%d" % (i % 3), b"v%d" % i, ts=1000 + i))
+    assert not await clean(plog, now_ms=60_000)  # never cleaned: the dirty ratio is exactly 1.0
+    await plog.update_config(replace(plog.config, max_compaction_lag_ms=10_000))
+    assert await clean(plog, now_ms=60_000)
+    await plog.close()
+
+
 async def batches(plog):  # type: ignore[no-untyped-def]
     """(base offset, is control, record count) of every batch from the log start."""
     from protocol.record_batch import iter_batches

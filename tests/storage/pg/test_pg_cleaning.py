@@ -239,6 +239,14 @@ async def test_min_compaction_lag_keeps_recent_rows_and_max_lag_forces_a_pass(db
     assert [r[0] for r in await records(plog)] == [9, *range(10, 20)]
 
 
+async def test_a_ratio_of_one_holds_the_cleaner_off_a_partition_all_dirty(db, source, pg_url) -> None:
+    # as Kafka: cleanable above min.cleanable.dirty.ratio, not at it
+    plog = await open_compacted(db, source, **{"min.cleanable.dirty.ratio": "1.0"})
+    for i in range(20):
+        await plog.append(kv(b"a", b"%d" % i, ts=1000 + i))
+    assert await clean(plog, pg_url, now_ms=60_000) is None
+
+
 async def test_the_cleaner_cleans_the_partitions_led_here_in_a_worker(db, source, pg_url) -> None:
     plog = await open_compacted(db, source)
     for i in range(40):
