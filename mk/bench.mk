@@ -32,8 +32,8 @@ $(KAFKA_DIST_DIR)/.stamp: $(BENCH_POM)
 	  || $(MVN) -B -q -f $(BENCH_POM) dependency:copy-dependencies
 	touch $@
 
-bench: $(VENV)/.installed-bench kafka-dist kafka-tools
+bench: $(VENV)/.installed-bench kafka-dist kafka-tools compile
 	$(BENCH_PY) -m bench --size $(BENCH_SIZE) $(BENCH_ARGS)
 
-bench-smoke: $(VENV)/.installed-bench kafka-dist kafka-tools
+bench-smoke: $(VENV)/.installed-bench kafka-dist kafka-tools compile
 	$(BENCH_PY) -m bench --size tiny $(BENCH_ARGS)
