@@ -1,9 +1,15 @@
 """Apache Kafka's command-line tools, run as the shell scripts of a Kafka distribution would run
 them (`java -cp <jars> <main class> args`), from the jars `make kafka-tools` fetches into
-tools/kafka-tools/. Each script name maps to its main class in kafka-tools (or core)."""
+tools/kafka-tools/. Each script name maps to its main class in kafka-tools (or core).
+
+The first tool run archives the classes it loaded (Java's dynamic class data sharing,
+-XX:ArchiveClassesAtExit) in build/cds/, which costs that run ~3 s. Every later run, whichever the
+tool, maps the archive (the admin client's classes are most of any tool's) and starts in ~0.9 s
+instead of ~1.6 s; the suite runs the tools ~130 times. The JVM ignores an unusable archive."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -13,6 +19,7 @@ from typing import Final
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS_DIR = REPO / "tools" / "kafka-tools"
+CDS_DIR = REPO / "build" / "cds"
 
 MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
@@ -51,7 +58,30 @@ def run_tool(
     java = shutil.which("java")
     if java is None:
         raise FileNotFoundError("java is not on PATH")
-    cmd = [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", tools_classpath(),
-           MAIN_CLASSES[tool], *args]
-    return subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
-                          check=check, stdin=None if input is not None else subprocess.DEVNULL)
+    classpath, main_class = tools_classpath(), MAIN_CLASSES[tool]
+    archive = _cds_archive(java, classpath)
+    dump = None if archive.exists() else archive.with_name(f"{archive.name}.{os.getpid()}.{id(args)}.tmp")
+    # -Xlog:cds*=off: the dump's warnings (classes it skips) would otherwise go to stdout.
+    share = f"-XX:SharedArchiveFile={archive}" if dump is None else f"-XX:ArchiveClassesAtExit={dump}"
+    cmd = [java, "-Xshare:auto", share, "-Xlog:cds*=off", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+           main_class, *args]
+    try:
+        done = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
+                              stdin=None if input is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        if dump is not None:
+            dump.unlink(missing_ok=True)  # perhaps killed mid-dump
+        raise
+    if dump is not None and dump.exists():
+        os.replace(dump, archive)  # only a whole archive takes the name
+    if check:
+        done.check_returncode()
+    return done
+
+
+def _cds_archive(java: str, classpath: str) -> Path:
+    """Where the tools' class archive lives: keyed by the JVM and the jars, which it is only valid for."""
+    jvm = os.path.realpath(java)
+    key = hashlib.sha256(f"{jvm}\0{os.stat(jvm).st_mtime_ns}\0{classpath}".encode()).hexdigest()[:16]
+    CDS_DIR.mkdir(parents=True, exist_ok=True)
+    return CDS_DIR / f"kafka-tools-{key}.jsa"
