@@ -28,7 +28,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 
 from protocol.api_keys import ApiKey
 from protocol.build import build
-from protocol.codec import RequestHeader, UnsupportedRequest, decode_request, encode_response
+from protocol.codec import RefusedRequest, RequestHeader, UnsupportedRequest, decode_request, encode_response
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fast_responses import Buffers
 from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, sniff_foreign_protocol
@@ -350,6 +350,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             header, request = decode_request(frame, supported)
         except UnsupportedRequest as exc:
             return self._unsupported(exc.header)
+        except RefusedRequest as exc:
+            self.close(f"{describe(exc.header)} failed: {exc}")  # as dispatch's null check says it
+            return None
         except KafkaError as exc:
             self.close(f"cannot parse request: {exc.message}")
             return None

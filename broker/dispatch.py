@@ -2,9 +2,10 @@
 
 ApiVersions answers from the table, so the advertised versions are exactly the implemented ones.
 Add an API by adding its module's name to HANDLER_MODULES. Here, once for every API: a null where
-the schema forbids one closes the connection (Kafka's parser rejects it), a KafkaError escaping a
-handler answers the whole request with that error, and anything unexpected answers
-UNKNOWN_SERVER_ERROR with one logged traceback; the connection and the broker carry on.
+the schema forbids one closes the connection (Kafka's parser rejects it; Produce's reader,
+protocol/produce_request.py, finds its own), a KafkaError escaping a handler answers the whole
+request with that error, and anything unexpected answers UNKNOWN_SERVER_ERROR with one logged
+traceback; the connection and the broker carry on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from protocol.api_keys import ApiKey
 from protocol.codec import RequestHeader, encode_response
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fast_responses import Buffers
+from protocol.produce_request import ProduceRequest
 
 from .error_response import error_response, null_in_non_nullable
 from .handler import NO_RESPONSE, CloseConnection, Handler, RequestContext
@@ -67,10 +69,12 @@ async def dispatch(ctx: RequestContext, request: Any) -> bytes | Buffers | None:
 
     Raises KafkaError when the connection must close: the request is malformed, or it has no
     response to carry its error (acks=0)."""
-    if (path := null_in_non_nullable(request)) is not None:
+    # A Produce request read by hand had its nulls checked by the reader.
+    if type(request) is not ProduceRequest and (path := null_in_non_nullable(request)) is not None:
         raise KafkaError(ErrorCode.invalid_request, f"non-nullable field {path} was serialized as null")
+    handler = HANDLERS[ApiKey(ctx.header.api_key)]
     try:
-        response = await HANDLERS[ApiKey(ctx.header.api_key)].handle(ctx, request)
+        response = await handler.handle(ctx, request)
         if response is NO_RESPONSE:
             return None
         if isinstance(response, bytes | list):  # written by the handler itself (protocol/fast_responses.py)
@@ -80,16 +84,15 @@ async def dispatch(ctx: RequestContext, request: Any) -> bytes | Buffers | None:
         raise
     except KafkaError as exc:
         log.debug("%s from %s failed: %r", describe(ctx.header), ctx.peer, exc)
-        return _answer_error(ctx, request, exc.code, exc.message)
+        return _answer_error(handler, ctx, request, exc.code, exc.message)
     except Exception:
         log.exception("%s from %s failed", describe(ctx.header), ctx.peer)
-        return _answer_error(ctx, request, ErrorCode.unknown_server_error, None)
+        return _answer_error(handler, ctx, request, ErrorCode.unknown_server_error, None)
 
 
-def _answer_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes | None:
-    if ctx.header.api_key == ApiKey.PRODUCE and request.acks == 0:
-        # Kafka's ProduceRequest.getErrorResponse: no response to carry it, so the connection closes.
-        raise CloseConnection(code, message)
+def _answer_error(handler: Handler, ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes:
+    if handler.answer_error is not None:
+        return handler.answer_error(ctx, request, code, message)
     header = ctx.header
     return encode_response(header.correlation_id,
                            error_response(header.api_key, header.api_version, request, code, message))

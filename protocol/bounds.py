@@ -36,7 +36,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from .errors import ErrorCode, KafkaError
+from .errors import FrameBoundsError
 
 __all__ = ("FrameBoundsError", "request_walker", "walker_source")
 
@@ -54,13 +54,6 @@ _FIXED: Final[Mapping[str, int]] = {
 # Length prefix of strings (int16) and of bytes and records (int32) in non-flexible versions.
 _LEGACY_PREFIX: Final[Mapping[str, int]] = {"string": 2, "bytes": 4, "records": 4}
 _ARRAY_PREFIX: Final = 4
-
-
-class FrameBoundsError(KafkaError):
-    """A length or count in the frame reaches past the bytes that remain."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(ErrorCode.invalid_request, message)
 
 
 # -- what the compiled code calls -----------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Each (api_key, version) pair resolves once to a cached reader or writer; the request header version
 (v1, or v2 for flexible requests) and response header version come from kio's schema classes, so
-ApiVersions keeps its v0 response header as Kafka requires.
+ApiVersions keeps its v0 response header as Kafka requires. Produce requests, the most frequent and
+largest, are read by hand instead (produce_request.py).
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from typing import Any, Final
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from .api_keys import ApiKey
 from .bounds import request_walker
 from .errors import ErrorCode, KafkaError
+from .produce_request import VERSIONS as PRODUCE_VERSIONS
+from .produce_request import NullFieldError, read_produce_request
 
 __all__ = (
+    "RefusedRequest",
     "RequestHeader",
     "UnsupportedRequest",
     "decode_request",
@@ -32,6 +37,7 @@ __all__ = (
 )
 
 _PEEK: Final = struct.Struct(">hhi")
+_PRODUCE: Final = int(ApiKey.PRODUCE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +53,15 @@ class UnsupportedRequest(KafkaError):
 
     def __init__(self, header: RequestHeader, message: str) -> None:
         super().__init__(ErrorCode.unsupported_version, message)
+        self.header = header
+
+
+class RefusedRequest(KafkaError):
+    """The frame parses, but Kafka's parser refuses it: a null where the schema forbids one. The
+    connection closes, logged with the header as broker/dispatch.py's check logs it."""
+
+    def __init__(self, header: RequestHeader, message: str | None) -> None:
+        super().__init__(ErrorCode.invalid_request, message)
         self.header = header
 
 
@@ -89,9 +104,10 @@ def _reader(entity_type: Any) -> Any:
 def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHeader, Any]:
     """Parse a request frame. `supported(api_key, version) -> bool` gates what may be parsed.
 
-    Raises UnsupportedRequest (with the header) for keys/versions we do not serve, and
+    Raises UnsupportedRequest (with the header) for keys/versions we do not serve,
     KafkaError(INVALID_REQUEST) for bodies that do not parse or whose lengths and counts reach
-    past the end of the frame.
+    past the end of the frame, and RefusedRequest (with the header) for a Produce request with
+    a null where the schema forbids one (other requests' nulls are dispatch's to find).
     """
     api_key, version, correlation_id = peek_header(frame)
     if not supported(api_key, version):
@@ -99,6 +115,8 @@ def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHe
             api_key=api_key, api_version=version, correlation_id=correlation_id, client_id=None
         )
         raise UnsupportedRequest(header, f"api key {api_key} version {version} is not supported")
+    if api_key == _PRODUCE and version in PRODUCE_VERSIONS:
+        return _decode_produce(frame, version, correlation_id)
     check_bounds, read_header, read_body = _request_readers(api_key, version)
     # Before kio reads anything: its array readers allocate what a count claims (see bounds.py).
     check_bounds(frame)
@@ -116,6 +134,17 @@ def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHe
         correlation_id=correlation_id,
         client_id=kio_header.client_id,
     )
+    return header, body
+
+
+def _decode_produce(frame: bytes | memoryview, version: int, correlation_id: int) -> tuple[RequestHeader, Any]:
+    """Produce skips the bounds walk, kio and dispatch's null check: its reader does all three."""
+    try:
+        client_id, body = read_produce_request(frame, version)
+    except NullFieldError as exc:
+        header = RequestHeader(api_key=_PRODUCE, api_version=version, correlation_id=correlation_id, client_id=None)
+        raise RefusedRequest(header, exc.message) from None
+    header = RequestHeader(api_key=_PRODUCE, api_version=version, correlation_id=correlation_id, client_id=client_id)
     return header, body
 
 

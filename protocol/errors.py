@@ -2,7 +2,7 @@
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ("ErrorCode", "KafkaError", "CorruptRecordError")
+__all__ = ("ErrorCode", "KafkaError", "CorruptRecordError", "FrameBoundsError")
 
 
 class KafkaError(Exception):
@@ -15,6 +15,13 @@ class KafkaError(Exception):
 
     def __repr__(self) -> str:
         return f"KafkaError({self.code.name}, {self.message!r})"
+
+
+class FrameBoundsError(KafkaError):
+    """A length or count in a request frame reaches past the bytes that remain."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.invalid_request, message)
 
 
 class CorruptRecordError(KafkaError):

@@ -215,7 +215,8 @@ class PartitionLog(Protocol):
     @property
     def last_stable_offset(self) -> int: ...
 
-    async def append(self, records: bytes, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo: ...
+    async def append(self, records: bytes | memoryview,
+                     origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo: ...
 
     async def read(
         self,

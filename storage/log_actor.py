@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class _Append:
-    records: bytes
+    records: bytes | memoryview
     origin: AppendOrigin
     reply: asyncio.Future[LogAppendInfo]
 
@@ -124,7 +124,7 @@ class LogActor:
 
     # -- commands ------------------------------------------------------------------------------
 
-    async def append(self, records: bytes, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+    async def append(self, records: bytes | memoryview, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
         if self._idle() and (info := self._append_at_once(records, origin)) is not None:
             # Written in this task while the owner had nothing to do: the same all-or-nothing
             # step the owner would run, without the queue's two event-loop turns per request.
@@ -245,10 +245,10 @@ class LogActor:
             if not reply.done():
                 reply.set_result(info)
 
-    async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+    async def _append_command(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
         raise NotImplementedError
 
-    def _append_at_once(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo | None:
+    def _append_at_once(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo | None:
         """_append_command when it needs no await (no roll, no remote write), else None."""
         return None
 

@@ -25,7 +25,7 @@ LEADER_EPOCH: Final = 0  # a single node never changes leader
 
 
 def validate_batches(
-    records: bytes, origin: AppendOrigin, config: LogConfig, partition: TopicPartition | str
+    records: bytes | memoryview, origin: AppendOrigin, config: LogConfig, partition: TopicPartition | str
 ) -> list[tuple[int, RecordBatchHeader]]:
     headers = list(iter_batches(records))
     if not headers:
@@ -44,7 +44,8 @@ def validate_batches(
     return headers
 
 
-def _check_keys(records: bytes, headers: list[tuple[int, RecordBatchHeader]], partition: TopicPartition | str) -> None:
+def _check_keys(records: bytes | memoryview, headers: list[tuple[int, RecordBatchHeader]],
+                partition: TopicPartition | str) -> None:
     """Kafka's LogValidator: every record of a compacted topic needs a key, or the cleaner could
     not keep it. The one check on the produce path that reads records, and only on such topics."""
     for pos, header in headers:

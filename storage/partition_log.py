@@ -224,12 +224,12 @@ class LocalPartitionLog(LogActor):
 
     # -- append (in the owner task) -----------------------------------------------------------
 
-    async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+    async def _append_command(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
         if self._needs_roll(len(records)):
             await self._roll()
         return self._append(records, origin)
 
-    def _append_at_once(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo | None:
+    def _append_at_once(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo | None:
         return None if self._needs_roll(len(records)) else self._append(records, origin)
 
     def _acks_due(self) -> bool:
@@ -245,7 +245,7 @@ class LocalPartitionLog(LogActor):
         if self._after_acks_due():  # queued twice, or a roll snapshotted meanwhile
             await self._snapshot()
 
-    def _append(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+    def _append(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
         headers = validate_batches(records, origin, self.config, self.tp)
         view = memoryview(records)
         batches = self.txns.pending(view, headers)

@@ -1,9 +1,10 @@
 """Produce v0-13 (v3-13 parsed).
 
-Behaviour: each partition's batch goes to that partition's log actor as the request's bytes;
-the log validates headers and CRCs, assigns offsets and writes. Partition data holding more (or
-less) than one batch is INVALID_RECORD, as in Kafka, and nothing of it is written; the request's
-other partitions go on. acks=0 gets no response (and a failure closes the connection, as in
+Behaviour: each partition's batch goes to that partition's log actor as the request's bytes
+(protocol/produce_request.py reads the request, not kio: a large frame's records are views of it,
+not copies); the log validates headers and CRCs, assigns offsets and writes. Partition data
+holding more (or less) than one batch is INVALID_RECORD, as in Kafka, and nothing of it is
+written; the request's other partitions go on. acks=0 gets no response (and a failure closes the connection, as in
 Kafka); acks 1 and -1 are the same (locally the write is in the page cache when we answer; in
 cluster mode it is committed to PostgreSQL, which every broker reads). A partition this broker
 does not lead is NOT_LEADER_OR_FOLLOWER.
@@ -52,7 +53,7 @@ def _error(index: int, code: ErrorCode, message: str | None = None,
             "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors]}
 
 
-def _check_one_batch(records: bytes, version: int) -> RecordBatchHeader:
+def _check_one_batch(records: bytes | memoryview, version: int) -> RecordBatchHeader:
     """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch per partition. Producers
     send one; a second one's sequences could not be checked against state the first has not
     yet advanced, so the whole partition's data is refused and nothing is written. Returns the
@@ -70,7 +71,7 @@ def _check_one_batch(records: bytes, version: int) -> RecordBatchHeader:
 Parsed = RecordBatchHeader | KafkaError | None  # a partition's one batch, why it has none, or null records
 
 
-def _parse(records: bytes | None, version: int) -> Parsed:
+def _parse(records: bytes | memoryview | None, version: int) -> Parsed:
     """Each partition's header is parsed once per request, for the transaction and the append."""
     if records is None:
         return None
@@ -208,10 +209,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             # the client refresh its metadata and notice.
             raise CloseConnection(failed[0]["error_code"], f"acks=0 produce failed: {failed[0]['error_message']}")
         return NO_RESPONSE
+    return _response(ctx, request, results)
+
+
+def _response(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]]) -> bytes:
     return encode_produce_response(ctx.header.correlation_id, ctx.version, [
         {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partition_responses": parts}
         for t, parts in zip(request.topic_data, results, strict=True)
     ])
 
 
-HANDLER = Handler(api_key=ApiKey.PRODUCE, min_version=0, max_version=13, parse_min_version=3, handle=handle)
+def answer_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes:
+    """Kafka's ProduceRequest.getErrorResponse: every partition fails with the error; with acks=0
+    there is no response to carry it, so the connection closes."""
+    if request.acks == 0:
+        raise CloseConnection(code, message)
+    return _response(ctx, request, [[_error(p.index, code, message) for p in t.partition_data]
+                                    for t in request.topic_data])
+
+
+HANDLER = Handler(api_key=ApiKey.PRODUCE, min_version=0, max_version=13, parse_min_version=3, handle=handle,
+                  answer_error=answer_error)

@@ -182,7 +182,7 @@ class PgPartitionLog(LogActor):
 
     # -- append (in the owner task) ------------------------------------------------------------
 
-    async def _append_command(self, records: bytes, origin: AppendOrigin) -> LogAppendInfo:
+    async def _append_command(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
         self._check_serving()
         await self._reload_if_stale()
         headers = validate_batches(records, origin, self.config, self.tp)

@@ -201,12 +201,41 @@ async def test_unknown_isolation_level_is_invalid_request(state, key, version) -
 
 
 async def test_null_in_a_non_nullable_field_closes_the_connection(state) -> None:
-    frame = encode_request(sample_request(ApiKey.PRODUCE, 3), 5)
+    # Produce requests are read by hand and their nulls refused there (tests/protocol/test_produce_request.py).
+    frame = encode_request(sample_request(ApiKey.FETCH, 12), 5)
     header, request = decode_request(frame, lambda *_: True)
-    request = dataclasses.replace(request, topic_data=None)
+    request = dataclasses.replace(request, topics=None)
     with pytest.raises(KafkaError) as info:
-        await dispatch(context(state, ApiKey.PRODUCE, 3), request)
-    assert info.value.code is E.invalid_request and "topic_data" in str(info.value)
+        await dispatch(context(state, ApiKey.FETCH, 12), request)
+    assert info.value.code is E.invalid_request and "topics" in str(info.value)
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_produce_answers_errors_as_error_response_would(version: int) -> None:
+    """Produce requests are not kio entities (protocol/produce_request.py): the handler answers
+    their errors itself, with the bytes error_response gives for the kio request."""
+    kio_request = dataclasses.replace(sample_request(ApiKey.PRODUCE, version), acks=1)
+    header, request = decode_request(encode_request(kio_request, 5), lambda *_: True)
+    ctx = RequestContext(header=header, broker=None, peer="test", session=LOCAL_ANONYMOUS)
+    for code, message in ((E.not_leader_or_follower, "boom"), (E.unknown_server_error, None)):
+        expected = encode_response(5, error_response(ApiKey.PRODUCE, version, kio_request, code, message))
+        assert HANDLERS[ApiKey.PRODUCE].answer_error(ctx, request, code, message) == expected
+
+
+async def test_a_failed_produce_answers_every_partition(state) -> None:
+    kio_request = build(request_schema(ApiKey.PRODUCE, 9), {"acks": -1, "timeout": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": b""}, {"index": 3, "records": None}]},
+        {"name": "u", "partition_data": [{"index": 1, "records": b""}]}]})
+    _, request = decode_request(encode_request(kio_request, 5), lambda *_: True)
+    state.logs = None  # the handler fails in a way it does not expect
+    raw = await dispatch(context(state, ApiKey.PRODUCE, 9), request)
+    assert isinstance(raw, bytes)
+    _, body = decode_response(raw[4:], ApiKey.PRODUCE, 9)
+    assert [(t.name, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
+            for t in body.responses] == [("t", [(0, E.unknown_server_error, -1), (3, E.unknown_server_error, -1)]),
+                                         ("u", [(1, E.unknown_server_error, -1)])]
+    with pytest.raises(CloseConnection):
+        await dispatch(context(state, ApiKey.PRODUCE, 9), request._replace(acks=0))
 
 
 async def test_failed_acks_0_produce_closes_the_connection(state) -> None:

@@ -59,6 +59,18 @@ async def test_offsets_are_assigned_in_order(plog):
     assert await values(plog) == [(0, b"v0"), (1, b"v1"), (2, b"v2"), (3, b"v0"), (4, b"v1")]
 
 
+async def test_records_may_be_a_view_of_the_request_frame_and_are_not_kept(plog):
+    # protocol/produce_request.py hands a large request's records over as a read-only view of its
+    # frame; nothing may hold on to it after the append (the frame's memory is accounted to the
+    # request only while it is handled), which a bytearray checks: it cannot grow while viewed.
+    frame = bytearray(b"head" + batch(3) + b"tail")
+    with memoryview(frame) as whole, whole.toreadonly() as readonly, readonly[4:-4] as records:
+        info = await plog.append(records)
+    frame.extend(b"more")
+    assert (info.base_offset, info.last_offset) == (0, 2)
+    assert await values(plog) == [(0, b"v0"), (1, b"v1"), (2, b"v2")]
+
+
 async def test_a_request_of_several_batches_is_written_whole(plog):
     info = await plog.append(batch(2) + batch(3, tag=b"w"))
     assert (info.base_offset, info.last_offset) == (0, 4)
