@@ -29,7 +29,9 @@ class CloseConnection(KafkaError):
     connection closes, so the client refreshes its metadata and notices."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# Not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__ (~2.2 us
+# against ~0.7 us), and every request builds one. Nothing assigns to a context.
+@dataclass(slots=True, kw_only=True)
 class RequestContext:
     header: RequestHeader
     broker: BrokerState
