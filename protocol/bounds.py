@@ -15,13 +15,17 @@ arrays. Runs of fixed-size fields become one addition, arrays of fixed-size item
 multiplication, and the common one-byte varints are read inline; only tagged fields that are
 present, and the older non-flexible lengths, cost a call. (A walker of closures, one call per
 field, cost twice as much.) `walker_source(entity_type)` shows what was compiled.
+
+A tagged field the schema does not know raises UnknownTaggedField, and protocol/unknown_tags.py
+walks the frame again to take it out (Kafka skips such fields, kio's reader refuses them).
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any, Final
 
@@ -38,7 +42,10 @@ from kio.serial._introspect import (
 
 from .errors import FrameBoundsError
 
-__all__ = ("FrameBoundsError", "request_walker", "walker_source")
+__all__ = (
+    "FrameBoundsError", "TaggedSection", "TaggedValue", "UnknownTaggedField", "recording", "request_walker",
+    "walker_source",
+)
 
 # (buffer, position, end of the enclosing region) -> position after the item.
 Walk = Callable[[bytes, int, int], int]
@@ -109,21 +116,67 @@ def _legacy_length(size: int) -> Callable[[bytes, int, int], tuple[int, int]]:
     return read
 
 
+class UnknownTaggedField(Exception):
+    """A tagged field the schema does not know. Kafka skips those (KIP-482), kio refuses them:
+    protocol/unknown_tags.py takes them out of the frame before kio reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedValue:
+    """One known tagged field: tag, size and value spans, and the sections nested in its value."""
+
+    tag_start: int
+    size_start: int
+    value_start: int
+    value_end: int
+    nested: list[TaggedSection]
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedSection:
+    """A tagged-field section (count, then fields) and the known fields in it."""
+
+    start: int
+    end: int
+    known: list[TaggedValue]
+
+
+# While protocol/unknown_tags.py walks a frame, `sections` is the list the sections being walked
+# go into (per thread, as an embedding host may parse in several). Otherwise an unknown tag raises.
+recording = threading.local()
+
+
 def _tagged_fields(tags: Mapping[int, Walk]) -> Walk:
     """The tagged-field section of a flexible entity: count, then (tag, size, value) each."""
 
     def walk(buf: bytes, pos: int, end: int) -> int:
+        start = pos
         count, pos = _uvarint(buf, pos, end)
         if count * 2 > end - pos:
             raise FrameBoundsError(f"{count} tagged fields claimed, {end - pos} bytes remain")
+        sections: list[TaggedSection] | None = getattr(recording, "sections", None)
+        known: list[TaggedValue] = []
         for _ in range(count):
+            tag_start = pos
             tag, pos = _uvarint(buf, pos, end)
+            size_start = pos
             size, pos = _uvarint(buf, pos, end)
             if pos + size > end:
                 raise _overrun(f"tagged field {tag}", pos, size, end)
-            if (walk_value := tags.get(tag)) is not None:
+            walk_value = tags.get(tag)
+            if walk_value is None and sections is None:
+                raise UnknownTaggedField(tag)
+            if walk_value is not None:
+                nested: list[TaggedSection] = []
+                if sections is not None:
+                    recording.sections = nested
                 walk_value(buf, pos, pos + size)  # a known tag's value must fit inside its size
+                if sections is not None:
+                    recording.sections = sections
+                    known.append(TaggedValue(tag_start, size_start, pos, pos + size, nested))
             pos += size
+        if sections is not None:
+            sections.append(TaggedSection(start, pos, known))
         return pos
 
     return walk

@@ -17,10 +17,11 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from .api_keys import ApiKey
-from .bounds import request_walker
+from .bounds import UnknownTaggedField, request_walker
 from .errors import ErrorCode, KafkaError
 from .produce_request import VERSIONS as PRODUCE_VERSIONS
 from .produce_request import NullFieldError, read_produce_request
+from .unknown_tags import strip_unknown_tags
 
 __all__ = (
     "RefusedRequest",
@@ -120,7 +121,10 @@ def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHe
         return _decode_produce(frame, version, correlation_id)
     check_bounds, read_header, read_body = _request_readers(api_key, version)
     # Before kio reads anything: its array readers allocate what a count claims (see bounds.py).
-    check_bounds(frame)
+    try:
+        check_bounds(frame)
+    except UnknownTaggedField:
+        frame = strip_unknown_tags(frame, check_bounds)
     try:
         kio_header, offset = read_header(frame, 0)
         body, end = read_body(frame, offset)
