@@ -171,6 +171,9 @@ class BrokerConfig:
     group_consumer_min_heartbeat_interval_ms: int = prop(5000, INT, at_least=1)
     group_consumer_max_heartbeat_interval_ms: int = prop(15000, INT, at_least=1)
     group_consumer_max_size: int = prop((1 << 31) - 1, INT, at_least=1)
+    # Client quotas (broker/quotas): a client's byte rate is measured over this many windows of this size.
+    quota_window_num: int = prop(11, INT, at_least=1)
+    quota_window_size_seconds: int = prop(1, INT, at_least=1)
     # KIP-227: how many incremental fetch sessions the broker keeps (0: none, every fetch is full).
     max_incremental_fetch_session_cache_slots: int = prop(1000, INT, at_least=0)
     # A comma-separated list (Kafka's LIST type): the server-side assignors a member may name in

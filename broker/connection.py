@@ -95,6 +95,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._handle_plain = self._handle
         self._unsent: Buffers = []  # responses held by _send, in request order
         self._flush_scheduled = False
+        # A quota's throttle (broker/quotas): set by the request just handled, then waited out.
+        self._throttle_ms = 0
+        self._unmuted: asyncio.Future[None] | None = None
         if security.sasl is not None:
             self._sasl = SaslAuthenticator(security.sasl, "?")
             self._handle = self._handle_sasl  # type: ignore[method-assign]
@@ -178,6 +181,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # coordinator write half way would leave its state half changed).
         self._can_write.set()
         self._frame_ready.set()
+        if self._unmuted is not None and not self._unmuted.done():
+            self._unmuted.set_result(None)
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -310,9 +315,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if response is not None and self.transport is not None and not self._closing:
                 self._send(response)
                 await self._can_write.wait()
+            if self._throttle_ms and not self._closing:
+                await self._throttled()
             self._in_flight = 0
             self._last_active = self._loop.time()
             self._reserve()
+
+    async def _throttled(self) -> None:
+        """KIP-219: a client over its quota has its answer at once, with throttle_time_ms, and
+        nothing more is read from it until that time has passed, as Kafka mutes the channel."""
+        delay, self._throttle_ms = self._throttle_ms / 1000, 0
+        self._flush()
+        self._pause("quota")
+        unmuted = self._unmuted = self._loop.create_future()
+        timer = self._loop.call_later(delay, unmuted.set_result, None)
+        try:
+            await unmuted
+        finally:
+            timer.cancel()
+            self._unmuted = None
+            self._resume("quota")
 
     def _send(self, response: bytes | Buffers) -> None:
         """Queue a response. While more requests wait, a small one is held and leaves with the
@@ -363,7 +385,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         metrics = self.state.metrics
         started = perf_counter() if metrics is not None else 0.0
         try:
-            return await dispatch(ctx, request)
+            response = await dispatch(ctx, request)
         except KafkaError as exc:
             self.close(f"{describe(header)} failed: {exc}")
             return None
@@ -371,6 +393,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if metrics is not None:
                 # Kafka's RequestMetrics time: decoded to response ready (the write is queued).
                 metrics.request(header.api_key).observe(header.api_version, perf_counter() - started)
+        self._throttle_ms = ctx.throttle_ms
+        return response
 
     # -- SASL listeners: until authenticated, and while sessions expire (KIP-368) ----------------
 

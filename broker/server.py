@@ -36,6 +36,7 @@ from .dynamic_config import DynamicBrokerConfig, log_defaults
 from .features import FinalizedFeatures
 from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
+from .quotas.manager import ClientQuotas
 from .security.inter_broker_auth import build_inter_broker_security
 from .security.listener_security import ListenerSecurity, build_listener_security
 from .security.tls_acceptor import tls_protocol_factory
@@ -251,6 +252,8 @@ class Broker:
             except (OSError, ValueError) as exc:
                 raise StartupError(f"cannot load the dynamic broker configs: {exc}") from None
         self.state.dynamic_config = DynamicBrokerConfig(self.config, store, self._apply_config)
+        window_ms = self.config.quota_window_size_seconds * 1000
+        self.state.quotas = ClientQuotas(store, self.config.quota_window_num, window_ms)
         await self.state.dynamic_config.apply()
 
     async def _apply_config(self, config: BrokerConfig, topic_defaults: Mapping[str, object]) -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .fetch_sessions import FetchSessionCache
     from .handler import Handler
     from .metrics.counters import BrokerMetrics
+    from .quotas.manager import ClientQuotas
 
 __all__ = ("BrokerState",)
 
@@ -46,6 +47,8 @@ class BrokerState:
     # Dynamic broker configs (AlterConfigs on BROKER resources); server.py opens them at start.
     dynamic_config: DynamicBrokerConfig | None = None
     fetch_sessions: FetchSessionCache | None = None  # made at the first Fetch (broker/handlers/fetch.py)
+    # Client quotas (AlterClientQuotas), kept in the dynamic config store; server.py opens them.
+    quotas: ClientQuotas | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
     cluster: ClusterView = None  # type: ignore[assignment]

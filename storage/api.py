@@ -433,6 +433,10 @@ class BrokerConfigStore(Protocol):
 
     def configs(self, entity: str) -> Mapping[str, str]: ...
 
+    def entities(self) -> list[str]:
+        """The entities that have configs (broker ids, groups, client quota entities)."""
+        ...
+
     async def replace(self, entity: str, configs: Mapping[str, str]) -> None:
         """Make configs the entity's whole dynamic set (empty: none)."""
         ...

@@ -47,6 +47,9 @@ class FileBrokerConfigStore:
     def configs(self, entity: str) -> Mapping[str, str]:
         return dict(self._entities.get(entity, {}))
 
+    def entities(self) -> list[str]:
+        return list(self._entities)
+
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called after each change."""
         self._listeners.append(callback)

@@ -1,9 +1,11 @@
 """DescribeClientQuotas v0-1.
 
-Behaviour: eosbroker sets no client quotas and throttles nobody, so every filter matches nothing:
-the answer is an empty list, as Kafka's is before any quota is set (kafka-configs --describe
---entity-type users prints nothing). A component with a match type other than exact (0), default
-(1) or any (2) is INVALID_REQUEST, as Kafka's ClientQuotaFilterComponent parsing refuses it.
+Behaviour: the quotas set with AlterClientQuotas (broker/quotas) whose entity matches the filter,
+as Kafka's ClientQuotasImage matches it: each component names an entity type and a name (exact),
+the default entity (default) or any name (specified); `strict` also wants no other entity types.
+A filter Kafka refuses (a type twice, an exact match without a name, ip with user or client-id,
+an unknown match type) is INVALID_REQUEST with Kafka's message; an unknown entity type
+UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -11,21 +13,25 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-
-MATCH_TYPES = frozenset({0, 1, 2})  # MATCH_TYPE_EXACT, _DEFAULT, _SPECIFIED (any)
+from ..quotas.entities import filter_of, matches
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     require_cluster(ctx, AclOperation.DESCRIBE_CONFIGS)
-    bad = [c.match_type for c in request.components if c.match_type not in MATCH_TYPES]
-    if bad:
-        raise KafkaError(ErrorCode.invalid_request, f"Unexpected match type: {bad[0]}")
-    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": []})
+    exact, typed = filter_of(request.components)
+    quotas = ctx.broker.quotas
+    found = [] if quotas is None else [
+        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+         "values": [{"key": k, "value": v} for k, v in sorted(values.items())]}
+        for entity, values in sorted(quotas.entries.items(), key=lambda item: str(item[0]))
+        if matches(entity, exact, typed, request.strict)
+    ]
+    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": found})
 
 
 HANDLER = Handler(api_key=ApiKey.DESCRIBE_CLIENT_QUOTAS, min_version=0, max_version=1, handle=handle)

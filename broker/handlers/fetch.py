@@ -16,6 +16,10 @@ that changed, every partition of the session is read and the long poll watches t
 response carries only those with records, a new high watermark or log start offset, or an error
 (broker/fetch_sessions.py). An unknown session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
 INVALID_FETCH_SESSION_EPOCH; epoch -1 fetches without a session, as librdkafka does.
+consumer_byte_rate quotas (broker/quotas), as Kafka: a fetch reads at most what the client's quota
+allows in one quota window; a response that puts the client over its quota is not sent: the answer
+is empty (the session keeps its state), with throttle_time_ms, and the connection reads nothing more
+for that long.
 Version notes: v13+ (topic ids) is not advertised.
 """
 
@@ -34,6 +38,7 @@ from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, authorized, denied, unauthorized
 from ..fetch_sessions import CachedPartition, FetchSessionCache
 from ..handler import Handler, RequestContext, check_leader, isolation_level
+from ..quotas.manager import QuotaKind, now_ms
 
 
 def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> dict[str, Any]:
@@ -156,11 +161,33 @@ def _sessions(ctx: RequestContext) -> FetchSessionCache:
     return cache
 
 
+def _quota(ctx: RequestContext, request: Any) -> tuple[QuotaKind | None, int, int]:
+    """(the consumer_byte_rate quotas, or None when no quota can apply, max_bytes, min_bytes):
+    at most what the client's quota allows in one window is read (Kafka's getMaxValueInQuotaWindow)."""
+    quotas = ctx.broker.quotas
+    if quotas is None or not quotas.fetch.bounds or getattr(request, "replica_id", -1) >= 0:
+        return None, request.max_bytes, request.min_bytes
+    most = quotas.fetch.max_in_window(ctx.session.principal.name, ctx.header.client_id or "")
+    max_bytes = request.max_bytes if most is None else min(request.max_bytes, most)
+    return quotas.fetch, max_bytes, min(request.min_bytes, max_bytes)
+
+
+def _throttled(ctx: RequestContext, quota: QuotaKind, total: int) -> int:
+    """Count the response's bytes; over the quota, take them back (the response goes empty)."""
+    user, client_id, now = ctx.session.principal.name, ctx.header.client_id or "", now_ms()
+    throttle_ms = quota.record(user, client_id, total, now)
+    if throttle_ms:
+        quota.unrecord(user, client_id, total, now)
+        ctx.throttle_ms = throttle_ms
+    return throttle_ms
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     isolation = isolation_level(request.isolation_level)
     context = _sessions(ctx).new_context(request, int(time.time() * 1000))
     if context.error is not ErrorCode.none:
         return encode_fetch_response(ctx.header.correlation_id, ctx.version, context.error, 0, [])
+    quota, max_bytes, min_bytes = _quota(ctx, request)
     deadline = time.monotonic() + request.max_wait.total_seconds()
     partitions = context.partitions
     refused = _refused_topics(ctx, request, partitions)
@@ -168,10 +195,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     logs: list[Any] = []
     try:
         while True:
-            read, total, failed = await _read_all(ctx, partitions, request.max_bytes, isolation, refused,
+            read, total, failed = await _read_all(ctx, partitions, max_bytes, isolation, refused,
                                                   context.incremental)
             left = deadline - time.monotonic()
-            if total >= request.min_bytes or left <= 0 or failed:
+            if total >= min_bytes or left <= 0 or failed:
                 break
             if waiter is None or waiter.done():
                 # Watch only once a read came up short (a busy consumer's fetch never does), then
@@ -189,6 +216,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 pass
     finally:
         _unwatch(logs, waiter)
+    if quota is not None and (throttle_ms := _throttled(ctx, quota, total)):
+        return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, [],
+                                     throttle_ms)
     responses = context.select(read, int(time.time() * 1000))
     _count_fetch(ctx, responses)
     return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, responses)

@@ -7,7 +7,8 @@ holding more (or less) than one batch is INVALID_RECORD, as in Kafka, and nothin
 written; the request's other partitions go on. acks=0 gets no response (and a failure closes the connection, as in
 Kafka); acks 1 and -1 are the same (locally the write is in the page cache when we answer; in
 cluster mode it is committed to PostgreSQL, which every broker reads). A partition this broker
-does not lead is NOT_LEADER_OR_FOLLOWER.
+does not lead is NOT_LEADER_OR_FOLLOWER. A client over its producer_byte_rate quota has its
+answer at once with throttle_time_ms, and its connection reads nothing more for that long (KIP-219).
 Transactional batches: v3-11 (Transactions V1) must go to partitions the producer added with
 AddPartitionsToTxn; under v12+ (Transactions V2) the broker adds them to the transaction itself,
 through the coordinator, before writing (coordinator/transaction/verification.py); if the last
@@ -41,6 +42,7 @@ from storage.api import INTERNAL_TOPICS, TopicPartition
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, denied, require, unauthorized
 from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
+from ..quotas.manager import now_ms
 from .txn_routing import coordinator_add, remote_verifier
 
 log = logging.getLogger(__name__)
@@ -202,6 +204,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         results = await _append_all([[_append_one(ctx, request, name, p, h, refused, forbidden)
                                       for p, h in zip(t.partition_data, hs, strict=True)]
                                      for name, t, hs in zip(names, request.topic_data, parsed, strict=True)])
+    _throttle(ctx, request)
     if request.acks == 0:
         failed = [p for parts in results for p in parts if p["error_code"] != ErrorCode.none]
         if failed:
@@ -212,11 +215,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return _response(ctx, request, results)
 
 
+def _throttle(ctx: RequestContext, request: Any) -> None:
+    """producer_byte_rate (broker/quotas): the request's record bytes count against the client's
+    quota, and a client over it is throttled (the response says for how long)."""
+    quotas = ctx.broker.quotas
+    if quotas is None or not quotas.produce.bounds:
+        return
+    size = sum(len(p.records) for t in request.topic_data for p in t.partition_data if p.records is not None)
+    ctx.throttle_ms = quotas.produce.record(ctx.session.principal.name, ctx.header.client_id or "", size, now_ms())
+
+
 def _response(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]]) -> bytes:
     return encode_produce_response(ctx.header.correlation_id, ctx.version, [
         {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partition_responses": parts}
         for t, parts in zip(request.topic_data, results, strict=True)
-    ])
+    ], ctx.throttle_ms)
 
 
 def answer_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes:

@@ -35,6 +35,9 @@ class PgBrokerConfigStore:
     def configs(self, entity: str) -> Mapping[str, str]:
         return dict(self._entities.get(entity, {}))
 
+    def entities(self) -> list[str]:
+        return list(self._entities)
+
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called (on the event loop) after each re-read that found a change."""
         self._listeners.append(callback)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 
 from broker.features import FEATURES
+from broker.quotas.manager import ClientQuotas
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from storage.broker_config_store import FileBrokerConfigStore
 from tests.broker.test_admin_handlers import call
 
 E = ErrorCode
@@ -69,20 +71,43 @@ async def test_alter_partition_reassignments_refuses_other_brokers(state: Broker
     assert listed.error_code == E.none and listed.topics == ()
 
 
-async def test_client_quotas_none_set_and_none_stored(state: BrokerState) -> None:
-    described = await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False,
-                           components=[{"entity_type": "user", "match_type": 2, "match": None}])
+async def test_client_quotas_alter_and_describe(state: BrokerState, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    state.quotas = ClientQuotas(FileBrokerConfigStore(tmp_path))
+    any_user = [{"entity_type": "user", "match_type": 2, "match": None}]
+    described = await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False, components=any_user)
     assert described.error_code == E.none and described.entries == ()
     with pytest.raises(KafkaError) as bad:
         await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False,
                    components=[{"entity_type": "user", "match_type": 7, "match": None}])
     assert bad.value.code == E.invalid_request
+
+    def entry(pairs, *ops):  # type: ignore[no-untyped-def]
+        return {"entity": [{"entity_type": t, "entity_name": n} for t, n in pairs],
+                "ops": [{"key": k, "value": v, "remove": v is None} for k, v in ops]}
+
     altered = await call(state, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=[
-        {"entity": [{"entity_type": "user", "entity_name": "alice"}],
-         "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}])
-    [entry] = altered.entries
-    assert entry.error_code == E.invalid_request and "does not enforce client quotas" in entry.error_message
-    assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("user", "alice")]
+        entry([("user", "alice")], ("producer_byte_rate", 1024.0), ("consumer_byte_rate", 2048.0)),
+        entry([("user", None), ("client-id", "c1")], ("producer_byte_rate", 10.0)),
+        entry([("user", "bob")], ("request_percentage", 50.0)),
+        entry([("user", "carol")], ("producer_byte_rate", 1.0), ("producer_byte_rate", 2.0)),
+    ])
+    assert [(e.error_code, [(x.entity_type, x.entity_name) for x in e.entity]) for e in altered.entries] == [
+        (E.none, [("user", "alice")]), (E.none, [("user", None), ("client-id", "c1")]),
+        (E.invalid_request, [("user", "bob")]), (E.invalid_request, [("user", "carol")])]
+    assert "does not enforce request_percentage" in altered.entries[2].error_message
+    assert "Duplicate quota key producer_byte_rate" in altered.entries[3].error_message
+
+    strict = await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=True, components=any_user)
+    assert [([(x.entity_type, x.entity_name) for x in e.entity], [(v.key, v.value) for v in e.values])
+            for e in strict.entries] == [([("user", "alice")], [("consumer_byte_rate", 2048.0),
+                                                                 ("producer_byte_rate", 1024.0)])]
+    loose = await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False, components=any_user)
+    assert len(loose.entries) == 2
+
+    removed = await call(state, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=[
+        entry([("user", "alice")], ("producer_byte_rate", None), ("consumer_byte_rate", None))])
+    assert removed.entries[0].error_code == E.none
+    assert len((await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False, components=any_user)).entries) == 1
 
 
 async def test_no_user_has_scram_credentials(state: BrokerState) -> None:
