@@ -441,6 +441,10 @@ class BrokerConfigStore(Protocol):
         """Make configs the entity's whole dynamic set (empty: none)."""
         ...
 
+    async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        """replace for each entity of changes, durably at once."""
+        ...
+
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called after every change, whichever broker made it."""
         ...

@@ -56,9 +56,14 @@ class FileBrokerConfigStore:
 
     async def replace(self, entity: str, configs: Mapping[str, str]) -> None:
         """Make configs the entity's whole dynamic set, durably, then tell the listeners."""
-        entities = {**self._entities, entity: dict(configs)}
-        if not configs:
-            del entities[entity]
+        await self.replace_many({entity: configs})
+
+    async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        """replace for several entities in one write."""
+        entities = {**self._entities, **{entity: dict(configs) for entity, configs in changes.items()}}
+        for entity, configs in changes.items():
+            if not configs:
+                del entities[entity]
         data = json.dumps({"entities": entities}, sort_keys=True, indent=1).encode()
         await asyncio.to_thread(self.fs.write_atomically, self.path, data)
         self._entities = entities

@@ -130,15 +130,19 @@ class ClientQuotas:
         for kind in (self.produce, self.fetch):
             kind.set_bounds({e: q[kind.key] for e, q in entries.items() if kind.key in q})
 
-    async def alter(self, entity: Entity, compute: Callable[[Mapping[str, float]], Mapping[str, float]],
+    async def alter(self, changes: Mapping[Entity, Callable[[Mapping[str, float]], Mapping[str, float]]],
                     validate_only: bool) -> None:
-        """Make compute(the entity's quotas) its quotas; compute raises KafkaError to refuse."""
+        """Make compute(the entity's quotas) each entity's quotas, in one write to the store."""
         async with self._altering:
-            before = self.entries.get(entity, {})
-            after = compute(before)
-            if validate_only or dict(after) == before:
+            updates = {}
+            for entity, compute in changes.items():
+                before = self.entries.get(entity, {})
+                after = compute(before)
+                if dict(after) != before:
+                    updates[to_store(entity)] = {k: repr(float(v)) for k, v in after.items()}
+            if validate_only or not updates:
                 return
-            await self.store.replace(to_store(entity), {k: repr(float(v)) for k, v in after.items()})
+            await self.store.replace_many(updates)
             self.reload()
 
 

@@ -63,9 +63,13 @@ class PgBrokerConfigStore:
 
     async def replace(self, entity: str, configs: Mapping[str, str]) -> None:
         """Make configs the entity's whole dynamic set, bump the version, then re-read."""
+        await self.replace_many({entity: configs})
+
+    async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        """replace for several entities in one transaction."""
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute("DELETE FROM broker_configs WHERE entity = $1", entity)
+            await conn.execute("DELETE FROM broker_configs WHERE entity = ANY($1::text[])", list(changes))
             await conn.executemany("INSERT INTO broker_configs (entity, name, value) VALUES ($1, $2, $3)",
-                                   [(entity, k, v) for k, v in configs.items()])
+                                   [(e, k, v) for e, configs in changes.items() for k, v in configs.items()])
             await conn.execute(_BUMP_VERSION)
         await self.refresh()

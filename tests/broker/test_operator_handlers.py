@@ -109,6 +109,16 @@ async def test_client_quotas_alter_and_describe(state: BrokerState, tmp_path) ->
     assert removed.entries[0].error_code == E.none
     assert len((await call(state, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, strict=False, components=any_user)).entries) == 1
 
+    twice = await call(state, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=[
+        entry([("user", "dan")], ("producer_byte_rate", 5.0)), entry([("user", "dan")], ("producer_byte_rate", 6.0))])
+    assert [e.error_code for e in twice.entries] == [E.none, E.invalid_request]
+    assert "Ignoring duplicate entity" in twice.entries[1].error_message
+    many = await call(state, ApiKey.ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=[
+        entry([("user", f"u{i}")], ("producer_byte_rate", 5.0)) for i in range(10_001)])
+    assert {(e.error_code, e.error_message) for e in many.entries} == {
+        (E.policy_violation, "Unable to perform excessively large batch operation.")}
+    assert len(state.quotas.entries) == 2  # c1's and dan's
+
 
 async def test_no_user_has_scram_credentials(state: BrokerState) -> None:
     everyone = await call(state, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, users=None)

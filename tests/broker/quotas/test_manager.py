@@ -57,14 +57,17 @@ async def test_quotas_are_kept_in_the_store_and_read_back(tmp_path):
     store = FileBrokerConfigStore(tmp_path)
     quotas = ClientQuotas(store)
     entity = ((C, "c1"), (U, None))
-    await quotas.alter(entity, lambda before: {**before, "producer_byte_rate": 2048.0}, validate_only=False)
-    await quotas.alter(((U, "x"),), lambda before: {"consumer_byte_rate": 1.0}, validate_only=True)
+    await quotas.alter({entity: lambda before: {**before, "producer_byte_rate": 2048.0},
+                        ((U, "y"),): lambda before: {"consumer_byte_rate": 3.0}}, validate_only=False)
+    await quotas.alter({((U, "x"),): lambda before: {"consumer_byte_rate": 1.0}}, validate_only=True)
+    assert quotas.entries == {entity: {"producer_byte_rate": 2048.0}, ((U, "y"),): {"consumer_byte_rate": 3.0}}
+    await quotas.alter({((U, "y"),): lambda before: {}}, validate_only=False)
     assert quotas.entries == {entity: {"producer_byte_rate": 2048.0}}
     assert quotas.produce.resolve("bob", "c1") == (("bob", "c1"), 2048.0)
     assert quotas.fetch.resolve("bob", "c1")[1] is None
     again = FileBrokerConfigStore(tmp_path)
     again.load()
     assert ClientQuotas(again).entries == {entity: {"producer_byte_rate": 2048.0}}
-    await quotas.alter(entity, lambda before: {}, validate_only=False)
+    await quotas.alter({entity: lambda before: {}}, validate_only=False)
     assert quotas.entries == {} and quotas.produce.resolve("bob", "c1")[1] is None
     assert store.entities() == []
