@@ -24,6 +24,7 @@ from coordinator.transaction.outcomes import AbortCause
 from coordinator.transaction.state import TxnState
 from storage.api import TopicPartition
 
+from ..quotas.manager import now_ms
 from .counters import REQUEST_TIME_BUCKETS_MS, BrokerMetrics
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class BrokerCollector(Collector):
         yield from self._group_metrics()
         yield from self._transaction_metrics()
         yield from _cleaner_metrics(self._state.extras.get("log_cleaner"))
+        yield from _quota_metrics(self._state)
 
     def _connection_count(self) -> Metric:
         # Kafka's socket-server-metrics connection-count, tagged with the listener's name (and here its
@@ -187,6 +189,26 @@ class BrokerCollector(Collector):
         for tp, txns in sorted(self._state.logs.open_transactions().items()):
             family.add_metric([tp.topic, str(tp.partition)], max(now - txns[0].start_timestamp, 0) / 1000)
         return family
+
+
+def _quota_metrics(state: BrokerState) -> Iterator[Metric]:
+    """Kafka's kafka.server:type=Produce|Fetch,user=U,client-id=C byte-rate and throttle-time, for
+    the clients measured against a quota (broker/quotas)."""
+    quotas = state.quotas
+    if quotas is None:
+        return
+    now = now_ms()
+    for mbean, kind in (("produce", quotas.produce), ("fetch", quotas.fetch)):
+        rate = GaugeMetricFamily(f"kafka_server_{mbean}_byte_rate", "Bytes per second, as the quota measures them",
+                                 labels=["user", "client_id"])
+        throttle = GaugeMetricFamily(f"kafka_server_{mbean}_throttle_time",
+                                     "Average throttle time given over the quota windows, ms",
+                                     labels=["user", "client_id"])
+        for (user, client_id), byte_rate, throttle_ms in sorted(kind.measured(now)):
+            rate.add_metric([user, client_id], byte_rate)
+            throttle.add_metric([user, client_id], throttle_ms)
+        yield rate
+        yield throttle
 
 
 def _gauge(name: str, doc: str, labels: dict[str, str], value: float) -> Metric:

@@ -47,6 +47,9 @@ class QuotaKind:
         self.bounds: dict[Entity, float] = {}
         self._resolved: dict[Tags, tuple[Tags, float | None]] = {}
         self._rates: dict[Tags, SampledRate] = {}
+        # Throttle times given and how many, per client, over the same windows (Kafka's throttle-time
+        # sensor, an average of the throttles given).
+        self._throttles: dict[Tags, tuple[SampledRate, SampledRate]] = {}
 
     def set_bounds(self, bounds: dict[Entity, float]) -> None:
         self.bounds = bounds
@@ -87,7 +90,26 @@ class QuotaKind:
                 self._drop_idle(now_ms)
             rate = self._rates[tags] = SampledRate(self.samples, self.window_ms)
         rate.record(value, now_ms)
-        return rate.throttle_ms(bound, now_ms)
+        throttle_ms = rate.throttle_ms(bound, now_ms)
+        if throttle_ms:
+            given = self._throttles.get(tags)
+            if given is None:
+                given = self._throttles[tags] = (SampledRate(self.samples, self.window_ms),
+                                                 SampledRate(self.samples, self.window_ms))
+            given[0].record(throttle_ms, now_ms)
+            given[1].record(1, now_ms)
+        return throttle_ms
+
+    def measured(self, now_ms: float) -> list[tuple[Tags, float, float]]:
+        """(user, client id) measured, its byte rate and its average throttle time in ms (0 if none
+        in the windows): Kafka's byte-rate and throttle-time of a Produce or Fetch quota sensor."""
+        out = []
+        for tags, rate in self._rates.items():
+            throttle = 0.0
+            if (given := self._throttles.get(tags)) is not None and (count := given[1].total(now_ms)):
+                throttle = given[0].total(now_ms) / count
+            out.append((tags, rate.rate(now_ms), throttle))
+        return out
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: float) -> None:
         """Take back what record counted (a throttled fetch sends no records)."""
@@ -106,6 +128,7 @@ class QuotaKind:
     def _drop_idle(self, now_ms: float) -> None:
         for tags in [t for t, r in self._rates.items() if r.rate(now_ms) == 0.0]:
             del self._rates[tags]
+            self._throttles.pop(tags, None)
 
 
 class ClientQuotas:

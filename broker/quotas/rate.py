@@ -31,11 +31,14 @@ class SampledRate:
                 samples.popleft()
         samples[-1][1] += value
 
+    def total(self, now_ms: float) -> float:
+        """What the current windows hold."""
+        self._purge(now_ms)
+        return sum(value for _, value in self._samples)
+
     def rate(self, now_ms: float) -> float:
         """Per second, over the current windows."""
-        self._purge(now_ms)
-        total = sum(value for _, value in self._samples)
-        return total * 1000.0 / self.window_size_ms(now_ms)
+        return self.total(now_ms) * 1000.0 / self.window_size_ms(now_ms)
 
     def window_size_ms(self, now_ms: float) -> float:
         elapsed = now_ms - self._samples[0][0] if self._samples else 0.0

@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker_process import BrokerProcess
 from tests.e2e.test_kafka_tools import failing, tool
+from tests.e2e.test_metrics import _METRICS_PORT, Scraper
 
 WAIT_S = 60.0
 RECORDS = 40
@@ -24,7 +25,8 @@ VALUE = b"v" * 1000
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("quotas") / "data", {"quota.window.num": "2"}).start()
+    proc = BrokerProcess(tmp_path_factory.mktemp("quotas") / "data",
+                         {"quota.window.num": "2", "metrics.port": "0"}).start()
     yield proc
     proc.close()
 
@@ -98,11 +100,24 @@ def make_topic(broker: BrokerProcess, topic: str) -> None:
         f.result(WAIT_S)
 
 
+def scraper(broker: BrokerProcess) -> Scraper:
+    """The metrics endpoint of the broker's latest start (the module restarts it)."""
+    scraper = Scraper(broker)
+    scraper.port = int([m for line in broker.log_lines if (m := _METRICS_PORT.search(line))][-1][1])
+    return scraper
+
+
 def test_a_producer_over_its_quota_is_throttled_and_loses_nothing(broker: BrokerProcess) -> None:
     make_topic(broker, "produced")
     set_quotas(broker, "producer_byte_rate=10000", "--entity-type", "clients", "--entity-name", "slow-producer")
     assert produce(broker, "produced", "free-producer") == 0
     assert produce(broker, "produced", "slow-producer") > 0  # 40 KB against 10 KB/s
+    # Kafka's Produce quota sensor, as the JMX exporter names it; the unthrottled client has none.
+    samples = scraper(broker).samples()
+    slow = frozenset({("user", ""), ("client_id", "slow-producer")})
+    assert samples[("kafka_server_produce_throttle_time", slow)] > 0
+    assert samples[("kafka_server_produce_byte_rate", slow)] > 0
+    assert not [key for key in samples if ("client_id", "free-producer") in key[1]]
     values, _ = consume(broker, "produced", "reader")
     assert values == [VALUE] * RECORDS * 2
 

@@ -39,6 +39,15 @@ def test_clients_under_one_default_are_measured_apart():
     assert k.record("alice", "a", 10_000, now_ms=0) == 10_000  # a is at 2,000 B/s: 10 s to come back
 
 
+def test_measured_rates_and_throttles():
+    k = kind((((C, None),), 1000))
+    k.record("alice", "a", 10_000, now_ms=0)
+    k.record("alice", "a", 10_000, now_ms=0)  # throttled 10 s
+    k.record("alice", "a", 10_000, now_ms=0)  # throttled 20 s
+    k.record("alice", "b", 5_000, now_ms=0)
+    assert sorted(k.measured(0)) == [(("", "a"), 3_000.0, 15_000.0), (("", "b"), 500.0, 0.0)]
+
+
 def test_no_quota_counts_nothing():
     k = kind((((C, "other"),), 10))
     assert k.record("alice", "c1", 10**9, now_ms=0) == 0
