@@ -171,6 +171,11 @@ class BrokerConfig:
     group_consumer_min_heartbeat_interval_ms: int = prop(5000, INT, at_least=1)
     group_consumer_max_heartbeat_interval_ms: int = prop(15000, INT, at_least=1)
     group_consumer_max_size: int = prop((1 << 31) - 1, INT, at_least=1)
+    # Connection limits (broker/connection_limits.py), Kafka's SocketServer configs.
+    max_connections_per_ip: int = prop((1 << 31) - 1, INT, at_least=0)
+    max_connections_per_ip_overrides: str = prop("", STRING)
+    max_connections: int = prop((1 << 31) - 1, INT, at_least=0)
+    max_connection_creation_rate: int = prop((1 << 31) - 1, INT, at_least=0)
     # Client quotas (broker/quotas): a client's byte rate is measured over this many windows of this size.
     quota_window_num: int = prop(11, INT, at_least=1)
     quota_window_size_seconds: int = prop(1, INT, at_least=1)

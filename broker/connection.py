@@ -33,11 +33,13 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.fast_responses import Buffers
 from protocol.frames import NEED_DATA, FrameDecoder, FrameTooLarge, sniff_foreign_protocol
 
+from .connection_limits import ConnectionLimits, Verdict
 from .dispatch import describe, dispatch, supported
 from .handler import RequestContext
 from .handlers.api_versions import api_keys
 from .memory_pool import MemoryPool
 from .principal import ANONYMOUS, Session, canonical_host
+from .quotas.manager import now_ms
 from .security.listener_security import ListenerSecurity
 from .security.sasl import SaslAuthenticator, SaslState
 from .security.sasl_errors import AuthenticationFailed
@@ -98,6 +100,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # A quota's throttle (broker/quotas): set by the request just handled, then waited out.
         self._throttle_ms = 0
         self._unmuted: asyncio.Future[None] | None = None
+        self._limited_host: str | None = None  # counted by the connection limits until closed
         if security.sasl is not None:
             self._sasl = SaslAuthenticator(security.sasl, "?")
             self._handle = self._handle_sasl  # type: ignore[method-assign]
@@ -112,6 +115,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         if peer:
             self.session = dataclasses.replace(self.session, client_host=canonical_host(peer[0]))
+        if self.state.connection_limits is not None and not self._admitted(self.state.connection_limits):
+            return
         if self.security.principal_mapper is not None:
             self._tls_principal(transport)
         if self._sasl is not None:
@@ -119,6 +124,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._connections.add(self)
         self._task = self._loop.create_task(self._serve(), name=f"conn-{self.peer}")
         self._arm_timer(self._last_active + self.state.config.connections_max_idle_ms / 1000)
+
+    def _admitted(self, limits: ConnectionLimits) -> bool:
+        """broker/connection_limits.py: whether this connection may stay; one over a limit is
+        closed, now or once its throttle time has passed, with one INFO line."""
+        state, host = self.state, self.session.client_host
+        quotas = state.quotas
+        ip_rate = quotas.ip_connection_rate(host) if quotas is not None else None
+        admission = limits.admit(state.config, host, self.security.listener.name, ip_rate, now_ms())
+        if admission.verdict is Verdict.ADMIT:
+            self._limited_host = host
+            if admission.delay_ms:  # max.connection.creation.rate: read from it later
+                self._pause("creation rate")
+                self._loop.call_later(admission.delay_ms / 1000, self._resume, "creation rate")
+            return True
+        log.info("closing connection from %s: %s", self.peer, admission.why)
+        self._closing = True
+        self.transport.pause_reading()  # type: ignore[union-attr]
+        if admission.verdict is Verdict.REFUSE:
+            self.transport.close()  # type: ignore[union-attr]
+        else:
+            self._loop.call_later(admission.delay_ms / 1000, self.transport.close)  # type: ignore[union-attr]
+        return False
 
     def _tls_principal(self, transport: asyncio.BaseTransport) -> None:
         """An SSL listener's client is its certificate's subject (User:ANONYMOUS without one)."""
@@ -164,6 +191,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
         self._closing = True
+        if self._limited_host is not None and self.state.connection_limits is not None:
+            self.state.connection_limits.release(self._limited_host)
+            self._limited_host = None
         # Release the buffers now, not when this object is collected: the request loop may still
         # be finishing a request, and used to keep the connection alive through a reference cycle.
         self._decoder.clear()

@@ -31,6 +31,7 @@ from .authorizer.standard import StandardAuthorizer
 from .cluster.backend import ClusterBackend
 from .config import BrokerConfig
 from .connection import KafkaConnection
+from .connection_limits import ConnectionLimits
 from .dispatch import HANDLERS
 from .dynamic_config import DynamicBrokerConfig, log_defaults
 from .features import FinalizedFeatures
@@ -254,6 +255,7 @@ class Broker:
         self.state.dynamic_config = DynamicBrokerConfig(self.config, store, self._apply_config)
         window_ms = self.config.quota_window_size_seconds * 1000
         self.state.quotas = ClientQuotas(store, self.config.quota_window_num, window_ms)
+        self.state.connection_limits = ConnectionLimits(self.config.quota_window_num, window_ms)
         await self.state.dynamic_config.apply()
 
     async def _apply_config(self, config: BrokerConfig, topic_defaults: Mapping[str, object]) -> None:

@@ -15,6 +15,7 @@ from .features import FinalizedFeatures
 
 if TYPE_CHECKING:
     from .authorizer.standard import StandardAuthorizer
+    from .connection_limits import ConnectionLimits
     from .dynamic_config import DynamicBrokerConfig
     from .fetch_sessions import FetchSessionCache
     from .handler import Handler
@@ -49,6 +50,8 @@ class BrokerState:
     fetch_sessions: FetchSessionCache | None = None  # made at the first Fetch (broker/handlers/fetch.py)
     # Client quotas (AlterClientQuotas), kept in the dynamic config store; server.py opens them.
     quotas: ClientQuotas | None = None
+    # max.connections, max.connections.per.ip, ...: counted at accept (broker/connection_limits.py).
+    connection_limits: ConnectionLimits | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
     cluster: ClusterView = None  # type: ignore[assignment]

@@ -15,6 +15,8 @@ from typing import Any, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
+from ..principal import canonical_host
+
 __all__ = ("ENFORCED", "Entity", "USER", "CLIENT_ID", "IP", "check_entity", "check_value", "filter_of",
            "from_store", "matches", "to_store")
 
@@ -31,7 +33,7 @@ _CLIENT_KEYS: Final = {"producer_byte_rate": "long", "consumer_byte_rate": "long
 _IP_KEYS: Final = {"connection_creation_rate": "int"}
 _INTEGRAL_MAX: Final = {"int": 2**31 - 1, "long": 2**63 - 1}
 # The keys eosbroker throttles by; the others are refused rather than stored and ignored.
-ENFORCED: Final = frozenset({"producer_byte_rate", "consumer_byte_rate"})
+ENFORCED: Final = frozenset({"producer_byte_rate", "consumer_byte_rate", "connection_creation_rate"})
 _PREFIX: Final = "quota:"
 
 
@@ -58,9 +60,11 @@ def check_entity(pairs: Iterable[tuple[str, str | None]]) -> tuple[Entity, Mappi
         return entity, _CLIENT_KEYS
     if len(found) > 1:
         raise invalid("Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
-    if found[IP] is not None and not _is_ip(found[IP]):
-        raise invalid(f"{found[IP]} is not a valid IP or resolvable host.")
-    return entity, _IP_KEYS
+    name = found[IP]
+    if name is not None and not _is_ip(name):
+        raise invalid(f"{name} is not a valid IP or resolvable host.")
+    # One spelling per address, the one connections are counted under (broker/principal.py).
+    return ((IP, None if name is None else canonical_host(name)),), _IP_KEYS
 
 
 def _is_ip(name: str) -> bool:
@@ -84,8 +88,8 @@ def check_value(keys: Mapping[str, str], key: str, value: float) -> None:
         if abs(math.fmod(value, 1.0)) > 1e-6:
             raise invalid(f"{key} cannot be a fractional value.")
     if key not in ENFORCED:
-        raise invalid(f"eosbroker does not enforce {key} quotas (only producer_byte_rate and consumer_byte_rate), "
-                      "so it stores none; nothing was changed for this entity")
+        raise invalid(f"eosbroker does not enforce {key} quotas (only producer_byte_rate, consumer_byte_rate and "
+                      "connection_creation_rate), so it stores none; nothing was changed for this entity")
 
 
 def to_store(entity: Entity) -> str:

@@ -18,7 +18,7 @@ from typing import Final
 
 from storage.api import BrokerConfigStore
 
-from .entities import CLIENT_ID, USER, Entity, from_store, to_store
+from .entities import CLIENT_ID, IP, USER, Entity, from_store, to_store
 from .rate import SampledRate
 
 __all__ = ("ClientQuotas", "QuotaKind", "now_ms")
@@ -152,6 +152,14 @@ class ClientQuotas:
         self.entries = entries
         for kind in (self.produce, self.fetch):
             kind.set_bounds({e: q[kind.key] for e, q in entries.items() if kind.key in q})
+
+    def ip_connection_rate(self, host: str) -> float | None:
+        """The connection_creation_rate quota of an address: its own, else the default IP's."""
+        entries = self.entries
+        for entity in (((IP, host),), ((IP, None),)):
+            if (quota := entries.get(entity)) is not None and "connection_creation_rate" in quota:
+                return quota["connection_creation_rate"]
+        return None
 
     async def alter(self, changes: Mapping[Entity, Callable[[Mapping[str, float]], Mapping[str, float]]],
                     validate_only: bool) -> None:

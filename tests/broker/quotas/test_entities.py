@@ -53,6 +53,10 @@ def test_enforced_keys_pass():
     keys = check_entity([("client-id", "c")])[1]
     check_value(keys, "producer_byte_rate", 1024.0)
     check_value(keys, "consumer_byte_rate", 1.0)
+    entity, ip_keys = check_entity([("ip", "::ffff:10.0.0.1")])
+    assert entity == (("ip", "10.0.0.1"),)  # counted under the spelling connections have
+    check_value(ip_keys, "connection_creation_rate", 2.0)
+    assert "fractional" in (refused(check_value, ip_keys, "connection_creation_rate", 2.5).message or "")
 
 
 def test_store_names_round_trip_and_stay_apart_from_other_entities():

@@ -1,0 +1,115 @@
+"""Connection limits with a real broker: max.connections.per.ip (and its overrides) and
+max.connections close the connections past them with one INFO line each, a connection_creation_rate
+quota set with kafka-configs --entity-type ips closes a burst's extra connections, the limits change
+at run time with kafka-configs, and real clients keep working within them."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Producer
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+from tests.broker_process import BrokerProcess
+from tests.e2e.test_kafka_tools import tool
+from tests.kafka_wire import RawClient, closed_by_peer
+
+WAIT_S = 30.0
+API_VERSIONS = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+
+
+@pytest.fixture
+def broker(tmp_path) -> Iterator[BrokerProcess]:  # type: ignore[no-untyped-def]
+    proc = BrokerProcess(tmp_path / "data", {"max.connections.per.ip": "4", "quota.window.num": "2"}).start()
+    yield proc
+    proc.close()
+
+
+def connect(broker: BrokerProcess, n: int) -> list[socket.socket]:
+    host, port = broker.bootstrap.rsplit(":", 1)
+    return [socket.create_connection((host, int(port)), timeout=WAIT_S) for _ in range(n)]
+
+
+def serves(sock: socket.socket) -> bool:
+    """Whether the connection answers ApiVersions."""
+    client = RawClient.__new__(RawClient)
+    client.sock, client._correlation_id = sock, 0
+    try:
+        return client.request(API_VERSIONS).error_code.value == 0
+    except (ConnectionError, OSError, AssertionError):
+        return False
+
+
+def closed_soon(sock: socket.socket) -> bool:
+    sock.settimeout(WAIT_S)
+    return closed_by_peer(sock)
+
+
+def test_connections_past_the_per_ip_limit_are_closed(broker: BrokerProcess) -> None:
+    socks = connect(broker, 6)
+    try:
+        assert all(serves(s) for s in socks[:4])
+        assert all(closed_soon(s) for s in socks[4:])
+        assert broker.wait_for_log(r"Rejected connection from 127\.0\.0\.1, address already has the configured "
+                                   r"maximum of 4 connections\.")
+        # One closes: a new one fits again.
+        socks[0].close()
+        time.sleep(0.5)
+        [again] = connect(broker, 1)
+        socks.append(again)
+        assert serves(again)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_limits_change_at_run_time(broker: BrokerProcess) -> None:
+    tool(broker, "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+         "max.connections.per.ip.overrides=127.0.0.1:2")
+    time.sleep(0.5)  # the tool's own connections are gone by now
+    socks = connect(broker, 3)
+    try:
+        assert [serves(s) for s in socks[:2]] == [True, True]
+        assert closed_soon(socks[2])
+    finally:
+        for s in socks:
+            s.close()
+    tool(broker, "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-default", "--delete-config",
+         "max.connections.per.ip.overrides", "--add-config", "max.connections=3")
+    time.sleep(0.5)
+    socks = connect(broker, 4)
+    try:
+        assert [serves(s) for s in socks[:3]] == [True, True, True]
+        assert closed_soon(socks[3])
+        assert broker.wait_for_log(r"the broker already has max\.connections=3 connections")
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_an_ip_connection_rate_quota_closes_a_burst(broker: BrokerProcess) -> None:
+    tool(broker, "kafka-configs", "--alter", "--entity-type", "ips", "--entity-default", "--add-config",
+         "connection_creation_rate=2")
+    assert "connection_creation_rate=2.0" in tool(broker, "kafka-configs", "--describe", "--entity-type", "ips",
+                                                  "--entity-default")
+    time.sleep(2.5)  # the tool's own connections leave the 2 s window
+    socks = connect(broker, 4)
+    try:
+        answered = [serves(s) for s in socks]
+        assert answered.count(True) >= 1 and answered.count(False) >= 1, answered
+        assert broker.wait_for_log(r"Connection from 127\.0\.0\.1 throttled for \d+ ms")
+    finally:
+        for s in socks:
+            s.close()
+    tool(broker, "kafka-configs", "--alter", "--entity-type", "ips", "--entity-default", "--delete-config",
+         "connection_creation_rate")
+
+
+def test_a_client_within_the_limits_works(broker: BrokerProcess) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce("within", b"%d" % i)
+    assert producer.flush(WAIT_S) == 0
