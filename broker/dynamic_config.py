@@ -113,6 +113,11 @@ class DynamicBrokerConfig:
         """A group's own configs (broker/group_configs.py), kept in the same store."""
         return self.store.configs(group_entity(group_id))
 
+    def group_ids(self) -> list[str]:
+        """The groups with configs of their own."""
+        prefix = group_entity("")
+        return [e[len(prefix):] for e in self.store.entities() if e.startswith(prefix)]
+
     async def alter_group(self, group_id: str, compute: Callable[[Mapping[str, str]], Mapping[str, str]],
                           validate_only: bool) -> None:
         """Make compute(the group's own configs) its new set; compute validates (KafkaError)."""

@@ -434,7 +434,7 @@ class BrokerConfigStore(Protocol):
     def configs(self, entity: str) -> Mapping[str, str]: ...
 
     def entities(self) -> list[str]:
-        """The entities that have configs (broker ids, groups, client quota entities)."""
+        """The entities with dynamic configs (broker ids, "", group:<id>, quota:<entity>), sorted."""
         ...
 
     async def replace(self, entity: str, configs: Mapping[str, str]) -> None:

@@ -48,7 +48,8 @@ class FileBrokerConfigStore:
         return dict(self._entities.get(entity, {}))
 
     def entities(self) -> list[str]:
-        return list(self._entities)
+        """The entities with dynamic configs, sorted."""
+        return sorted(self._entities)
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called after each change."""

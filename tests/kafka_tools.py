@@ -24,6 +24,7 @@ CDS_DIR = REPO / "build" / "cds"
 MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",

@@ -36,7 +36,8 @@ class PgBrokerConfigStore:
         return dict(self._entities.get(entity, {}))
 
     def entities(self) -> list[str]:
-        return list(self._entities)
+        """The entities with dynamic configs, sorted."""
+        return sorted(self._entities)
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called (on the event loop) after each re-read that found a change."""

@@ -105,3 +105,20 @@ async def test_set_describe_reopen_and_delete(state: BrokerState, tmp_path: Path
         {"resource_type": 32, "resource_name": "my-group", "configs": []}])
     assert r.responses[0].error_code == E.none
     assert state.dynamic_config is not None and state.dynamic_config.group_configs("my-group") == {}
+
+
+async def test_list_config_resources_lists_groups_with_configs_brokers_and_topics(state: BrokerState) -> None:
+    r = await call(state, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False, resources=[
+        _group("my-group", ("consumer.session.timeout.ms", 0, "50000"))])
+    assert r.responses[0].error_code == E.none
+    listed = await call(state, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=[])
+    assert listed.error_code == E.none
+    assert [(c.resource_type, c.resource_name) for c in listed.config_resources] == [
+        (32, "my-group"), (8, "1"), (4, "1"), (2, "t")]  # Kafka's order: groups, (client metrics), loggers, ...
+    only = await call(state, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=[2, 32, 2])
+    assert [(c.resource_type, c.resource_name) for c in only.config_resources] == [(32, "my-group"), (2, "t")]
+    # eosbroker keeps no client-metrics resources (no client telemetry): v0 asks for those only
+    assert (await call(state, ApiKey.LIST_CONFIG_RESOURCES, 0)).config_resources == ()
+    assert (await call(state, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=[16])).config_resources == ()
+    unknown = await call(state, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=[2, 1])
+    assert (unknown.error_code, unknown.config_resources) == (E.unsupported_version, ())

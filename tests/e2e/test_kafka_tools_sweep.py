@@ -1,0 +1,33 @@
+"""Kafka 4.3.1 tools the other tool tests do not run, against the broker: what they print is what
+they print against Apache Kafka 4.x, or (for what eosbroker does not have) a clear refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.broker_process import BrokerProcess
+from tests.e2e.test_kafka_tools import failing, tool
+
+pytestmark = pytest.mark.e2e
+
+
+def test_client_metrics_and_config_listings_use_list_config_resources(broker: BrokerProcess) -> None:
+    """kafka-client-metrics --list/--describe and kafka-configs --describe of client-metrics list
+    the resources with ListConfigResources (KIP-1142) first; before eosbroker answered it they
+    failed with "The node does not support LIST_CONFIG_RESOURCES". eosbroker keeps no
+    client-metrics resources (no client telemetry, KIP-714): the lists are empty, and creating one
+    is refused by name."""
+    assert tool(broker, "kafka-client-metrics", "--list").strip() == ""
+    assert tool(broker, "kafka-client-metrics", "--describe").strip() == ""
+    assert tool(broker, "kafka-client-metrics", "--describe", "--name", "cm1").strip() == \
+        "The client metric resource cm1 doesn't exist and doesn't have dynamic config."
+    assert tool(broker, "kafka-configs", "--describe", "--entity-type", "client-metrics").strip() == ""
+    refusal = failing(broker, "kafka-client-metrics", "--alter", "--name", "cm1", "--metrics",
+                      "org.apache.kafka.producer.", "--interval", "10000")
+    assert "resource type 16 is not supported" in refusal, refusal
+    # A group with configs of its own is listed (ListConfigResources' GROUP type) and described.
+    tool(broker, "kafka-configs", "--alter", "--entity-type", "groups", "--entity-name", "g1",
+         "--add-config", "consumer.session.timeout.ms=50000")
+    out = tool(broker, "kafka-configs", "--describe", "--entity-type", "groups")
+    assert "Dynamic configs for group g1 are:\n  consumer.session.timeout.ms=50000 sensitive=false " \
+           "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}" in out, out
