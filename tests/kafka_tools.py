@@ -31,6 +31,7 @@ MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",

@@ -55,8 +55,10 @@ EXPECTED: dict[ApiKey, ErrorCode] = {
 # (api, version) -> error, for versions that ask something else than the latest
 CLIENT_VERSIONS: dict[tuple[ApiKey, int], ErrorCode] = {(K.ADD_PARTITIONS_TO_TXN, 3): TXN}
 # Kafka checks nothing (or only filters what it lists: ListGroups, ListTransactions).
+# Delegation-token requests are refused before anything is authorized: no token exists here.
 ASKS_NOTHING = frozenset({K.API_VERSIONS, K.SASL_HANDSHAKE, K.SASL_AUTHENTICATE, K.DESCRIBE_CLUSTER, K.LIST_GROUPS,
-                          K.LIST_TRANSACTIONS})
+                          K.LIST_TRANSACTIONS, K.CREATE_DELEGATION_TOKEN, K.RENEW_DELEGATION_TOKEN,
+                          K.EXPIRE_DELEGATION_TOKEN, K.DESCRIBE_DELEGATION_TOKEN})
 _CONFIG_APIS = (K.DESCRIBE_CONFIGS, K.ALTER_CONFIGS, K.INCREMENTAL_ALTER_CONFIGS)
 
 

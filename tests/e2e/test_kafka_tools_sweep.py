@@ -3,6 +3,8 @@ they print against Apache Kafka 4.x, or (for what eosbroker does not have) a cle
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.broker_process import BrokerProcess
@@ -31,3 +33,18 @@ def test_client_metrics_and_config_listings_use_list_config_resources(broker: Br
     out = tool(broker, "kafka-configs", "--describe", "--entity-type", "groups")
     assert "Dynamic configs for group g1 are:\n  consumer.session.timeout.ms=50000 sensitive=false " \
            "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}" in out, out
+
+
+def test_delegation_tokens_are_refused_as_kafka_refuses_them_on_plaintext(broker: BrokerProcess,
+                                                                          tmp_path: Path) -> None:
+    """kafka-delegation-tokens failed with "The node does not support CREATE_DELEGATION_TOKEN";
+    eosbroker has no tokens and now answers as Kafka with token authentication disabled, which on
+    a PLAINTEXT listener is DELEGATION_TOKEN_REQUEST_NOT_ALLOWED."""
+    config = tmp_path / "admin.properties"
+    config.write_text("")
+    for args in (("--describe",), ("--create", "--max-life-time-period", "-1"),
+                 ("--renew", "--hmac", "abc", "--renew-time-period", "-1"),
+                 ("--expire", "--hmac", "abc", "--expiry-time-period", "-1")):
+        out = failing(broker, "kafka-delegation-tokens", "--command-config", str(config), *args)
+        assert "UnsupportedByAuthenticationException: Delegation Token requests are not allowed on PLAINTEXT/1-way " \
+               "SSL channels and on delegation token authenticated channels." in out, out
