@@ -28,6 +28,7 @@ from .. import group_configs
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_config_access
 from ..handler import Handler, RequestContext
+from .describe_configs import CLIENT_METRICS, NO_CLIENT_METRICS
 
 __all__ = ("HANDLER", "alter_all")
 
@@ -98,6 +99,8 @@ async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, valid
             raise KafkaError(ErrorCode.invalid_request, "dynamic configs are not loaded yet")
         await dynamic.alter_group(resource.resource_name, lambda own: compute_group(resource, own), validate_only)
         return
+    if kind == CLIENT_METRICS:
+        raise KafkaError(ErrorCode.invalid_request, f"{NO_CLIENT_METRICS}; nothing was changed")
     if kind != TOPIC:
         raise KafkaError(ErrorCode.invalid_request, f"resource type {kind} is not supported")
     logs = ctx.broker.logs

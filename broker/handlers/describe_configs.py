@@ -8,7 +8,8 @@ the broker's properties with Kafka's sources (named "", the cluster default's dy
 include_synonyms adds Kafka's synonyms to both (broker/broker_configs.py). Broker-logger resources
 (type 8) list the broker's loggers and their levels (broker/log_levels.py); group resources
 (type 32) every group config, the group's own (GROUP_CONFIG) or the broker's default. configuration_keys
-filters (null or empty: all). Unknown topics give UNKNOWN_TOPIC_OR_PARTITION."""
+filters (null or empty: all). Unknown topics give UNKNOWN_TOPIC_OR_PARTITION. Client-metrics
+resources (type 16) are INVALID_REQUEST saying that eosbroker has no client telemetry (KIP-714)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ from ..config import BrokerConfig
 from ..handler import Handler, RequestContext
 from ..log_levels import current_levels
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
+# What a CLIENT_METRICS resource (KIP-714) is answered with, by every config API.
+NO_CLIENT_METRICS = ("eosbroker keeps no client-metrics resources: it has no client telemetry (KIP-714: "
+                     "GetTelemetrySubscriptions, PushTelemetry)")
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # DescribeConfigs v3+ config_type (Kafka's ConfigEntry.ConfigType)
 _STRING = 2
@@ -105,6 +109,8 @@ def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dic
         dynamic = ctx.broker.dynamic_config
         own = dynamic.group_configs(resource.resource_name) if dynamic is not None else {}
         configs = group_configs.group_entries(own, ctx.broker.config, include_synonyms)
+    elif resource.resource_type == CLIENT_METRICS:
+        return entry | {"error_code": ErrorCode.invalid_request, "error_message": NO_CLIENT_METRICS}
     else:
         return entry | {"error_code": ErrorCode.invalid_request,
                         "error_message": f"resource type {resource.resource_type} is not supported"}

@@ -12,6 +12,8 @@ A broker-logger resource (8, named by this node's id) sets (SET) or unsets (DELE
 parent's level) the levels of the broker's loggers at run time, all or none: see
 broker/log_levels.py for the names, levels and Kafka's checks. A group resource (32) gets SET and
 DELETE on its own group configs (broker/group_configs.py); APPEND and SUBTRACT are INVALID_CONFIG.
+A client-metrics resource (16) is INVALID_REQUEST saying that eosbroker has no client telemetry
+(KIP-714), so keeps no such resource.
 """
 
 from __future__ import annotations

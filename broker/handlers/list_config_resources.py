@@ -20,10 +20,9 @@ from .. import group_configs
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .describe_configs import BROKER, BROKER_LOGGER, TOPIC
+from .describe_configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, TOPIC
 from .metadata import live_brokers
 
-CLIENT_METRICS: Final = 16  # ConfigResource.Type.CLIENT_METRICS
 # Kafka's ListConfigResourcesRequest.supportedResourceTypes, per version.
 _V0_TYPES: Final = (CLIENT_METRICS,)
 _V1_TYPES: Final = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, group_configs.GROUP)

@@ -122,3 +122,19 @@ async def test_list_config_resources_lists_groups_with_configs_brokers_and_topic
     assert (await call(state, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=[16])).config_resources == ()
     unknown = await call(state, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=[2, 1])
     assert (unknown.error_code, unknown.config_resources) == (E.unsupported_version, ())
+
+
+async def test_client_metrics_resources_are_refused_saying_why(state: BrokerState) -> None:
+    why = ("eosbroker keeps no client-metrics resources: it has no client telemetry (KIP-714: "
+           "GetTelemetrySubscriptions, PushTelemetry)")
+    d = await call(state, ApiKey.DESCRIBE_CONFIGS, 4, include_synonyms=False, include_documentation=False,
+                   resources=[{"resource_type": 16, "resource_name": "cm1", "configuration_keys": None}])
+    assert (d.results[0].error_code, d.results[0].error_message) == (E.invalid_request, why)
+    i = await call(state, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False, resources=[
+        {"resource_type": 16, "resource_name": "cm1",
+         "configs": [{"name": "interval.ms", "config_operation": 0, "value": "1000"}]}])
+    a = await call(state, ApiKey.ALTER_CONFIGS, 2, validate_only=False, resources=[
+        {"resource_type": 16, "resource_name": "cm1", "configs": [{"name": "interval.ms", "value": "1000"}]}])
+    for r in (i, a):
+        assert (r.responses[0].error_code, r.responses[0].error_message) == (E.invalid_request,
+                                                                            f"{why}; nothing was changed")
