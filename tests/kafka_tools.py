@@ -33,6 +33,7 @@ MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
@@ -43,6 +44,10 @@ MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
+    # no script in Kafka's bin/: its system tests run the class with kafka-run-class.sh
+    "transactional-message-copier": "org.apache.kafka.tools.TransactionalMessageCopier",
 }
 
 

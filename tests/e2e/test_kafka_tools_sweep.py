@@ -3,12 +3,16 @@ they print against Apache Kafka 4.x, or (for what eosbroker does not have) a cle
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.broker_process import BrokerProcess
 from tests.e2e.test_kafka_tools import failing, tool
+from tests.kafka_tools import run_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -49,3 +53,104 @@ def test_delegation_tokens_are_refused_as_kafka_refuses_them_on_plaintext(broker
         out = failing(broker, "kafka-delegation-tokens", "--command-config", str(config), *args)
         assert "UnsupportedByAuthenticationException: Delegation Token requests are not allowed on PLAINTEXT/1-way " \
                "SSL channels and on delegation token authenticated channels." in out, out
+
+
+def events(out: str) -> list[dict[str, Any]]:
+    """The JSON lines a Verifiable* tool or the copier prints (the rest is log)."""
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_verifiable_producer_and_consumer(broker: BrokerProcess, tmp_path: Path, protocol: str) -> None:
+    """Kafka's system-test clients: an idempotent VerifiableProducer's 300 acked records are the
+    300 a VerifiableConsumer of either group protocol reads and commits, with and without
+    auto-commit."""
+    topic = f"verifiable-{protocol}"
+    tool(broker, "kafka-topics", "--create", "--topic", topic, "--partitions", "3")
+    config = tmp_path / "producer.properties"
+    config.write_text("enable.idempotence=true\nacks=all\nretries=10\n")  # the tool sets retries=0
+    produced = events(tool(broker, "kafka-verifiable-producer", "--topic", topic, "--max-messages", "300",
+                           "--command-config", str(config), "--repeating-keys", "7"))
+    assert produced[-1]["name"] == "tool_data" and (produced[-1]["sent"], produced[-1]["acked"]) == (300, 300)
+    ends = {}
+    for p in range(3):
+        acked = [e["offset"] for e in produced if e["name"] == "producer_send_success" and e["partition"] == p]
+        ends[p] = max(acked, default=-1) + 1
+    for auto in ((), ("--enable-autocommit",)):
+        group = f"vc-{protocol}-{len(auto)}"
+        consumed = events(tool(broker, "kafka-verifiable-consumer", "--topic", topic, "--group-id", group,
+                               "--group-protocol", protocol, "--max-messages", "300", *auto))
+        names = [e["name"] for e in consumed]
+        assert names[0] == "startup_complete" and "shutdown_complete" in names, names
+        assert sum(e["count"] for e in consumed if e["name"] == "records_consumed") == 300
+        commits = [e for e in consumed if e["name"] == "offsets_committed"]
+        assert all(c["success"] for c in commits), commits
+        if not auto:  # the tool reports the commits it makes itself
+            last = {(o["partition"]): o["offset"] for c in commits for o in c["offsets"]}
+            assert last == {p: end for p, end in ends.items() if end}, (last, ends)
+        described = tool(broker, "kafka-consumer-groups", "--describe", "--group", group)
+        lags = [line.split()[5] for line in described.splitlines() if line.startswith(group)]
+        assert lags and set(lags) == {"0"}, described
+
+
+def test_transactional_message_copier_copies_exactly_once(broker: BrokerProcess) -> None:
+    """TransactionalMessageCopier (Kafka's transactions system test) with random aborts, in group
+    mode with the group-metadata API and with the old sendOffsetsToTransaction: what a
+    read_committed consumer reads is each input record once."""
+    tool(broker, "kafka-topics", "--create", "--topic", "copy-in", "--partitions", "2")
+    tool(broker, "kafka-topics", "--create", "--topic", "copy-out", "--partitions", "2")
+    tool(broker, "kafka-verifiable-producer", "--topic", "copy-in", "--max-messages", "400")
+    for partition, mode in ((0, ("--use-group-metadata",)), (1, ())):
+        out = run_tool("transactional-message-copier", "--broker-list", broker.bootstrap, "--input-topic", "copy-in",
+                       "--input-partition", str(partition), "--output-topic", "copy-out",
+                       "--transactional-id", f"copier-{partition}", "--consumer-group", f"copier-{partition}",
+                       "--transaction-size", "25", "--enable-random-aborts", *mode)
+        assert out.returncode == 0, out.stdout + out.stderr
+        last = events(out.stdout)[-1]
+        assert last["stage"] == "ShutdownComplete" and last["remaining"] == 0, last
+    copied = run_tool("kafka-console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "copy-out",
+                      "--from-beginning", "--isolation-level", "read_committed", "--timeout-ms", "5000")
+    values = [line for line in copied.stdout.splitlines() if line.isdigit()]
+    assert sorted(values, key=int) == [str(i) for i in range(400)], copied.stderr
+
+
+def test_dump_log_reads_the_data_dir(broker: BrokerProcess) -> None:
+    """kafka-dump-log on the broker's segment files: a transactional partition's batches and
+    markers, its transaction index, its offset and time indexes, and __consumer_offsets and
+    __transaction_state with Kafka's own decoders."""
+    tool(broker, "kafka-topics", "--create", "--topic", "dumped", "--partitions", "1")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "dump-txn"})
+    producer.init_transactions()
+    for commit in (True, False):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("dumped", value=f"v{i}".encode(), key=b"k")
+        producer.flush()  # else the abort drops the records unsent
+        producer.commit_transaction() if commit else producer.abort_transaction()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "dump-group",
+                         "auto.offset.reset": "earliest"})
+    consumer.commit(offsets=[TopicPartition("dumped", 0, 3)], asynchronous=False)
+    consumer.close()
+    segment = broker.data_dir / "dumped-0" / f"{0:020d}"
+    out = tool_local("--files", f"{segment}.log", "--print-data-log", "--deep-iteration")
+    assert out.count("isTransactional: true isControl: false") == 2, out
+    assert "endTxnMarker: COMMIT coordinatorEpoch: 0" in out and "endTxnMarker: ABORT coordinatorEpoch: 0" in out
+    assert "key: k payload: v2" in out, out
+    assert "producerId: " in tool_local("--files", f"{segment}.txnindex")  # the aborted transaction
+    out = tool_local("--files", f"{segment}.index,{segment}.timeindex", "--index-sanity-check")
+    assert out.count("passed sanity check") == 2, out
+    offsets = "".join(tool_local("--files", str(p), "--offsets-decoder")
+                      for p in sorted(broker.data_dir.glob("__consumer_offsets-*/*.log")) if p.stat().st_size)
+    assert '"data":{"group":"dump-group","topic":"dumped","partition":0}} payload: {"version":"3","data":' \
+           '{"offset":3,' in offsets, offsets
+    txns = "".join(tool_local("--files", str(p), "--transaction-log-decoder")
+                   for p in sorted(broker.data_dir.glob("__transaction_state-*/*.log")) if p.stat().st_size)
+    assert 'key: {"type":"0","data":{"transactionalId":"dump-txn"}} payload: {"version":"1","data":' in txns, txns
+    assert '"transactionStatus":5' in txns and '"transactionStatus":4' in txns, txns  # CompleteAbort, CompleteCommit
+
+
+def tool_local(*args: str) -> str:
+    """kafka-dump-log, which reads files and talks to no broker."""
+    out = run_tool("kafka-dump-log", *args)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
