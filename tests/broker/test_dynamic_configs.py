@@ -125,6 +125,7 @@ async def test_the_store_survives_a_reopen_and_refuses_a_damaged_file(tmp_path: 
     again = FileBrokerConfigStore(tmp_path)
     again.load()
     assert (again.configs(""), again.configs("1")) == ({"log.retention.ms": "5"}, {})
+    assert again.entities() == [""]  # an emptied entity is gone
     (tmp_path / BROKER_CONFIGS_FILE).write_text("{not json")
     with pytest.raises(ValueError, match="unreadable"):
         FileBrokerConfigStore(tmp_path).load()

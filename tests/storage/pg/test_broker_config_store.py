@@ -25,3 +25,6 @@ async def test_a_change_through_one_broker_reaches_another(db: asyncpg.Pool) -> 
     await later.refresh()
     assert (later.configs(""), later.configs("2"), later.configs("1")) == (
         {"log.retention.ms": "6000"}, {"message.max.bytes": "100"}, {})
+    assert later.entities() == ["", "2"]  # ListConfigResources lists the groups among them
+    await later.replace("2", {})
+    assert later.entities() == [""]
