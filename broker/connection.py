@@ -37,6 +37,7 @@ from .connection_limits import ConnectionLimits, Verdict
 from .dispatch import describe, dispatch, supported
 from .handler import RequestContext
 from .handlers.api_versions import api_keys
+from .log_limit import LogLimit
 from .memory_pool import MemoryPool
 from .principal import ANONYMOUS, Session, canonical_host
 from .quotas.manager import now_ms
@@ -49,6 +50,19 @@ from .state import BrokerState
 __all__ = ("KafkaConnection",)
 
 log = logging.getLogger(__name__)
+# Closes for what a peer sent and refusals by the connection limits: one line each, at most this
+# fast (broker/log_limit.py), so that a client misbehaving in a loop cannot flood the log.
+_CLOSE_LOG_LIMIT: Final = LogLimit(per_second=50, burst=200)
+
+
+def _log_close(level: int, message: str, *args: object) -> None:
+    left_out = _CLOSE_LOG_LIMIT.allow()
+    if left_out is None:
+        return
+    if left_out:
+        log.warning("%d connection closes were not logged: more than %d a second", left_out,
+                    _CLOSE_LOG_LIMIT.per_second)
+    log.log(level, message, *args)
 MAX_QUEUED_FRAMES: Final = 16
 WRITE_HIGH_WATER: Final = 4 << 20
 _SIZE: Final = struct.Struct(">i")
@@ -138,7 +152,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._pause("creation rate")
                 self._loop.call_later(admission.delay_ms / 1000, self._resume, "creation rate")
             return True
-        log.info("closing connection from %s: %s", self.peer, admission.why)
+        _log_close(logging.INFO, "closing connection from %s: %s", self.peer, admission.why)
         self._closing = True
         self.transport.pause_reading()  # type: ignore[union-attr]
         if admission.verdict is Verdict.REFUSE:
@@ -322,7 +336,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """`abort`: drop the connection at once; a TLS close otherwise waits for the peer's
         close_notify (up to 30 s), longer than a broker shutting down waits."""
         if not self._closing:
-            log.log(level, "closing connection from %s: %s", self.peer, reason)
+            _log_close(level, "closing connection from %s: %s", self.peer, reason)
         self._closing = True
         if self.transport is not None:
             if not abort:
@@ -485,7 +499,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if delay_ms == 0 or self.transport is None or self._closing:
             self.close("SASL authentication failed", level=logging.INFO)
             return
-        log.info("closing connection from %s in %d ms: SASL authentication failed", self.peer, delay_ms)
+        _log_close(logging.INFO, "closing connection from %s in %d ms: SASL authentication failed", self.peer, delay_ms)
         self._closing = True
         self.transport.pause_reading()
         self._loop.call_later(delay_ms / 1000, self.transport.close)

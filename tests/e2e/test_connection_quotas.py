@@ -6,6 +6,7 @@ at run time with kafka-configs, and real clients keep working within them."""
 from __future__ import annotations
 
 import socket
+import struct
 import time
 from collections.abc import Iterator
 
@@ -100,6 +101,23 @@ def test_an_ip_connection_rate_quota_closes_a_burst(broker: BrokerProcess) -> No
     assert broker.wait_for_log(r"Connection from 127\.0\.0\.1 throttled for \d+ ms")
     tool(broker, "kafka-configs", "--alter", "--entity-type", "ips", "--entity-default", "--delete-config",
          "connection_creation_rate")
+
+
+def test_a_peer_misbehaving_in_a_loop_does_not_flood_the_log(broker: BrokerProcess) -> None:
+    """Each connection sends a Fetch version the broker does not serve and is closed, 1000 times in
+    a row (as Kafka's ReplicaVerificationTool does): the first 200 close lines, then 50 a second,
+    and a line saying how many were left out."""
+    start = len(broker.log_lines)
+    host, port = broker.bootstrap.rsplit(":", 1)
+    frame = struct.pack(">ihhih", 10, 1, 18, 1, -1)  # Fetch v18, no body
+    for _ in range(1000):
+        with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:
+            sock.sendall(frame)
+            assert closed_soon(sock)
+    assert broker.wait_for_log(r"connection closes were not logged: more than 50 a second", since=start)
+    closes = [line for line in broker.log_lines[start:] if "closing connection" in line]
+    assert 200 <= len(closes) < 800, len(closes)
+    assert admitted(broker, 1) == [True]
 
 
 def test_a_client_within_the_limits_works(broker: BrokerProcess) -> None:
