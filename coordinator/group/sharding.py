@@ -127,7 +127,9 @@ class ShardedGroups(AdminOperations):
 
     async def ensure_topic(self, config: GroupConfig) -> int:
         """Create __consumer_offsets unless it exists (a broker of the cluster may just have)."""
-        configs = {"cleanup.policy": "compact", "segment.bytes": str(config.offsets_topic_segment_bytes)}
+        # Kafka's groupMetadataTopicConfigs.
+        configs = {"cleanup.policy": "compact", "compression.type": "producer",
+                   "segment.bytes": str(config.offsets_topic_segment_bytes)}
         meta = self._logs.topics.get(CONSUMER_OFFSETS_TOPIC)
         if meta is None:
             try:

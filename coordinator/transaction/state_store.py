@@ -51,7 +51,9 @@ class TransactionStateStore:
         return self.logs.get_log(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
 
     async def ensure_topic(self) -> None:
-        configs = {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)}
+        # Kafka's transactionTopicConfigs (but min.insync.replicas: one replica here, or PostgreSQL's).
+        configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                   "unclean.leader.election.enable": "false", "segment.bytes": str(self.segment_bytes)}
         meta = self.logs.topics.get(TRANSACTION_STATE_TOPIC)
         if meta is None:
             try:

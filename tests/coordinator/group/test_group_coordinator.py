@@ -94,7 +94,7 @@ async def test_creates_the_internal_topic(node: Node) -> None:
     meta = node.logs.topics[CONSUMER_OFFSETS_TOPIC]
     # offsets.topic.segment.bytes (100 MiB by default) sizes its segments, as Kafka does
     assert meta.partitions == 3
-    assert meta.configs == {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+    assert meta.configs == {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
     assert node.coordinator is not None
     assert node.coordinator.partition_for("hello").partition == 99162322 % 3
 
