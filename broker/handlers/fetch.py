@@ -90,9 +90,17 @@ async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_
             plog = ctx.broker.logs.get_log(tp)
             if incremental and _unchanged(plog, p, committed):
                 continue
-            # KIP-74: a budget of zero still returns the first batch if nothing came before.
             budget = max(min(p.partition_max_bytes, remaining), 0)
             info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation)
+            if total and info.size > budget:
+                # KIP-74: only the first partition with data may exceed its budget (Kafka's
+                # minOneMessage turns off after the first non-empty read); the log's read always
+                # returns at least one whole batch, so a later partition's first batch that does
+                # not fit is left out, not sent past fetch.max.bytes (Kafka sends a cut slice).
+                info = FetchDataInfo(high_watermark=info.high_watermark,
+                                     last_stable_offset=info.last_stable_offset,
+                                     log_start_offset=info.log_start_offset,
+                                     aborted_transactions=[] if committed else None)
         except KafkaError as exc:
             info = None
             if exc.code is ErrorCode.offset_out_of_range:
