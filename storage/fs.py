@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-__all__ = ("FileSystem", "LOCAL_FS", "ShortWriteError")
+__all__ = ("FileSystem", "IOV_MAX", "LOCAL_FS", "ShortWriteError")
 
 _APPEND_FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_APPEND
+# The most buffers one writev(2) takes (1024 on Linux); more is EINVAL.
+IOV_MAX: Final[int] = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 
 
 class ShortWriteError(OSError):
@@ -48,7 +50,16 @@ class FileSystem:
         return self._paths.get(fd)
 
     def writev(self, fd: int, parts: Sequence[bytes | bytearray | memoryview], size: int) -> None:
-        written = self.raw_writev(fd, parts)
+        if len(parts) <= IOV_MAX:
+            written = self.raw_writev(fd, parts)
+        else:  # writev(2) refuses more than IOV_MAX buffers (EINVAL): write them IOV_MAX at a time
+            written = 0
+            for i in range(0, len(parts), IOV_MAX):
+                chunk = parts[i : i + IOV_MAX]
+                n = self.raw_writev(fd, chunk)
+                written += n
+                if n != sum(map(len, chunk)):
+                    break
         if written != size:
             raise ShortWriteError(self._paths.get(fd), written, size)
 

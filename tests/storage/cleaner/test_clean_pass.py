@@ -58,3 +58,23 @@ async def test_a_batch_whose_records_all_stay_is_copied_as_it_was(tmp_path):
     # byte for byte but the base offset, which the log assigned
     assert stored[8 : len(kept)] == kept[8:]
     await plog.close()
+
+
+async def test_a_pass_keeping_more_batches_than_one_writev_takes(tmp_path):
+    """More kept batches than IOV_MAX (1024) in one write chunk: writev(2) refuses that many
+    buffers (EINVAL), which failed librdkafka's 0077-compaction topic (40,000 small batches) and
+    left it uncleaned until a restart. The file system writes them IOV_MAX at a time."""
+    plog = open_log(tmp_path / "t-0", segment_bytes=400_000)
+    writes = []
+    for i in range(3000):  # ~100 bytes a batch: one segment of ~3000 batches, all kept but one
+        key = b"k%d" % (i if i else 1)
+        info = await plog.append(kv(key, b"v%d" % i))
+        writes.append((info.base_offset, key, b"v%d" % i))
+    await plog.append(kv(b"roll", b"x" * 400_000))  # the first segment is closed and cleanable
+    assert len(plog.segments) >= 2
+    assert await clean(plog)
+    active = plog.active.base_offset
+    want = sorted((o, k, v) for k, (o, v) in latest([w for w in writes if w[0] < active]).items())
+    assert len(want) == 2999
+    assert (await records(plog))[: len(want)] == want
+    await plog.close()
