@@ -37,6 +37,11 @@ def validate_offset_commit(
             transactional=transactional, api_version=api_version)
     if group.state is GroupState.DEAD:
         return ErrorCode.coordinator_not_available
+    if generation_id < 0 and group.state is GroupState.EMPTY:
+        # Kafka's ClassicGroup.validateOffsetCommit checks this first: generation -1 comes from an
+        # admin client or a consumer outside group management, whatever member id it sends
+        # (librdkafka's KIP-848 consumer sends the member id it made up before joining).
+        return None
     if generation_id >= 0 or member_id or group_instance_id is not None:
         error = group.validate_member(member_id, group_instance_id)
         if error is None and generation_id != group.generation_id:

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.broker_process import REPO
@@ -302,3 +302,18 @@ def test_java_consume_transform_produce_with_the_consumer_protocol_is_exactly_on
     out = confluent_read(bs, {"ctp-out": 3}, "read_committed", 300)
     assert sorted(r[3] for r in out) == sorted(f"V{i}".encode() for i in range(300))
     assert broker.logged("group java-ctp-848: now a consumer group")
+
+
+def test_an_assign_only_consumer_protocol_consumer_commits_and_reads_back(group_broker) -> None:  # type: ignore[no-untyped-def]
+    """librdkafka with group.protocol=consumer that never subscribes commits with the member id it
+    made up and epoch -1; Kafka takes that into a new (simple) group, as an assign() commit
+    (librdkafka's 0099-commit_metadata and 0030-offset_commit), where it was UNKNOWN_MEMBER_ID."""
+    c = Consumer({"bootstrap.servers": group_broker.bootstrap, "group.id": "kip848-assign-only",
+                  "group.protocol": "consumer", "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(TOPIC, 0, 0)])
+        c.commit(offsets=[TopicPartition(TOPIC, 0, 5, "meta")], asynchronous=False)
+        [got] = c.committed([TopicPartition(TOPIC, 0)], timeout=30)
+        assert (got.offset, got.metadata, got.error) == (5, "meta", None)
+    finally:
+        c.close()

@@ -109,3 +109,15 @@ def test_rebalancing_group_keeps_offsets() -> None:
     group.join(params(client_id="b"), 0, "w")
     group.offsets.commit({OTHER: _offset(0)})
     assert remove_expired_offsets(group, 100 * DAY) == []
+
+
+def test_generation_minus_one_commits_to_an_empty_group_whatever_the_member_id() -> None:
+    """As Kafka's ClassicGroup.validateOffsetCommit, which checks generation < 0 and Empty before
+    the member: librdkafka's consumer-protocol (KIP-848) consumer that only assign()s commits
+    with the member id it generated and epoch -1 (librdkafka's 0099-commit_metadata, 0030)."""
+    assert validate(new_group(), "client-generated-id") is None
+    assert validate(new_group(), "client-generated-id", instance="i") is None
+    group, (leader,) = stable_group("a")
+    assert validate(group, "client-generated-id") is ErrorCode.unknown_member_id  # not Empty
+    group.leave([(leader, None)], 0)
+    assert validate(group, "client-generated-id") is None
