@@ -9,7 +9,9 @@ once the old one no longer reports it. Errors carry Kafka's message: INVALID_REQ
 first request), UNSUPPORTED_ASSIGNOR (group.remote.assignor not in group.consumer.assignors),
 INVALID_REGULAR_EXPRESSION, FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID (the member must rejoin with
 epoch 0), UNRELEASED_INSTANCE_ID / FENCED_INSTANCE_ID (static members), GROUP_ID_NOT_FOUND (a
-classic group with members), GROUP_MAX_SIZE_REACHED (group.consumer.max.size).
+classic group with members), GROUP_MAX_SIZE_REACHED (group.consumer.max.size). With an authorizer, a
+subscribed topic name the member may not DESCRIBE fails the heartbeat with TOPIC_AUTHORIZATION_FAILED
+(Kafka 4 checks this before the coordinator).
 Version notes: v1 adds SubscribedTopicRegex; the member id is the client's own from v1 (v0 may
 leave it empty on join and the coordinator picks one).
 """
@@ -25,7 +27,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from ..authorizer.acl import AclOperation, ResourceType
-from ..authorizer.checks import require
+from ..authorizer.checks import require, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import client_host, group_coordinator, ms
 
@@ -59,6 +61,13 @@ def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
+    if request.subscribed_topic_names and unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                       request.subscribed_topic_names):
+        # Kafka 4's KafkaApis.handleConsumerGroupHeartbeat: one subscribed topic the member may not
+        # DESCRIBE fails the whole heartbeat, before the coordinator sees it.
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.topic_authorization_failed,
+                            "error_message": None, "member_id": None, "member_epoch": 0,
+                            "heartbeat_interval": 0})
     try:
         result = await group_coordinator(ctx).consumer_group_heartbeat(request.group_id, _request(ctx, request))
     except KafkaError as exc:

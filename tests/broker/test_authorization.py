@@ -187,3 +187,21 @@ async def test_authorized_operations_are_reported_when_asked(state: BrokerState)
     assert cluster_ops(await ask(K.DESCRIBE_CLUSTER, "alice", **asked)) == 0  # no DESCRIBE on the CLUSTER
     assert cluster_ops(await ask(K.DESCRIBE_CLUSTER, "admin", **asked)) == sum(
         1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+async def test_a_consumer_group_heartbeat_needs_describe_on_every_subscribed_topic(state: BrokerState) -> None:
+    """Kafka 4's KafkaApis.handleConsumerGroupHeartbeat: after READ on the group, a subscribed
+    topic name the member may not DESCRIBE fails the whole heartbeat with TOPIC_AUTHORIZATION_FAILED
+    (librdkafka's 0109-auto_create_topics waits for it with group.protocol=consumer)."""
+    assert state.authorizer is not None
+    group = request_for(K.CONSUMER_GROUP_HEARTBEAT, 1).group_id
+
+    def allow(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+        return AclBinding(resource_type=resource_type, resource_name=name, pattern_type=PatternType.LITERAL,
+                          principal="User:alice", host="*", operation=operation,
+                          permission_type=AclPermissionType.ALLOW)
+
+    await state.authorizer.create_acls([allow(ResourceType.GROUP, group, AclOperation.READ)])
+    assert await call(state, K.CONSUMER_GROUP_HEARTBEAT, session("alice")) == {E.topic_authorization_failed}
+    await state.authorizer.create_acls([allow(ResourceType.TOPIC, "t", AclOperation.DESCRIBE)])
+    assert E.topic_authorization_failed not in await call(state, K.CONSUMER_GROUP_HEARTBEAT, session("alice"))
