@@ -112,6 +112,11 @@ class FetchDataInfo:
     last_stable_offset: int = 0
     log_start_offset: int = 0
     aborted_transactions: list[AbortedTxn] | None = None
+    # The fetch offset lies on a segment before the one holding the end offset (the high watermark,
+    # or the LSO for READ_COMMITTED): a read stops at a segment's end, so more is ready than was
+    # read, and a long poll ends at once (Kafka's DelayedFetch, case F). Storage without segments
+    # leaves it False.
+    older_segment: bool = False
 
     @property
     def size(self) -> int:

@@ -36,7 +36,7 @@ from .log_segment import LogSegment
 from .log_start_offset import read_log_start_offset, write_log_start_offset
 from .log_transactions import LogTransactions, PendingBatch
 from .producer_state import ProducerStateEntry
-from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches
+from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches, segment_index
 from .topic_checks import delete_records_target
 from .transaction_index import TransactionIndexFile
 
@@ -378,7 +378,8 @@ class LocalPartitionLog(LogActor):
         self.check_offset(fetch_offset)
         hw, lso = self.high_watermark, self.last_stable_offset
         committed = isolation is IsolationLevel.READ_COMMITTED
-        records, upper_bound = read_batches(self.segments, fetch_offset, max_bytes, lso if committed else hw)
+        end = lso if committed else hw
+        records, upper_bound = read_batches(self.segments, fetch_offset, max_bytes, end)
         aborted = None
         if committed:
             # Kafka's upper bound: the offset after the last returned batch.
@@ -389,6 +390,8 @@ class LocalPartitionLog(LogActor):
             last_stable_offset=lso,
             log_start_offset=self._log_start_offset,
             aborted_transactions=aborted,
+            older_segment=fetch_offset < end
+            and segment_index(self.segments, fetch_offset) < segment_index(self.segments, end),
         )
 
     def _offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:

@@ -4,9 +4,12 @@ Behaviour: serves stored batch bytes, whole batches from the one holding the fet
 within partition_max_bytes and the response max_bytes, but always at least one batch for the
 first partition with data (KIP-74). Long poll: while fewer than min_bytes are ready it waits, up to
 max_wait_ms, and any append to a fetched partition wakes it; a partition whose read fails (offset
-out of range, not the leader, a fenced epoch) answers at once, as Kafka does. READ_COMMITTED reads stop at the last
-stable offset and list the aborted transactions overlapping the returned range; READ_UNCOMMITTED
-sends no aborted list. Control batches and aborted batches are returned: consumers step over them.
+out of range, not the leader, a fenced epoch) answers at once, as Kafka does, and so does one read
+from a segment before the one holding its high watermark (LSO for read_committed): a read stops at a
+segment's end, and Kafka's DelayedFetch completes a fetch "of older segments" at once.
+READ_COMMITTED reads stop at the last stable offset and list the aborted transactions overlapping
+the returned range; READ_UNCOMMITTED sends no aborted list. Control batches and aborted batches are
+returned: consumers step over them.
 A current_leader_epoch older than the partition's is FENCED_LEADER_EPOCH, a newer one
 UNKNOWN_LEADER_EPOCH, and a partition this broker does not lead NOT_LEADER_OR_FOLLOWER (clients
 fetch from leaders only: no follower fetching); an isolation level other than 0 and 1 INVALID_REQUEST.
@@ -74,12 +77,14 @@ def _unchanged(plog: Any, p: CachedPartition, committed: bool) -> bool:
 async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_bytes: int, isolation: IsolationLevel,
                     refused: frozenset[str], incremental: bool,
                     ) -> tuple[list[tuple[CachedPartition, dict[str, Any]]], int, bool]:
-    """Each partition's response, the bytes read, and whether a read failed (the long poll ends then).
+    """Each partition's response, the bytes read, and whether the long poll ends now whatever
+    min_bytes says: a read failed, or a partition's read stopped at the end of a segment older than
+    the one holding its end offset (Kafka's DelayedFetch: "fetching older segments", case F).
     An incremental fetch leaves out the partitions that have nothing to say without reading them."""
     committed = isolation is IsolationLevel.READ_COMMITTED
     remaining = max_bytes
     total = 0
-    failed = False
+    done = False
     out = []
     for p in partitions:
         tp = TopicPartition(p.topic, p.partition)
@@ -100,7 +105,8 @@ async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_
                 info = FetchDataInfo(high_watermark=info.high_watermark,
                                      last_stable_offset=info.last_stable_offset,
                                      log_start_offset=info.log_start_offset,
-                                     aborted_transactions=[] if committed else None)
+                                     aborted_transactions=[] if committed else None,
+                                     older_segment=info.older_segment)
         except KafkaError as exc:
             info = None
             if exc.code is ErrorCode.offset_out_of_range:
@@ -109,13 +115,14 @@ async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_
                                      last_stable_offset=plog.last_stable_offset,
                                      log_start_offset=plog.log_start_offset)
             out.append((p, _partition(p.partition, exc.code, info, committed)))
-            failed = failed or exc.code not in _CHECKED_BEFORE_READ
+            done = done or exc.code not in _CHECKED_BEFORE_READ
             continue
+        done = done or info.older_segment
         size = info.size
         total += size
         remaining -= size
         out.append((p, _partition(p.partition, ErrorCode.none, info, committed)))
-    return out, total, failed
+    return out, total, done
 
 
 def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
@@ -203,10 +210,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     logs: list[Any] = []
     try:
         while True:
-            read, total, failed = await _read_all(ctx, partitions, max_bytes, isolation, refused,
-                                                  context.incremental)
+            read, total, done = await _read_all(ctx, partitions, max_bytes, isolation, refused,
+                                                context.incremental)
             left = deadline - time.monotonic()
-            if total >= min_bytes or left <= 0 or failed:
+            if total >= min_bytes or left <= 0 or done:
                 break
             if waiter is None or waiter.done():
                 # Watch only once a read came up short (a busy consumer's fetch never does), then
