@@ -390,9 +390,15 @@ class LocalPartitionLog(LogActor):
             last_stable_offset=lso,
             log_start_offset=self._log_start_offset,
             aborted_transactions=aborted,
-            older_segment=fetch_offset < end
-            and segment_index(self.segments, fetch_offset) < segment_index(self.segments, end),
+            older_segment=self._on_older_segment(fetch_offset, end),
         )
+
+    def _on_older_segment(self, fetch_offset: int, end: int) -> bool:
+        segments = self.segments
+        # A consumer at the tail reads the last segment: answered without a search.
+        if fetch_offset >= end or not segments or segments[-1].base_offset <= fetch_offset:
+            return False
+        return segment_index(segments, fetch_offset) < segment_index(segments, end)
 
     def _offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         return offset_for_timestamp(self.segments, timestamp, self._log_start_offset)
