@@ -1,9 +1,10 @@
 """DescribeLogDirs v1-5.
 
-Behaviour: one log dir (log.dirs, absolute), holding every partition; each partition's size is
-the bytes of its segment files, offset_lag 0 and is_future_key false (no replica moves). A null
-topic list means all topics; named topics and partitions that do not exist are left out, as
-Kafka leaves them out.
+Behaviour: one log dir (log.dirs, absolute), holding every partition this broker has a log of (all
+of them on a single node; in a cluster, those it leads); each partition's size is the bytes of its
+segment files, offset_lag 0 and is_future_key false (no replica moves). A null topic list means all
+topics; named topics and partitions that do not exist or have no log here are left out, and so is a
+topic with none here, as Kafka's ReplicaManager.describeLogDirs lists the logs it hosts.
 Version notes: v3+ has a top-level error code; v4+ gives the volume's total and usable bytes
 (statvfs); v5 adds is_cordoned, always false.
 """
@@ -39,9 +40,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     logs = ctx.broker.logs
     topics = []
     for name, partitions in _wanted(ctx, request).items():
-        parts = [{"partition_index": p, "partition_size": logs.get_log(TopicPartition(name, p)).size_bytes,
-                  "offset_lag": 0, "is_future_key": False} for p in sorted(set(partitions))]
-        topics.append({"name": name, "partitions": parts})
+        hosted = [(p, plog) for p in sorted(set(partitions))
+                  if (plog := logs.find_log(TopicPartition(name, p))) is not None]
+        parts = [{"partition_index": p, "partition_size": plog.size_bytes, "offset_lag": 0, "is_future_key": False}
+                 for p, plog in hosted]
+        if parts:
+            topics.append({"name": name, "partitions": parts})
     st = os.statvfs(logs.data_dir)
     result = {"error_code": ErrorCode.none, "log_dir": str(logs.data_dir.resolve()), "topics": topics,
               "total_bytes": st.f_blocks * st.f_frsize, "usable_bytes": st.f_bavail * st.f_frsize}
