@@ -9,7 +9,9 @@ include_synonyms adds Kafka's synonyms to both (broker/broker_configs.py). Broke
 (type 8) list the broker's loggers and their levels (broker/log_levels.py); group resources
 (type 32) every group config, the group's own (GROUP_CONFIG) or the broker's default. configuration_keys
 filters (null or empty: all). Unknown topics give UNKNOWN_TOPIC_OR_PARTITION. Client-metrics
-resources (type 16) are INVALID_REQUEST saying that eosbroker has no client telemetry (KIP-714)."""
+resources (type 16) are INVALID_REQUEST saying that eosbroker has no client telemetry (KIP-714).
+include_documentation (v3+) gives each config a line on it in eosbroker's words (broker/config_docs.py:
+type, default, allowed values, whether it changes at run time), null for loggers, as in Kafka."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TOPIC_CONFIG_TYPES, TopicMetadata
 
-from .. import group_configs
+from .. import config_docs, group_configs
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_config_access
 from ..broker_configs import (
@@ -77,6 +79,17 @@ def logger_config_entries() -> list[dict[str, Any]]:
              "is_sensitive": False, "synonyms": [], "config_type": _STRING} for name, level in current_levels()]
 
 
+# A config's documentation, by resource type (none for broker loggers, as in Kafka)
+_DOCS = {TOPIC: config_docs.topic_doc, BROKER: config_docs.broker_doc, group_configs.GROUP: config_docs.group_doc}
+
+
+def _documented(result: dict[str, Any]) -> dict[str, Any]:
+    doc = _DOCS.get(result["resource_type"])
+    if doc is None:
+        return result
+    return result | {"configs": [c | {"documentation": doc(c["name"])} for c in result["configs"]]}
+
+
 def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
                              "error_code": ErrorCode.none, "configs": []}
@@ -122,8 +135,12 @@ def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dic
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return ctx.respond({"throttle_time": 0, "results": [_describe(ctx, r, getattr(request, "include_synonyms", False))
-                                                     for r in request.resources]})
+    synonyms = getattr(request, "include_synonyms", False)
+    documentation = getattr(request, "include_documentation", False)
+    results = [_describe(ctx, r, synonyms) for r in request.resources]
+    if documentation:
+        results = [_documented(r) for r in results]
+    return ctx.respond({"throttle_time": 0, "results": results})
 
 
 HANDLER = Handler(api_key=ApiKey.DESCRIBE_CONFIGS, min_version=1, max_version=4, handle=handle)

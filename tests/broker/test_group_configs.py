@@ -138,3 +138,26 @@ async def test_client_metrics_resources_are_refused_saying_why(state: BrokerStat
     for r in (i, a):
         assert (r.responses[0].error_code, r.responses[0].error_message) == (E.invalid_request,
                                                                             f"{why}; nothing was changed")
+
+
+async def test_documentation_when_asked_and_null_for_loggers_and_unknown_names(state: BrokerState) -> None:
+    resources = [{"resource_type": 32, "resource_name": "g", "configuration_keys": None},
+                 {"resource_type": 4, "resource_name": "1",
+                  "configuration_keys": ["num.partitions", "log.retention.ms", "broker.id"]},
+                 {"resource_type": 8, "resource_name": "1", "configuration_keys": None}]
+    plain = await call(state, ApiKey.DESCRIBE_CONFIGS, 4, include_synonyms=False, include_documentation=False,
+                       resources=resources)
+    assert {c.documentation for r in plain.results for c in r.configs} == {None}
+    d = await call(state, ApiKey.DESCRIBE_CONFIGS, 4, include_synonyms=False, include_documentation=True,
+                   resources=resources)
+    group, broker, loggers = ({c.name: c.documentation for c in r.configs} for r in d.results)
+    assert group["consumer.session.timeout.ms"] == (
+        "Group config, int; within the range the broker's group.consumer.min.session.timeout.ms and "
+        "group.consumer.max.session.timeout.ms allow; without a value of its own, the broker's default. "
+        "Set with kafka-configs --alter --entity-type groups.")
+    assert broker["num.partitions"] == "Int, default 1; at least 1. Set in server.properties or with --set; " \
+                                       "read at start-up."
+    assert broker["log.retention.ms"].endswith("Changes at run time, per broker or cluster-wide "
+                                               "(kafka-configs --alter --entity-type brokers).")
+    assert "broker.id" not in broker or broker["broker.id"] == "Another name for node.id."
+    assert loggers and set(loggers.values()) == {None}

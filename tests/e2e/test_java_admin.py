@@ -3,7 +3,8 @@ against the broker: describeTopics (4.x asks for DescribeTopicPartitions, which 
 advertised, and must fall back to Metadata), listOffsets by spec at both isolation levels,
 describeTransactions / listTransactions / describeProducers on an open transaction, a
 read_committed consumer group with subscribe, describeConsumerGroups / listConsumerGroupOffsets,
-incrementalAlterConfigs / describeConfigs, deleteRecords, describeLogDirs and describeCluster."""
+incrementalAlterConfigs / describeConfigs (with documentation), deleteRecords,
+describeLogDirs and describeCluster."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ EXPECTED = {
     "group_consumed": "13", "group_members": "1", "group_client": "ja-group-client", "group_assigned": "2",
     "group_coordinator": "1", "group_committed_p0": "14", "group_listed": "true",
     "retention_ms": "3600000", "retention_ms_source": "DYNAMIC_TOPIC_CONFIG", "cleanup_policy": "delete",
+    "retention_ms_doc": "Topic config, long; without a value of its own, the broker's log",
+    "retention_ms_doc_unasked": "null", "num_partitions_doc": "Int, default 1; at least 1",
     "low_watermark": "5", "earliest_after_delete": "5", "log_dirs": "1", "p0_size_positive": "true",
     "nodes": "1", "controller": "1",
 }

@@ -2,7 +2,7 @@
 // and 4.4): describeTopics (4.x tries DescribeTopicPartitions, falling back to Metadata),
 // listOffsets by spec at both isolation levels, describeTransactions / listTransactions /
 // describeProducers on an open transaction, a read_committed consumer group that subscribes,
-// describeConsumerGroups / listConsumerGroupOffsets, topic configs, deleteRecords,
+// describeConsumerGroups / listConsumerGroupOffsets, topic configs (with documentation), deleteRecords,
 // describeLogDirs and describeCluster. Prints one "CHECK name value" line per result.
 import java.time.Duration;
 import java.util.*;
@@ -53,6 +53,14 @@ public class AdminCheck {
         Checks.check("retention_ms", config.get("retention.ms").value());
         Checks.check("retention_ms_source", config.get("retention.ms").source());
         Checks.check("cleanup_policy", config.get("cleanup.policy").value());
+        // DescribeConfigs v3+ include_documentation: a line on each config, null unasked
+        DescribeConfigsOptions withDocs = new DescribeConfigsOptions().includeDocumentation(true);
+        Config documented = admin.describeConfigs(List.of(res), withDocs).all().get().get(res);
+        Checks.check("retention_ms_doc", documented.get("retention.ms").documentation().split("\\.")[0]);
+        Checks.check("retention_ms_doc_unasked", config.get("retention.ms").documentation());
+        ConfigResource brokerRes = new ConfigResource(ConfigResource.Type.BROKER, "1");
+        Config brokerConfig = admin.describeConfigs(List.of(brokerRes), withDocs).all().get().get(brokerRes);
+        Checks.check("num_partitions_doc", brokerConfig.get("num.partitions").documentation().split("\\.")[0]);
 
         DeletedRecords deleted = admin.deleteRecords(Map.of(p0, RecordsToDelete.beforeOffset(5))).lowWatermarks().get(p0).get();
         Checks.check("low_watermark", deleted.lowWatermark());
