@@ -50,6 +50,20 @@ from .state import BrokerState
 __all__ = ("KafkaConnection",)
 
 log = logging.getLogger(__name__)
+MAX_QUEUED_FRAMES: Final = 16
+WRITE_HIGH_WATER: Final = 4 << 20
+_SIZE: Final = struct.Struct(">i")
+_API_KEY: Final = struct.Struct(">h")
+_SASL_KEYS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"
+
+
 # Closes for what a peer sent and refusals by the connection limits: one line each, at most this
 # fast (broker/log_limit.py), so that a client misbehaving in a loop cannot flood the log.
 _CLOSE_LOG_LIMIT: Final = LogLimit(per_second=50, burst=200)
@@ -63,18 +77,6 @@ def _log_close(level: int, message: str, *args: object) -> None:
         log.warning("%d connection closes were not logged: more than %d a second", left_out,
                     _CLOSE_LOG_LIMIT.per_second)
     log.log(level, message, *args)
-MAX_QUEUED_FRAMES: Final = 16
-WRITE_HIGH_WATER: Final = 4 << 20
-_SIZE: Final = struct.Struct(">i")
-_API_KEY: Final = struct.Struct(">h")
-_SASL_KEYS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return ApiKey(api_key).name
-    except ValueError:
-        return f"api key {api_key}"
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -205,13 +207,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
         self._closing = True
-        if self._limited_host is not None and self.state.connection_limits is not None:
-            self.state.connection_limits.release(self._limited_host)
-            self._limited_host = None
         # Release the buffers now, not when this object is collected: the request loop may still
         # be finishing a request, and used to keep the connection alive through a reference cycle.
         self._decoder.clear()
         self._frames.clear()
+        if self._limited_host is not None and self.state.connection_limits is not None:
+            self.state.connection_limits.release(self._limited_host)
+            self._limited_host = None
         held, self._held = self._held, 0
         self._queued_bytes = self._in_flight = 0
         self._pool.release(held)
