@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections import deque
 from typing import Final
@@ -12,6 +13,12 @@ _SIZE: Final = struct.Struct(">i")
 # Frames up to this size share a scratch buffer of twice the size and are copied out of it; a
 # bigger one is received into a buffer of its own (a copy saved, two reads instead of one).
 LARGE_FRAME: Final = 32 << 10
+# A frame at least this big gets an anonymous mapping of its own instead of malloc'd memory: freeing
+# it unmaps it, so the memory goes back to the system at once. From malloc, a freed buffer of tens
+# of MiB often stays in the process (glibc raises its mmap threshold up to 32 MiB after such a free
+# and then serves them from the heap, which returns memory only from its top). Smaller frames keep
+# malloc, which reuses memory already faulted in; a fresh mapping costs a page fault per 4 KiB.
+MAPPED_FRAME: Final = 8 << 20
 
 
 class _NeedData:
@@ -40,14 +47,15 @@ class FrameDecoder:
     """
 
     def __init__(self, max_frame_bytes: int, limit_name: str = "socket.request.max.bytes",
-                 large_frame: int = LARGE_FRAME) -> None:
+                 large_frame: int = LARGE_FRAME, mapped_frame: int = MAPPED_FRAME) -> None:
         self._max = max_frame_bytes
         self._large = large_frame
+        self._mapped = mapped_frame
         self._limit_name = limit_name
         self._scratch = bytearray()
         self._pos = 0  # start of the partial frame in _scratch
         self._end = 0  # end of the bytes received into _scratch
-        self._frame: bytearray | None = None  # a large frame's own buffer, while it arrives
+        self._frame: bytearray | mmap.mmap | None = None  # a large frame's own buffer, while it arrives
         self._filled = 0  # bytes of _frame received
         self._ready: deque[bytes | memoryview] = deque()
         self._error: FrameTooLarge | None = None
@@ -87,7 +95,7 @@ class FrameDecoder:
         return memoryview(self._scratch)[self._end:]
 
     def _own_buffer(self, size: int) -> memoryview:
-        self._frame = bytearray(size)
+        self._frame = mmap.mmap(-1, size) if size >= self._mapped else bytearray(size)
         got = self._end - self._pos - 4
         with memoryview(self._scratch) as view:
             self._frame[:got] = view[self._pos + 4 : self._end]

@@ -1,7 +1,9 @@
 """FrameDecoder: bytes in, whole frames out, bounded by socket.request.max.bytes."""
 
+import mmap
 import struct
 import tracemalloc
+import weakref
 
 import pytest
 from hypothesis import given
@@ -220,3 +222,27 @@ def test_a_drained_decoder_holds_no_buffer():
         assert tracemalloc.get_traced_memory()[0] < 4096  # an idle connection's decoder: no scratch kept
     finally:
         tracemalloc.stop()
+
+
+def test_a_very_large_frame_gets_a_mapping_of_its_own_that_goes_with_its_last_reference():
+    d = FrameDecoder(1 << 20, large_frame=100, mapped_frame=1000)
+    payload = bytes(range(256)) * 8
+    frames = feed(d, encode_frame(payload) + encode_frame(b"y" * 500))
+    assert frames == [payload, b"y" * 500]
+    mapped, heap = frames
+    assert isinstance(mapped, memoryview) and isinstance(mapped.obj, mmap.mmap) and mapped.readonly
+    assert isinstance(heap, memoryview) and isinstance(heap.obj, bytearray)  # under mapped_frame
+    gone = weakref.ref(mapped.obj)
+    del frames, mapped
+    assert gone() is None  # unmapped as soon as nothing refers to the frame
+
+
+def test_clear_drops_a_mapping_half_received():
+    d = FrameDecoder(1 << 20, large_frame=100, mapped_frame=1000)
+    feed(d, encode_frame(b"x" * 5000)[:3000])
+    buf = d.get_buffer()
+    gone = weakref.ref(buf.obj)
+    del buf
+    assert isinstance(gone(), mmap.mmap)
+    d.clear()
+    assert gone() is None and d.buffered == 0
