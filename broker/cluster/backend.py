@@ -101,7 +101,7 @@ class ClusterBackend:
                 raise StartupError(f"cannot use the cluster database at {redacted(url)}: {_reason(exc)}",
                                    EXIT_DATABASE_UNREACHABLE) from None
             raise
-        member = ClusterMember(ClusterStore(pool, config.node_id, config.cluster_lease_ms), endpoint,
+        member = ClusterMember(ClusterStore(pool, config.node_id, config.cluster_lease_ms, url), endpoint,
                                config.cluster_lease_ms, logs)
         logs.add_fenced_listener(member.lost)
         # A change made through another broker is seen here within a tenth of a lease (1 s at most).

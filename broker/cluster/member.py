@@ -4,8 +4,10 @@ lease with heartbeats, and moves partition leadership to and from itself as bala
 Two tasks, so that a slow election (a coordinator loading its shard) never delays a heartbeat:
 - heartbeats every cluster.lease.ms / 4; a lease found lapsed means another broker may already
   lead our partitions, so everything is dropped and the broker registers again;
-- balancing at the same pace (or at once when woken): read a snapshot, then release, take, and
-  drop what was lost (balance.plan).
+- balancing at the same pace, or at once when woken: by this broker (a topic created, a partition
+  lost) or by another one's notice that it joined or released partitions (LISTEN/NOTIFY, so a
+  released partition gets its new leader within a round, not a lease / 4 later); each round reads
+  a snapshot, then releases, takes, and drops what was lost (balance.plan).
 A timer set at each successful heartbeat's send time + the lease drops everything locally even
 while the database does not answer, before any other broker can take over: the lease is measured
 by the database's clock from a moment after that send.
@@ -48,6 +50,8 @@ class LeaseStore(Protocol):
     async def snapshot(self) -> ClusterSnapshot: ...
     async def take(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
     async def release(self, held: Sequence[tuple[TopicPartition, int]]) -> int: ...
+    async def listen(self, callback: Callable[[], None]) -> None: ...
+    async def unlisten(self) -> None: ...
 
 
 class ClusterMember:
@@ -60,6 +64,7 @@ class ClusterMember:
         self._interval = self._lease_s / 4
         self._logs = logs  # the storage backend: opens a partition's log on election, closes it
         self._wake = asyncio.Event()
+        self._round = asyncio.Lock()  # one round at a time (start's, the task's, a caller's)
         self._registered = False
         self._generation = 0  # bumped on each loss of the lease: elections begun before it are void
         self._deadline: asyncio.TimerHandle | None = None
@@ -76,10 +81,15 @@ class ClusterMember:
 
     async def start(self) -> None:
         """Register (waiting while an earlier incarnation's lease is live), then take a first share."""
-        # A killed incarnation's lease lapses within one lease; one still renewed after two is
-        # another live broker given the same node.id.
-        await self._register(give_up_s=2 * self._lease_s + self._interval)
-        await self.balance()
+        await self._listen()  # before registering: the others answer the join by releasing
+        try:
+            # A killed incarnation's lease lapses within one lease; one still renewed after two is
+            # another live broker given the same node.id.
+            await self._register(give_up_s=2 * self._lease_s + self._interval)
+            await self.balance()
+        except BaseException:
+            await self.store.unlisten()
+            raise
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._heartbeats(), name="cluster-heartbeat"),
                        loop.create_task(self._balancing(), name="cluster-balance")]
@@ -92,6 +102,7 @@ class ClusterMember:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._cancel_deadline()
         held = [(tp, epoch) for tp in list(self.view.serving) if (epoch := await self._resign(tp)) is not None]
+        await self.store.unlisten()
         try:
             async with asyncio.timeout(_STOP_TIMEOUT_S):
                 await self.store.release(held)
@@ -169,6 +180,15 @@ class ClusterMember:
             # lease held; the next round takes our partitions back at new epochs.
             self._registered = True
             self._extend(sent)
+            await self._listen()
+
+    async def _listen(self) -> None:
+        """Hear the other brokers' notices (again, once the database is back); without them the
+        rounds still run, only later."""
+        try:
+            await self.store.listen(self.wake)
+        except Exception as exc:
+            self._database_down(exc)
 
     def _database_down(self, exc: BaseException) -> None:
         if not self._db_down:
@@ -206,6 +226,10 @@ class ClusterMember:
 
     async def balance(self) -> None:
         """One balancing round."""
+        async with self._round:
+            await self._balance()
+
+    async def _balance(self) -> None:
         snapshot = await self.store.snapshot()
         self.view.update(snapshot)
         self._lease_left_ms = snapshot.lease_left_ms

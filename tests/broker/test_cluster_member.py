@@ -4,6 +4,7 @@ the tests run balancing rounds themselves; a lease "lapses" by SQL, as in test_c
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
@@ -35,12 +36,12 @@ MemberFactory = Callable[[int], Awaitable[ClusterMember]]
 
 
 @pytest.fixture
-async def members(pool: asyncpg.Pool) -> AsyncIterator[tuple[MemberFactory, list[Event]]]:  # noqa: F811
+async def members(pool: asyncpg.Pool, pg_url: str) -> AsyncIterator[tuple[MemberFactory, list[Event]]]:  # noqa: F811
     events: list[Event] = []
     started: list[ClusterMember] = []
 
     async def start(node_id: int) -> ClusterMember:
-        member = ClusterMember(ClusterStore(pool, node_id, LEASE_MS),
+        member = ClusterMember(ClusterStore(pool, node_id, LEASE_MS, pg_url),
                                lambda: BrokerEndpoint(node_id, "127.0.0.1", 9000 + node_id), LEASE_MS,
                                Recorder(f"logs{node_id}", events))
         await member.start()
@@ -124,6 +125,28 @@ async def test_a_broker_that_stops_hands_over_at_once(members) -> None:  # type:
     await two.balance()
     assert led(two) == {2: ["t-0", "t-1", "u-0"]}
     assert [b.node_id for b in two.view.live_brokers()] == [2]
+
+
+async def wait_for(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(20):  # a bound, not a speed check: unwoken rounds are 150 s apart
+        while not condition():
+            await asyncio.sleep(0.05)
+
+
+async def test_a_join_and_a_release_wake_the_other_brokers_at_once(members) -> None:  # type: ignore[no-untyped-def]
+    """No round is run by hand, and the rounds' own interval is lease / 4 = 150 s: broker 2 gets
+    its share only because its registration wakes broker 1, which releases, and broker 1's
+    release wakes broker 2, which takes (LISTEN/NOTIFY)."""
+    start, events = members
+    one = await start(1)
+    two = await start(2)
+    await wait_for(lambda: bool(led(two)[2]))
+    assert sorted(led(one)[1] + led(two)[2]) == ["t-0", "t-1", "u-0"]
+    [moved, *_] = led(two)[2]
+    assert [e[:2] for e in events if e[2] == moved] == [
+        ("logs1", "elected"), ("logs1", "resigned"), ("logs2", "elected")]
+    await one.stop()  # its release wakes broker 2 again
+    await wait_for(lambda: led(two)[2] == ["t-0", "t-1", "u-0"])
 
 
 async def test_a_fenced_partition_is_dropped_and_a_deleted_topic_forgotten(members, pool) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

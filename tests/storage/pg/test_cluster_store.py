@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import asyncpg
 import pytest
@@ -156,3 +156,34 @@ async def test_every_advertised_listener_is_registered_and_each_is_asked_by_name
     await pool.execute("UPDATE brokers SET listeners = '[]' WHERE node_id = 1")
     [old] = (await store.snapshot()).brokers
     assert old.on("ANY") == BrokerEndpoint(1, "h1", 9092, None)
+
+
+async def test_joins_and_releases_are_heard_by_the_others_and_again_after_the_connection_broke(
+        pool: asyncpg.Pool, pg_url: str) -> None:
+    heard: list[str] = []
+    one = ClusterStore(pool, 1, LEASE_MS, pg_url)
+    await one.listen(lambda: heard.append("1"))
+    assert await one.register(BrokerEndpoint(1, "127.0.0.1", 9001, None))
+    assert await one.take([T0]) == {T0: 1}
+    two = ClusterStore(pool, 2, LEASE_MS, pg_url)
+    assert await two.register(BrokerEndpoint(2, "127.0.0.1", 9002, None))
+    await until(lambda: heard == ["1"])  # 2 joined; its own notices are not heard by itself
+    assert await one.release([(T0, 1)]) == 1
+    await two.listen(lambda: heard.append("2"))
+    assert await one.release([(T0, 1)]) == 0  # nothing released: no notice
+    # The database drops the listening connection (as a restart does); listen() opens another.
+    await pool.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'")
+    await until(lambda: one._listener.is_closed())
+    await one.listen(lambda: heard.append("1"))
+    assert await two.take([T0]) == {T0: 2}
+    assert await two.release([(T0, 2)]) == 1
+    await until(lambda: heard == ["1", "1"])
+    await one.unlisten()
+    await two.unlisten()
+    assert heard == ["1", "1"]  # 2 never heard one's empty release nor its own
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(20):
+        while not condition():
+            await asyncio.sleep(0.02)
