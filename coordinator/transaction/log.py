@@ -10,9 +10,10 @@ partition entry) plus tagged fields: 0 PreviousProducerId, 1 NextProducerId (i64
 2 ClientTransactionVersion (i16, default 0), which Transactions V2 needs across a restart.
 A null value (tombstone) removes an expired transactional id.
 
-eosbroker also keeps its producer-id blocks here (Kafka keeps them in its metadata log, which a
-single broker does not have): key version 1 with a fixed name, value = int16 version (0) +
-first_producer_id i64 + size i32. The fixed key lets compaction keep only the newest block.
+Versions of eosbroker before kept producer-id blocks here too (Kafka keeps them in its metadata
+log): key version 1 with a fixed name, value = int16 version (0) + first_producer_id i64 + size
+i32. Kafka's tools cannot read such a record, so blocks now go to a file (state_store.py); the
+record is still decoded, for data dirs that hold one.
 """
 
 from __future__ import annotations

@@ -4,13 +4,18 @@ append() writes one transaction record to the partition of its id; load_partitio
 partition (a coordinator shard) into TransactionMetadata (the last record of an id wins, a
 tombstone removes it). Records are written as ordinary batches through the partition log actor.
 
-Producer ids: on a single node the blocks are records in partition 0 (replayed with it); in
+Producer ids: on a single node each block is made durable before it is used by writing its end,
+the first id never handed out, to <data-dir>/producer_id_block (the file an early InitProducerId
+handler kept its high mark in). Versions before kept blocks as records of their own in partition
+0, which Kafka's tools cannot decode (kafka-dump-log --transaction-log-decoder stopped there);
+such records in an existing data dir are still replayed, and the newest block of either wins. In
 cluster mode every broker hands out ids, so blocks come from a ProducerIdBlockSource shared by the
-cluster (storage/api.py) and partition 0 holds none.
+cluster (storage/api.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -18,14 +23,13 @@ from pathlib import Path
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import Record, build_batch, read_records
 from storage.api import AppendOrigin, LogSource, PartitionLog, ProducerIdBlockSource, TopicPartition
+from storage.fs import LOCAL_FS
 
 from .log import (
     TRANSACTION_STATE_TOPIC,
     TxnLogEntry,
     decode_record,
     partition_for,
-    producer_id_block_key,
-    producer_id_block_value,
     transaction_key,
     transaction_value,
 )
@@ -91,7 +95,7 @@ class TransactionStateStore:
         if pid is None:
             if self.blocks is None:
                 block = self.producer_ids.next_block()
-                await self._write(0, producer_id_block_key(), producer_id_block_value(block))
+                await self._save_block(block)
             else:
                 size = self.producer_ids.block_size
                 block = ProducerIdBlock(first_producer_id=await self.blocks.allocate_producer_ids(size),
@@ -106,9 +110,10 @@ class TransactionStateStore:
     # -- loading -------------------------------------------------------------------------------
 
     async def load_partition(self, partition: int) -> dict[str, TransactionMetadata]:
-        """Replay one shard; partition 0 also carries a single node's producer-id blocks."""
+        """Replay one shard; on a single node, partition 0 also brings the producer-id block (the
+        file, and any block records of earlier versions)."""
         if partition == 0:
-            self._honour_legacy_block_file()
+            self._load_block_file()
         transactions: dict[str, TransactionMetadata] = {}
         plog = self._log(partition)
         offset, records = plog.log_start_offset, 0
@@ -147,12 +152,24 @@ class TransactionStateStore:
         else:
             md.load(entry.transition)
 
-    def _honour_legacy_block_file(self) -> None:
-        # The interim InitProducerId handler kept its high mark in <data-dir>/producer_id_block;
-        # ids below it may be in use, so they are never handed out again.
+    async def _save_block(self, block: ProducerIdBlock) -> None:
+        data = f"{block.last_producer_id + 1}\n".encode()
+        try:
+            await asyncio.to_thread(LOCAL_FS.write_atomically, self._block_file, data)
+        except OSError as exc:
+            raise KafkaError(ErrorCode.coordinator_not_available,
+                             f"could not save the producer id block {block.first_producer_id}-"
+                             f"{block.last_producer_id} to {self._block_file}: {exc}") from exc
+
+    @property
+    def _block_file(self) -> Path:
+        return Path(self.logs.data_dir) / "producer_id_block"
+
+    def _load_block_file(self) -> None:
+        # The first id never handed out: every id below it may be in use.
         if self.blocks is not None:
             return
-        path = Path(self.logs.data_dir) / "producer_id_block"
+        path = self._block_file
         if path.exists():
             mark = int(path.read_text().strip() or 0)
             if mark > 0:

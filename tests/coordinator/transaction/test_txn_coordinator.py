@@ -3,7 +3,8 @@
 import pytest
 
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
-from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
+from coordinator.transaction.log import TRANSACTION_STATE_TOPIC, producer_id_block_key, producer_id_block_value
+from coordinator.transaction.producer_id_manager import ProducerIdBlock
 from coordinator.transaction.metadata import ProducerIdAndEpoch
 from coordinator.transaction.state import TxnState
 from protocol.errors import ErrorCode, KafkaError
@@ -95,6 +96,28 @@ async def test_idempotent_producers_get_unique_ids_across_restarts(tmp_path):
     ids = [p.producer_id for p in first] + [later.producer_id]
     assert len(set(ids)) == 13 and all(p.epoch == 0 for p in first)
     assert later.producer_id >= 20  # the partly used block is skipped, never reused
+
+
+async def test_producer_id_blocks_go_to_a_file_not_to_the_transaction_log(tmp_path):
+    """Kafka's tools decode every record of __transaction_state as a transaction; a block record
+    of eosbroker's own stopped kafka-dump-log --transaction-log-decoder."""
+    b = await Broker(tmp_path).start()
+    ids = [(await b.coordinator.init_producer_id(None, 0)).producer_id for _ in range(12)]
+    partition0 = b.logs.get_log(TopicPartition(TRANSACTION_STATE_TOPIC, 0))
+    assert partition0.log_end_offset == 0
+    await b.stop()
+    assert ids == list(range(12)) and (tmp_path / "producer_id_block").read_text() == "20\n"
+
+
+async def test_a_block_record_of_an_earlier_version_is_still_honoured(tmp_path):
+    b = await Broker(tmp_path).start()
+    legacy = ProducerIdBlock(first_producer_id=500, size=10)  # as earlier versions wrote it
+    await b.coordinator.store._write(0, producer_id_block_key(), producer_id_block_value(legacy))
+    await b.stop()
+    b = await Broker(tmp_path).start()
+    fresh = await b.coordinator.init_producer_id(None, 0)
+    await b.stop()
+    assert fresh.producer_id == 510 and (tmp_path / "producer_id_block").read_text() == "520\n"
 
 
 async def test_commit_writes_markers_everywhere_then_completes(broker):
