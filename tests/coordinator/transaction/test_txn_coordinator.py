@@ -4,8 +4,8 @@ import pytest
 
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC, producer_id_block_key, producer_id_block_value
-from coordinator.transaction.producer_id_manager import ProducerIdBlock
 from coordinator.transaction.metadata import ProducerIdAndEpoch
+from coordinator.transaction.producer_id_manager import ProducerIdBlock
 from coordinator.transaction.state import TxnState
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import iter_batches
