@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from .listeners import PORT_MAX, SECURITY_PROTOCOLS, Listener, ListenerError, resolve_listeners
 
-__all__ = ("BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "Spec", "build_config", "load_properties",
-           "parse_sets")
+__all__ = ("CONFIG_ALIASES", "BrokerConfig", "ConfigError", "PROPERTY_FIELDS", "Spec", "build_config",
+           "load_properties", "parse_sets")
 
 INT, LONG, BOOLEAN, STRING, DOUBLE, PASSWORD = "INT", "LONG", "BOOLEAN", "STRING", "DOUBLE", "PASSWORD"
 _BOUNDS: Final = {INT: (-(1 << 31), (1 << 31) - 1), LONG: (-(1 << 63), (1 << 63) - 1)}
@@ -340,7 +340,7 @@ IGNORED_PROPERTIES = frozenset({
     "min.insync.replicas", "num.recovery.threads.per.data.dir", "broker.id",
 })
 LISTENER_PREFIX: Final = "listener.name."
-_ALIASES = {"log.dir": "log.dirs", "broker.id": "node.id"}
+CONFIG_ALIASES: Final = {"log.dir": "log.dirs", "broker.id": "node.id"}
 # key, then "=", ":" or whitespace, then the value (a key alone has an empty value, as in Java)
 _PROPERTY_LINE: Final = re.compile(r"^([^=:\s]+)(?:\s*[=:\s]\s*(.*))?$")
 
@@ -405,7 +405,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
 
 
 def _static_keys(props: Mapping[str, str], cli: Mapping[str, Any]) -> frozenset[str]:
-    keys = {_ALIASES.get(k, k) for k in props} & PROPERTY_FIELDS.keys()
+    keys = {CONFIG_ALIASES.get(k, k) for k in props} & PROPERTY_FIELDS.keys()
     if cli.get("log_dirs") is not None:
         keys.add("log.dirs")
     if cli.get("host") is not None or cli.get("port") is not None:
@@ -421,7 +421,7 @@ def _typed_values(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
     for key, raw in props.items():
         if key == "log.dir" and "log.dirs" in props:
             continue  # Kafka: log.dirs wins over log.dir
-        key = _ALIASES.get(key, key)
+        key = CONFIG_ALIASES.get(key, key)
         if key in IGNORED_PROPERTIES:
             continue
         if key.startswith(LISTENER_PREFIX):

@@ -14,7 +14,7 @@ from typing import Any
 
 from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, TOPIC_CONFIG_TYPES
 
-from .config import _ALIASES, IGNORED_PROPERTIES, PROPERTY_FIELDS, BrokerConfig, Spec
+from .config import CONFIG_ALIASES, IGNORED_PROPERTIES, PROPERTY_FIELDS, BrokerConfig, Spec
 from .dynamic_keys import DYNAMIC_CONFIGS
 from .group_configs import GROUP_KEYS
 
@@ -49,8 +49,8 @@ def broker_doc(name: str) -> str | None:
         values = _values(spec)
         return (f"{spec.kind.capitalize()}, default {_default(_FIELDS[field_name].default)}"
                 f"{'; ' + values if values else ''}. {changes}")
-    if name in _ALIASES:
-        return f"Another name for {_ALIASES[name]}."
+    if name in CONFIG_ALIASES:
+        return f"Another name for {CONFIG_ALIASES[name]}."
     if name in IGNORED_PROPERTIES:
         return "Accepted for compatibility with Kafka's server.properties; eosbroker does not act on it."
     if name in DYNAMIC_CONFIGS:

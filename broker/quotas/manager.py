@@ -28,13 +28,20 @@ Tags = tuple[str, str]
 _MAX_IDLE_RATES: Final = 4096  # past this many measured clients, the idle ones are dropped
 
 
-def _entity(user: str | None | bool = False, client: str | None | bool = False) -> Entity:
-    """An entity from its parts (False: absent, None: the default entity)."""
+class _Absent:
+    """An entity part that is not there (None is the part's default entity, "<default>")."""
+
+
+_ABSENT: Final = _Absent()
+
+
+def _entity(user: str | None | _Absent = _ABSENT, client: str | None | _Absent = _ABSENT) -> Entity:
+    """An entity from its parts."""
     pairs: list[tuple[str, str | None]] = []
-    if client is not False:
-        pairs.append((CLIENT_ID, client))  # type: ignore[arg-type]
-    if user is not False:
-        pairs.append((USER, user))  # type: ignore[arg-type]
+    if not isinstance(client, _Absent):
+        pairs.append((CLIENT_ID, client))
+    if not isinstance(user, _Absent):
+        pairs.append((USER, user))
     return tuple(pairs)
 
 
