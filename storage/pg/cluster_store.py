@@ -11,7 +11,7 @@ The methods are single statements (or one read-only transaction), so any broker 
 concurrently: PostgreSQL's row locks serialise two brokers taking one partition, and the loser's
 re-checked WHERE clause finds the partition led.
 
-A broker that joins, or releases partitions, says so on LEADERSHIP_CHANNEL (NOTIFY, after its
+A broker that joins, takes or releases partitions says so on LEADERSHIP_CHANNEL (NOTIFY, after its
 statement committed), and every broker LISTENs there on a connection it holds for it: the others
 balance at once instead of at their next round, up to cluster.lease.ms / 4 later, which left a
 released partition without a leader meanwhile. A notice lost (no listening connection while the
@@ -169,6 +169,8 @@ class ClusterStore:
             return {}
         rows = await self.pool.fetch(_TAKE, self.node_id, self.incarnation,
                                      [tp.topic for tp in wanted], [tp.partition for tp in wanted])
+        if rows:
+            await self._notify()  # the others' Metadata answers name the new leader from their next round
         return {TopicPartition(r["name"], r["partition"]): r["leader_epoch"] for r in rows}
 
     async def release(self, held: Sequence[tuple[TopicPartition, int]]) -> int:

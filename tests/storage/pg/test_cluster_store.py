@@ -158,7 +158,7 @@ async def test_every_advertised_listener_is_registered_and_each_is_asked_by_name
     assert old.on("ANY") == BrokerEndpoint(1, "h1", 9092, None)
 
 
-async def test_joins_and_releases_are_heard_by_the_others_and_again_after_the_connection_broke(
+async def test_joins_takes_and_releases_are_heard_by_the_others_and_again_after_the_connection_broke(
         pool: asyncpg.Pool, pg_url: str) -> None:
     heard: list[str] = []
     one = ClusterStore(pool, 1, LEASE_MS, pg_url)
@@ -177,10 +177,13 @@ async def test_joins_and_releases_are_heard_by_the_others_and_again_after_the_co
     await one.listen(lambda: heard.append("1"))
     assert await two.take([T0]) == {T0: 2}
     assert await two.release([(T0, 2)]) == 1
-    await until(lambda: heard == ["1", "1"])
+    await until(lambda: heard == ["1", "1", "1"])  # 2's take and release
+    assert await two.take([T1]) == {T1: 1}
+    await until(lambda: heard == ["1", "1", "1", "1"])
+    assert await one.take([T1]) == {}  # nothing taken: no notice
     await one.unlisten()
     await two.unlisten()
-    assert heard == ["1", "1"]  # 2 never heard one's empty release nor its own
+    assert heard == ["1", "1", "1", "1"]  # 2 never heard one's empty release or take, nor its own
 
 
 async def until(condition: Callable[[], bool]) -> None:
