@@ -77,9 +77,12 @@ class LogConfig:
         return cls(**values)  # type: ignore[arg-type]
 
 
-# Every topic config name Kafka knows (TopicConfig plus the throttled-replica lists), with its type
-# as DescribeConfigs reports it. Names outside this table are refused, as Kafka refuses them; the
-# ones LogConfig does not act on are still stored and described, so tools that set them work.
+# Every topic config name Kafka 4's LogConfig defines (TopicConfig plus the throttled-replica
+# lists), with its type as DescribeConfigs reports it. Names outside this table are refused, as
+# Kafka refuses them ("Unknown topic config name"): among them the ones Kafka 4.0 removed,
+# message.format.version, message.downconversion.enable and message.timestamp.difference.max.ms
+# (KIP-724, KIP-937). The ones LogConfig does not act on are still stored and described, so tools
+# that set them work.
 TOPIC_CONFIG_TYPES: Mapping[str, str] = {
     "cleanup.policy": "list", "compression.type": "string", "compression.gzip.level": "int",
     "compression.lz4.level": "int", "compression.zstd.level": "int", "delete.retention.ms": "long",
@@ -87,9 +90,8 @@ TOPIC_CONFIG_TYPES: Mapping[str, str] = {
     "follower.replication.throttled.replicas": "list", "index.interval.bytes": "int",
     "leader.replication.throttled.replicas": "list", "local.retention.bytes": "long",
     "local.retention.ms": "long", "max.compaction.lag.ms": "long", "max.message.bytes": "int",
-    "message.downconversion.enable": "boolean", "message.format.version": "string",
     "message.timestamp.after.max.ms": "long", "message.timestamp.before.max.ms": "long",
-    "message.timestamp.difference.max.ms": "long", "message.timestamp.type": "string",
+    "message.timestamp.type": "string",
     "min.cleanable.dirty.ratio": "double", "min.compaction.lag.ms": "long", "min.insync.replicas": "int",
     "preallocate": "boolean", "remote.log.copy.disable": "boolean", "remote.log.delete.on.disable": "boolean",
     "remote.storage.enable": "boolean", "retention.bytes": "long", "retention.ms": "long",

@@ -154,6 +154,27 @@ def test_alter_configs_refusals(small_broker: BrokerProcess) -> None:
     assert topic_configs(a, "r1")["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
 
 
+@pytest.mark.parametrize("name", ["message.timestamp.difference.max.ms", "message.format.version",
+                                  "message.downconversion.enable"])
+def test_topic_configs_kafka_4_removed_are_unknown(small_broker: BrokerProcess, name: str) -> None:
+    """Kafka 4's LogConfig no longer defines these: CreateTopics and the config APIs refuse them
+    with INVALID_CONFIG ("Unknown topic config name"). eosbroker created the topic, then failed the
+    CreateTopics answer with UNKNOWN_SERVER_ERROR on the config having no default (KafkaJS's
+    produce.spec "request to a topic with max timestamp difference configured")."""
+    a = admin(small_broker.bootstrap)
+    value = "false" if name == "message.downconversion.enable" else "604800000"
+    if name == "message.format.version":
+        value = "3.0"
+    created = a.create_topics([NewTopic("old-config", 1, config={name: value})])["old-config"]
+    assert error_of(created).code() == KafkaError.INVALID_CONFIG
+    assert "old-config" not in a.list_topics(timeout=WAIT_S).topics
+    results(a.create_topics([NewTopic("plain", 1)]))
+    res = ConfigResource("topic", "plain", incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+    assert error_of(a.incremental_alter_configs([res])[res]).code() == KafkaError.INVALID_CONFIG
+    assert name not in topic_configs(a, "plain")
+
+
 def test_delete_records_moves_log_start_durably(small_broker: BrokerProcess) -> None:
     bs = small_broker.bootstrap
     a = admin(bs)
