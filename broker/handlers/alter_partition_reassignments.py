@@ -1,10 +1,12 @@
 """AlterPartitionReassignments v0-1.
 
-Behaviour: a single node has no other broker to move a replica to. Per partition, as Kafka's
+Behaviour: with one node, or brokers sharing their storage (cluster mode, where whichever live
+broker holds a partition's lease leads it), no replica has data to move. Per partition, as Kafka's
 controller validates a reassignment: an unknown partition is UNKNOWN_TOPIC_OR_PARTITION; a null
 replica list (cancel) is NO_REASSIGNMENT_IN_PROGRESS, since none ever runs; an empty list, a broker
-named twice, or a broker other than this one is INVALID_REPLICA_ASSIGNMENT, with a message saying
-so; [this broker] is the assignment already in force and succeeds without change.
+named twice, or a broker that is not registered is INVALID_REPLICA_ASSIGNMENT with Kafka's message
+(replica_assignment.py); any other list succeeds at once and changes nothing, so
+ListPartitionReassignments never lists one.
 Version notes: v1 adds allow_replication_factor_change, which changes nothing here.
 """
 
@@ -19,26 +21,15 @@ from protocol.errors import ErrorCode, KafkaError
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+from .replica_assignment import check_replicas
 
 
-def check_assignment(node_id: int, topic: str, partition: int, replicas: Sequence[int] | None) -> None:
-    """Raise Kafka's error for a reassignment of topic-partition to replicas on this single node."""
+def check_assignment(ctx: RequestContext, topic: str, partition: int, replicas: Sequence[int] | None) -> None:
+    """Raise Kafka's error for a reassignment of topic-partition to replicas."""
     if replicas is None:
         raise KafkaError(ErrorCode.no_reassignment_in_progress,
-                         f"no ongoing reassignment for {topic}-{partition}: a single node never reassigns")
-    if not replicas:
-        raise KafkaError(ErrorCode.invalid_replica_assignment,
-                         "The manual partition assignment includes an empty replica list.")
-    twice = sorted({b for b in replicas if list(replicas).count(b) > 1})
-    if twice:
-        raise KafkaError(ErrorCode.invalid_replica_assignment,
-                         f"The manual partition assignment includes the broker {twice[0]} more than once.")
-    others = [b for b in replicas if b != node_id]
-    if others:
-        raise KafkaError(ErrorCode.invalid_replica_assignment,
-                         f"The manual partition assignment includes broker {others[0]}, but no such broker is "
-                         f"registered: eosbroker is a single node (broker {node_id}), so {topic}-{partition} "
-                         "stays where it is")
+                         f"no ongoing reassignment for {topic}-{partition}: eosbroker never moves a replica")
+    check_replicas(ctx, replicas, None)
 
 
 def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
@@ -47,7 +38,7 @@ def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
         if meta is None or not 0 <= p.partition_index < meta.partitions:
             raise KafkaError(ErrorCode.unknown_topic_or_partition,
                              f"partition {topic}-{p.partition_index} does not exist")
-        check_assignment(ctx.broker.node_id, topic, p.partition_index, p.replicas)
+        check_assignment(ctx, topic, p.partition_index, p.replicas)
     except KafkaError as exc:
         return {"partition_index": p.partition_index, "error_code": exc.code, "error_message": exc.message}
     return {"partition_index": p.partition_index, "error_code": ErrorCode.none, "error_message": None}

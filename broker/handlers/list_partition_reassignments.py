@@ -1,6 +1,6 @@
 """ListPartitionReassignments v0.
 
-Behaviour: a single node never reassigns a partition (see alter_partition_reassignments.py), so
+Behaviour: eosbroker never moves a replica (see alter_partition_reassignments.py), so
 no reassignment is ever ongoing: the answer lists none, for every topic or the named ones
 (kafka-reassign-partitions --list prints "No partition reassignments found.", as on an idle Kafka).
 """

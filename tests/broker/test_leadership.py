@@ -210,3 +210,18 @@ def test_the_lease_views_bulk_answer_is_what_it_says_per_partition() -> None:
     assert states == [(view.leader(tp), view.replicas(tp)) for tp in tps]
     assert states[1] == (PartitionLeader(2, 3), [2, 1]) and states[2] == (PartitionLeader(3, 1), [3, 1, 2])
     assert states[5] == (PartitionLeader(1, 7), [1]) and states[6] == (None, [])
+
+
+async def test_alter_partition_reassignments_accepts_the_registered_brokers(state: BrokerState) -> None:
+    # Kafka's controller accepts any registered brokers; eosbroker's cluster answered every broker
+    # but itself with INVALID_REPLICA_ASSIGNMENT "eosbroker is a single node" (KafkaJS's
+    # alterPartitionReassignments.spec against three brokers over PostgreSQL).
+    parts = [{"partition_index": 0, "replicas": [2, 3]}, {"partition_index": 1, "replicas": [3, 1]},
+             {"partition_index": 2, "replicas": [4]}]
+    response = await call(state, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, timeout=1000,
+                          topics=[{"name": "t", "partitions": parts}])
+    results = response.responses[0].partitions
+    assert [r.error_code for r in results] == [E.none, E.none, E.invalid_replica_assignment]
+    assert "broker 4, but no such broker is registered" in results[2].error_message
+    listed = await call(state, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, timeout=1000, topics=None)
+    assert listed.error_code == E.none and listed.topics == ()
