@@ -346,6 +346,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.transport.abort() if abort else self.transport.close()
 
     async def _serve(self) -> None:
+        try:
+            await self._serve_requests()
+        except Exception:
+            # dispatch answers a handler's failure itself; this is one around it (decoding, the
+            # send). Nothing reads this connection any more: close it, as Kafka closes a
+            # connection whose request it cannot process, rather than leave the client waiting
+            # out its request timeout.
+            log.exception("request loop of the connection from %s failed", self.peer)
+            self.close("its request loop failed", level=logging.ERROR)
+
+    async def _serve_requests(self) -> None:
         while not self._closing:
             if not self._frames:
                 self._frame_ready.clear()
