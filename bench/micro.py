@@ -6,6 +6,7 @@ less than its wall-clock speed, so this is the instrument for one optimisation a
 
     python -m bench.micro --batch-kb 16 --mb 300 [--isolation 1] [--py-spy out.txt]
     python -m bench.micro --batch-kb 64 --produce-version 13 --transactional 160  # k2-txn's requests
+    python -m bench.micro --batch-kb 1 --mb 40 --fetch-kb 1 --fetch-passes 3 --fetch-version 17  # per-fetch cost
 """
 
 from __future__ import annotations
@@ -136,17 +137,18 @@ def _check(responses: list[bytes], version: int) -> None:
             raise SystemExit(f"produce failed: error {code}")
 
 
-def _fetch_frames(topic: str, isolation: int, offsets: Any) -> Any:
-    from kio.schema.fetch.v12.request import FetchRequest
-
+def _fetch_frames(topic: str | Any, isolation: int, offsets: Any, version: int = 12, max_kb: int = 1024) -> Any:
+    """Fetch requests, one per offset: v12 names the topic, v13+ give its id."""
     from protocol.build import build
+    from protocol.codec import request_schema
+    named = {"topic_id": topic} if version >= 13 else {"topic": topic}
     for i, offset in enumerate(offsets):
-        yield encode_request(build(FetchRequest, {
+        yield encode_request(build(request_schema(1, version), {
             "replica_id": -1, "max_wait": 500, "min_bytes": 1, "max_bytes": 50 << 20, "isolation_level": isolation,
             "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [{
+            "topics": [{**named, "partitions": [{
                 "partition": 0, "fetch_offset": offset, "current_leader_epoch": -1, "log_start_offset": -1,
-                "partition_max_bytes": 1 << 20}]}]}),
+                "partition_max_bytes": max_kb << 10}]}]}),
             i, "micro")
 
 
@@ -170,15 +172,16 @@ def _response(sock: socket.socket) -> bytes:
     return recv_exact(sock, size)
 
 
-def _fetch_all(sock: socket.socket, topic: str, isolation: int, end: int) -> tuple[int, int]:
+def _fetch_all(sock: socket.socket, topic: str | Any, isolation: int, end: int, version: int = 12,
+               max_kb: int = 1024) -> tuple[int, int]:
     """Fetch from offset 0 to end, one request at a time (the next offset comes from the last
     response's last batch). Returns (requests, bytes)."""
     offset, requests, total = 0, 0, 0
     while offset < end:
-        sock.sendall(next(_fetch_frames(topic, isolation, [offset])))
+        sock.sendall(next(_fetch_frames(topic, isolation, [offset], version, max_kb)))
         body = _response(sock)
         requests += 1
-        records = _records_of(body)
+        records = _records_of(body, version)
         total += len(records)
         if not records:
             raise SystemExit(f"fetch at offset {offset} of {end} returned nothing")
@@ -186,14 +189,11 @@ def _fetch_all(sock: socket.socket, topic: str, isolation: int, end: int) -> tup
     return requests, total
 
 
-def _records_of(body: bytes) -> bytes:
-    # Fetch v12 response: header v1 (correlation id, tagged fields), then throttle, error, session,
-    # topics (one), its name, partitions (one): fixed fields, aborted list, preferred replica, records.
-    from kio.schema.fetch.v12.response import FetchResponse
-
-    from protocol.codec import _reader
-    _, pos = _reader(FetchResponse.__header_schema__)(body, 0)
-    resp, _ = _reader(FetchResponse)(body, pos)
+def _records_of(body: bytes, version: int = 12) -> bytes:
+    from protocol.codec import _reader, response_schema
+    schema = response_schema(1, version)
+    _, pos = _reader(schema.__header_schema__)(body, 0)
+    resp, _ = _reader(schema)(body, pos)
     return resp.responses[0].partitions[0].records or b""
 
 
@@ -214,6 +214,10 @@ def main() -> None:
     parser.add_argument("--isolation", type=int, default=0)
     parser.add_argument("--py-spy", help="write py-spy's raw stacks of the broker here")
     parser.add_argument("--fetch-passes", type=int, default=1, help="fetch the topic this many times")
+    parser.add_argument("--fetch-version", type=int, default=12, choices=range(4, 19), metavar="4-18",
+                        help="Fetch v12 names the topic; v13+ (Kafka 4 clients) give its id")
+    parser.add_argument("--fetch-kb", type=int, default=1024,
+                        help="partition_max_bytes of each fetch, KiB (small: the per-request cost dominates)")
     parser.add_argument("--produce-version", type=int, default=9, choices=(9, 13),
                         help="Produce v9 names the topic; v13 (Kafka 4 clients) gives its id")
     parser.add_argument("--transactional", type=int, default=0, metavar="N",
@@ -225,7 +229,9 @@ def main() -> None:
         b.create_topic("micro", 1)
         txn = "micro-txn" if args.transactional else None
         producer_id, epoch = _producer_id(b.bootstrap_servers, txn)
-        topic = _topic_id(b.bootstrap_servers, "micro") if args.produce_version >= 13 else "micro"
+        topic_id = _topic_id(b.bootstrap_servers, "micro")
+        topic = topic_id if args.produce_version >= 13 else "micro"
+        fetched_topic = topic_id if args.fetch_version >= 13 else "micro"
         count = args.mb * 1024 // args.batch_kb
         spy = None
         if args.py_spy:
@@ -244,7 +250,8 @@ def main() -> None:
             c1, t1, u1 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
             requests = fetched = 0
             for _ in range(args.fetch_passes):
-                r, f = _fetch_all(sock, "micro", args.isolation, count * args.batch_kb)
+                r, f = _fetch_all(sock, fetched_topic, args.isolation, count * args.batch_kb, args.fetch_version,
+                                  args.fetch_kb)
                 requests, fetched = requests + r, fetched + f
             c2, t2, u2 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid)
         if spy is not None:
