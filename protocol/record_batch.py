@@ -195,7 +195,8 @@ def stamp_log_append_time(batch: bytes | memoryview, now_ms: int) -> bytearray:
 @dataclass(frozen=True, slots=True)
 class BatchRun:
     """What select_batches chose in a buffer: whole batches buf[start:end] (start -1: no batch
-    at or past the fetch offset begins in it), next_offset one past their last offset."""
+    at or past the fetch offset begins in it; end 0 with start set and complete: the first batch
+    did not fit and min_one was off), next_offset one past their last offset."""
 
     start: int
     end: int
@@ -205,11 +206,13 @@ class BatchRun:
     first_size: int  # size of the batch at start (KIP-74: taken whatever max_bytes says)
 
 
-def select_batches(buf: bytes | memoryview, fetch_offset: int, max_bytes: int, limit: int) -> BatchRun:
+def select_batches(buf: bytes | memoryview, fetch_offset: int, max_bytes: int, limit: int,
+                   min_one: bool = True) -> BatchRun:
     """Fetch's choice over batches laid end to end from buf[0]: from the first batch whose last
     offset reaches fetch_offset, whole batches with a base offset below limit and within max_bytes
-    of the first one, which is taken whatever its size (KIP-74). Reads three header fields per
-    batch and builds no header object: a 1 MiB fetch of small batches walks hundreds."""
+    of the first one, which is taken whatever its size when min_one (KIP-74; Kafka's minOneMessage)
+    and otherwise only if it fits. Reads three header fields per batch and builds no header
+    object: a 1 MiB fetch of small batches walks hundreds."""
     pos, start, end, next_offset, first_size = 0, -1, 0, fetch_offset, 0
     n = len(buf)
     while pos + _WALK_NEEDS <= n:
@@ -223,6 +226,8 @@ def select_batches(buf: bytes | memoryview, fetch_offset: int, max_bytes: int, l
         if last >= fetch_offset:
             if start < 0:
                 start, first_size = pos, size
+                if size > max_bytes and not min_one:  # known from its header: the rest is not needed
+                    return BatchRun(start, 0, fetch_offset, True, pos, first_size)
             elif pos + size - start > max_bytes:
                 return BatchRun(start, end, next_offset, True, pos, first_size)
             if pos + size > n:

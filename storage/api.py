@@ -228,7 +228,13 @@ class PartitionLog(Protocol):
         fetch_offset: int,
         max_bytes: int,
         isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-    ) -> FetchDataInfo: ...
+        *,
+        min_one: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from the one holding fetch_offset, within max_bytes; with min_one the
+        first batch whatever its size (KIP-74: Kafka's minOneMessage, on for the first partition
+        of a fetch with data), without it nothing when that batch does not fit."""
+        ...
 
     async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch at or after timestamp, None past the end."""

@@ -168,8 +168,10 @@ class LocalPartitionLog(LogActor):
         fetch_offset: int,
         max_bytes: int,
         isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+        *,
+        min_one: bool = True,
     ) -> FetchDataInfo:
-        return await self.query(lambda: self.read_sync(fetch_offset, max_bytes, isolation))
+        return await self.query(lambda: self.read_sync(fetch_offset, max_bytes, isolation, min_one))
 
     async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         return await self.call(lambda: self._offset_for_timestamp(timestamp))
@@ -374,12 +376,13 @@ class LocalPartitionLog(LogActor):
                 f"offset {fetch_offset} is outside [{self._log_start_offset}, {self.log_end_offset}] of {self.tp}",
             )
 
-    def read_sync(self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel) -> FetchDataInfo:
+    def read_sync(self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel,
+                  min_one: bool = True) -> FetchDataInfo:
         self.check_offset(fetch_offset)
         hw, lso = self.high_watermark, self.last_stable_offset
         committed = isolation is IsolationLevel.READ_COMMITTED
         end = lso if committed else hw
-        records, upper_bound = read_batches(self.segments, fetch_offset, max_bytes, end)
+        records, upper_bound = read_batches(self.segments, fetch_offset, max_bytes, end, min_one)
         aborted = None
         if committed:
             # Kafka's upper bound: the offset after the last returned batch.

@@ -22,21 +22,21 @@ def segment_index(segments: Sequence[LogSegment], offset: int) -> int:
 
 
 def read_batches(
-    segments: Sequence[LogSegment], fetch_offset: int, max_bytes: int, limit: int
+    segments: Sequence[LogSegment], fetch_offset: int, max_bytes: int, limit: int, min_one: bool = True
 ) -> tuple[bytes | memoryview, int]:
-    """Whole batches from the one holding fetch_offset, all below limit, within max_bytes but at
-    least one batch (KIP-74). Returns the bytes and one past the last offset returned."""
+    """Whole batches from the one holding fetch_offset, all below limit, within max_bytes but, when
+    min_one, at least one batch (KIP-74). Returns the bytes and one past the last offset returned."""
     if fetch_offset >= limit:
         return b"", fetch_offset
     for seg in segments[segment_index(segments, fetch_offset) :]:
-        found = _read_segment(seg, fetch_offset, max_bytes, limit)
+        found = _read_segment(seg, fetch_offset, max_bytes, limit, min_one)
         if found is not None:
             return found
     return b"", fetch_offset
 
 
 def _read_segment(
-    seg: LogSegment, fetch_offset: int, max_bytes: int, limit: int
+    seg: LogSegment, fetch_offset: int, max_bytes: int, limit: int, min_one: bool
 ) -> tuple[bytes | memoryview, int] | None:
     """One pread from the index entry at or before fetch_offset, sized for max_bytes plus the
     index interval (the most that lies between that entry and fetch_offset's batch); the headers
@@ -47,9 +47,12 @@ def _read_segment(
     want = max(max_bytes, HEADER_SIZE) + seg.index_interval_bytes
     while pos < seg.size:
         buf = seg.read_range(pos, min(pos + want, seg.size))
-        run = select_batches(buf, fetch_offset, max_bytes, limit)
+        run = select_batches(buf, fetch_offset, max_bytes, limit, min_one)
         if run.complete or pos + len(buf) >= seg.size:
-            return (_kept(buf, run.start, run.end), run.next_offset) if run.end else None
+            if run.end:
+                return _kept(buf, run.start, run.end), run.next_offset
+            # The first batch found does not fit (min_one off): nothing, not a later segment's.
+            return (b"", fetch_offset) if run.complete and run.start >= 0 else None
         if run.start < 0:  # fetch_offset's batch lies further on: walk on from where this one stopped
             pos += run.resume
         else:  # the choice runs past the buffer (a batch longer than the slack): read it from its start

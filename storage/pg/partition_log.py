@@ -276,7 +276,8 @@ class PgPartitionLog(LogActor):
     # -- reads (beside the owner task: rows below the high watermark never change) -----------------
 
     async def read(
-        self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+        self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+        *, min_one: bool = True,
     ) -> FetchDataInfo:
         self._check_serving()
         hw, lso, start = self._high_watermark, self.last_stable_offset, self._log_start_offset
@@ -284,9 +285,9 @@ class PgPartitionLog(LogActor):
             raise KafkaError(ErrorCode.offset_out_of_range,
                              f"offset {fetch_offset} is outside [{start}, {hw}] of {self.tp}")
         limit = lso if isolation is IsolationLevel.READ_COMMITTED else hw
-        cached = self._tail.read(fetch_offset, max_bytes, limit)
+        cached = self._tail.read(fetch_offset, max_bytes, limit, min_one)
         if cached is None:
-            cached = await self._guarded(self._store.read(fetch_offset, max_bytes, limit))
+            cached = await self._guarded(self._store.read(fetch_offset, max_bytes, limit, min_one))
         records, upper_bound = cached
         aborted = None
         if isolation is IsolationLevel.READ_COMMITTED:

@@ -24,14 +24,16 @@ _REPLAY_CHUNK: Final = 2000
 # The batch holding offset $3: the newest batch that starts at or before it (the primary key's order).
 _CONTAINING: Final = ("coalesce((SELECT max(base_offset) FROM batches WHERE topic_id = $1 AND partition = $2 "
                       "AND base_offset <= $3), $3)")
-# Up to $5 batches from the one holding $3, but only as many as fit in $6 bytes (and at least one):
-# the sizes come from octet_length, which reads the stored length without fetching the value, so
-# a fetch of one large batch does not pull $5 of them out of the database to keep one.
-_READ: Final = ("SELECT last_offset, data FROM (SELECT last_offset, data, base_offset, "
-                "sum(octet_length(data)) OVER (ORDER BY base_offset) - octet_length(data) AS before "
+# Up to $5 batches from the one holding $3, but only as many as fit in $6 bytes (and the first one
+# whatever its size when $7, KIP-74's minOneMessage): the sizes come from octet_length, which reads
+# the stored length without fetching the value, so a fetch of one large batch does not pull $5 of
+# them out of the database to keep one, and a batch that will not be sent is not fetched at all.
+_READ: Final = ("SELECT last_offset, data FROM (SELECT last_offset, data, base_offset, octet_length(data) AS size, "
+                "sum(octet_length(data)) OVER (ORDER BY base_offset) AS upto "
                 "FROM (SELECT last_offset, data, base_offset FROM batches WHERE topic_id = $1 AND partition = $2 "
                 f"AND base_offset >= {_CONTAINING} AND base_offset < $4 AND last_offset >= $3 "
-                "ORDER BY base_offset LIMIT $5) AS c) AS s WHERE before < $6 ORDER BY base_offset")
+                "ORDER BY base_offset LIMIT $5) AS c) AS s WHERE upto <= $6 OR (upto = size AND $7) "
+                "ORDER BY base_offset")
 # A batch's attributes are bytes 21-22 (big-endian); bit 5 marks a control batch, whose marker record
 # recovery needs. Other batches are replayed from their 61-byte header alone.
 _HEADER_OR_CONTROL: Final = ("CASE WHEN get_byte(data, 22) & 32 <> 0 THEN data "
@@ -65,18 +67,20 @@ class PartitionStore:
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def read(self, fetch_offset: int, max_bytes: int, limit: int) -> tuple[list[bytes], int]:
+    async def read(self, fetch_offset: int, max_bytes: int, limit: int,
+                   min_one: bool = True) -> tuple[list[bytes], int]:
         """Whole batches from the one holding fetch_offset, all starting below limit, within
-        max_bytes but at least one (KIP-74). Returns them and one past the last offset returned."""
+        max_bytes but, when min_one, at least one (KIP-74). Returns them and one past the last
+        offset returned."""
         out: list[bytes] = []
         size, position, next_offset = 0, fetch_offset, fetch_offset
         while position < limit:
             rows = await self._pool.fetch(_READ, self.topic_id, self.partition, position, limit, _READ_CHUNK,
-                                          max(max_bytes - size, 1))
+                                          max_bytes - size, min_one and not out)
             for row in rows:
                 if row["last_offset"] < position:
                     continue  # a batch that ends before fetch_offset (the containing one)
-                if out and size + len(row["data"]) > max_bytes:
+                if (out or not min_one) and size + len(row["data"]) > max_bytes:
                     return out, next_offset
                 out.append(row["data"])
                 size += len(row["data"])

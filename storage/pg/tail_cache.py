@@ -39,7 +39,8 @@ class TailCache:
         while self._rows and self._bytes > self._max_bytes:
             self._bytes -= len(self._rows.popleft().data)
 
-    def read(self, fetch_offset: int, max_bytes: int, limit: int) -> tuple[list[bytes], int] | None:
+    def read(self, fetch_offset: int, max_bytes: int, limit: int,
+             min_one: bool = True) -> tuple[list[bytes], int] | None:
         """As PartitionStore.read, if the batch holding fetch_offset is held; else None."""
         rows = self._rows
         if not rows or fetch_offset < rows[0].base_offset:
@@ -50,10 +51,10 @@ class TailCache:
         size, next_offset = 0, fetch_offset
         for j in range(max(i, 0), len(rows)):
             row = rows[j]
-            if row.base_offset >= limit or (out and size + len(row.data) > max_bytes):
-                break
             if row.last_offset < fetch_offset:
                 continue
+            if row.base_offset >= limit or ((out or not min_one) and size + len(row.data) > max_bytes):
+                break
             out.append(row.data)
             size += len(row.data)
             next_offset = row.last_offset + 1

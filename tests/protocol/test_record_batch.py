@@ -206,6 +206,11 @@ def test_select_batches_keeps_within_max_bytes_but_takes_one_batch():
     assert (select_batches(data, 0, at[2], 9).end, select_batches(data, 0, at[2], 9).complete) == (at[2], True)
     first = select_batches(data, 0, 1, 9)  # KIP-74: the first batch whatever max_bytes says
     assert (first.end, first.next_offset, first.first_size) == (at[1], 1, at[1])
+    # Without min_one a first batch too large is known from its header alone: none, and done.
+    none = select_batches(data[:40], 0, at[1] - 1, 9, min_one=False)
+    assert (none.start, none.end, none.next_offset, none.complete) == (0, 0, 0, True)
+    fits = select_batches(data, 1, 2 * at[1], 9, min_one=False)
+    assert (fits.start, fits.end, fits.next_offset) == (at[1], len(data), 3)
 
 
 def test_select_batches_says_when_the_buffer_ends_inside_the_choice():

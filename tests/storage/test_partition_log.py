@@ -11,7 +11,7 @@ import pytest
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import iter_batches
 from protocol.records import Record, build_batch, read_records
-from storage.api import AppendOrigin, TopicPartition
+from storage.api import AppendOrigin, IsolationLevel, TopicPartition
 from storage.log_config import LogConfig
 from storage.partition_log import LocalPartitionLog
 from tests.storage.helpers import crash
@@ -91,6 +91,20 @@ async def test_read_respects_max_bytes_but_returns_at_least_one_batch(plog):
     assert (await plog.read(0, 1)).size == one
     assert (await plog.read(0, 3 * one)).size == 3 * one
     assert (await plog.read(10, 1 << 20)).records == []
+
+
+async def test_read_without_min_one_returns_only_batches_that_fit(plog):
+    """A fetch's later partitions (KIP-74: minOneMessage off once a partition sent data): a first
+    batch larger than max_bytes is not returned (nor read), and the offsets still are."""
+    for _ in range(10):
+        await plog.append(batch(1, size=100))
+    one = len(batch(1, size=100))
+    nothing = await plog.read(0, one - 1, min_one=False)
+    assert (nothing.records, nothing.size, nothing.high_watermark, nothing.log_start_offset) == ([], 0, 10, 0)
+    assert (await plog.read(0, one, min_one=False)).size == one
+    assert (await plog.read(3, 3 * one - 1, min_one=False)).size == 2 * one
+    committed = await plog.read(0, 1, IsolationLevel.READ_COMMITTED, min_one=False)
+    assert (committed.records, committed.aborted_transactions) == ([], [])
 
 
 async def test_read_out_of_range(plog):

@@ -1,5 +1,6 @@
 """read_batches: Fetch's one read per segment chooses exactly the batches a walk of every header
-would (the reference below), whatever the batch sizes, index interval, max_bytes and limit."""
+would (the reference below), whatever the batch sizes, index interval, max_bytes, limit and
+min_one (KIP-74: the first batch taken whatever its size, or only if it fits)."""
 
 import tempfile
 from pathlib import Path
@@ -27,7 +28,8 @@ def _segments(directory: Path, layout: list[list[tuple[int, int]]], interval: in
     return segments
 
 
-def _reference(segments: list[LogSegment], fetch_offset: int, max_bytes: int, limit: int) -> tuple[bytes, int]:
+def _reference(segments: list[LogSegment], fetch_offset: int, max_bytes: int, limit: int,
+               min_one: bool = True) -> tuple[bytes, int]:
     """The same choice, walking every batch header of every segment."""
     if fetch_offset >= limit:
         return b"", fetch_offset
@@ -39,7 +41,11 @@ def _reference(segments: list[LogSegment], fetch_offset: int, max_bytes: int, li
         for pos, h in iter_batches(data, verify_crc=False):
             if h.last_offset < fetch_offset:
                 continue
-            if h.base_offset >= limit or (chosen and pos + h.size - chosen[0][0] > max_bytes):
+            if h.base_offset >= limit:
+                break
+            if (chosen or not min_one) and pos + h.size - (chosen[0][0] if chosen else pos) > max_bytes:
+                if not chosen:
+                    return b"", fetch_offset  # the first batch does not fit: nothing
                 break
             chosen.append((pos, h))
         if chosen:
@@ -63,8 +69,9 @@ def test_read_batches_matches_a_walk_of_every_header(layout, interval, data) -> 
                 fetch_offset = data.draw(st.integers(0, end))
                 max_bytes = data.draw(st.sampled_from([1, 100, 3_000, 10_000, 40_000, 1 << 20]))
                 limit = data.draw(st.integers(0, end))
-                got, next_offset = read_batches(segments, fetch_offset, max_bytes, limit)
-                assert (bytes(got), next_offset) == _reference(segments, fetch_offset, max_bytes, limit)
+                min_one = data.draw(st.booleans())
+                got, next_offset = read_batches(segments, fetch_offset, max_bytes, limit, min_one)
+                assert (bytes(got), next_offset) == _reference(segments, fetch_offset, max_bytes, limit, min_one)
         finally:
             for seg in segments:
                 seg.close()

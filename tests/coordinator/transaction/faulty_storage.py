@@ -76,8 +76,9 @@ class FaultyLog:
         return self.inner.size_bytes
 
     async def read(self, fetch_offset: int, max_bytes: int,
-                   isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> FetchDataInfo:
-        return await self.inner.read(fetch_offset, max_bytes, isolation)
+                   isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED, *,
+                   min_one: bool = True) -> FetchDataInfo:
+        return await self.inner.read(fetch_offset, max_bytes, isolation, min_one=min_one)
 
     async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         return await self.inner.offset_for_timestamp(timestamp)

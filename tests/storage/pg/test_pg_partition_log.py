@@ -218,3 +218,7 @@ async def test_store_reads_whole_batches_within_max_bytes_from_the_one_holding_t
     assert len(everything) == 160 and next_offset == plog.high_watermark == 280
     below, next_offset = await store.read(0, 10**9, limit=7)
     assert len(below) == 4 and next_offset == 7
+    # Without min_one (a fetch's later partition, KIP-74) a batch that does not fit is not fetched.
+    assert await store.read(2, sizes[1] - 1, limit=plog.high_watermark, min_one=False) == ([], 2)
+    fits, next_offset = await store.read(2, sizes[1] + sizes[2], limit=plog.high_watermark, min_one=False)
+    assert [len(b) for b in fits] == sizes[1:3] and next_offset == 5

@@ -16,6 +16,8 @@ def test_reads_start_at_the_batch_holding_the_offset_within_max_bytes_and_limit(
     assert cache.read(3, 40, limit=10) == ([bytes(30), bytes(10)], 6)
     assert cache.read(0, 1000, limit=6) == ([bytes(20), bytes(30), bytes(10)], 6)  # below the LSO only
     assert cache.read(10, 1000, limit=10) == ([], 10)
+    assert cache.read(3, 29, limit=10, min_one=False) == ([], 3)  # KIP-74 later partition: none that won't fit
+    assert cache.read(1, 39, limit=10, min_one=False) == ([bytes(20)], 2)
 
 
 def test_offsets_older_than_the_cache_are_not_served() -> None:
