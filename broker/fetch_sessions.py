@@ -7,6 +7,13 @@ and forgotten_topics_data those it dropped; the broker reads every partition of 
 answers only those with records, a changed high watermark or log start offset, or an error. A
 consumer of a thousand idle partitions so sends and gets back almost nothing per fetch.
 
+From v13 a fetch names topics by id (KIP-516): a session made at v13+ keys its partitions by
+(topic id, partition) and one made before by (name, partition), and continuing a session at the
+other kind of version is FETCH_SESSION_TOPIC_ID_ERROR (Kafka's FetchManager.newContext). A
+partition whose id names no topic stays in the session without a name (answered UNKNOWN_TOPIC_ID)
+and is named once the id is known; a name, once found, is kept, so a topic deleted and made again
+under a new id is told apart by the fetch (INCONSISTENT_TOPIC_ID), as in Kafka.
+
 Pure bookkeeping, owned by the event loop: every step below runs without an await in the middle.
 The handler (broker/handlers/fetch.py) builds a context per request (new_context), reads the
 partitions it lists, then keeps what the context selects (select) for the response.
@@ -16,13 +23,14 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from protocol.errors import ErrorCode
 
-__all__ = ("CachedPartition", "FetchContext", "FetchSessionCache")
+__all__ = ("CachedPartition", "FetchContext", "FetchSessionCache", "TopicNames")
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +38,19 @@ INVALID_SESSION_ID: Final = 0
 INITIAL_EPOCH: Final = 0
 FINAL_EPOCH: Final = -1
 EVICTION_MS: Final = 120_000  # Kafka's min.incremental.fetch.session.eviction.ms (internal)
+ZERO_UUID: Final = uuid.UUID(int=0)
+
+# A v13+ fetch's topic ids to names (None: no such topic); None for a fetch that names its topics.
+TopicNames = Callable[[uuid.UUID], str | None] | None
 
 
 @dataclass(slots=True)
 class CachedPartition:
     """A partition of a fetch: the request's fields (names as the request schema's), and for a
-    session what the last response said of it."""
+    session what the last response said of it. topic_id is set from v13 (the zero UUID for a
+    request's zero id); topic is None while that id names no topic."""
 
-    topic: str
+    topic: str | None
     partition: int
     fetch_offset: int
     partition_max_bytes: int
@@ -45,6 +58,12 @@ class CachedPartition:
     log_start_offset: int = -1
     high_watermark_sent: int = -1
     log_start_sent: int = -1
+    topic_id: uuid.UUID | None = None
+
+    @property
+    def key(self) -> tuple[str | uuid.UUID | None, int]:
+        """Kafka's CachedPartition equality: by topic id in a session using ids, else by name."""
+        return (self.topic if self.topic_id is None else self.topic_id, self.partition)
 
     def must_respond(self, response: dict[str, Any]) -> bool:
         """Kafka's CachedPartition.maybeUpdateResponseData: records, a changed high watermark or
@@ -60,34 +79,52 @@ class CachedPartition:
         return respond
 
 
-def _from_request(topic: str, p: Any) -> CachedPartition:
+def _from_request(topic: str | None, p: Any, topic_id: uuid.UUID | None = None) -> CachedPartition:
     return CachedPartition(topic, p.partition, p.fetch_offset, p.partition_max_bytes,
-                           getattr(p, "current_leader_epoch", -1), getattr(p, "log_start_offset", -1))
+                           getattr(p, "current_leader_epoch", -1), getattr(p, "log_start_offset", -1),
+                           topic_id=topic_id)
+
+
+def _topic(names: TopicNames, topic: Any) -> tuple[uuid.UUID | None, str | None]:
+    """A request topic's (id, name): (None, its name) before v13; from v13 its id (kio reads the
+    zero UUID as None) and the name that id has here, if any."""
+    if names is None:
+        return None, topic.topic
+    topic_id = topic.topic_id
+    return (ZERO_UUID, None) if topic_id is None else (topic_id, names(topic_id))
 
 
 @dataclass(slots=True)
 class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
-    partitions: dict[tuple[str, int], CachedPartition]
+    partitions: dict[tuple[str | uuid.UUID | None, int], CachedPartition]
     last_used_ms: int
     created_ms: int
+    uses_topic_ids: bool = False
 
-    def update(self, request: Any) -> None:
-        """Add or update the request's partitions, drop its forgotten ones."""
+    def update(self, request: Any, names: TopicNames) -> None:
+        """Add or update the request's partitions, drop its forgotten ones; name the partitions
+        whose topic id named no topic so far (Kafka's maybeResolveUnknownName)."""
         for topic in request.topics:
+            topic_id, name = _topic(names, topic)
+            ident = name if topic_id is None else topic_id
             for p in topic.partitions:
-                key = (topic.topic, p.partition)
-                cached = self.partitions.get(key)
+                cached = self.partitions.get((ident, p.partition))
                 if cached is None:
-                    self.partitions[key] = _from_request(topic.topic, p)
+                    self.partitions[ident, p.partition] = _from_request(name, p, topic_id)
                 else:
                     cached.fetch_offset, cached.partition_max_bytes = p.fetch_offset, p.partition_max_bytes
                     cached.current_leader_epoch = getattr(p, "current_leader_epoch", -1)
                     cached.log_start_offset = getattr(p, "log_start_offset", -1)
         for topic in getattr(request, "forgotten_topics_data", None) or ():
+            ident = topic.topic if names is None else topic.topic_id or ZERO_UUID
             for index in topic.partitions:
-                self.partitions.pop((topic.topic, index), None)
+                self.partitions.pop((ident, index), None)
+        if names is not None:
+            for cached in self.partitions.values():
+                if cached.topic is None and cached.topic_id is not None and cached.topic_id != ZERO_UUID:
+                    cached.topic = names(cached.topic_id)
 
 
 @dataclass(slots=True)
@@ -101,13 +138,14 @@ class FetchContext:
     incremental: bool = False
     session: FetchSession | None = None
     _creating: FetchSessionCache | None = field(default=None, repr=False)
+    _uses_topic_ids: bool = False
 
     def select(self, responses: list[tuple[CachedPartition, dict[str, Any]]], now_ms: int) -> list[dict[str, Any]]:
         """The response's topics: all partitions for a full fetch (creating the session, if one is
         to be made, with what is sent), only those with something to say for an incremental one
         (moved to the end of the session when they carry records, for fairness, as Kafka)."""
         if self._creating is not None:
-            self.session_id = self._creating.create(self.partitions, now_ms)
+            self.session_id = self._creating.create(self.partitions, now_ms, self._uses_topic_ids)
             for cached, response in responses:
                 cached.must_respond(response)
             return _by_topic(responses)
@@ -118,23 +156,33 @@ class FetchContext:
             if cached.must_respond(response):
                 kept.append((cached, response))
                 if response["records"]:
-                    key = (cached.topic, cached.partition)
+                    key = cached.key
                     self.session.partitions[key] = self.session.partitions.pop(key)
         return _by_topic(kept)
 
 
 def _by_topic(responses: Iterable[tuple[CachedPartition, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Consecutive partitions of one topic under one topic entry (as Kafka's FetchResponse)."""
+    """Consecutive partitions of one topic under one topic entry (as Kafka's FetchResponse); from
+    v13 one topic is one id (two unknown ids have no name to tell them apart)."""
     out: list[dict[str, Any]] = []
+    last: object = out  # matches no topic
     for cached, response in responses:
-        if not out or out[-1]["topic"] != cached.topic:
-            out.append({"topic": cached.topic, "partitions": []})
+        ident = cached.topic if cached.topic_id is None else cached.topic_id
+        if ident != last:
+            out.append({"topic": cached.topic, "topic_id": cached.topic_id, "partitions": []})
+            last = ident
         out[-1]["partitions"].append(response)
     return out
 
 
-def _request_partitions(request: Any) -> list[CachedPartition]:
-    return [_from_request(t.topic, p) for t in request.topics for p in t.partitions]
+def _request_partitions(request: Any, names: TopicNames) -> list[CachedPartition]:
+    if names is None:
+        return [_from_request(t.topic, p) for t in request.topics for p in t.partitions]
+    out = []
+    for t in request.topics:
+        topic_id, name = _topic(names, t)
+        out += [_from_request(name, p, topic_id) for p in t.partitions]
+    return out
 
 
 class FetchSessionCache:
@@ -148,12 +196,13 @@ class FetchSessionCache:
         self.sessions: dict[int, FetchSession] = {}
         self._rng = rng or random.Random()
 
-    def new_context(self, request: Any, now_ms: int) -> FetchContext:
+    def new_context(self, request: Any, now_ms: int, names: TopicNames = None) -> FetchContext:
+        """The context of one fetch; names resolves topic ids for a v13+ fetch (None before)."""
         session_id, epoch = getattr(request, "session_id", 0), getattr(request, "session_epoch", FINAL_EPOCH)
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
                 self.sessions.pop(session_id, None)  # a full fetch closes the session it names
-            context = FetchContext(_request_partitions(request))
+            context = FetchContext(_request_partitions(request, names), _uses_topic_ids=names is not None)
             if epoch == INITIAL_EPOCH and self.max_slots > 0:
                 context._creating = self
             return context
@@ -162,7 +211,10 @@ class FetchSessionCache:
             return FetchContext([], error=ErrorCode.fetch_session_id_not_found)
         if session.epoch != epoch:
             return FetchContext([], error=ErrorCode.invalid_fetch_session_epoch)
-        session.update(request)
+        if session.uses_topic_ids != (names is not None):
+            # Made at v12 and continued at v13 (or the reverse): its keys cannot match the request's.
+            return FetchContext([], error=ErrorCode.fetch_session_topic_id_error)
+        session.update(request, names)
         if not session.partitions:
             del self.sessions[session_id]
             return FetchContext([])
@@ -170,13 +222,13 @@ class FetchSessionCache:
         session.epoch = _next_epoch(session.epoch)
         return FetchContext(list(session.partitions.values()), session_id, incremental=True, session=session)
 
-    def create(self, partitions: list[CachedPartition], now_ms: int) -> int:
+    def create(self, partitions: list[CachedPartition], now_ms: int, uses_topic_ids: bool = False) -> int:
         """A session for a full fetch's partitions if there is room; its id, or 0 (none)."""
         if len(self.sessions) >= self.max_slots and not self._evict(len(partitions), now_ms):
             return INVALID_SESSION_ID
         session_id = self._new_id()
         self.sessions[session_id] = FetchSession(session_id, _next_epoch(INITIAL_EPOCH),
-                                                 {(p.topic, p.partition): p for p in partitions}, now_ms, now_ms)
+                                                 {p.key: p for p in partitions}, now_ms, now_ms, uses_topic_ids)
         log.debug("fetch session %d opened with %d partitions (%d sessions)", session_id, len(partitions),
                   len(self.sessions))
         return session_id

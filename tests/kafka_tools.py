@@ -42,6 +42,7 @@ MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-replica-verification": "org.apache.kafka.tools.ReplicaVerificationTool",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",

@@ -1,4 +1,4 @@
-"""Fetch v4-12.
+"""Fetch v4-18.
 
 Behaviour: serves stored batch bytes, whole batches from the one holding the fetch offset,
 within partition_max_bytes and the response max_bytes, but always at least one batch for the
@@ -23,7 +23,15 @@ consumer_byte_rate quotas (broker/quotas), as Kafka: a fetch reads at most what 
 allows in one quota window; a response that puts the client over its quota is not sent: the answer
 is empty (the session keeps its state), with throttle_time_ms, and the connection reads nothing more
 for that long.
-Version notes: v13+ (topic ids) is not advertised.
+Version notes: v13+ name topics by id (KIP-516): an id this broker does not know (the zero UUID
+included) is UNKNOWN_TOPIC_ID for that topic's partitions, and READ is checked on the name the id
+has; a session keeps ids (broker/fetch_sessions.py), and a name it found for an id that now names
+another topic (deleted and made again) is INCONSISTENT_TOPIC_ID. v14 adds no field. v15 moves
+replica_id into replica_state. v16 (KIP-951): a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+partition carries current_leader and the response node_endpoints for those leaders (cluster mode).
+v17 adds a follower's replica_directory_id and v18 the high watermark a follower knows (KIP-1166):
+both only matter to followers, which eosbroker has none of (every broker reads the shared log), so
+they are accepted and not used.
 """
 
 from __future__ import annotations
@@ -39,9 +47,10 @@ from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, authorized, denied, unauthorized
-from ..fetch_sessions import CachedPartition, FetchSessionCache
+from ..fetch_sessions import CachedPartition, FetchSessionCache, TopicNames
 from ..handler import Handler, RequestContext, check_leader, isolation_level
 from ..quotas.manager import QuotaKind, now_ms
+from .leader_discovery import LEADER_ERRORS, current_leader, leader_endpoints
 
 
 def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> dict[str, Any]:
@@ -63,7 +72,24 @@ def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committe
 
 # Errors Kafka finds before reading (KafkaApis' "erroneous" partitions): they do not end a long
 # poll. Any other error (found by the read) answers at once, as ReplicaManager does.
-_CHECKED_BEFORE_READ = frozenset({ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_or_partition})
+_CHECKED_BEFORE_READ = frozenset({ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_or_partition,
+                                  ErrorCode.unknown_topic_id})
+
+
+def _check_topic(ctx: RequestContext, p: CachedPartition, refused: frozenset[str]) -> str:
+    """The partition's topic name, once the checks Kafka makes before the leader's: a v13+ id
+    that names no topic, READ, and (ReplicaManager.readFromLocalLog) an id that is not the one
+    the topic of that name has now."""
+    topic = p.topic
+    if topic is None:
+        raise KafkaError(ErrorCode.unknown_topic_id, "This server does not host this topic ID.")
+    if topic in refused:
+        raise denied(ctx, AclOperation.READ, ResourceType.TOPIC, topic)
+    if p.topic_id is not None and (meta := ctx.broker.logs.topics.get(topic)) is not None \
+            and meta.topic_id != p.topic_id:
+        raise KafkaError(ErrorCode.inconsistent_topic_id,
+                         "Topic ID in the fetch session did not match the topic ID in the log.")
+    return topic
 
 
 def _unchanged(plog: Any, p: CachedPartition, committed: bool) -> bool:
@@ -87,34 +113,20 @@ async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_
     done = False
     out = []
     for p in partitions:
-        tp = TopicPartition(p.topic, p.partition)
         try:
-            if p.topic in refused:
-                raise denied(ctx, AclOperation.READ, ResourceType.TOPIC, p.topic)
+            tp = TopicPartition(_check_topic(ctx, p, refused), p.partition)
             check_leader(ctx.broker.cluster, tp, p.current_leader_epoch)
             plog = ctx.broker.logs.get_log(tp)
             if incremental and _unchanged(plog, p, committed):
                 continue
             budget = max(min(p.partition_max_bytes, remaining), 0)
-            info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation)
-            if total and info.size > budget:
-                # KIP-74: only the first partition with data may exceed its budget (Kafka's
-                # minOneMessage turns off after the first non-empty read); the log's read always
-                # returns at least one whole batch, so a later partition's first batch that does
-                # not fit is left out, not sent past fetch.max.bytes (Kafka sends a cut slice).
-                info = FetchDataInfo(high_watermark=info.high_watermark,
-                                     last_stable_offset=info.last_stable_offset,
-                                     log_start_offset=info.log_start_offset,
-                                     aborted_transactions=[] if committed else None,
-                                     older_segment=info.older_segment)
+            # KIP-74: only the first partition with data may exceed its budget, with one whole
+            # batch (Kafka's minOneMessage turns off after the first non-empty read); a later
+            # partition whose first batch does not fit sends none (Kafka sends a cut slice).
+            info = await plog.read(p.fetch_offset, budget if total else max(budget, 1), isolation,
+                                   min_one=not total)
         except KafkaError as exc:
-            info = None
-            if exc.code is ErrorCode.offset_out_of_range:
-                plog = ctx.broker.logs.get_log(tp)
-                info = FetchDataInfo(high_watermark=plog.high_watermark,
-                                     last_stable_offset=plog.last_stable_offset,
-                                     log_start_offset=plog.log_start_offset)
-            out.append((p, _partition(p.partition, exc.code, info, committed)))
+            out.append((p, _failed(ctx, p, exc.code, committed)))
             done = done or exc.code not in _CHECKED_BEFORE_READ
             continue
         done = done or info.older_segment
@@ -125,13 +137,36 @@ async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_
     return out, total, done
 
 
+def _failed(ctx: RequestContext, p: CachedPartition, code: ErrorCode, committed: bool) -> dict[str, Any]:
+    """A partition's error answer: offsets with OFFSET_OUT_OF_RANGE (the client resets from
+    them), the current leader with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH from v16 (both
+    found only once the topic is known)."""
+    info, leader = None, None
+    if p.topic is not None and code is ErrorCode.offset_out_of_range:
+        plog = ctx.broker.logs.get_log(TopicPartition(p.topic, p.partition))
+        info = FetchDataInfo(high_watermark=plog.high_watermark, last_stable_offset=plog.last_stable_offset,
+                             log_start_offset=plog.log_start_offset)
+    elif p.topic is not None and code in LEADER_ERRORS and ctx.version >= 16:
+        leader = current_leader(ctx, TopicPartition(p.topic, p.partition))
+    response = _partition(p.partition, code, info, committed)
+    if leader is not None:
+        response["current_leader"] = leader
+    return response
+
+
+def _node_endpoints(ctx: RequestContext, read: list[tuple[CachedPartition, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """v16+: the addresses of the leaders named by current_leader (KIP-951)."""
+    leaders = [r.get("current_leader", (-1, -1))[0] for _, r in read if r["error_code"] in LEADER_ERRORS]
+    return leader_endpoints(ctx, (n for n in leaders if n >= 0))
+
+
 def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
     """Kafka's BrokerTopicMetrics for Fetch, counted on the response that is sent (a long poll
     reads again on each wake-up; only the last read leaves). Unknown topics make no series."""
     if (metrics := ctx.broker.metrics) is None:
         return
     for topic in responses:
-        if topic["topic"] not in ctx.broker.logs.topics:
+        if topic["topic"] not in ctx.broker.logs.topics:  # None: an unknown topic id
             continue
         stats = metrics.topic(topic["topic"])
         for p in topic["partitions"]:
@@ -140,12 +175,31 @@ def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
             stats.bytes_out += sum(map(len, p["records"]))
 
 
+def _replica_id(request: Any) -> int:
+    """The fetching replica (-1 for a consumer, -2 for Kafka's debugging consumer, as
+    ReplicaVerificationTool): a field up to v14, in replica_state from v15."""
+    state = getattr(request, "replica_state", None)
+    return int(request.replica_id if state is None else state.replica_id)
+
+
+def _topic_names(ctx: RequestContext) -> TopicNames:
+    """v13+: a topic id's name here (Kafka's metadataCache.topicIdsToNames); None before v13."""
+    if ctx.version < 13:
+        return None
+    logs = ctx.broker.logs
+
+    def name(topic_id: Any) -> str | None:
+        meta = logs.topic_by_id(topic_id)
+        return None if meta is None else meta.name
+    return name
+
+
 def _refused_topics(ctx: RequestContext, request: Any, partitions: list[CachedPartition]) -> frozenset[str]:
     """READ on each topic; a follower's fetch (replica id >= 0) needs CLUSTER_ACTION instead."""
     if ctx.broker.authorizer is None:
         return NOTHING  # before any enum lookup: each costs ~0.5 us on Python 3.11, per request
-    names = {p.topic for p in partitions}
-    if getattr(request, "replica_id", -1) >= 0:
+    names = {p.topic for p in partitions if p.topic is not None}
+    if _replica_id(request) >= 0:
         if authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
             return frozenset()
         return frozenset(names)
@@ -155,7 +209,7 @@ def _refused_topics(ctx: RequestContext, request: Any, partitions: list[CachedPa
 def _waiters(ctx: RequestContext, partitions: list[CachedPartition], refused: frozenset[str]) -> list[Any]:
     logs = []
     for p in partitions:
-        if p.topic in refused:
+        if p.topic is None or p.topic in refused:
             continue
         plog = ctx.broker.logs.find_log(TopicPartition(p.topic, p.partition))
         if plog is not None:
@@ -180,7 +234,7 @@ def _quota(ctx: RequestContext, request: Any) -> tuple[QuotaKind | None, int, in
     """(the consumer_byte_rate quotas, or None when no quota can apply, max_bytes, min_bytes):
     at most what the client's quota allows in one window is read (Kafka's getMaxValueInQuotaWindow)."""
     quotas = ctx.broker.quotas
-    if quotas is None or not quotas.fetch.bounds or getattr(request, "replica_id", -1) >= 0:
+    if quotas is None or not quotas.fetch.bounds or _replica_id(request) >= 0:
         return None, request.max_bytes, request.min_bytes
     most = quotas.fetch.max_in_window(ctx.session.principal.name, ctx.header.client_id or "")
     max_bytes = request.max_bytes if most is None else min(request.max_bytes, most)
@@ -199,7 +253,7 @@ def _throttled(ctx: RequestContext, quota: QuotaKind, total: int) -> int:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     isolation = isolation_level(request.isolation_level)
-    context = _sessions(ctx).new_context(request, int(time.time() * 1000))
+    context = _sessions(ctx).new_context(request, int(time.time() * 1000), _topic_names(ctx))
     if context.error is not ErrorCode.none:
         return encode_fetch_response(ctx.header.correlation_id, ctx.version, context.error, 0, [])
     quota, max_bytes, min_bytes = _quota(ctx, request)
@@ -236,7 +290,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                                      throttle_ms)
     responses = context.select(read, int(time.time() * 1000))
     _count_fetch(ctx, responses)
-    return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, responses)
+    endpoints = _node_endpoints(ctx, read) if ctx.version >= 16 else ()
+    return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, responses,
+                                 node_endpoints=endpoints)
 
 
-HANDLER = Handler(api_key=ApiKey.FETCH, min_version=4, max_version=12, handle=handle)
+HANDLER = Handler(api_key=ApiKey.FETCH, min_version=4, max_version=18, handle=handle)

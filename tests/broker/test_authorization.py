@@ -95,6 +95,10 @@ def request_for(key: ApiKey, version: int, state: BrokerState | None = None) -> 
         topic_id = state.logs.topics["t"].topic_id
         request = dataclasses.replace(request, topic_data=tuple(dataclasses.replace(t, topic_id=topic_id)
                                                                 for t in request.topic_data))
+    if key == K.FETCH and version >= 13 and state is not None:  # READ is checked on the name of the id
+        topic_id = state.logs.topics["t"].topic_id
+        request = dataclasses.replace(request, topics=tuple(dataclasses.replace(t, topic_id=topic_id)
+                                                            for t in request.topics))
     if key == K.DELETE_TOPICS:  # by name (the sample names none, so its zero id is unknown)
         request = dataclasses.replace(request, topics=tuple(dataclasses.replace(t, name="gone")
                                                             for t in request.topics))

@@ -191,8 +191,8 @@ async def test_kafka_error_escaping_a_handler_answers_with_it(state) -> None:
     assert [(t.name, t.error_code) for t in body.topics] == [("", E.invalid_request)]
 
 
-@pytest.mark.parametrize("key,version", [(ApiKey.FETCH, 4), (ApiKey.FETCH, 12), (ApiKey.LIST_OFFSETS, 2),
-                                         (ApiKey.LIST_OFFSETS, 10)])
+@pytest.mark.parametrize("key,version", [(ApiKey.FETCH, 4), (ApiKey.FETCH, 12), (ApiKey.FETCH, 18),
+                                         (ApiKey.LIST_OFFSETS, 2), (ApiKey.LIST_OFFSETS, 10)])
 async def test_unknown_isolation_level_is_invalid_request(state, key, version) -> None:
     request = dataclasses.replace(sample_request(key, version), isolation_level=7)
     body = await answer(state, request)

@@ -121,6 +121,31 @@ async def test_fetch_checks_the_current_leader_epoch_then_leadership(
     assert (await fetch(state, partition, epoch)).error_code is code
 
 
+@pytest.mark.parametrize("version", [15, 16, 17, 18])
+async def test_fetch_v16_names_the_current_leader_and_its_endpoint(state: BrokerState, version: int) -> None:
+    """KIP-951: from v16 a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition carries the
+    leader and its epoch, and the response the leaders' addresses on the client's listener (this
+    broker's own for t-0's fenced epoch); t-2 has no leader: (-1, 4) and no endpoint. Before v16
+    neither is sent."""
+    topic_id = state.logs.topics["t"].topic_id
+    r = await call(state, ApiKey.FETCH, version, replica_state={"replica_id": -1, "replica_epoch": -1},
+                   max_wait=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+                   forgotten_topics_data=[], rack_id="", topics=[{"topic_id": topic_id, "partitions": [
+                       {"partition": p, "current_leader_epoch": epoch, "fetch_offset": 0, "last_fetched_epoch": -1,
+                        "log_start_offset": -1, "partition_max_bytes": 1 << 20}
+                       for p, epoch in ((0, 4), (1, -1), (2, -1))]}])
+    got = [(p.partition_index, p.error_code, p.current_leader.leader_id, p.current_leader.leader_epoch)
+           for p in r.responses[0].partitions]
+    codes = [(0, E.fenced_leader_epoch), (1, E.not_leader_or_follower), (2, E.not_leader_or_follower)]
+    if version < 16:
+        assert got == [(*c, -1, -1) for c in codes]
+        return
+    assert got == [(*codes[0], 1, 5), (*codes[1], 2, 3), (*codes[2], -1, 4)]
+    host, port = state.config.advertised
+    assert sorted((n.node_id, n.host, n.port, n.rack) for n in r.node_endpoints) == [(1, host, port, None),
+                                                                                      (2, "h2", 9092, "r2")]
+
+
 async def test_list_offsets_answers_the_leader_epoch(state: BrokerState) -> None:
     partitions = [{"partition_index": p, "current_leader_epoch": -1, "timestamp": -1} for p in (0, 1)]
     r = await call(state, ApiKey.LIST_OFFSETS, 9, replica_id=-1, isolation_level=0,

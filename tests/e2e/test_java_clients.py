@@ -30,6 +30,15 @@ def classpath() -> list[Path]:
     return jars
 
 
+def java4_jars() -> list[Path]:
+    """kafka-clients 4.x (from Kafka's tools, `make kafka-tools`) and what it loads at run time."""
+    tools = REPO / "tools" / "kafka-tools"
+    jars = sorted(tools.glob("kafka-clients-4.*.jar"))
+    if not jars:
+        pytest.fail("tools/kafka-tools/kafka-clients-4.*.jar is missing: run `make kafka-tools`")
+    return jars + [j for j in tools.glob("*.jar") if j.name.startswith(("slf4j-api", "zstd-jni", "lz4-java", "snappy"))]
+
+
 def compile_java(out: Path, source: Path, jars: list[Path], *javac_flags: str) -> str:
     """Compile one check program (with Checks.java, what they share) against `jars` into `out`;
     returns the classpath to run it."""

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker_process import REPO, BrokerProcess
+from tests.broker_process import BrokerProcess
 from tests.e2e.fault_proxy import FaultProxy
 from tests.e2e.test_java_clients import classpath as spark_classpath
-from tests.e2e.test_java_clients import compile_java
+from tests.e2e.test_java_clients import compile_java, java4_jars
 from tests.e2e.test_metrics import _METRICS_PORT as METRICS_PORT
 from tests.e2e.test_metrics import Samples, Scraper
 from tests.e2e.txn_clients import WAIT_S, confluent_read, create_topics, kafka_module, kafka_python_read, txn_producer
@@ -22,7 +22,6 @@ from tests.kafka_tools import run_tool
 pytestmark = pytest.mark.e2e
 
 SOURCE = Path(__file__).parent / "java" / "TxnV2Check.java"
-TOOLS = REPO / "tools" / "kafka-tools"
 SETTINGS = {"metrics.port": "0", "num.partitions": "2", "offsets.topic.num.partitions": "2",
             "transaction.state.log.num.partitions": "2", "group.initial.rebalance.delay.ms": "0",
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
@@ -30,11 +29,7 @@ SETTINGS = {"metrics.port": "0", "num.partitions": "2", "offsets.topic.num.parti
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
-    jars = sorted(TOOLS.glob("kafka-clients-4.*.jar"))
-    if not jars:
-        pytest.fail("tools/kafka-tools/kafka-clients-4.*.jar is missing")
-    jars += [j for j in TOOLS.glob("*.jar") if j.name.startswith(("slf4j-api", "zstd-jni", "lz4-java", "snappy"))]
-    return compile_java(tmp_path_factory.mktemp("java-tv2"), SOURCE, jars, "-nowarn")
+    return compile_java(tmp_path_factory.mktemp("java-tv2"), SOURCE, java4_jars(), "-nowarn")
 
 
 @pytest.fixture(scope="module")

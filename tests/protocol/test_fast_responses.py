@@ -40,7 +40,7 @@ def _produce_topics(rng: random.Random, version: int) -> list[dict[str, Any]]:
     return topics
 
 
-def _fetch_topics(rng: random.Random) -> list[dict[str, Any]]:
+def _fetch_topics(rng: random.Random, version: int = 12) -> list[dict[str, Any]]:
     topics = []
     for _ in range(rng.choice([0, 1, 1, 3])):
         parts = []
@@ -48,13 +48,31 @@ def _fetch_topics(rng: random.Random) -> list[dict[str, Any]]:
             aborted = rng.choice([None, [], [
                 {"producer_id": rng.randrange(1 << 40), "first_offset": rng.randrange(1 << 40)}
                 for _ in range(rng.choice([1, 3]))]])
-            parts.append({
+            part = {
                 "partition_index": index, "error_code": rng.choice([ErrorCode.none, ErrorCode.offset_out_of_range]),
                 "high_watermark": rng.randrange(-1, 1 << 40), "last_stable_offset": rng.randrange(-1, 1 << 40),
                 "log_start_offset": rng.randrange(-1, 1 << 40), "aborted_transactions": aborted,
-                "preferred_read_replica": -1, "records": rng.randbytes(rng.choice([0, 1, 127, 128, 3_000, 5_000]))})
-        topics.append({"topic": rng.choice(NAMES), "partitions": parts})
+                "preferred_read_replica": -1, "records": rng.randbytes(rng.choice([0, 1, 127, 128, 3_000, 5_000]))}
+            if version >= 16 and rng.random() < 0.3:  # KIP-951: the leader of a NOT_LEADER_OR_FOLLOWER partition
+                part["error_code"] = ErrorCode.not_leader_or_follower
+                part["current_leader"] = {"leader_id": rng.choice([-1, 2, 1 << 20]),
+                                          "leader_epoch": rng.randrange(-1, 99)}
+            parts.append(part)
+        topics.append({"topic": rng.choice(NAMES), "partitions": parts,
+                       "topic_id": rng.choice([None, uuid.UUID(int=rng.getrandbits(128))])})
     return topics
+
+
+def _as_handler_builds(topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same topics with current_leader as the handler gives it: (leader_id, leader_epoch)."""
+    return [{**t, "partitions": [{**p, "current_leader": (p["current_leader"]["leader_id"],
+                                                          p["current_leader"]["leader_epoch"])}
+                                 if "current_leader" in p else p for p in t["partitions"]]} for t in topics]
+
+
+def _node_endpoints(rng: random.Random) -> list[dict[str, Any]]:
+    return [{"node_id": n, "host": rng.choice(["127.0.0.1", "broker-é.example"]), "port": rng.randrange(65536),
+             "rack": rng.choice([None, "rack-a"])} for n in rng.sample(range(100), rng.choice([0, 0, 1, 3]))]
 
 
 @pytest.mark.parametrize("version", range(3, 14))
@@ -69,16 +87,44 @@ def test_produce_response_matches_kio(version: int) -> None:
         assert encode_produce_response(correlation_id, version, topics, throttle) == expected
 
 
-@pytest.mark.parametrize("version", range(4, 13))
+@pytest.mark.parametrize("version", range(4, 19))
 def test_fetch_response_matches_kio(version: int) -> None:
+    """Every version: names to v12, topic ids from v13, and from v16 the tagged current_leader of
+    a partition and the response's node_endpoints (KIP-951) when there are any."""
     rng = random.Random(100 + version)
     for _ in range(30):
-        topics = _fetch_topics(rng)
+        topics = _fetch_topics(rng, version)
+        nodes = _node_endpoints(rng) if version >= 16 else []
         error, session = rng.choice([(ErrorCode.none, 0), (ErrorCode.fetch_session_id_not_found, 0)])
         correlation_id = rng.randrange(-(1 << 31), 1 << 31)
-        expected = encode_response(correlation_id, build(response_schema(1, version), {
-            "throttle_time": 0, "error_code": error, "session_id": session, "responses": topics}))
-        assert b"".join(encode_fetch_response(correlation_id, version, error, session, topics)) == expected
+        fields = {"throttle_time": 0, "error_code": error, "session_id": session, "responses": topics}
+        if version >= 16:
+            fields["node_endpoints"] = nodes
+        expected = encode_response(correlation_id, build(response_schema(1, version), fields))
+        encoded = encode_fetch_response(correlation_id, version, error, session, _as_handler_builds(topics),
+                                        node_endpoints=nodes)
+        assert b"".join(encoded) == expected
+
+
+def test_fetch_response_v16_decodes_its_leader_and_endpoints() -> None:
+    """What a Kafka 4 client reads back: the topic's id, the partition's current_leader, the node."""
+    topic_id = uuid.uuid4()
+    topics = [{"topic": "t", "topic_id": topic_id, "partitions": [
+        {"partition_index": 2, "error_code": ErrorCode.not_leader_or_follower, "high_watermark": -1,
+         "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+         "preferred_read_replica": -1, "records": b"", "current_leader": (3, 7)}]}]
+    nodes = [{"node_id": 3, "host": "h3", "port": 9094, "rack": None}]
+    for version in (16, 17, 18):
+        _, body = decode_response(b"".join(encode_fetch_response(5, version, ErrorCode.none, 0, topics,
+                                                                 node_endpoints=nodes))[4:], 1, version)
+        (part,) = body.responses[0].partitions
+        assert body.responses[0].topic_id == topic_id
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (3, 7)
+        assert [(n.node_id, n.host, n.port, n.rack) for n in body.node_endpoints] == [(3, "h3", 9094, None)]
+    # Before v16 neither is written (Kafka sets them from v16 only).
+    _, body = decode_response(b"".join(encode_fetch_response(5, 15, ErrorCode.none, 0, topics,
+                                                             node_endpoints=nodes))[4:], 1, 15)
+    assert body.responses[0].partitions[0].current_leader.leader_id == -1
 
 
 def test_fetch_response_decodes_with_its_records() -> None:
