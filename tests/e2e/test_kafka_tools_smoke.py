@@ -14,7 +14,7 @@ def test_broker_api_versions_lists_produce_and_fetch(broker) -> None:  # type: i
     out = run_tool("kafka-broker-api-versions", "--bootstrap-server", broker.bootstrap, check=True)
     assert f"{broker.bootstrap} (id: 1 rack: null" in out.stdout, out.stdout + out.stderr
     assert "Produce(0): 0 to 13 [usable: 13]" in out.stdout, out.stdout
-    assert "Fetch(1): 4 to 12 [usable: 12]" in out.stdout, out.stdout
+    assert "Fetch(1): 4 to 18 [usable: 18]" in out.stdout, out.stdout
 
 
 def test_topics_create_and_describe(broker) -> None:  # type: ignore[no-untyped-def]
