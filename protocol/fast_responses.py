@@ -32,10 +32,11 @@ _I64: Final = struct.Struct(">q")
 _FETCH_PART: Final = struct.Struct(">ihqq")
 _FETCH_PART_V5: Final = struct.Struct(">ihqqq")
 _ABORTED: Final = struct.Struct(">qq")
-# A partition's tagged fields holding only current_leader (tag 1): one field, tag 1, 9 bytes of
-# leader_id, leader_epoch and the nested struct's empty tagged fields.
+# A partition's tagged fields holding only current_leader (Fetch's tag 1, Produce's tag 0): one
+# field, its tag, 9 bytes of leader_id, leader_epoch and the nested struct's empty tagged fields.
 _CURRENT_LEADER: Final = struct.Struct(">bbbiib")
-_LEADER_DISCOVERY: Final = 16  # KIP-951: current_leader and node_endpoints
+_LEADER_DISCOVERY: Final = 16  # KIP-951: current_leader and node_endpoints (Fetch)
+_PRODUCE_LEADER_DISCOVERY: Final = 10  # the same in Produce
 _NO_TAGS: Final = b"\x00"
 _NO_UUID: Final = bytes(16)
 _PRODUCE_FLEXIBLE: Final = 9
@@ -80,10 +81,11 @@ def framed(correlation_id: int, flexible_header: bool, parts: list[Any]) -> byte
 
 
 def encode_produce_response(correlation_id: int, version: int, responses: Sequence[Mapping[str, Any]],
-                            throttle_ms: int = 0) -> bytes:
+                            throttle_ms: int = 0, node_endpoints: Sequence[Mapping[str, Any]] = ()) -> bytes:
     """The framed response; responses as the Produce handler builds them (name or topic_id, and
     partition_responses of index, error_code, base_offset, log_append_time, log_start_offset,
-    record_errors, error_message)."""
+    record_errors, error_message, and from v10 an optional current_leader (leader_id,
+    leader_epoch)); node_endpoints (v10+) are the addresses of those leaders (KIP-951)."""
     flexible = version >= _PRODUCE_FLEXIBLE
     parts: list[Any] = [count_prefix(len(responses), flexible)]
     for topic in responses:
@@ -101,12 +103,16 @@ def encode_produce_response(correlation_id: int, version: int, responses: Sequen
             if version >= 8:
                 _record_errors(parts, p.get("record_errors", ()), flexible)
                 parts.append(string(p.get("error_message"), flexible))
-            if flexible:
+            if version >= _PRODUCE_LEADER_DISCOVERY and (leader := p.get("current_leader")) is not None:
+                parts.append(_CURRENT_LEADER.pack(1, 0, 9, leader[0], leader[1], 0))  # tag 0 here
+            elif flexible:
                 parts.append(_NO_TAGS)
         if flexible:
             parts.append(_NO_TAGS)
     parts.append(_I32.pack(throttle_ms))
-    if flexible:
+    if version >= _PRODUCE_LEADER_DISCOVERY and node_endpoints:
+        _node_endpoints(parts, node_endpoints)
+    elif flexible:
         parts.append(_NO_TAGS)
     return framed(correlation_id, flexible, parts)
 

@@ -7,7 +7,8 @@ holding more (or less) than one batch is INVALID_RECORD, as in Kafka, and nothin
 written; the request's other partitions go on. acks=0 gets no response (and a failure closes the connection, as in
 Kafka); acks 1 and -1 are the same (locally the write is in the page cache when we answer; in
 cluster mode it is committed to PostgreSQL, which every broker reads). A partition this broker
-does not lead is NOT_LEADER_OR_FOLLOWER. A client over its producer_byte_rate quota has its
+does not lead is NOT_LEADER_OR_FOLLOWER; from v10 (KIP-951) such a partition also names its current
+leader and epoch, and the response carries that leader's address. A client over its producer_byte_rate quota has its
 answer at once with throttle_time_ms, and its connection reads nothing more for that long (KIP-219).
 Transactional batches: v3-11 (Transactions V1) must go to partitions the producer added with
 AddPartitionsToTxn; under v12+ (Transactions V2) the broker adds them to the transaction itself,
@@ -43,6 +44,7 @@ from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, denied, require, unauthorized
 from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
 from ..quotas.manager import now_ms
+from .leader_discovery import LEADER_ERRORS, current_leader, leader_endpoints
 from .txn_routing import coordinator_add, remote_verifier
 
 log = logging.getLogger(__name__)
@@ -225,11 +227,25 @@ def _throttle(ctx: RequestContext, request: Any) -> None:
     ctx.throttle_ms = quotas.produce.record(ctx.session.principal.name, ctx.header.client_id or "", size, now_ms())
 
 
-def _response(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]]) -> bytes:
+def _response(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]],
+              discover: bool = True) -> bytes:
+    endpoints = _leader_discovery(ctx, request, results) if discover and ctx.version >= 10 else ()
     return encode_produce_response(ctx.header.correlation_id, ctx.version, [
         {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partition_responses": parts}
         for t, parts in zip(request.topic_data, results, strict=True)
-    ], ctx.throttle_ms)
+    ], ctx.throttle_ms, endpoints)
+
+
+def _leader_discovery(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """KIP-951 (v10+): each partition refused for leadership gets current_leader; the addresses
+    of those leaders, for the response. A rare path: nothing is looked up while all succeed."""
+    leaders = []
+    for t, parts in zip(request.topic_data, results, strict=True):
+        for p in parts:
+            if p["error_code"] in LEADER_ERRORS and (name := _topic_name(ctx, t)) is not None:
+                p["current_leader"] = leader = current_leader(ctx, TopicPartition(name, p["index"]))
+                leaders.append(leader[0])
+    return leader_endpoints(ctx, (n for n in leaders if n >= 0))
 
 
 def answer_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes:
@@ -237,8 +253,9 @@ def answer_error(ctx: RequestContext, request: Any, code: ErrorCode, message: st
     there is no response to carry it, so the connection closes."""
     if request.acks == 0:
         raise CloseConnection(code, message)
+    # As Kafka's getErrorResponse: no leader named (the broker may be in no state to say).
     return _response(ctx, request, [[_error(p.index, code, message) for p in t.partition_data]
-                                    for t in request.topic_data])
+                                    for t in request.topic_data], discover=False)
 
 
 HANDLER = Handler(api_key=ApiKey.PRODUCE, min_version=0, max_version=13, parse_min_version=3, handle=handle,

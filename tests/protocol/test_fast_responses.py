@@ -31,6 +31,9 @@ def _produce_topics(rng: random.Random, version: int) -> list[dict[str, Any]]:
                     "log_start_offset": rng.randrange(1 << 40)}
             if failed or rng.random() < 0.5:
                 part["error_message"] = rng.choice([None, "", "it failed: é"])
+            if failed and version >= 10 and rng.random() < 0.5:  # KIP-951
+                part["current_leader"] = {"leader_id": rng.choice([-1, 2, 1 << 20]),
+                                          "leader_epoch": rng.randrange(-1, 99)}
             if failed and rng.random() < 0.5:
                 part["record_errors"] = [{"batch_index": i, "batch_index_error_message": rng.choice([None, "no key"])}
                                          for i in rng.sample(range(100), rng.choice([1, 3]))]
@@ -77,14 +80,22 @@ def _node_endpoints(rng: random.Random) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("version", range(3, 14))
 def test_produce_response_matches_kio(version: int) -> None:
+    """Every version; from v10 a partition's tagged current_leader and the response's
+    node_endpoints (KIP-951) when there are any."""
     rng = random.Random(version)
     for _ in range(30):
         topics = _produce_topics(rng, version)
         throttle = rng.choice([0, 5000])
+        nodes = _node_endpoints(rng) if version >= 10 else []
         correlation_id = rng.randrange(-(1 << 31), 1 << 31)
-        expected = encode_response(correlation_id, build(response_schema(0, version),
-                                                         {"responses": topics, "throttle_time": throttle}))
-        assert encode_produce_response(correlation_id, version, topics, throttle) == expected
+        fields: dict[str, Any] = {"responses": topics, "throttle_time": throttle}
+        if nodes:
+            fields["node_endpoints"] = nodes
+        expected = encode_response(correlation_id, build(response_schema(0, version), fields))
+        as_built = [{**t, "partition_responses": [
+            {**p, "current_leader": (p["current_leader"]["leader_id"], p["current_leader"]["leader_epoch"])}
+            if "current_leader" in p else p for p in t["partition_responses"]]} for t in topics]
+        assert encode_produce_response(correlation_id, version, as_built, throttle, nodes) == expected
 
 
 @pytest.mark.parametrize("version", range(4, 19))

@@ -1,7 +1,7 @@
-"""Fetch v16+ leader discovery (KIP-951) in a cluster over PostgreSQL: a fetch sent to a broker
-that does not lead the partition is NOT_LEADER_OR_FOLLOWER naming the real leader, its epoch and
-its address, so a Kafka 4 client moves without a Metadata round trip; a fetch with an old leader
-epoch to the leader is FENCED_LEADER_EPOCH naming the leader itself."""
+"""Leader discovery (KIP-951: Fetch v16+, Produce v10+) in a cluster over PostgreSQL: a fetch or
+produce sent to a broker that does not lead the partition is NOT_LEADER_OR_FOLLOWER naming the real
+leader, its epoch and its address, so a Kafka 4 client moves without a Metadata round trip; a
+fetch with an old leader epoch to the leader is FENCED_LEADER_EPOCH naming the leader itself."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from protocol.build import build
 from protocol.codec import request_schema
 from protocol.errors import ErrorCode
+from protocol.records import Record, build_batch
 from tests.e2e.cluster.conftest import Cluster
 from tests.e2e.cluster.test_failover import create_topic, led_by
 from tests.e2e.test_fetch_topic_ids import topic_id
@@ -59,3 +60,31 @@ def test_a_fetch_to_a_broker_not_leading_names_the_leader_and_its_address(cluste
     r = fetch(cluster.bootstrap(2), 18, {other: -1}, "led")
     assert [(p.error_code, p.current_leader.leader_id) for p in r.responses[0].partitions] == [(ErrorCode.none, -1)]
     assert r.node_endpoints == ()
+
+
+def produce(bootstrap: str, version: int, partition: int, name: str) -> Any:
+    """One Produce (acks=1) of one record to the topic's partition, naming the topic by id from v13."""
+    with RawClient(bootstrap) as client:
+        topic = {"topic_id": topic_id(client, name)} if version >= 13 else {"name": name}
+        return client.request(build(request_schema(0, version), {
+            "transactional_id": None, "acks": 1, "timeout": 10_000, "topic_data": [{**topic, "partition_data": [
+                {"index": partition, "records": bytes(build_batch([Record(value=b"v")]))}]}]}))
+
+
+def test_a_produce_to_a_broker_not_leading_names_the_leader_and_its_address(cluster: Cluster) -> None:
+    cluster.start(1, 2)
+    create_topic(cluster, "led", 4, replication_factor=2)
+    leaders = cluster.settled("led")
+    other = led_by(leaders, 2)[0]
+    host2, port2 = cluster.brokers[2].bootstrap.rsplit(":", 1)
+    for version in (10, 12, 13):
+        r = produce(cluster.bootstrap(1), version, other, "led")
+        (p,) = r.responses[0].partition_responses
+        assert (p.error_code, p.current_leader.leader_id, p.current_leader.leader_epoch) == \
+            (ErrorCode.not_leader_or_follower, 2, leaders[other][1]), version
+        assert [(n.node_id, n.host, n.port) for n in r.node_endpoints] == [(2, host2, int(port2))]
+    r = produce(cluster.bootstrap(1), 9, other, "led")  # v9 knows neither field
+    assert r.responses[0].partition_responses[0].error_code == ErrorCode.not_leader_or_follower
+    r = produce(cluster.bootstrap(2), 13, other, "led")  # the leader takes it, naming no one
+    (p,) = r.responses[0].partition_responses
+    assert (p.error_code, p.current_leader.leader_id, r.node_endpoints) == (ErrorCode.none, -1, ())
