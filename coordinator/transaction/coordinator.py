@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -263,8 +264,9 @@ class TransactionCoordinator(TxnShards):
 
     def list_transactions(
         self, states: frozenset[TxnState] = frozenset(), producer_ids: frozenset[int] = frozenset(),
-        min_duration_ms: int = -1,
+        min_duration_ms: int = -1, transactional_id_pattern: re.Pattern[str] | None = None,
     ) -> list[TransactionMetadata]:
+        """Kafka's listTransactionStates filters; the pattern must match the whole id (matches())."""
         now = self._now()
         return [
             md for md in self.transactions.values()
@@ -272,6 +274,7 @@ class TransactionCoordinator(TxnShards):
             and (not producer_ids or md.producer_id in producer_ids)
             # Kafka's filter: running longer than the duration (ids without a start pass too)
             and (min_duration_ms < 0 or now - md.txn_start_timestamp > min_duration_ms)
+            and (transactional_id_pattern is None or transactional_id_pattern.fullmatch(md.transactional_id))
         ]
 
     # -- commands (run inside the actor) -----------------------------------------------------
