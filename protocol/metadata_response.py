@@ -3,7 +3,7 @@
 Every producer and consumer asks for metadata when it starts and whenever a leader moves. For a
 topic of 1,000 partitions build() and kio's writer took ~10 ms of a ~16 ms answer, and twenty
 producers starting together held the event loop for seconds; this writes it in ~1.5 ms. The
-layout is Kafka's MetadataResponse JSON spec (v0-12); a test checks every version byte for byte
+layout is Kafka's MetadataResponse JSON spec (v0-13); a test checks every version byte for byte
 against kio's encoder.
 """
 
@@ -30,9 +30,11 @@ NO_OPERATIONS: Final = -2147483648  # authorized operations not asked for
 
 def encode_metadata_response(correlation_id: int, version: int, *, brokers: Sequence[Mapping[str, Any]],
                              cluster_id: str | None, controller_id: int, topics: Sequence[Mapping[str, Any]],
-                             cluster_authorized_operations: int = NO_OPERATIONS, throttle_ms: int = 0) -> bytes:
+                             cluster_authorized_operations: int = NO_OPERATIONS, throttle_ms: int = 0,
+                             error_code: int = 0) -> bytes:
     """The framed response; brokers of node_id, host, port, rack; topics as the Metadata handler
-    builds them (error_code, name, topic_id, is_internal, partitions, topic_authorized_operations)."""
+    builds them (error_code, name, topic_id, is_internal, partitions, topic_authorized_operations);
+    error_code is v13's top-level one."""
     flexible = version >= _FLEXIBLE
     parts: list[bytes] = [_I32.pack(throttle_ms)] if version >= 3 else []
     parts.append(count_prefix(len(brokers), flexible))
@@ -51,6 +53,8 @@ def encode_metadata_response(correlation_id: int, version: int, *, brokers: Sequ
         _topic(parts, topic, version, flexible)
     if 8 <= version <= 10:
         parts.append(_I32.pack(cluster_authorized_operations))
+    if version >= 13:
+        parts.append(_I16.pack(error_code))
     if flexible:
         parts.append(_NO_TAGS)
     return framed(correlation_id, flexible, parts)

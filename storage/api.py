@@ -369,6 +369,8 @@ class ClusterSnapshot:
     partitions: list[PartitionLease]
     # Milliseconds until each live broker's lease runs out unless renewed (database clock).
     lease_left_ms: Mapping[int, int] = field(default_factory=dict)
+    # Registered brokers whose lease has lapsed (by node id): DescribeCluster's fenced brokers.
+    fenced: list[BrokerEndpoint] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -391,6 +393,11 @@ class ClusterView(Protocol):
     def node_id(self) -> int: ...
 
     def live_brokers(self) -> list[BrokerEndpoint]: ...
+
+    def fenced_brokers(self) -> list[BrokerEndpoint]:
+        """Brokers registered in the cluster that are not live (Kafka's fenced brokers, KIP-1073):
+        in cluster mode those whose lease lapsed, killed or shut down; none in local mode."""
+        ...
 
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         """None for a partition the cluster does not have."""

@@ -32,6 +32,7 @@ class LeaseView:
         # Asked about a partition the last snapshot lacks (a topic just created): look again now.
         self._on_unknown = on_unknown
         self._brokers: list[BrokerEndpoint] = []
+        self._fenced: list[BrokerEndpoint] = []
         self._rows: dict[TopicPartition, PartitionLease] = {}
         self.serving: dict[TopicPartition, int] = {}  # partition -> the leader epoch we hold
         self.listeners: list[LeadershipListener] = []
@@ -43,6 +44,7 @@ class LeaseView:
 
     def update(self, snapshot: ClusterSnapshot) -> None:
         self._brokers = list(snapshot.brokers)
+        self._fenced = list(snapshot.fenced)
         self._rows = {p.tp: p for p in snapshot.partitions}
 
     @property
@@ -51,6 +53,11 @@ class LeaseView:
 
     def live_brokers(self) -> list[BrokerEndpoint]:
         return list(self._brokers)
+
+    def fenced_brokers(self) -> list[BrokerEndpoint]:
+        """Registered, lease lapsed: a broker killed or shut down stays registered (its row is
+        kept, as Kafka keeps a fenced broker's registration) until it registers again."""
+        return list(self._fenced)
 
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         epoch = self.serving.get(tp)

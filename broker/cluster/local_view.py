@@ -35,6 +35,9 @@ class LocalClusterView:
     def live_brokers(self) -> list[BrokerEndpoint]:
         return [self._endpoint()]
 
+    def fenced_brokers(self) -> list[BrokerEndpoint]:
+        return []
+
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         meta = self._logs.topics.get(tp.topic)
         if meta is None or not 0 <= tp.partition < meta.partitions:

@@ -1,8 +1,13 @@
-"""DescribeCluster v0-1.
+"""DescribeCluster v0-2.
 
 Behaviour: the live brokers; the controller is this broker (any broker changes topics, as
 Metadata says). The Java admin client calls it first
 in describeTopics (Spark's offset reader). v1 endpoint_type 1 (brokers) is the only type served.
+Fenced brokers (KIP-1073) are those the cluster knows but that may not serve: in cluster mode a
+registered broker whose lease lapsed (killed, paused past its lease, or shut down: its row stays,
+as a Kafka broker stays registered, fenced, after it stops), never this broker; a single node has none.
+Version notes: v2 adds include_fenced_brokers, which adds them, and is_fenced on each broker; as
+KafkaApis answers, a fenced broker is listed only when asked for, and no broker is fenced before v2.
 """
 
 from __future__ import annotations
@@ -10,11 +15,22 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
+from protocol.build import field_or
 from protocol.errors import ErrorCode
 
 from ..authorizer.checks import cluster_operations
 from ..handler import Handler, RequestContext
-from .metadata import live_brokers
+from .metadata import live_brokers, on_listener
+
+
+def _brokers(ctx: RequestContext, include_fenced: bool) -> list[dict[str, Any]]:
+    brokers = [(b, False) for b in live_brokers(ctx)]
+    if include_fenced:
+        live = {b.node_id for b, _ in brokers}
+        fenced = [b for b in ctx.broker.cluster.fenced_brokers() if b.node_id not in live]
+        brokers += [(b, True) for b in on_listener(ctx, fenced)]
+    return [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": fenced}
+            for b, fenced in sorted(brokers, key=lambda entry: entry[0].node_id)]
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -25,10 +41,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({
         "throttle_time": 0, "error_code": ErrorCode.none, "cluster_id": ctx.broker.cluster_id,
         "controller_id": ctx.broker.node_id, "endpoint_type": 1,
-        "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in live_brokers(ctx)],
+        "brokers": _brokers(ctx, field_or(request, "include_fenced_brokers", False)),
         "cluster_authorized_operations": cluster_operations(ctx, request.include_cluster_authorized_operations),
     })
 
 
-HANDLER = Handler(api_key=ApiKey.DESCRIBE_CLUSTER, min_version=0, max_version=1, handle=handle)
+HANDLER = Handler(api_key=ApiKey.DESCRIBE_CLUSTER, min_version=0, max_version=2, handle=handle)

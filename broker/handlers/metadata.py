@@ -1,4 +1,4 @@
-"""Metadata v0-12.
+"""Metadata v0-13.
 
 Behaviour: the live brokers and each partition's leader and leader epoch from the ClusterView (in
 local mode this broker leads every partition at epoch 0); replicas and ISR are the brokers that
@@ -9,7 +9,11 @@ created when auto.create.topics.enable is set and the request allows it (v4+ fla
 num.partitions partitions; the request that creates one gets LEADER_NOT_AVAILABLE for it, as in
 Kafka. Topic ids are real, stable UUIDs (v10+). A null topic list (v1+) or an
 empty one at v0 means all topics; internal topics are included, flagged is_internal, as Kafka does.
-Version notes: v12 may name topics by id only.
+Version notes: v12 may name topics by id only. v13 (KIP-1102) adds a top-level error code, for
+REBOOTSTRAP_REQUIRED (the client's metadata is stale: rebootstrap). Kafka's KafkaApis answers NONE
+there (4.3 and 4.4; 4.4 sends REBOOTSTRAP_REQUIRED only on ApiVersions v5, for a client that names
+another cluster or node id), and so does this broker; a request that fails as a whole carries its
+error there and on every topic, as MetadataRequest.getErrorResponse does (broker/error_response.py).
 """
 
 from __future__ import annotations
@@ -35,10 +39,15 @@ _NO_LEADER: Final = PartitionLeader(-1, -1)
 def live_brokers(ctx: RequestContext) -> list[BrokerEndpoint]:
     """The live brokers, each with its address on the listener the client came in on, as Kafka
     answers; a broker without that listener is left out, as in Kafka."""
+    return on_listener(ctx, ctx.broker.cluster.live_brokers())
+
+
+def on_listener(ctx: RequestContext, brokers: list[BrokerEndpoint]) -> list[BrokerEndpoint]:
+    """`brokers` as reached over the client's listener (this broker: its advertised address)."""
     listener = ctx.session.listener_name
     host, port = ctx.broker.config.advertised_for(listener)
     out = []
-    for broker in ctx.broker.cluster.live_brokers():
+    for broker in brokers:
         if broker.node_id == ctx.broker.node_id:
             out.append(broker._replace(host=host, port=port))
         elif (endpoint := broker.on(listener)) is not None:
@@ -134,4 +143,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ctx, getattr(request, "include_cluster_authorized_operations", False)))
 
 
-HANDLER = Handler(api_key=ApiKey.METADATA, min_version=0, max_version=12, handle=handle)
+HANDLER = Handler(api_key=ApiKey.METADATA, min_version=0, max_version=13, handle=handle)

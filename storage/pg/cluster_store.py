@@ -57,10 +57,11 @@ _HEARTBEAT: Final = f"""
     WHERE node_id = $1 AND incarnation = $2 AND lease_expires_at > now()
 """
 
-_LIVE_BROKERS: Final = """
-    SELECT node_id, host, port, rack, listeners::text AS listeners,
+# Every registered broker; a lapsed lease (killed, paused, shut down) is a fenced broker.
+_BROKERS: Final = """
+    SELECT node_id, host, port, rack, listeners::text AS listeners, lease_expires_at > now() AS live,
            (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint AS lease_left_ms
-    FROM brokers WHERE lease_expires_at > now() ORDER BY node_id
+    FROM brokers ORDER BY node_id
 """
 
 # A leader whose lease has lapsed reads as -1: any broker may take its partitions.
@@ -153,13 +154,15 @@ class ClusterStore:
 
     async def snapshot(self) -> ClusterSnapshot:
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            brokers = await conn.fetch(_LIVE_BROKERS)
+            rows = await conn.fetch(_BROKERS)
             partitions = await conn.fetch(_PARTITIONS)
+        live = [r for r in rows if r["live"]]
         return ClusterSnapshot(
-            brokers=[_endpoint(r) for r in brokers],
+            brokers=[_endpoint(r) for r in live],
             partitions=[PartitionLease(TopicPartition(r["name"], r["partition"]), r["leader"], r["leader_epoch"],
                                        r["replication_factor"]) for r in partitions],
-            lease_left_ms={r["node_id"]: r["lease_left_ms"] for r in brokers})
+            lease_left_ms={r["node_id"]: r["lease_left_ms"] for r in live},
+            fenced=[_endpoint(r) for r in rows if not r["live"]])
 
     async def take(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Lead those of the partitions that are free, lapsed or left from an earlier incarnation:

@@ -29,6 +29,9 @@ from tests.broker.test_admin_handlers import call
 
 E = ErrorCode
 BROKERS = [BrokerEndpoint(1, "h1", 9091, None), BrokerEndpoint(2, "h2", 9092, "r2"), BrokerEndpoint(3, "h3", 9093)]
+# Registered, lease lapsed; broker 5 has no listener the client came in on (left out, as live ones are).
+FENCED = [BrokerEndpoint(0, "h0", 9090, "r0"), BrokerEndpoint(4, "h4", 9094),
+          BrokerEndpoint(5, "h5", 9095, None, (("INTERNAL", "h5", 9195),))]
 
 
 class ThreeBrokers:
@@ -40,6 +43,9 @@ class ThreeBrokers:
 
     def live_brokers(self) -> list[BrokerEndpoint]:
         return BROKERS
+
+    def fenced_brokers(self) -> list[BrokerEndpoint]:
+        return FENCED
 
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         return self.LEADERS.get(tp.partition) if tp.topic == "t" else None
@@ -100,6 +106,21 @@ async def test_describe_cluster_lists_the_live_brokers(state: BrokerState) -> No
     r = await call(state, ApiKey.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=1)
     assert [b.broker_id for b in r.brokers] == [1, 2, 3]
     assert r.controller_id == 1
+
+
+@pytest.mark.parametrize("include", [False, True])
+async def test_describe_cluster_v2_adds_fenced_brokers_only_when_asked(state: BrokerState, include: bool) -> None:
+    """KIP-1073, as KafkaApis.handleDescribeCluster: fenced brokers only with include_fenced_brokers,
+    each flagged is_fenced, in node id order with the live ones; Metadata never lists them."""
+    r = await call(state, ApiKey.DESCRIBE_CLUSTER, 2, include_cluster_authorized_operations=False, endpoint_type=1,
+                   include_fenced_brokers=include)
+    got = [(b.broker_id, b.host, b.port, b.rack, b.is_fenced) for b in r.brokers]
+    host, port = state.config.advertised
+    live = [(1, host, port, None, False), (2, "h2", 9092, "r2", False), (3, "h3", 9093, None, False)]
+    assert got == ([(0, "h0", 9090, "r0", True), *live, (4, "h4", 9094, None, True)] if include else live)
+    metadata = await call(state, ApiKey.METADATA, 13, topics=[], allow_auto_topic_creation=False,
+                          include_topic_authorized_operations=False)
+    assert [b.node_id for b in metadata.brokers] == [1, 2, 3] and metadata.error_code is E.none
 
 
 async def test_produce_goes_to_the_leader_only(state: BrokerState) -> None:

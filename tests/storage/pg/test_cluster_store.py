@@ -56,10 +56,14 @@ async def test_registered_brokers_are_live_until_they_leave(pool: asyncpg.Pool) 
     one, two = await member(pool, 1), await member(pool, 2)
     snapshot = await one.snapshot()
     assert snapshot.brokers == [BrokerEndpoint(1, "127.0.0.1", 9001, None), BrokerEndpoint(2, "127.0.0.1", 9002, None)]
+    assert snapshot.fenced == []
     assert await one.heartbeat() and await two.heartbeat()
     assert all(0 < left <= LEASE_MS for left in (await one.snapshot()).lease_left_ms.values())
     await two.deregister()
-    assert [b.node_id for b in (await one.snapshot()).brokers] == [1]
+    left = await one.snapshot()
+    # Still registered, its lease ended: DescribeCluster's fenced broker (KIP-1073).
+    assert [b.node_id for b in left.brokers] == [1] and left.fenced == [BrokerEndpoint(2, "127.0.0.1", 9002, None)]
+    assert set(left.lease_left_ms) == {1}
     assert not await two.heartbeat()
 
 
@@ -80,9 +84,12 @@ async def test_a_lapsed_lease_is_not_extended(pool: asyncpg.Pool) -> None:
     one = await member(pool, 1)
     await lapse(pool, 1)
     assert not await one.heartbeat()
-    assert (await one.snapshot()).brokers == []
+    lapsed = await one.snapshot()
+    assert lapsed.brokers == [] and [b.node_id for b in lapsed.fenced] == [1]
     assert await one.register(BrokerEndpoint(1, "127.0.0.1", 9001, None))
     assert await one.heartbeat()
+    again = await one.snapshot()
+    assert [b.node_id for b in again.brokers] == [1] and again.fenced == []
 
 
 async def test_taking_free_partitions_bumps_their_epochs(pool: asyncpg.Pool) -> None:
