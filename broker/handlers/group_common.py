@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.offsets import OffsetAndMetadata
@@ -16,8 +17,8 @@ from ..authorizer.checks import unauthorized
 from ..handler import RequestContext
 
 __all__ = (
-    "by_topic", "client_host", "commit_results", "group_coordinator", "member_identity", "ms",
-    "requested_offsets",
+    "RequestTopic", "by_topic", "client_host", "commit_results", "group_coordinator", "member_identity", "ms",
+    "request_topics", "requested_offsets",
 )
 
 T = TypeVar("T")
@@ -62,23 +63,46 @@ def by_topic(
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
 
 
+class RequestTopic(NamedTuple):
+    """A topic of an offset request. From the versions that name topics by id (OffsetCommit and
+    OffsetFetch v10, KIP-848) topic_id is set and name is the topic's, or None for an id this
+    cluster does not have (UNKNOWN_TOPIC_ID); before them topic_id is None."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+    partitions: Sequence[Any]
+
+
+def request_topics(ctx: RequestContext, topics: Sequence[Any], by_id: bool,
+                   partitions: str = "partitions") -> list[RequestTopic]:
+    """`topics` of a request, their ids resolved to names as KafkaApis resolves them (from the
+    metadata this broker has, as Produce v13 does)."""
+    if not by_id:
+        return [RequestTopic(t.name, None, getattr(t, partitions)) for t in topics]
+    logs = ctx.broker.logs
+    return [RequestTopic(meta.name if (meta := logs.topic_by_id(t.topic_id)) is not None else None, t.topic_id,
+                         getattr(t, partitions)) for t in topics]
+
+
 def requested_offsets(
-    ctx: RequestContext, request: Any
+    ctx: RequestContext, request_topics: Sequence[RequestTopic]
 ) -> tuple[dict[TopicPartition, OffsetAndMetadata], dict[TopicPartition, ErrorCode]]:
     """The offsets an OffsetCommit or TxnOffsetCommit asks to commit, TOPIC_AUTHORIZATION_FAILED
     for each partition of a topic the caller may not READ, and UNKNOWN_TOPIC_OR_PARTITION for each
-    that does not exist (KafkaApis checks both requests alike, authorization first)."""
+    that does not exist (KafkaApis checks both requests alike, authorization first). Topics of an
+    unknown id are left to commit_results."""
+    named = [(t.name, t) for t in request_topics if t.name is not None]
     offsets = {
-        TopicPartition(t.name, p.partition_index): OffsetAndMetadata(
+        TopicPartition(name, p.partition_index): OffsetAndMetadata(
             committed_offset=p.committed_offset,
             committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
             metadata=p.committed_metadata or "",
         )
-        for t in request.topics
+        for name, t in named
         for p in t.partitions
     }
     topics = ctx.broker.logs.topics
-    refused = unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    refused = unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, (name for name, _ in named))
     failed = {tp: ErrorCode.topic_authorization_failed if tp.topic in refused else ErrorCode.unknown_topic_or_partition
               for tp in offsets
               if tp.topic in refused or tp.topic not in topics or not 0 <= tp.partition < topics[tp.topic].partitions}
@@ -86,7 +110,17 @@ def requested_offsets(
     return wanted, failed
 
 
-def commit_results(request: Any, results: Mapping[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
-    """Each partition's error code, in the request's order."""
-    ordered = {TopicPartition(t.name, p.partition_index): ErrorCode.none for t in request.topics for p in t.partitions}
-    return by_topic(ordered | dict(results), lambda p, code: {"partition_index": p, "error_code": code})
+def commit_results(request_topics: Sequence[RequestTopic],
+                   results: Mapping[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
+    """Each partition's error code, in the request's order, one entry per topic (by id where the
+    request names topics by id); a topic of an unknown id is UNKNOWN_TOPIC_ID throughout."""
+    topics: dict[Any, dict[str, Any]] = {}
+    for t in request_topics:
+        key = t.name if t.topic_id is None else t.topic_id
+        entry = topics.setdefault(key, {"name": t.name, "topic_id": t.topic_id, "partitions": {}})
+        for p in t.partitions:
+            code = ErrorCode.unknown_topic_id if t.name is None else \
+                results.get(TopicPartition(t.name, p.partition_index), ErrorCode.none)
+            entry["partitions"][p.partition_index] = code
+    return [entry | {"partitions": [{"partition_index": p, "error_code": code}
+                                    for p, code in entry["partitions"].items()]} for entry in topics.values()]

@@ -1,4 +1,4 @@
-"""OffsetCommit v2-9.
+"""OffsetCommit v2-10.
 
 Behaviour: the offsets are appended to the group's __consumer_offsets partition before the
 answer, so an acknowledged commit survives a crash. A group without members accepts commits with
@@ -9,8 +9,14 @@ the generation field carries the member epoch: another epoch is STALE_MEMBER_EPO
 members must use v9+ (UNSUPPORTED_VERSION below, as Kafka answers). Unknown partitions get
 UNKNOWN_TOPIC_OR_PARTITION, metadata over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE.
 Version notes: v2-4 carry retention_time_ms (-1: the broker's offsets.retention.minutes); v6+
-committed_leader_epoch; v7+ group_instance_id. The response is written without kio
-(protocol/offset_commit_response.py).
+committed_leader_epoch; v7+ group_instance_id. v10 (KIP-848; Kafka 4.1+ consumers of the consumer
+protocol send it when they know every topic's id) names topics by id only, in the request and the
+response: as KafkaApis does, an id is resolved to its topic from this broker's metadata and an
+unknown one is UNKNOWN_TOPIC_ID for each of its partitions, before authorization and the
+partition checks, which then apply as to a name. The offsets are stored by topic name, as in
+every version; those of a deleted topic are dropped with it (DeleteTopics), so a topic created
+again under the same name never reads them, which is what Kafka's stored topic id guards. The
+response is written without kio (protocol/offset_commit_response.py).
 """
 
 from __future__ import annotations
@@ -24,12 +30,15 @@ from protocol.offset_commit_response import encode_offset_commit_response
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
-from .group_common import commit_results, group_coordinator, ms, requested_offsets
+from .group_common import commit_results, group_coordinator, ms, request_topics, requested_offsets
+
+TOPIC_IDS_VERSION = 10
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
-    wanted, results = requested_offsets(ctx, request)
+    topics = request_topics(ctx, request.topics, by_id=ctx.version >= TOPIC_IDS_VERSION)
+    wanted, results = requested_offsets(ctx, topics)
     retention = getattr(request, "retention_time", None)
     if wanted:
         try:
@@ -44,7 +53,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         except KafkaError as exc:
             results |= dict.fromkeys(wanted, exc.code)
-    return encode_offset_commit_response(ctx.header.correlation_id, ctx.version, commit_results(request, results))
+    return encode_offset_commit_response(ctx.header.correlation_id, ctx.version, commit_results(topics, results))
 
 
-HANDLER = Handler(api_key=ApiKey.OFFSET_COMMIT, min_version=2, max_version=9, handle=handle)
+HANDLER = Handler(api_key=ApiKey.OFFSET_COMMIT, min_version=2, max_version=10, handle=handle)

@@ -15,7 +15,8 @@ verifies (KIP-890 part 1): otherwise the offsets would open a transaction in __c
 no marker closes; v4 answers TRANSACTION_ABORTABLE for it (the client aborts and goes on), v0-3
 INVALID_TXN_STATE.
 Version notes: v3+ carries generation, member id and group instance id (KIP-447), checked as
-OffsetCommit checks them.
+OffsetCommit checks them. Kafka 4.4 adds v6 (KIP-1319: topics by id, as OffsetCommit v10); kio has
+no v6 schema, so the broker stops at v5 and 4.4 clients send v5 by name.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from protocol.errors import KafkaError
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
-from .group_common import commit_results, group_coordinator, requested_offsets
+from .group_common import commit_results, group_coordinator, request_topics, requested_offsets
 from .txn_errors import txn_error_code
 from .txn_routing import coordinator_add, remote_verifier
 
@@ -39,7 +40,8 @@ from .txn_routing import coordinator_add, remote_verifier
 async def handle(ctx: RequestContext, request: Any) -> Any:
     require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
-    wanted, results = requested_offsets(ctx, request)
+    topics = request_topics(ctx, request.topics, by_id=False)
+    wanted, results = requested_offsets(ctx, topics)
     if wanted:
         try:
             await add_offsets_for_txn_offset_commit(
@@ -56,7 +58,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         except KafkaError as exc:
             code = txn_error_code(exc, ctx.version, 99, "TxnOffsetCommit", request.transactional_id)
             results |= dict.fromkeys(wanted, code)
-    return ctx.respond({"throttle_time": 0, "topics": commit_results(request, results)})
+    return ctx.respond({"throttle_time": 0, "topics": commit_results(topics, results)})
 
 
 HANDLER = Handler(api_key=ApiKey.TXN_OFFSET_COMMIT, min_version=0, max_version=5, handle=handle)

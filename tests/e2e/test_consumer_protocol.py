@@ -19,6 +19,7 @@ from tests.broker_process import REPO
 from tests.e2e.test_consumer_groups import ALL, SETTINGS, TOPIC, group_broker, owned, poll_all, produce
 from tests.e2e.test_java_clients import compile_java
 from tests.e2e.test_kafka_tools import tool
+from tests.e2e.test_metrics import Scraper
 from tests.e2e.txn_clients import confluent_read, create_topics, plain_producer, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -317,3 +318,39 @@ def test_an_assign_only_consumer_protocol_consumer_commits_and_reads_back(group_
         assert (got.offset, got.metadata, got.error) == (5, "meta", None)
     finally:
         c.close()
+
+
+def run_member(classpath: str, bootstrap: str, group: str, records: int, committed: int) -> JavaMember:
+    """A Java member that reads `records` records, commits up to `committed` on every partition, and leaves."""
+    member = JavaMember(classpath, bootstrap, group)
+    try:
+        wait_until(lambda: len(member.values) >= records, f"the member's {records} records", timeout=90)
+        wait_until(lambda: committed_offsets(bootstrap, group) == dict.fromkeys(range(6), committed),
+                   f"every partition's offset committed at {committed}")
+        member.stop()
+    finally:
+        member.close()
+    return member
+
+
+def test_java_4_consumer_commits_and_fetches_offsets_by_topic_id(  # type: ignore[no-untyped-def]
+        broker_factory, java_member: str) -> None:
+    """kafka-clients 4.3.1 with group.protocol=consumer knows its topics' ids from Metadata and so
+    commits with OffsetCommit v10 and reads its committed offsets back with OffsetFetch v10 (KIP-848
+    topic ids) once the broker offers them; the offsets are the group's by name too, and a member
+    that takes over resumes from them without reading a record twice."""
+    broker = broker_factory({**SETTINGS, "metrics.port": "0"})
+    bs = broker.bootstrap
+    create_topics(bs, [TOPIC], 6)
+    produce(bs, 60)
+    first = run_member(java_member, bs, "by-id", 60, 10)
+    produce(bs, 12, start=60)
+    second = run_member(java_member, bs, "by-id", 12, 12)
+    assert sorted(first.values) == sorted(f"m{i}".encode() for i in range(60))
+    assert sorted(second.values) == sorted(f"m{i}".encode() for i in range(60, 72))  # resumed, none twice
+    assert not first.failed_commits and not second.failed_commits
+    samples = Scraper(broker).samples()
+    versions = {(labels["request"], labels["version"]): value for (name, frozen), value in samples.items()
+                if name == "kafka_network_requestmetrics_requests_total" and (labels := dict(frozen))}
+    assert versions.get(("OffsetCommit", "10"), 0) > 0 and versions.get(("OffsetFetch", "10"), 0) > 0, versions
+    assert versions.get(("OffsetCommit", "9"), 0) == 0, versions  # the Java member never fell back to names

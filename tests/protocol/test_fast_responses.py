@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from broker.handlers.metadata import HANDLER as METADATA
 from broker.handlers.offset_commit import HANDLER as OFFSET_COMMIT
 from protocol.build import build
 from protocol.codec import decode_response, encode_response, response_schema
@@ -190,7 +191,7 @@ def _metadata_topics(rng: random.Random, version: int) -> list[dict[str, Any]]:
     return topics
 
 
-@pytest.mark.parametrize("version", range(13))
+@pytest.mark.parametrize("version", range(METADATA.max_version + 1))
 def test_metadata_response_matches_kio(version: int) -> None:
     rng = random.Random(200 + version)
     for _ in range(40):
@@ -199,13 +200,17 @@ def test_metadata_response_matches_kio(version: int) -> None:
         fields = {"brokers": brokers, "cluster_id": rng.choice([None, "MkU3OEVBNTcwNTJENDM2Qk"]),
                   "controller_id": rng.choice([-1, 1]), "topics": _metadata_topics(rng, version),
                   "cluster_authorized_operations": rng.choice([-2147483648, 0b1101])}
+        if version >= 13:  # the top-level error code (KIP-1102)
+            fields["error_code"] = rng.choice([ErrorCode.none, ErrorCode.rebootstrap_required])
         correlation_id = rng.randrange(-(1 << 31), 1 << 31)
         expected = encode_response(correlation_id, build(response_schema(3, version), {"throttle_time": 0, **fields}))
         assert encode_metadata_response(correlation_id, version, **fields) == expected
 
 
 def _offset_commit_topics(rng: random.Random) -> list[dict[str, Any]]:
-    return [{"name": rng.choice(NAMES), "partitions": [
+    # name up to v9, topic_id from v10 (None: the zero UUID); each version writes only its own.
+    return [{"name": rng.choice(NAMES), "topic_id": rng.choice([None, uuid.UUID(int=rng.getrandbits(128))]),
+             "partitions": [
         {"partition_index": index, "error_code": rng.choice(
             [ErrorCode.none, ErrorCode.none, ErrorCode.offset_metadata_too_large, ErrorCode.unknown_member_id])}
         for index in rng.sample(range(1000), rng.choice([0, 1, 3, 130]))]}
