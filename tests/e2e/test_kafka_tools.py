@@ -8,7 +8,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.broker_process import BrokerProcess
+from tests.e2e.test_metrics import Scraper
 from tests.e2e.test_startup import refused
+from tests.e2e.txn_clients import txn_producer
 from tests.kafka_tools import run_tool
 
 pytestmark = pytest.mark.e2e
@@ -192,3 +194,33 @@ def test_operator_workflow_prints_what_kafka_prints(broker: BrokerProcess, tmp_p
                                      "LastTimestamp", "CurrentTransactionStartOffset"]
     assert tool(broker, "kafka-transactions", "list").split() == ["TransactionalId", "Coordinator", "ProducerId",
                                                                  "TransactionState"]
+
+
+def test_kafka_4_options_that_need_the_newest_versions(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    """kafka-transactions list --transactional-id-pattern needs ListTransactions v2 (KIP-1152),
+    kafka-cluster list-endpoints --include-fenced-brokers DescribeCluster v2 (KIP-1073) and
+    kafka-get-offsets --time -6 ListOffsets v11 (KIP-1023): each failed with "The node does not
+    support" the version before; the request metrics show the versions they used."""
+    broker = broker_factory({"metrics.port": "0", "transaction.state.log.num.partitions": "1"})
+    tool(broker, "kafka-topics", "--create", "--topic", "newest", "--partitions", "2")
+    produce(broker, "newest", 3)
+    producers = [txn_producer(broker.bootstrap, txn_id) for txn_id in ("app-1", "app-22", "xapp-1")]
+    listed = tool(broker, "kafka-transactions", "list", "--transactional-id-pattern", "app-.*").splitlines()
+    assert listed[0].split() == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert sorted(line.split()[0] for line in listed[1:]) == ["app-1", "app-22"]  # matches(), not find()
+    refused = failing(broker, "kafka-transactions", "list", "--transactional-id-pattern", "app-(?=1)")
+    assert "failed because of an unexpected error INVALID_REGULAR_EXPRESSION" in refused, refused
+    for args in ((), ("--include-fenced-brokers",)):
+        endpoints = tool(broker, "kafka-cluster", "list-endpoints", *args).splitlines()
+        assert endpoints[0].split() == ["ID", "HOST", "PORT", "RACK", "STATE", "ENDPOINT_TYPE"]
+        assert [line.split()[::4] for line in endpoints[1:]] == [["1", "unfenced"]], endpoints
+    # Nothing is tiered: offset -1, which the tool leaves out, as against Kafka without remote storage.
+    for spec in ("-6", "earliest-pending-upload"):
+        assert tool(broker, "kafka-get-offsets", "--topic", "newest", "--time", spec).strip() == ""
+    assert sorted(tool(broker, "kafka-get-offsets", "--topic", "newest", "--time", "-4").split()) == [
+        "newest:0:0", "newest:1:0"]
+    samples = Scraper(broker).samples()
+    used = {(dict(labels)["request"], dict(labels)["version"]) for (name, labels), value in samples.items()
+            if name == "kafka_network_requestmetrics_requests_total" and value > 0}
+    assert {("ListTransactions", "2"), ("DescribeCluster", "2"), ("ListOffsets", "11")} <= used, sorted(used)
+    del producers
