@@ -26,6 +26,7 @@ from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.security_store import PgAclStore, PgScramCredentialStore
+from storage.producer_id_blocks import LocalProducerIdBlocks
 
 from .authorizer.standard import StandardAuthorizer
 from .cluster.backend import ClusterBackend
@@ -70,7 +71,8 @@ class Broker:
         self.config = config
         self.cluster: ClusterBackend | None = None
         self.logs = LogManager(config.data_dir, log_defaults(config), config.producer_id_expiration_ms)
-        self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS)
+        self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS,
+                                 producer_id_blocks=LocalProducerIdBlocks(config.data_dir))
         self.connections: set[KafkaConnection] = set()
         self._handshaking: set[asyncio.BaseTransport] = set()  # accepted TLS clients before their handshake
         self.memory_pool = MemoryPool(config.queued_max_request_bytes)

@@ -49,6 +49,7 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
         segment_bytes=c.transaction_state_log_segment_bytes,
     )
     client = state.extras.get("inter_broker")
+    assert state.producer_id_blocks is not None, "server.py gives every broker a producer-id block source"
     coordinator = TransactionCoordinator(
         state.logs, config, group=lambda: state.group_coordinator, cluster=cluster_view(state),
         producer_id_blocks=state.producer_id_blocks,

@@ -32,7 +32,8 @@ class BrokerState:
     handlers: Mapping[ApiKey, Handler]
     # From the data dir's meta.properties (storage/meta_properties.py), read at start-up.
     cluster_id: str = ""
-    # Cluster mode (docs/cluster.md): the cluster-wide producer-id blocks; None on a single node.
+    # Where producer-id blocks come from: the data dir's file, or in cluster mode (docs/cluster.md)
+    # the cluster-wide counter; server.py sets it.
     producer_id_blocks: ProducerIdBlockSource | None = None
     # The feature levels in force (ApiVersions, UpdateFeatures); server.py loads the stored ones.
     features: FinalizedFeatures = field(default_factory=FinalizedFeatures)

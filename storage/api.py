@@ -471,9 +471,14 @@ class BrokerConfigStore(Protocol):
 @runtime_checkable
 class ProducerIdBlockSource(Protocol):
     """Blocks of producer ids that no other broker of the cluster is given (Kafka's controller
-    answers AllocateProducerIds so). Cluster mode only: a single node keeps its blocks in
-    __transaction_state partition 0."""
+    answers AllocateProducerIds so): a counter row in cluster mode (storage/pg/producer_ids.py),
+    a file on a single node (storage/producer_id_blocks.py)."""
 
     async def allocate_producer_ids(self, count: int) -> int:
         """Durably take the next count ids; the first of them."""
+        ...
+
+    async def honour(self, next_id: int) -> None:
+        """Ids below next_id may be in use (blocks an earlier version kept in the transaction
+        log): no later block starts below it."""
         ...

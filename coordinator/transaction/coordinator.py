@@ -93,7 +93,7 @@ class TransactionCoordinator(TxnShards):
         clock: Callable[[], int] = wall_clock_ms,
         *,
         cluster: ClusterView | None = None,
-        producer_id_blocks: ProducerIdBlockSource | None = None,
+        producer_id_blocks: ProducerIdBlockSource,
         remote_markers: RemoteMarkerWriter | None = None,
         transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:

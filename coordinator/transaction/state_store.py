@@ -4,26 +4,21 @@ append() writes one transaction record to the partition of its id; load_partitio
 partition (a coordinator shard) into TransactionMetadata (the last record of an id wins, a
 tombstone removes it). Records are written as ordinary batches through the partition log actor.
 
-Producer ids: on a single node each block is made durable before it is used by writing its end,
-the first id never handed out, to <data-dir>/producer_id_block (the file an early InitProducerId
-handler kept its high mark in). Versions before kept blocks as records of their own in partition
-0, which Kafka's tools cannot decode (kafka-dump-log --transaction-log-decoder stopped there);
-such records in an existing data dir are still replayed, and the newest block of either wins. In
-cluster mode every broker hands out ids, so blocks come from a ProducerIdBlockSource shared by the
-cluster (storage/api.py).
+Producer ids come in blocks from a ProducerIdBlockSource (storage/api.py): a file in the data dir
+on a single node, the cluster's counter in cluster mode. Versions before kept a single node's
+blocks as records of their own in partition 0, which Kafka's tools cannot decode (kafka-dump-log
+--transaction-log-decoder stopped there); such records in an existing data dir are still read at
+load, and the source is told to hand out nothing below them (honour).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from pathlib import Path
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import Record, build_batch, read_records
 from storage.api import AppendOrigin, LogSource, PartitionLog, ProducerIdBlockSource, TopicPartition
-from storage.fs import LOCAL_FS
 
 from .log import (
     TRANSACTION_STATE_TOPIC,
@@ -44,7 +39,7 @@ _READ_CHUNK = 1 << 20
 
 class TransactionStateStore:
     def __init__(self, logs: LogSource, num_partitions: int, block_size: int,
-                 blocks: ProducerIdBlockSource | None = None, segment_bytes: int = 104_857_600) -> None:
+                 blocks: ProducerIdBlockSource, segment_bytes: int = 104_857_600) -> None:
         self.logs = logs
         self.num_partitions = num_partitions
         self.segment_bytes = segment_bytes  # transaction.state.log.segment.bytes
@@ -93,13 +88,8 @@ class TransactionStateStore:
     async def generate_producer_id(self) -> int:
         pid = self.producer_ids.try_generate()
         if pid is None:
-            if self.blocks is None:
-                block = self.producer_ids.next_block()
-                await self._save_block(block)
-            else:
-                size = self.producer_ids.block_size
-                block = ProducerIdBlock(first_producer_id=await self.blocks.allocate_producer_ids(size),
-                                        size=size)
+            size = self.producer_ids.block_size
+            block = ProducerIdBlock(first_producer_id=await self.blocks.allocate_producer_ids(size), size=size)
             self.producer_ids.apply_block(block)
             log.info("allocated producer ids %d-%d", block.first_producer_id,
                      block.last_producer_id)
@@ -110,10 +100,8 @@ class TransactionStateStore:
     # -- loading -------------------------------------------------------------------------------
 
     async def load_partition(self, partition: int) -> dict[str, TransactionMetadata]:
-        """Replay one shard; on a single node, partition 0 also brings the producer-id block (the
-        file, and any block records of earlier versions)."""
-        if partition == 0:
-            self._load_block_file()
+        """Replay one shard (and honour any producer-id block records of earlier versions)."""
+        legacy_next = 0
         transactions: dict[str, TransactionMetadata] = {}
         plog = self._log(partition)
         offset, records = plog.log_start_offset, 0
@@ -125,22 +113,20 @@ class TransactionStateStore:
             for header, recs in read_records(data):
                 for rec in recs:
                     if rec.offset >= offset:
-                        self._apply(transactions, decode_record(rec.key, rec.value))
+                        entry = decode_record(rec.key, rec.value)
+                        if isinstance(entry, ProducerIdBlock):  # an earlier version's block record
+                            legacy_next = max(legacy_next, entry.last_producer_id + 1)
+                        else:
+                            self._apply(transactions, entry)
                         records += 1
                 offset = header.last_offset + 1
-        if partition == 0:
-            self.producer_ids.finish_loading()
+        if legacy_next:
+            await self.blocks.honour(legacy_next)
         log.log(logging.INFO if records else logging.DEBUG, "loaded %d transactional ids from %d records of %s-%d",
                 len(transactions), records, TRANSACTION_STATE_TOPIC, partition)
         return transactions
 
-    def _apply(
-        self, transactions: dict[str, TransactionMetadata], entry: TxnLogEntry | ProducerIdBlock
-    ) -> None:
-        if isinstance(entry, ProducerIdBlock):
-            if self.blocks is None:  # in cluster mode the shared source alone hands out blocks
-                self.producer_ids.apply_block(entry)
-            return
+    def _apply(self, transactions: dict[str, TransactionMetadata], entry: TxnLogEntry) -> None:
         if entry.transition is None:
             transactions.pop(entry.transactional_id, None)
             return
@@ -151,26 +137,3 @@ class TransactionStateStore:
             )
         else:
             md.load(entry.transition)
-
-    async def _save_block(self, block: ProducerIdBlock) -> None:
-        data = f"{block.last_producer_id + 1}\n".encode()
-        try:
-            await asyncio.to_thread(LOCAL_FS.write_atomically, self._block_file, data)
-        except OSError as exc:
-            raise KafkaError(ErrorCode.coordinator_not_available,
-                             f"could not save the producer id block {block.first_producer_id}-"
-                             f"{block.last_producer_id} to {self._block_file}: {exc}") from exc
-
-    @property
-    def _block_file(self) -> Path:
-        return Path(self.logs.data_dir) / "producer_id_block"
-
-    def _load_block_file(self) -> None:
-        # The first id never handed out: every id below it may be in use.
-        if self.blocks is not None:
-            return
-        path = self._block_file
-        if path.exists():
-            mark = int(path.read_text().strip() or 0)
-            if mark > 0:
-                self.producer_ids.apply_block(ProducerIdBlock(first_producer_id=0, size=mark))

@@ -21,6 +21,10 @@ __all__ = ("PgProducerIdBlocks",)
 Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
 _KEY: Final = "producer.id.next"
+_HONOUR: Final = """
+    INSERT INTO cluster_meta AS m (key, value) VALUES ($1, $2::bigint::text)
+    ON CONFLICT (key) DO UPDATE SET value = greatest(m.value::bigint, $2::bigint)::text
+"""
 _TAKE: Final = """
     INSERT INTO cluster_meta AS m (key, value) VALUES ($1, $2::bigint::text)
     ON CONFLICT (key) DO UPDATE SET value = (m.value::bigint + $2::bigint)::text
@@ -33,6 +37,9 @@ class PgProducerIdBlocks:
 
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
+
+    async def honour(self, next_id: int) -> None:
+        await self.pool.execute(_HONOUR, _KEY, next_id)
 
     async def allocate_producer_ids(self, count: int) -> int:
         if count < 1:

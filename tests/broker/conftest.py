@@ -9,6 +9,7 @@ from broker.config import BrokerConfig
 from broker.dispatch import HANDLERS
 from broker.state import BrokerState
 from storage.log_manager import LogManager
+from storage.producer_id_blocks import LocalProducerIdBlocks
 
 
 @pytest.fixture
@@ -24,7 +25,8 @@ async def broker_state(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[
         managers.append(logs)
         for name, partitions in topics.items():
             await logs.create_topic(name, partitions)
-        return BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS)
+        return BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS,
+                           producer_id_blocks=LocalProducerIdBlocks(tmp_path))
 
     yield make
     for logs in managers:

@@ -25,6 +25,7 @@ from protocol.codec import RequestHeader, decode_response
 from protocol.errors import ErrorCode, KafkaError
 from storage.acl_store import AclFileStore
 from storage.log_manager import LogManager
+from storage.producer_id_blocks import LocalProducerIdBlocks
 from storage.scram_credentials import ScramCredentialStore
 from tests.request_samples import sample_request
 
@@ -76,7 +77,8 @@ async def state(tmp_path: Path) -> AsyncIterator[BrokerState]:
     logs.load()
     logs.start()
     await logs.create_topic("t", 1)
-    state = BrokerState(config=config, logs=logs, handlers=HANDLERS)
+    state = BrokerState(config=config, logs=logs, handlers=HANDLERS,
+                        producer_id_blocks=LocalProducerIdBlocks(tmp_path))
     state.authorizer = StandardAuthorizer(super_users=frozenset({"User:admin"}), allow_everyone_if_no_acl_found=False,
                                           store=AclFileStore(tmp_path))
     state.scram_credentials = ScramCredentialStore(tmp_path)

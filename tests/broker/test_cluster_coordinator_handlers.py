@@ -17,6 +17,7 @@ from protocol.build import build
 from protocol.codec import RequestHeader, encode_response, request_schema
 from protocol.errors import ErrorCode
 from storage.api import PartitionLeader, TopicPartition
+from storage.producer_id_blocks import LocalProducerIdBlocks
 
 from ..coordinator.cluster_view import StaticClusterView
 
@@ -80,7 +81,8 @@ async def describe(state: Any, txn_id: str) -> ErrorCode:
 
 async def test_describe_transactions_of_a_shard_served_elsewhere_is_not_coordinator(broker_state) -> None:  # type: ignore[no-untyped-def]
     state = await broker_state()
-    txns = TransactionCoordinator(state.logs, TxnCoordinatorConfig(num_partitions=3), cluster=StaticClusterView(1))
+    txns = TransactionCoordinator(state.logs, TxnCoordinatorConfig(num_partitions=3), cluster=StaticClusterView(1),
+                                  producer_id_blocks=LocalProducerIdBlocks(state.logs.data_dir))
     state.txn_coordinator = txns
     await txns.start()
     try:

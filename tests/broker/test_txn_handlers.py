@@ -18,6 +18,7 @@ from protocol.build import build
 from protocol.codec import RequestHeader, request_schema
 from protocol.errors import ErrorCode
 from storage.log_manager import LogManager
+from storage.producer_id_blocks import LocalProducerIdBlocks
 from tests.broker.test_admin_handlers import entity
 
 E = ErrorCode
@@ -30,7 +31,8 @@ async def txn_state(tmp_path):  # type: ignore[no-untyped-def]
     logs.load()
     logs.start()
     await logs.create_topic("t", 2)
-    state = BrokerState(config=config, logs=logs, handlers=HANDLERS)
+    state = BrokerState(config=config, logs=logs, handlers=HANDLERS,
+                        producer_id_blocks=LocalProducerIdBlocks(tmp_path))
     coordinator = transaction_coordinator(state)
     await coordinator.start()
     yield state

@@ -12,6 +12,7 @@ from protocol.record_batch import iter_batches
 from protocol.records import Record, build_batch
 from storage.api import IsolationLevel, TopicPartition
 from storage.log_manager import LogManager
+from storage.producer_id_blocks import LocalProducerIdBlocks
 
 T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 CONFIG = TxnCoordinatorConfig(num_partitions=3, offsets_num_partitions=5, producer_id_block_size=10,
@@ -50,7 +51,8 @@ class Broker:
         if "orders" not in self.logs.topics:
             await self.logs.create_topic("orders", 2)
         self.coordinator = TransactionCoordinator(self.log_source(), self.config, lambda: self.group,
-                                                  self.clock, transaction_version=lambda: self.level)
+                                                  self.clock, transaction_version=lambda: self.level,
+                                                  producer_id_blocks=LocalProducerIdBlocks(self.path))
         await self.coordinator.start()
         return self
 

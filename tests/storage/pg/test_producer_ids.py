@@ -11,6 +11,7 @@ import pytest
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import ProducerIdBlockSource
 from storage.pg.producer_ids import PgProducerIdBlocks
+from storage.pg.schema import migrate
 
 
 async def test_concurrent_blocks_never_overlap(db: asyncpg.Pool, pg_url: str) -> None:
@@ -40,3 +41,17 @@ async def test_a_database_that_does_not_answer_is_a_retriable_error(pg_url: str)
         await PgProducerIdBlocks(pool).allocate_producer_ids(10)
     assert info.value.code is ErrorCode.coordinator_load_in_progress
     assert "did not answer" in str(info.value)
+
+
+async def test_honour_raises_the_counter_and_never_lowers_it(pg_url: str) -> None:
+    pool = await asyncpg.create_pool(pg_url, min_size=1, max_size=2)
+    try:
+        async with pool.acquire() as conn:
+            await migrate(conn)
+        blocks = PgProducerIdBlocks(pool)
+        await blocks.honour(500)
+        assert await blocks.allocate_producer_ids(10) == 500
+        await blocks.honour(100)  # below what is handed out already: no change
+        assert await blocks.allocate_producer_ids(10) == 510
+    finally:
+        await pool.close()
