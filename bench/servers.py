@@ -8,7 +8,6 @@ from this checkout. Each start gets a fresh data directory.
 
 from __future__ import annotations
 
-import base64
 import http.client
 import os
 import signal
@@ -17,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import psutil
 
 from bench.probe import wait_answering
 from bench.security import Security, add_scram_user
+from storage.meta_properties import random_uuid
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -244,7 +243,7 @@ def start_kafka(workdir: Path, heap: str = "512m", secure: bool = False) -> Runn
     props = workdir / "server.properties"
     props.write_text(kafka_properties(port, controller_port, workdir / "kafka-logs", security))
     classpath = str(KAFKA_DIST / "*")
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    cluster_id = random_uuid()  # never starting with "-", which StorageTool would read as an option
     fmt = subprocess.run(["java", "-cp", classpath, "kafka.tools.StorageTool", "format",
                           "-t", cluster_id, "-c", str(props)], capture_output=True, text=True)
     if fmt.returncode != 0:
