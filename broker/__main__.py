@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 if "pytest" not in sys.modules:
     sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
 
+from .allocator import tune_malloc  # noqa: E402
 from .config import BrokerConfig, ConfigError, build_config, load_properties, parse_sets  # noqa: E402
 from .server import Broker  # noqa: E402
 from .startup import StartupError  # noqa: E402
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for key in unknown:
         logging.getLogger("broker").warning("unknown configuration key %r is ignored", key)
+    tune_malloc()
     try:
         _run(Broker(config).serve_forever())
     except StartupError as exc:
