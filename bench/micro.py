@@ -143,14 +143,15 @@ def _check(responses: list[bytes], version: int) -> None:
             raise SystemExit(f"produce failed: error {code}")
 
 
-def _fetch_frames(topic: str | Any, isolation: int, offsets: Any, version: int = 12, max_kb: int = 1024) -> Any:
+def _fetch_frames(topic: str | Any, isolation: int, offsets: Any, version: int = 12, max_kb: int = 1024,
+                  max_wait: int = 500) -> Any:
     """Fetch requests, one per offset: v12 names the topic, v13+ give its id."""
     from protocol.build import build
     from protocol.codec import request_schema
     named = {"topic_id": topic} if version >= 13 else {"topic": topic}
     for i, offset in enumerate(offsets):
         yield encode_request(build(request_schema(1, version), {
-            "replica_id": -1, "max_wait": 500, "min_bytes": 1, "max_bytes": 50 << 20, "isolation_level": isolation,
+            "replica_id": -1, "max_wait": max_wait, "min_bytes": 1, "max_bytes": 50 << 20, "isolation_level": isolation,
             "session_id": 0, "session_epoch": -1,
             "topics": [{**named, "partitions": [{
                 "partition": 0, "fetch_offset": offset, "current_leader_epoch": -1, "log_start_offset": -1,
@@ -195,6 +196,18 @@ def _fetch_all(sock: socket.socket, topic: str | Any, isolation: int, end: int, 
     return requests, total
 
 
+def _empty_fetches(sock: socket.socket, topic: str | Any, isolation: int, end: int, version: int, n: int,
+                   pid: int) -> None:
+    frames = list(_fetch_frames(topic, isolation, [end] * n, version, max_wait=0))
+    c0, t0 = _cpu_s(pid), time.perf_counter()
+    for frame in frames:
+        sock.sendall(frame)
+        _response(sock)
+    c1, t1 = _cpu_s(pid), time.perf_counter()
+    print(f"empty:   {n} fetches at the log end, max_wait 0: broker CPU {1e6 * (c1 - c0) / n:.0f} us/request, "
+          f"round trip {1e6 * (t1 - t0) / n:.0f} us")
+
+
 def _records_of(body: bytes, version: int = 12) -> bytes:
     from protocol.codec import _reader, response_schema
     schema = response_schema(1, version)
@@ -226,6 +239,9 @@ def main() -> None:
                         help="partition_max_bytes of each fetch, KiB (small: the per-request cost dominates)")
     parser.add_argument("--produce-version", type=int, default=9, choices=(9, 13),
                         help="Produce v9 names the topic; v13 (Kafka 4 clients) gives its id")
+    parser.add_argument("--empty-fetches", type=int, default=0, metavar="N",
+                        help="then N fetches at the log end with max_wait 0, one at a time: what a consumer "
+                             "with fetch.max.wait.ms=0 (Kafka's EndToEndLatency) costs the broker while idle")
     parser.add_argument("--transactional", type=int, default=0, metavar="N",
                         help="produce in transactions (V2) of N requests each, committed by EndTxn v5")
     args = parser.parse_args()
@@ -260,6 +276,9 @@ def main() -> None:
                                   args.fetch_kb)
                 requests, fetched = requests + r, fetched + f
             c2, t2, u2, f2 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid), _minor_faults(pid)
+            if args.empty_fetches:
+                _empty_fetches(sock, fetched_topic, args.isolation, count * args.batch_kb, args.fetch_version,
+                               args.empty_fetches, pid)
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait()
@@ -269,6 +288,8 @@ def main() -> None:
               f"{(c1 - c0) / gb:.2f} s/GB, {1e6 * (c1 - c0) / count:.0f} us/request (user {u1[0] - u0[0]:.2f} s, "
               f"system {u1[1] - u0[1]:.2f} s), {(f1 - f0) / count:.1f} page faults/request, wall {t1 - t0:.1f} s, "
               f"load {load:.1f}")
+        if not requests:
+            return
         print(f"fetch:   {requests} requests, {fetched / 1e6:.0f} MB, broker CPU {c2 - c1:.2f} s = "
               f"{(c2 - c1) / (fetched / 1e9):.2f} s/GB, {1e6 * (c2 - c1) / requests:.0f} us/request (user "
               f"{u2[0] - u1[0]:.2f} s, system {u2[1] - u1[1]:.2f} s), "

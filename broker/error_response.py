@@ -146,16 +146,31 @@ def null_in_non_nullable(entity: Any, prefix: str = "") -> str | None:
 
     kio's reader accepts such nulls; Kafka's generated parsers reject the request ("non-nullable
     field ... was serialized as null"), so the handlers may rely on the schema."""
-    for f in schema_fields(type(entity)):
-        value = getattr(entity, f.name)
+    for name, may_not_be_null, is_array, nested in _null_plan(type(entity)):
+        value = getattr(entity, name)
         if value is None:
-            if not f.nullable and (f.is_array or f.item is not None or f.kafka_type in _NULLABLE_KINDS):
-                return prefix + f.name
-        elif f.item is not None:
-            for item in value if f.is_array else (value,):
-                if (path := null_in_non_nullable(item, f"{prefix}{f.name}.")) is not None:
+            if may_not_be_null:
+                return prefix + name
+        elif nested:
+            for item in value if is_array else (value,):
+                if (path := null_in_non_nullable(item, f"{prefix}{name}.")) is not None:
                     return path
     return None
+
+
+@cache
+def _null_plan(cls: type[Any]) -> tuple[tuple[str, bool, bool, bool], ...]:
+    """The fields of cls that can hold a forbidden null, or lead to ones that can: (name, whether
+    a null there is forbidden, is_array, whether to look inside). Integers, booleans and UUIDs
+    cannot come off the wire as null, and a struct whose fields all cannot is not looked into,
+    so a request is walked only where a null could hide (every request but Produce is checked)."""
+    plan = []
+    for f in schema_fields(cls):
+        forbidden = not f.nullable and (f.is_array or f.item is not None or f.kafka_type in _NULLABLE_KINDS)
+        nested = f.item is not None and bool(_null_plan(f.item))
+        if forbidden or nested:
+            plan.append((f.name, forbidden, f.is_array, nested))
+    return tuple(plan)
 
 
 # Wire types with a null encoding; a null elsewhere cannot come off the wire.

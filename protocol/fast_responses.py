@@ -173,7 +173,10 @@ def _node_endpoints(parts: list[Any], nodes: Sequence[Mapping[str, Any]]) -> Non
 def _framed_buffers(correlation_id: int, flexible_header: bool, parts: list[Any]) -> Buffers:
     """Size and header first, then parts: short runs joined, long parts (records) passed through."""
     header = _NO_TAGS if flexible_header else b""
-    run = [_HEAD_V0.pack(4 + len(header) + sum(map(len, parts)), correlation_id), header]
+    head = _HEAD_V0.pack(4 + len(header) + sum(map(len, parts)), correlation_id)
+    if max(map(len, parts)) < _PASS_THROUGH:  # no record bytes worth passing through (an empty fetch)
+        return [head + header + b"".join(parts)]
+    run = [head, header]
     out: Buffers = []
     for part in parts:
         if len(part) < _PASS_THROUGH:

@@ -199,7 +199,20 @@ def _topic_id(buf: bytes | memoryview, pos: int, end: int) -> tuple[uuid.UUID | 
     raw = bytes(buf[pos : pos + _UUID_SIZE])
     if len(raw) < _UUID_SIZE:
         raise _overrun(pos, _UUID_SIZE, end)
-    return None if raw == _NO_TOPIC_ID else uuid.UUID(bytes=raw), pos + _UUID_SIZE
+    if raw == _NO_TOPIC_ID:
+        return None, pos + _UUID_SIZE
+    topic_id = _RECENT_IDS.get(raw)
+    if topic_id is None:
+        if len(_RECENT_IDS) >= _RECENT_IDS_KEPT:
+            _RECENT_IDS.clear()
+        topic_id = _RECENT_IDS[raw] = uuid.UUID(bytes=raw)
+    return topic_id, pos + _UUID_SIZE
+
+
+# The UUIDs of the ids producers sent lately: a producer names the same few topics in every
+# request, and uuid.UUID(bytes=) costs more than reading the rest of a one-partition request.
+_RECENT_IDS: dict[bytes, uuid.UUID] = {}
+_RECENT_IDS_KEPT: Final = 4096
 
 
 def _string(buf: bytes | memoryview, pos: int, end: int) -> tuple[str | None, int]:

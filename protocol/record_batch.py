@@ -25,6 +25,7 @@ __all__ = (
     "CompressionType",
     "BatchRun",
     "RecordBatchHeader",
+    "check_batch",
     "iter_batches",
     "select_batches",
     "set_base_offset",
@@ -130,7 +131,9 @@ class RecordBatchHeader(NamedTuple):
         return self.producer_id >= 0
 
 
-def _check_one(buf: bytes | memoryview, pos: int, end: int, verify_crc: bool) -> RecordBatchHeader:
+def check_batch(buf: bytes | memoryview, pos: int, end: int, verify_crc: bool) -> RecordBatchHeader:
+    """The header of the batch at buf[pos:end], once its length, magic and (with verify_crc) CRC
+    are checked; as iter_batches' first, without a generator (the produce path's one batch)."""
     if end - pos < _MAGIC_AT + 1:
         raise CorruptRecordError(f"truncated record batch at byte {pos}: {end - pos} bytes left")
     magic = buf[pos + _MAGIC_AT]
@@ -166,7 +169,7 @@ def iter_batches(
     end = len(buf) if end is None else end
     pos = start
     while pos < end:
-        header = _check_one(buf, pos, end, verify_crc)
+        header = check_batch(buf, pos, end, verify_crc)
         yield pos, header
         pos += header.size
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from protocol.errors import ErrorCode, KafkaError, RecordValidationError
-from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, iter_batches, stamp_log_append_time
+from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, check_batch, iter_batches, stamp_log_append_time
 
 from .api import AppendOrigin, LogAppendInfo, TopicPartition
 from .cleaner.batch_filter import keyless_records
@@ -27,9 +27,12 @@ LEADER_EPOCH: Final = 0  # a single node never changes leader
 def validate_batches(
     records: bytes | memoryview, origin: AppendOrigin, config: LogConfig, partition: TopicPartition | str
 ) -> list[tuple[int, RecordBatchHeader]]:
-    headers = list(iter_batches(records))
-    if not headers:
+    if not records:
         raise KafkaError(ErrorCode.corrupt_message, "produce request holds no record batch")
+    first = check_batch(records, 0, len(records), verify_crc=True)
+    headers = [(0, first)]
+    if first.size < len(records):  # more than the one batch a producer sends (recovery, markers)
+        headers += iter_batches(records, start=first.size)
     for _, header in headers:
         if header.size > config.max_message_bytes:
             raise KafkaError(

@@ -37,7 +37,7 @@ from coordinator.transaction.verification import (
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fast_responses import encode_produce_response
-from protocol.record_batch import RecordBatchHeader, iter_batches
+from protocol.record_batch import RecordBatchHeader, check_batch
 from storage.api import INTERNAL_TOPICS, TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -65,7 +65,7 @@ def _check_one_batch(records: bytes | memoryview, version: int) -> RecordBatchHe
     if not records:
         raise KafkaError(ErrorCode.invalid_record,
                          f"Produce v{version} requests must have at least one record batch per partition")
-    _, first = next(iter_batches(records, verify_crc=False))
+    first = check_batch(records, 0, len(records), verify_crc=False)
     if first.size < len(records):
         raise KafkaError(ErrorCode.invalid_record, f"Produce v{version} requests may carry only one "
                          "record batch per partition")
@@ -229,7 +229,8 @@ def _throttle(ctx: RequestContext, request: Any) -> None:
 
 def _response(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]],
               discover: bool = True) -> bytes:
-    endpoints = _leader_discovery(ctx, request, results) if discover and ctx.version >= 10 else ()
+    failed = discover and ctx.version >= 10 and any(p["error_code"] for parts in results for p in parts)
+    endpoints = _leader_discovery(ctx, request, results) if failed else ()
     return encode_produce_response(ctx.header.correlation_id, ctx.version, [
         {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partition_responses": parts}
         for t, parts in zip(request.topic_data, results, strict=True)
