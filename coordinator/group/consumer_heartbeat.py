@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 
+from ..re2j import Re2jSyntaxError, compile_re2j
 from .assignors import ASSIGNORS, GroupSpec, MemberSubscription
 from .consumer_group import ConsumerGroup
 from .consumer_member import (
@@ -122,11 +123,19 @@ def _validate_epoch(req: HeartbeatRequest) -> None:
 
 @lru_cache(maxsize=256)
 def _compile(pattern: str) -> re.Pattern[str]:
+    """The pattern as Kafka 4.x reads it: RE2/J syntax (Utils.throwIfRegularExpressionIsInvalid,
+    TopicRegexResolver), matched against whole topic names."""
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return _compiled(pattern)
+    except Re2jSyntaxError as exc:
+        why = str(exc).removeprefix("error parsing regexp: ")
         raise KafkaError(ErrorCode.invalid_regular_expression,
-                         f"SubscribedTopicRegex {pattern!r} is not a valid regular expression: {exc}") from None
+                         f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {why}.") from None
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return compile_re2j(pattern)  # a member's regex is matched on every topic change: translate once
 
 
 def _fenced(message: str) -> KafkaError:

@@ -165,6 +165,25 @@ def test_regex_subscription_matches_internal_topics_as_kafka_does() -> None:
     assert r.assignment == {uuid.UUID(int=9): frozenset(range(3))}
 
 
+@pytest.mark.parametrize("pattern", ["t(?=x)", r"(t)\1", "t*+", r"\Z"])
+def test_a_regex_re2j_refuses_is_refused_though_python_reads_it(pattern: str) -> None:
+    # Kafka 4.x compiles SubscribedTopicRegex with RE2/J: no lookaround, backreferences,
+    # possessive quantifiers or \Z
+    req = HeartbeatRequest(member_id="a", member_epoch=0, rebalance_timeout_ms=1, subscribed_topic_names=None,
+                           subscribed_topic_regex=pattern, owned={})
+    assert error(validate, "g", req, CFG) == ErrorCode.invalid_regular_expression
+
+
+def test_a_regex_is_read_as_re2j_reads_it() -> None:
+    # \d is ASCII in RE2/J (Python's re would match the Arabic-Indic digit too), and \Q...\E
+    # quotes a literal dot
+    g = ConsumerGroup("g")
+    arabic, dotted = uuid.UUID(int=11), uuid.UUID(int=12)
+    topics = TOPICS | {"t\u0663": (arabic, 1), "a.b": (dotted, 1), "axb": (uuid.UUID(int=13), 1)}
+    r = join(g, "a", subscribed_topic_names=None, subscribed_topic_regex=r"t\d|\Qa.b\E", topics=topics)
+    assert r.assignment == {dotted: frozenset({0})}
+
+
 def test_more_partitions_bump_the_group_epoch() -> None:
     g = ConsumerGroup("g")
     join(g, "a")
