@@ -1,6 +1,7 @@
 """A stock Kafka Streams 4.3.1 application with processing.guarantee=exactly_once_v2
-(tests/e2e/java/StreamsEos.java, from `make kafka-tools`) against the broker, killed with
-SIGKILL mid-stream and restarted.
+(tests/e2e/java/StreamsEos.java, from `make kafka-tools`) against the broker: killed with
+SIGKILL mid-transaction and restarted, or stopped mid-transaction until its group has moved its
+tasks to another instance and then resumed (a zombie).
 
 The application sums integer values per key: it re-groups `input` by key through a repartition
 topic and keeps the sums in a RocksDB store with a changelog topic, so it uses what Streams uses:
@@ -15,8 +16,8 @@ not committed), every sum committed to `output` counts each input record once: n
 of a key ever exceeds the sum of all its input values (they are positive), and the last one equals
 it. Restarted on the same state directory, the application keeps its process id and so its
 transactional ids (initTransactions fences the killed producers and aborts their transactions);
-on a wiped one it gets new ones, and the killed producers' transactions (and the group offsets they
-hold pending) are aborted by the broker when they time out."""
+on a wiped one it gets new ones, and the killed producers' transactions (and any group offsets
+they hold pending) are aborted by the broker when they time out."""
 
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, IsolationLevel, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from tests.broker_process import REPO, BrokerProcess
@@ -74,12 +77,12 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
 class StreamsApp:
     """One run of StreamsEos as a process, its output in a log file."""
 
-    def __init__(self, classpath: str, bootstrap: str, state_dir: Path, log: Path) -> None:
+    def __init__(self, classpath: str, bootstrap: str, state_dir: Path, log: Path, *configs: str) -> None:
         self.log = log
         with log.open("w") as out:
             self.proc = subprocess.Popen(
                 ["java", "-Dorg.apache.logging.log4j.level=WARN", "-cp", classpath, "StreamsEos",
-                 bootstrap, APP_ID, str(state_dir), *APP_CONFIGS],
+                 bootstrap, APP_ID, str(state_dir), *APP_CONFIGS, *configs],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def text(self) -> str:
@@ -102,12 +105,11 @@ class StreamsApp:
         self.proc.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
-        self.alive()
         self.proc.kill()
         self.proc.wait(30)
 
     def stop(self) -> None:
-        """SIGTERM: Streams closes cleanly (commits, leaves the group)."""
+        """SIGTERM: StreamsEos closes the application (KafkaStreams.close) and ends."""
         self.alive()
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(60)
@@ -201,18 +203,14 @@ def transaction_open(bootstrap: str) -> bool:
     return ends(IsolationLevel.READ_COMMITTED) != ends(IsolationLevel.READ_UNCOMMITTED)
 
 
-def killed_in_transaction(app: StreamsApp, bootstrap: str) -> bool:
-    """Kills `app` if one of its transactions is open with records written, and says whether it did.
-    The transaction must still be open once the application is stopped (SIGSTOP), so that the
-    kill cannot follow a commit that was under way when it was first seen open."""
-    if not transaction_open(bootstrap):
-        return False
-    app.pause()
-    if transaction_open(bootstrap):
-        app.kill()
-        return True
-    app.resume()
-    return False
+def group_clients(bootstrap: str) -> set[str]:
+    """The client.id of each instance with members in the application's group, once it is Stable."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    (future,) = admin.describe_consumer_groups([APP_ID]).values()
+    group = future.result(30)
+    if group.state != ConsumerGroupState.STABLE:
+        return set()
+    return {member.client_id.split("-StreamThread-")[0] for member in group.members}
 
 
 def low_watermarks(bootstrap: str, topic: str) -> list[int]:
@@ -229,77 +227,139 @@ def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
     return {name: entry.value for name, entry in future.result(30).items()}
 
 
-@pytest.mark.parametrize("state", ["kept", "wiped"])
-def test_streams_exactly_once_v2_survives_kill_9(compiled: str, broker_factory, tmp_path: Path, state: str) -> None:  # type: ignore[no-untyped-def]
-    broker: BrokerProcess = broker_factory(BROKER_SETTINGS)
-    bootstrap = broker.bootstrap
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in ("input", "output")]).values():
-        future.result(30)
-    state_dir = tmp_path / "streams-state"
-    source = Input(bootstrap, seed=7)
-    output = Output(bootstrap)
-    apps: list[StreamsApp] = []
-    try:
-        source.produce_random(1500)
-        first = StreamsApp(compiled, bootstrap, state_dir, tmp_path / "streams-1.log")
-        apps.append(first)
+class Run:
+    """One test's broker, input, output and application processes."""
 
-        def progressing() -> bool:
-            return first.alive() and bool(output.read())
+    def __init__(self, compiled: str, broker: BrokerProcess, tmp_path: Path) -> None:
+        self.compiled, self.bootstrap, self.tmp_path = compiled, broker.bootstrap, tmp_path
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in ("input", "output")]).values():
+            future.result(30)
+        self.source = Input(self.bootstrap, seed=7)
+        self.output = Output(self.bootstrap)
+        self.apps: list[StreamsApp] = []
 
-        wait_until(progressing, "the first committed output", WAIT_S)
-        # More input arrives while the application runs; it is killed with a transaction open.
-        stop_feeding = threading.Event()
-        feeder = threading.Thread(target=source.feed, args=(stop_feeding,))
+    def start(self, state_dir: Path, *configs: str) -> StreamsApp:
+        app = StreamsApp(self.compiled, self.bootstrap, state_dir, self.tmp_path / f"streams-{len(self.apps) + 1}.log",
+                         *configs)
+        self.apps.append(app)
+        return app
+
+    def close(self) -> None:
+        for app in self.apps:
+            app.ensure_dead()
+        self.output.close()
+
+    def first_output(self, app: StreamsApp) -> None:
+        wait_until(lambda: app.alive() and bool(self.output.read()), "the first committed output", WAIT_S)
+
+    @contextmanager
+    def feeding(self) -> Iterator[None]:
+        """More input goes on arriving, in small chunks, until the block ends."""
+        stop = threading.Event()
+        feeder = threading.Thread(target=self.source.feed, args=(stop,))
         feeder.start()
         try:
-            wait_until(lambda: source.produced >= 2000 and first.alive() and killed_in_transaction(first, bootstrap),
-                       "a transaction open while the application consumes more input", WAIT_S)
-            if state == "wiped":
-                shutil.rmtree(state_dir)
-            second = StreamsApp(compiled, bootstrap, state_dir, tmp_path / "streams-2.log")
-            apps.append(second)
+            yield
         finally:
-            stop_feeding.set()
+            stop.set()
             feeder.join(WAIT_S)
         assert not feeder.is_alive()
-        source.produce_random(1000)
+
+    def in_transaction(self, app: StreamsApp) -> bool:
+        """Stops `app` (SIGSTOP) if one of its transactions is open with records written, and says
+        whether it did. The transaction must still be open once the application is stopped, so that
+        it is not a commit under way when it was first seen open."""
+        if not (self.source.produced >= 2000 and app.alive() and transaction_open(self.bootstrap)):
+            return False
+        app.pause()
+        if transaction_open(self.bootstrap):
+            return True
+        app.resume()
+        return False
+
+    def finish(self, *running: StreamsApp) -> None:
+        """More input, then every key's sum of all its input committed to `output`, and never more."""
+        self.source.produce_random(1000)
         # Once the group has committed the end of every input partition, every record bound for the
         # repartition topic is in it, committed. One last record per key then goes through it
         # behind them all: when each key's sum counts it, the sum has counted all that came before.
-        wait_until(lambda: second.alive() and input_committed(bootstrap), "the input's end committed", WAIT_S)
+        wait_until(lambda: all(app.alive() for app in running) and input_committed(self.bootstrap),
+                   "the input's end committed", WAIT_S)
         for key in KEYS:
-            source.produce(key, 1)
-        source.flush()
+            self.source.produce(key, 1)
+        self.source.flush()
+        output, sums = self.output, self.source.sums
 
         def summed() -> bool:
-            second.alive()
+            assert all(app.alive() for app in running)
             output.read()
-            over = {key: values for key, values in output.seen.items() if values and max(values) > source.sums[key]}
-            assert not over, f"committed sums above the input's: {over}, expected {source.sums}"
-            return output.last == source.sums
+            over = {key: values for key, values in output.seen.items() if values and max(values) > sums[key]}
+            assert not over, f"committed sums above the input's: {over}, expected {sums}"
+            return output.last == sums
 
         wait_until(summed, "every key's sum of all its input", WAIT_S)
-        assert second.lines("RESTORED sums "), "the store was not restored from its changelog"
+        for app in running:
+            assert app.lines("RESTORED sums "), "no store was restored from its changelog"
         # Streams purged what it consumed from the repartition topic (DeleteRecords).
-        wait_until(lambda: all(low_watermarks(bootstrap, REPARTITION)), "the repartition topic purged", WAIT_S)
-        second.stop()
-        assert second.lines("STATE PENDING_SHUTDOWN -> NOT_RUNNING"), second.text()[-5000:]
-        assert not first.lines("UNCAUGHT") and not second.lines("UNCAUGHT"), second.text()[-5000:]
-    finally:
-        for app in apps:
-            app.ensure_dead()
-        output.close()
+        wait_until(lambda: all(low_watermarks(self.bootstrap, REPARTITION)), "the repartition topic purged", WAIT_S)
+        # A clean close (SIGTERM): Streams commits what it has and leaves the group.
+        for app in running:
+            app.stop()
+        for app in self.apps:
+            assert not app.lines("UNCAUGHT"), app.text()[-5000:]
+        # Nothing more was committed by the clean close.
+        final = Output(self.bootstrap)
+        try:
+            wait_until(lambda: final.read() == sums, "the sums read again from the beginning", WAIT_S)
+            assert {key: max(values) for key, values in final.seen.items()} == sums
+        finally:
+            final.close()
 
-    # Nothing more is committed after the clean close, and Streams created its internal topics with
-    # the configs it asked for.
-    final = Output(bootstrap)
+
+@pytest.mark.parametrize("state", ["kept", "wiped"])
+def test_streams_exactly_once_v2_survives_kill_9(compiled: str, broker_factory, tmp_path: Path, state: str) -> None:  # type: ignore[no-untyped-def]
+    run = Run(compiled, broker_factory(BROKER_SETTINGS), tmp_path)
+    state_dir = tmp_path / "streams-state"
     try:
-        wait_until(lambda: final.read() == source.sums, "the sums read again from the beginning", WAIT_S)
-        assert {key: max(values) for key, values in final.seen.items()} == source.sums
+        run.source.produce_random(1500)
+        first = run.start(state_dir)
+        run.first_output(first)
+        with run.feeding():
+            wait_until(lambda: run.in_transaction(first), "a transaction open while the application consumes", WAIT_S)
+            first.kill()
+            if state == "wiped":
+                shutil.rmtree(state_dir)
+            second = run.start(state_dir)
+        run.finish(second)
     finally:
-        final.close()
-    assert topic_configs(bootstrap, CHANGELOG)["cleanup.policy"] == "compact"
-    repartition = topic_configs(bootstrap, REPARTITION)
+        run.close()
+    # Streams created its internal topics with the configs it asked for.
+    assert topic_configs(run.bootstrap, CHANGELOG)["cleanup.policy"] == "compact"
+    repartition = topic_configs(run.bootstrap, REPARTITION)
     assert (repartition["cleanup.policy"], repartition["retention.ms"]) == ("delete", "-1")
+
+
+def test_streams_zombie_instance_is_fenced(compiled: str, broker_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """An instance stopped (SIGSTOP) with a transaction open until the group has dropped its members
+    and handed its tasks to another instance (with other transactional ids, so no InitProducerId
+    fences it), then resumed. Only the group can fence it (KIP-447): its consumer learns from a
+    heartbeat that it was dropped and it aborts, or, when its stream thread commits first, the
+    TxnOffsetCommit naming its old member and generation is refused (UNKNOWN_MEMBER_ID) and it
+    aborts. Either way what it had processed must not be committed beside its successor's work;
+    then it rejoins and the two instances share the tasks."""
+    run = Run(compiled, broker_factory(BROKER_SETTINGS), tmp_path)
+    try:
+        run.source.produce_random(1500)
+        # Its transaction outlives the pause, which the broker would otherwise abort.
+        zombie = run.start(tmp_path / "state-a", "client.id=a", "transaction.timeout.ms=60000")
+        run.first_output(zombie)
+        with run.feeding():
+            wait_until(lambda: run.in_transaction(zombie), "a transaction open while the application consumes", WAIT_S)
+            successor = run.start(tmp_path / "state-b", "client.id=b")
+        wait_until(lambda: successor.alive() and group_clients(run.bootstrap) == {"b"},
+                   "the stopped instance's members out of the group", WAIT_S)
+        zombie.resume()
+        run.finish(zombie, successor)
+    finally:
+        run.close()
