@@ -38,17 +38,21 @@ def _cpu_s(pid: int) -> float:
     return user + system
 
 
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name (state first)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()
+
+
 def _cpu_split(pid: int) -> tuple[float, float]:
     """(user, system) CPU seconds of the process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
+    fields = _stat(pid)
     return int(fields[11]) / _TICKS, int(fields[12]) / _TICKS
 
 
 def _minor_faults(pid: int) -> int:
     """Page faults served without I/O: on a VM each costs microseconds, so fresh memory per request shows."""
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rpartition(")")[2].split()[7])
+    return int(_stat(pid)[7])
 
 
 def _producer_id(bootstrap: str, transactional_id: str | None = None) -> tuple[int, int]:

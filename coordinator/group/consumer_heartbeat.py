@@ -126,16 +126,11 @@ def _compile(pattern: str) -> re.Pattern[str]:
     """The pattern as Kafka 4.x reads it: RE2/J syntax (Utils.throwIfRegularExpressionIsInvalid,
     TopicRegexResolver), matched against whole topic names."""
     try:
-        return _compiled(pattern)
+        return compile_re2j(pattern)
     except Re2jSyntaxError as exc:
         why = str(exc).removeprefix("error parsing regexp: ")
         raise KafkaError(ErrorCode.invalid_regular_expression,
                          f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {why}.") from None
-
-
-@lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return compile_re2j(pattern)  # a member's regex is matched on every topic change: translate once
 
 
 def _fenced(message: str) -> KafkaError:

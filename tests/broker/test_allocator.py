@@ -4,9 +4,11 @@ Each check runs in a fresh interpreter: mallopt changes the whole process for go
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,14 +31,14 @@ buffer = bytearray(1 << 20)
 print(applied, before, libc.mallinfo2().hblks)
 """
 
-glibc = pytest.mark.skipif(not hasattr(__import__("ctypes").CDLL(None), "mallinfo2"), reason="needs glibc 2.33+")
+glibc = pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "mallinfo2"), reason="needs glibc 2.33+")
 
 
 def probe(mode: str, **env: str) -> tuple[str, int]:
     """(whether tune_malloc applied, blocks glibc mapped for the buffer)"""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
     out = subprocess.run([sys.executable, "-c", PROBE, mode], env=clean | env, capture_output=True, text=True,
-                         check=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__)))).stdout
+                         check=True, cwd=Path(__file__).parents[2]).stdout
     applied, before, during = out.split()
     return applied, int(during) - int(before)
 
