@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from storage.api import PartitionLease, TopicPartition
 
@@ -79,6 +79,9 @@ class Moves:
     take: list[TopicPartition]  # free (or lapsed, or ours from an earlier incarnation) and ours to lead
     release: list[TopicPartition]  # led here, meant for another live broker
     lost: list[TopicPartition]  # led here by our account, but the database says otherwise (or gone)
+    # Rows naming us at this epoch that we do not serve (a lapse dropped them, or an earlier
+    # incarnation left them), meant for another live broker: only we can free them.
+    disown: list[tuple[TopicPartition, int]] = field(default_factory=list)
 
 
 def plan(me: int, held: Mapping[TopicPartition, int], brokers: Sequence[int],
@@ -87,15 +90,19 @@ def plan(me: int, held: Mapping[TopicPartition, int], brokers: Sequence[int],
 
     A partition the snapshot shows led by a live other broker is never taken: its leader releases
     it first. A partition the snapshot shows with another leader or another epoch than ours, or
-    no longer shows (its topic was deleted), was lost: stop serving it, release nothing."""
+    no longer shows (its topic was deleted), was lost: stop serving it, release nothing.
+
+    The target is computed from the snapshot as it is, so every broker agrees on it: rows naming
+    us count as ours even when we no longer serve them (the others see them so, and never take
+    a row of a live broker). We take them back at a new epoch, or free the ones meant for another
+    broker; had we read them as free, our target could give one to a broker that waits for us to
+    release it, and the partition would stay without a leader."""
     rows = {p.tp: p for p in partitions}
-    # Ours by the snapshot only if we hold that exact epoch; our rows from an earlier
-    # incarnation count as free (the snapshot's leader column reads our node id).
-    seen = [p if p.leader != me or held.get(p.tp) == p.leader_epoch else p._replace(leader=-1)
-            for p in partitions]
-    target = assign(brokers, seen)
+    target = assign(brokers, partitions)
     lost = [tp for tp, epoch in held.items()
             if tp not in rows or rows[tp].leader != me or rows[tp].leader_epoch != epoch]
-    take = [p.tp for p in seen if target.get(p.tp) == me and p.tp not in held and p.leader in (-1, me)]
+    take = [p.tp for p in partitions if target.get(p.tp) == me and p.tp not in held and p.leader in (-1, me)]
     release = [tp for tp in held if tp not in lost and target.get(tp, me) != me]
-    return Moves(take=take, release=release, lost=lost)
+    disown = [(p.tp, p.leader_epoch) for p in partitions
+              if p.leader == me and p.tp not in held and target.get(p.tp, me) != me]
+    return Moves(take=take, release=release, lost=lost, disown=disown)

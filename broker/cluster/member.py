@@ -240,6 +240,7 @@ class ClusterMember:
             log.info("%s is led by another broker now (or gone); no longer serving it", tp)
             await self._resign(tp)
         released = [(tp, epoch) for tp in moves.release if (epoch := await self._resign(tp)) is not None]
+        released += moves.disown
         if released:
             await self.store.release(released)
             log.info("handed over %d partitions for balance: %s", len(released), _names(tp for tp, _ in released))

@@ -38,12 +38,15 @@ class Cluster:
         for tp in moves.release:
             del self.held[me][tp]
             self.rows[tp] = self.rows[tp]._replace(leader=-1)
+        for tp, epoch in moves.disown:
+            if self.rows[tp].leader == me and self.rows[tp].leader_epoch == epoch:
+                self.rows[tp] = self.rows[tp]._replace(leader=-1)
         for tp in moves.take:
             row = self.rows[tp]
             if row.leader in (-1, me):  # the compare-and-set of ClusterStore.take
                 self.rows[tp] = row._replace(leader=me, leader_epoch=row.leader_epoch + 1)
                 self.held[me][tp] = row.leader_epoch + 1
-        return len(moves.take) + len(moves.release) + len(moves.lost)
+        return len(moves.take) + len(moves.release) + len(moves.lost) + len(moves.disown)
 
     def settle(self, max_passes: int = 10) -> int:
         for passes in range(1, max_passes + 1):
@@ -95,6 +98,26 @@ def test_rows_naming_us_from_an_earlier_incarnation_are_taken_again() -> None:
     assert moves.take == [TopicPartition("a", 0), TopicPartition("a", 1)] and not moves.release
 
 
+def test_a_broker_that_dropped_its_partitions_gets_them_led_again() -> None:
+    """After a lapse (the database restarted) broker 3 serves nothing, though its rows still name
+    it and the others, seeing it live, leave them to it. Were they free in its own view, its target
+    would give a-3 to broker 1 on a tie, broker 1's would leave it with broker 3, and no one would
+    lead it (a transaction coordinator shard answered NOT_COORDINATOR for minutes this way)."""
+    leaders = {TopicPartition("a", p): leader for p, leader in enumerate((1, 2, 3, 3))}
+    cluster = Cluster(leases({"a": 4}, leaders), [1, 2, 3])
+    cluster.held[3] = {}
+    cluster.settle()
+    assert {tp for b in cluster.brokers for tp in cluster.held[b]} == set(cluster.rows)
+    assert all(cluster.held[r.leader].get(tp) == r.leader_epoch for tp, r in cluster.rows.items())
+
+
+def test_a_row_naming_us_meant_for_another_broker_is_freed() -> None:
+    rows = leases({"a": 2}, {TopicPartition("a", 0): 1, TopicPartition("a", 1): 1})
+    moves = plan(1, {}, [1, 2], rows)  # a share is one each: a-1 goes to broker 2
+    assert moves.take == [TopicPartition("a", 0)] and moves.disown == [(TopicPartition("a", 1), 0)]
+    assert plan(2, {}, [1, 2], rows).take == []  # broker 1's row: broker 2 waits for it to be freed
+
+
 def test_a_partition_led_elsewhere_at_a_newer_epoch_is_lost() -> None:
     tp = TopicPartition("a", 0)
     rows = [PartitionLease(tp, 2, 4, 1)]
@@ -114,6 +137,8 @@ def test_balance_settles_with_every_partition_led_within_its_share(layout, broke
     rows = leases(layout)
     start = {r.tp: data.draw(st.sampled_from([-1, *ids])) for r in rows}
     cluster = Cluster(leases(layout, start), ids)
+    for b in data.draw(st.sets(st.sampled_from(ids))):  # these lost their lease and dropped everything
+        cluster.held[b] = {}
     cluster.settle()
     assert all(r.leader in ids for r in cluster.rows.values())
     for topic, n in layout.items():

@@ -5,18 +5,24 @@ their order; a broker that lost its lease has its appends refused."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
+import asyncpg
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
+from broker.cluster.balance import assign
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
+from storage.api import PartitionLease, TopicPartition
 from tests.e2e.cluster.conftest import WAIT_S, Cluster, wait_until
 from tests.e2e.txn_clients import confluent_read
 from tests.kafka_wire import RawClient
@@ -223,3 +229,58 @@ def test_a_database_outage_longer_than_the_lease_drops_leadership_until_it_retur
     sender.flush()
     assert sender.errors == [] and len(sender.acked) == 400
     exactly_once_in_order(read_all(cluster, "longer", 2, 400, 1), sender.acked, 2)
+
+
+
+def test_a_broker_whose_lease_timer_ran_out_leads_its_share_again(cluster: Cluster, pg_url: str) -> None:
+    """A broker whose heartbeats stall past its lease drops everything it leads (its own timer)
+    while its rows still name it, as when the database restarts slowly. The other brokers see it
+    live and leave its rows to it; it must lead them again, or free those meant for others,
+    coordinator shards included. It once read its own rows as free, so its target could give one
+    to another broker, which left it to the live broker the row names, and the partition stayed
+    without a leader (issue 15's CI: a transactional id answered NOT_COORDINATOR for minutes). The
+    broker stalled here is one whose rows, read as free, would go partly to another broker."""
+    cluster.start(2, 3)
+    topics = {"stall-a": 1, "stall-b": 2, "__consumer_offsets": 4, "__transaction_state": 4}
+    for name in ("stall-a", "stall-b"):
+        create_topic(cluster, name, topics[name])
+    cluster.start(1)
+    rows = [PartitionLease(TopicPartition(t, p), leader, epoch, 1)
+            for t in topics for p, (leader, epoch) in cluster.settled(t).items()]
+    stalled = [n for n in (2, 3) if _given_away_if_free(rows, n)]
+    assert stalled, rows  # the layout this test is about
+    with _row_locked(pg_url, stalled[0]):  # its heartbeat UPDATE waits on the lock
+        assert cluster.brokers[stalled[0]].wait_for_log("lease lapsed without a heartbeat", timeout=WAIT_S)
+    for name in topics:
+        cluster.settled(name)
+    sender = Sender(cluster.bootstrap(), **{"transactional.id": "after-stall", "message.timeout.ms": 60_000})
+    sender.producer.init_transactions(WAIT_S)
+    sender.producer.begin_transaction()
+    sender.send("stall-b", range(30), 2)
+    sender.producer.commit_transaction(WAIT_S)
+    assert sender.errors == [] and len(sender.acked) == 30
+
+
+def _given_away_if_free(rows: list[PartitionLease], node_id: int) -> list[TopicPartition]:
+    target = assign([1, 2, 3], [r._replace(leader=-1) if r.leader == node_id else r for r in rows])
+    return [r.tp for r in rows if r.leader == node_id and target[r.tp] != node_id]
+
+
+@contextlib.contextmanager
+def _row_locked(url: str, node_id: int) -> Iterator[None]:
+    """Hold broker node_id's `brokers` row locked in an open transaction that extends its lease by
+    an hour; on exit the transaction commits and the broker's waiting heartbeat goes through."""
+    loop = asyncio.new_event_loop()
+    conn = loop.run_until_complete(asyncpg.connect(url))
+    try:
+        tx = conn.transaction()
+        loop.run_until_complete(tx.start())
+        loop.run_until_complete(conn.execute(
+            "UPDATE brokers SET lease_expires_at = now() + interval '1 hour' WHERE node_id = $1", node_id))
+        try:
+            yield
+        finally:
+            loop.run_until_complete(tx.commit())
+    finally:
+        loop.run_until_complete(conn.close())
+        loop.close()
