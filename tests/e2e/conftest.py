@@ -1,9 +1,11 @@
 """Fixtures for the Spark e2e tests: one local[2] SparkSession per test session with the connector
 jars from `make spark-jars` (created only when a test asks for it), and a broker with small
-internal topics."""
+internal topics; and a check that no test leaves a kafka-python client running."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +18,23 @@ from tests.tls_certs import TlsFiles
 
 # Small internal topics keep broker start-up quick.
 BROKER_SETTINGS = {"transaction.state.log.num.partitions": "5", "offsets.topic.num.partitions": "5"}
+
+
+def _kafka_python_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("kafka-io")}
+
+
+@pytest.fixture(autouse=True)
+def no_kafka_python_client_left() -> Iterator[None]:
+    """A kafka-python 3 client left open keeps its IO thread reconnecting for the rest of the
+    session, and a socket it drops fails whatever test is running when the garbage collector finds
+    it (ResourceWarning): fail the test that left it instead."""
+    before = _kafka_python_threads()
+    yield
+    deadline = time.monotonic() + 5
+    while (left := _kafka_python_threads() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)  # close() stops the thread; give it a moment
+    assert not left, f"a kafka-python client was left open (its IO threads: {sorted(t.name for t in left)})"
 
 
 @pytest.fixture(scope="session")
