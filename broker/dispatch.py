@@ -2,10 +2,10 @@
 
 ApiVersions answers from the table, so the advertised versions are exactly the implemented ones.
 Add an API by adding its module's name to HANDLER_MODULES. Here, once for every API: a null where
-the schema forbids one closes the connection (Kafka's parser rejects it; Produce's reader,
-protocol/produce_request.py, finds its own), a KafkaError escaping a handler answers the whole
-request with that error, and anything unexpected answers UNKNOWN_SERVER_ERROR with one logged
-traceback; the connection and the broker carry on.
+the schema forbids one closes the connection (Kafka's parser rejects it; the Produce and Fetch
+readers, protocol/produce_request.py and fetch_request.py, find their own), a KafkaError
+escaping a handler answers the whole request with that error, and anything unexpected answers
+UNKNOWN_SERVER_ERROR with one logged traceback; the connection and the broker carry on.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from protocol.api_keys import ApiKey
 from protocol.codec import RequestHeader, encode_response
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fast_responses import Buffers
+from protocol.fetch_request import FetchRequest
 from protocol.produce_request import ProduceRequest
 
 from .error_response import error_response, null_in_non_nullable
@@ -59,6 +60,7 @@ def _table(names: tuple[str, ...]) -> Mapping[ApiKey, Handler]:
 
 
 HANDLERS: Mapping[ApiKey, Handler] = _table(HANDLER_MODULES)
+_READ_BY_HAND: Final = frozenset({ProduceRequest, FetchRequest})
 
 
 def supported(api_key: int, version: int) -> bool:
@@ -71,8 +73,8 @@ async def dispatch(ctx: RequestContext, request: Any) -> bytes | Buffers | None:
 
     Raises KafkaError when the connection must close: the request is malformed, or it has no
     response to carry its error (acks=0)."""
-    # A Produce request read by hand had its nulls checked by the reader.
-    if type(request) is not ProduceRequest and (path := null_in_non_nullable(request)) is not None:
+    # Produce and Fetch requests, read by hand, had their nulls checked by their readers.
+    if type(request) not in _READ_BY_HAND and (path := null_in_non_nullable(request)) is not None:
         raise KafkaError(ErrorCode.invalid_request, f"non-nullable field {path} was serialized as null")
     handler = HANDLERS[ApiKey(ctx.header.api_key)]
     try:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from protocol.errors import ErrorCode
+from protocol.fetch_request import FetchPartition, FetchRequest, FetchTopic
 
 __all__ = ("CachedPartition", "FetchContext", "FetchSessionCache", "TopicNames")
 
@@ -79,15 +80,14 @@ class CachedPartition:
         return respond
 
 
-def _from_request(topic: str | None, p: Any, topic_id: uuid.UUID | None = None) -> CachedPartition:
-    return CachedPartition(topic, p.partition, p.fetch_offset, p.partition_max_bytes,
-                           getattr(p, "current_leader_epoch", -1), getattr(p, "log_start_offset", -1),
-                           topic_id=topic_id)
+def _from_request(topic: str | None, p: FetchPartition, topic_id: uuid.UUID | None = None) -> CachedPartition:
+    return CachedPartition(topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                           p.log_start_offset, topic_id=topic_id)
 
 
-def _topic(names: TopicNames, topic: Any) -> tuple[uuid.UUID | None, str | None]:
-    """A request topic's (id, name): (None, its name) before v13; from v13 its id (kio reads the
-    zero UUID as None) and the name that id has here, if any."""
+def _topic(names: TopicNames, topic: FetchTopic) -> tuple[uuid.UUID | None, str | None]:
+    """A request topic's (id, name): (None, its name) before v13; from v13 its id (the zero UUID
+    reads as None, protocol/fetch_request.py) and the name that id has here, if any."""
     if names is None:
         return None, topic.topic
     topic_id = topic.topic_id
@@ -103,7 +103,7 @@ class FetchSession:
     created_ms: int
     uses_topic_ids: bool = False
 
-    def update(self, request: Any, names: TopicNames) -> None:
+    def update(self, request: FetchRequest, names: TopicNames) -> None:
         """Add or update the request's partitions, drop its forgotten ones; name the partitions
         whose topic id named no topic so far (Kafka's maybeResolveUnknownName)."""
         for topic in request.topics:
@@ -115,9 +115,8 @@ class FetchSession:
                     self.partitions[ident, p.partition] = _from_request(name, p, topic_id)
                 else:
                     cached.fetch_offset, cached.partition_max_bytes = p.fetch_offset, p.partition_max_bytes
-                    cached.current_leader_epoch = getattr(p, "current_leader_epoch", -1)
-                    cached.log_start_offset = getattr(p, "log_start_offset", -1)
-        for topic in getattr(request, "forgotten_topics_data", None) or ():
+                    cached.current_leader_epoch, cached.log_start_offset = p.current_leader_epoch, p.log_start_offset
+        for topic in request.forgotten_topics_data:
             ident = topic.topic if names is None else topic.topic_id or ZERO_UUID
             for index in topic.partitions:
                 self.partitions.pop((ident, index), None)
@@ -175,7 +174,7 @@ def _by_topic(responses: Iterable[tuple[CachedPartition, dict[str, Any]]]) -> li
     return out
 
 
-def _request_partitions(request: Any, names: TopicNames) -> list[CachedPartition]:
+def _request_partitions(request: FetchRequest, names: TopicNames) -> list[CachedPartition]:
     if names is None:
         return [_from_request(t.topic, p) for t in request.topics for p in t.partitions]
     out = []
@@ -196,9 +195,9 @@ class FetchSessionCache:
         self.sessions: dict[int, FetchSession] = {}
         self._rng = rng or random.Random()
 
-    def new_context(self, request: Any, now_ms: int, names: TopicNames = None) -> FetchContext:
+    def new_context(self, request: FetchRequest, now_ms: int, names: TopicNames = None) -> FetchContext:
         """The context of one fetch; names resolves topic ids for a v13+ fetch (None before)."""
-        session_id, epoch = getattr(request, "session_id", 0), getattr(request, "session_epoch", FINAL_EPOCH)
+        session_id, epoch = request.session_id, request.session_epoch
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
                 self.sessions.pop(session_id, None)  # a full fetch closes the session it names

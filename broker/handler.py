@@ -63,8 +63,9 @@ class Handler:
     # Versions advertised but refused (Produce v0-2: advertised so that old librdkafka enables
     # compression, rejected because they carry message formats 0 and 1).
     parse_min_version: int | None = None
-    # The whole request answered with one error, for a request kio does not read (Produce:
-    # protocol/produce_request.py); None: broker/error_response.py mirrors the kio entity.
+    # The whole request answered with one error, for a request kio does not read (Produce and
+    # Fetch: protocol/produce_request.py, fetch_request.py); None: broker/error_response.py
+    # mirrors the kio entity.
     answer_error: Callable[[RequestContext, Any, ErrorCode, str | None], bytes] | None = None
 
     def parses(self, version: int) -> bool:

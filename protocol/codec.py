@@ -2,14 +2,15 @@
 
 Each (api_key, version) pair resolves once to a cached reader or writer; the request header version
 (v1, or v2 for flexible requests) and response header version come from kio's schema classes, so
-ApiVersions keeps its v0 response header as Kafka requires. Produce requests, the most frequent and
-largest, are read by hand instead (produce_request.py).
+ApiVersions keeps its v0 response header as Kafka requires. Produce requests, the largest, and
+Fetch requests, the most frequent, are read by hand instead (produce_request.py, fetch_request.py).
 """
 
 from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Callable
 from functools import cache
 from typing import Any, Final, NamedTuple
 
@@ -19,8 +20,11 @@ from kio.serial import entity_reader, entity_writer
 from .api_keys import ApiKey
 from .bounds import UnknownTaggedField, request_walker
 from .errors import ErrorCode, KafkaError
+from .fetch_request import VERSIONS as FETCH_VERSIONS
+from .fetch_request import read_fetch_request
 from .produce_request import VERSIONS as PRODUCE_VERSIONS
-from .produce_request import NullFieldError, read_produce_request
+from .produce_request import read_produce_request
+from .readable import NullFieldError
 from .unknown_tags import strip_unknown_tags
 
 __all__ = (
@@ -38,6 +42,7 @@ __all__ = (
 
 _PEEK: Final = struct.Struct(">hhi")
 _PRODUCE: Final = int(ApiKey.PRODUCE)
+_FETCH: Final = int(ApiKey.FETCH)
 _new_tuple = tuple.__new__  # a NamedTuple's own __new__ is a Python call with keywords
 
 
@@ -108,8 +113,8 @@ def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHe
 
     Raises UnsupportedRequest (with the header) for keys/versions we do not serve,
     KafkaError(INVALID_REQUEST) for bodies that do not parse or whose lengths and counts reach
-    past the end of the frame, and RefusedRequest (with the header) for a Produce request with
-    a null where the schema forbids one (other requests' nulls are dispatch's to find).
+    past the end of the frame, and RefusedRequest (with the header) for a Produce or Fetch request
+    with a null where the schema forbids one (other requests' nulls are dispatch's to find).
     """
     api_key, version, correlation_id = peek_header(frame)
     if not supported(api_key, version):
@@ -117,8 +122,10 @@ def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHe
             api_key=api_key, api_version=version, correlation_id=correlation_id, client_id=None
         )
         raise UnsupportedRequest(header, f"api key {api_key} version {version} is not supported")
+    if api_key == _FETCH and version in FETCH_VERSIONS:
+        return _read_by_hand(read_fetch_request, frame, _FETCH, version, correlation_id)
     if api_key == _PRODUCE and version in PRODUCE_VERSIONS:
-        return _decode_produce(frame, version, correlation_id)
+        return _read_by_hand(read_produce_request, frame, _PRODUCE, version, correlation_id)
     check_bounds, read_header, read_body = _request_readers(api_key, version)
     # Before kio reads anything: its array readers allocate what a count claims (see bounds.py).
     try:
@@ -136,14 +143,15 @@ def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHe
     return _new_tuple(RequestHeader, (api_key, version, correlation_id, kio_header.client_id)), body
 
 
-def _decode_produce(frame: bytes | memoryview, version: int, correlation_id: int) -> tuple[RequestHeader, Any]:
-    """Produce skips the bounds walk, kio and dispatch's null check: its reader does all three."""
+def _read_by_hand(read: Callable[[bytes | memoryview, int], tuple[str | None, Any]], frame: bytes | memoryview,
+                  api_key: int, version: int, correlation_id: int) -> tuple[RequestHeader, Any]:
+    """Produce and Fetch skip the bounds walk, kio and dispatch's null check: their readers do all three."""
     try:
-        client_id, body = read_produce_request(frame, version)
+        client_id, body = read(frame, version)
     except NullFieldError as exc:
-        header = _new_tuple(RequestHeader, (_PRODUCE, version, correlation_id, None))
+        header = _new_tuple(RequestHeader, (api_key, version, correlation_id, None))
         raise RefusedRequest(header, exc.message) from None
-    return _new_tuple(RequestHeader, (_PRODUCE, version, correlation_id, client_id)), body
+    return _new_tuple(RequestHeader, (api_key, version, correlation_id, client_id)), body
 
 
 def encode_response(correlation_id: int, entity: Any) -> bytes:

@@ -21,7 +21,21 @@ import struct
 import uuid
 from typing import Final, NamedTuple
 
-from .errors import ErrorCode, FrameBoundsError, KafkaError
+from .readable import (
+    I32,
+    UUID_SIZE,
+    NullFieldError,
+    Overrun,
+    bad_count,
+    check_null,
+    compact_string,
+    overrun,
+    read_uuid,
+    refused,
+    skip_tags,
+    string,
+    uvarint,
+)
 
 __all__ = (
     "VERSIONS",
@@ -36,13 +50,9 @@ VERSIONS: Final = range(3, 14)
 _FLEXIBLE: Final = 9
 _TOPIC_IDS: Final = 13
 _HEADER: Final = 8  # api_key, api_version, correlation_id: read by codec.peek_header
-_I16: Final = struct.Struct(">h")
-_I32: Final = struct.Struct(">i")
 _ACKS_TIMEOUT: Final = struct.Struct(">hi")
 _ACKS_TIMEOUT_COUNT: Final = struct.Struct(">hii")  # and v3-8's topic count
 _INDEX_SIZE: Final = struct.Struct(">ii")  # v3-8: a partition's index and records length
-_UUID_SIZE: Final = 16
-_NO_TOPIC_ID: Final = bytes(_UUID_SIZE)
 Records = bytes | memoryview | None  # a slice of the request's frame
 _new_tuple = tuple.__new__  # a NamedTuple's own __new__ is a Python call per item
 
@@ -66,37 +76,19 @@ class ProduceRequest(NamedTuple):
     topic_data: list[TopicProduceData]
 
 
-class NullFieldError(KafkaError):
-    """A null where the schema forbids one: Kafka's parser refuses the request, and so the
-    connection closes (as broker/dispatch.py does for the requests kio reads)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(ErrorCode.invalid_request, f"non-nullable field {path} was serialized as null")
-
-
-class _Overrun(Exception):
-    """A length or count reaching past the frame (raised as FrameBoundsError with the version)."""
-
-
 def read_produce_request(frame: bytes | memoryview, version: int) -> tuple[str | None, ProduceRequest]:
     """(client_id, body) of a whole Produce request frame of `version` (in VERSIONS)."""
     try:
         return _read_flexible(frame, version) if version >= _FLEXIBLE else _read_legacy(frame)
-    except (_Overrun, struct.error, IndexError) as exc:  # struct and IndexError: a fixed-size field cut off
-        raise FrameBoundsError(_malformed(version, exc)) from None
-    except UnicodeDecodeError as exc:
-        raise KafkaError(ErrorCode.invalid_request, _malformed(version, exc)) from None
-
-
-def _malformed(version: int, exc: Exception) -> str:
-    return f"malformed api key 0 v{version} request: {exc}"
+    except (Overrun, struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise refused(0, version, exc) from None
 
 
 # Each item's least encoded size, which bounds how many items a count may claim.
 _LEGACY_TOPIC: Final = 2 + 4  # an empty name, an empty partition array
 _LEGACY_PARTITION: Final = 4 + 4  # index, records length
 _COMPACT_TOPIC: Final = 1 + 1 + 1  # an empty name, an empty partition array, no tags
-_COMPACT_TOPIC_BY_ID: Final = _UUID_SIZE + 1 + 1  # v13: a TopicId in place of the name
+_COMPACT_TOPIC_BY_ID: Final = UUID_SIZE + 1 + 1  # v13: a TopicId in place of the name
 _COMPACT_PARTITION: Final = 4 + 1 + 1  # index, null records, no tags
 
 # The readers are written out, two loops each, rather than composed from a reader per field: a
@@ -106,32 +98,32 @@ _COMPACT_PARTITION: Final = 4 + 1 + 1  # index, null records, no tags
 def _read_legacy(buf: bytes | memoryview) -> tuple[str | None, ProduceRequest]:
     """v3-8 (header v1): INT16-length strings, INT32-length bytes and INT32 counts, -1 for null."""
     end = len(buf)
-    client_id, pos = _string(buf, _HEADER, end)
-    transactional_id, pos = _string(buf, pos, end)
+    client_id, pos = string(buf, _HEADER, end)
+    transactional_id, pos = string(buf, pos, end)
     acks, timeout_ms, count = _ACKS_TIMEOUT_COUNT.unpack_from(buf, pos)
     pos += _ACKS_TIMEOUT_COUNT.size
     if count < 0 or count * _LEGACY_TOPIC > end - pos:
-        raise _bad_count(pos, count, _LEGACY_TOPIC, end, "topic_data")
+        raise bad_count(pos, count, _LEGACY_TOPIC, end, "topic_data")
     topics = []
     for _ in range(count):
-        name, pos = _string(buf, pos, end)
+        name, pos = string(buf, pos, end)
         if name is None:
             raise NullFieldError("topic_data.name")
-        (count,) = _I32.unpack_from(buf, pos)
+        (count,) = I32.unpack_from(buf, pos)
         pos += 4
         if count < 0 or count * _LEGACY_PARTITION > end - pos:
-            raise _bad_count(pos, count, _LEGACY_PARTITION, end, "topic_data.partition_data")
+            raise bad_count(pos, count, _LEGACY_PARTITION, end, "topic_data.partition_data")
         partitions = []
         for _ in range(count):
             index, size = _INDEX_SIZE.unpack_from(buf, pos)
             pos += 8
             if size < 0:
-                _check_null(size, pos - 4)
+                check_null(size, pos - 4)
                 records = None
             elif (after := pos + size) <= end:
                 records, pos = buf[pos:after], after
             else:
-                raise _overrun(pos, size, end)
+                raise overrun(pos, size, end)
             partitions.append(_new_tuple(PartitionProduceData, (index, records)))
         topics.append(_new_tuple(TopicProduceData, (name, None, partitions)))
     return client_id, _new_tuple(ProduceRequest, (transactional_id, acks, timeout_ms, topics))
@@ -141,22 +133,22 @@ def _read_flexible(buf: bytes | memoryview, version: int) -> tuple[str | None, P
     """v9+ (header v2): compact lengths and counts, unsigned varints of length + 1 (0 for null),
     and a tag buffer after each struct; the header's client_id keeps its INT16 length."""
     end = len(buf)
-    client_id, pos = _string(buf, _HEADER, end)
-    pos = _skip_tags(buf, pos, end) if buf[pos] else pos + 1
-    transactional_id, pos = _compact_string(buf, pos, end)
+    client_id, pos = string(buf, _HEADER, end)
+    pos = skip_tags(buf, pos, end) if buf[pos] else pos + 1
+    transactional_id, pos = compact_string(buf, pos, end)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
     pos += _ACKS_TIMEOUT.size
     count = buf[pos]
     if count < 0x80:
         pos += 1
     else:
-        count, pos = _uvarint(buf, pos)
+        count, pos = uvarint(buf, pos)
     least = _COMPACT_TOPIC_BY_ID if version >= _TOPIC_IDS else _COMPACT_TOPIC
     if count == 0 or (count - 1) * least > end - pos:
-        raise _bad_count(pos, count - 1, least, end, "topic_data")
+        raise bad_count(pos, count - 1, least, end, "topic_data")
     topics, pos = _compact_topics(buf, pos, end, count - 1, version >= _TOPIC_IDS)
     if buf[pos]:
-        _skip_tags(buf, pos, end)
+        skip_tags(buf, pos, end)
     return client_id, _new_tuple(ProduceRequest, (transactional_id, acks, timeout_ms, topics))
 
 
@@ -166,127 +158,30 @@ def _compact_topics(buf: bytes | memoryview, pos: int, end: int, count: int,
     for _ in range(count):
         name, topic_id = None, None
         if by_id:
-            topic_id, pos = _topic_id(buf, pos, end)
+            topic_id, pos = read_uuid(buf, pos, end)
         else:
-            name, pos = _compact_string(buf, pos, end)
+            name, pos = compact_string(buf, pos, end)
             if name is None:
                 raise NullFieldError("topic_data.name")
         count = buf[pos]
         if count < 0x80:
             pos += 1
         else:
-            count, pos = _uvarint(buf, pos)
+            count, pos = uvarint(buf, pos)
         if count == 0 or (count - 1) * _COMPACT_PARTITION > end - pos:
-            raise _bad_count(pos, count - 1, _COMPACT_PARTITION, end, "topic_data.partition_data")
+            raise bad_count(pos, count - 1, _COMPACT_PARTITION, end, "topic_data.partition_data")
         partitions = []
         for _ in range(count - 1):
-            (index,) = _I32.unpack_from(buf, pos)
-            size, pos = _uvarint(buf, pos + 4)
+            (index,) = I32.unpack_from(buf, pos)
+            size, pos = uvarint(buf, pos + 4)
             if size == 0:
                 records = None
             elif (after := pos + size - 1) <= end:
                 records, pos = buf[pos:after], after
             else:
-                raise _overrun(pos, size - 1, end)
+                raise overrun(pos, size - 1, end)
             partitions.append(_new_tuple(PartitionProduceData, (index, records)))
-            pos = _skip_tags(buf, pos, end) if buf[pos] else pos + 1
+            pos = skip_tags(buf, pos, end) if buf[pos] else pos + 1
         topics.append(_new_tuple(TopicProduceData, (name, topic_id, partitions)))
-        pos = _skip_tags(buf, pos, end) if buf[pos] else pos + 1
+        pos = skip_tags(buf, pos, end) if buf[pos] else pos + 1
     return topics, pos
-
-
-def _topic_id(buf: bytes | memoryview, pos: int, end: int) -> tuple[uuid.UUID | None, int]:
-    raw = bytes(buf[pos : pos + _UUID_SIZE])
-    if len(raw) < _UUID_SIZE:
-        raise _overrun(pos, _UUID_SIZE, end)
-    if raw == _NO_TOPIC_ID:
-        return None, pos + _UUID_SIZE
-    topic_id = _RECENT_IDS.get(raw)
-    if topic_id is None:
-        if len(_RECENT_IDS) >= _RECENT_IDS_KEPT:
-            _RECENT_IDS.clear()
-        topic_id = _RECENT_IDS[raw] = uuid.UUID(bytes=raw)
-    return topic_id, pos + _UUID_SIZE
-
-
-# The UUIDs of the ids producers sent lately: a producer names the same few topics in every
-# request, and uuid.UUID(bytes=) costs more than reading the rest of a one-partition request.
-_RECENT_IDS: dict[bytes, uuid.UUID] = {}
-_RECENT_IDS_KEPT: Final = 4096
-
-
-def _string(buf: bytes | memoryview, pos: int, end: int) -> tuple[str | None, int]:
-    """An INT16-length nullable string (v3-8, and every header's client_id)."""
-    (size,) = _I16.unpack_from(buf, pos)
-    pos += 2
-    if size < 0:
-        _check_null(size, pos - 2)
-        return None, pos
-    if (after := pos + size) > end:
-        raise _overrun(pos, size, end)
-    return str(buf[pos:after], "utf-8"), after
-
-
-def _compact_string(buf: bytes | memoryview, pos: int, end: int) -> tuple[str | None, int]:
-    size = buf[pos]  # the uvarint's one-byte case inline (up to 126 bytes), as for the counts
-    if size < 0x80:
-        pos += 1
-    else:
-        size, pos = _uvarint(buf, pos)
-    if size == 0:
-        return None, pos
-    if (after := pos + size - 1) > end:
-        raise _overrun(pos, size - 1, end)
-    return str(buf[pos:after], "utf-8"), after
-
-
-def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """Kafka's readUnsignedVarint: at most 5 bytes. The one-byte case is most lengths and counts."""
-    byte = buf[pos]
-    if byte < 0x80:
-        return byte, pos + 1
-    value, shift, start = byte & 0x7F, 7, pos
-    while True:
-        pos += 1
-        byte = buf[pos]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos + 1
-        shift += 7
-        if shift > 28:
-            raise _Overrun(f"varint at byte {start} is longer than 5 bytes")
-
-
-def _skip_tags(buf: bytes | memoryview, pos: int, end: int) -> int:
-    """Past a tag buffer (a count, then each field's tag, size and bytes). Produce has no tagged
-    fields of its own, so every one is skipped, as Kafka skips tags it does not know."""
-    count, pos = _uvarint(buf, pos)
-    if count * 2 > end - pos:
-        raise _bad_count(pos, count, 2, end, "tagged fields")
-    for _ in range(count):
-        _tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        if (after := pos + size) > end:
-            raise _overrun(pos, size, end)
-        pos = after
-    return pos
-
-
-def _check_null(size: int, pos: int) -> None:
-    """A negative length is null if it is -1, else malformed."""
-    if size != -1:
-        raise _Overrun(f"negative length {size} at byte {pos}")
-
-
-def _overrun(pos: int, size: int, end: int) -> _Overrun:
-    return _Overrun(f"{size} bytes at byte {pos} reach past the frame; {max(end - pos, 0)} remain")
-
-
-def _bad_count(pos: int, count: int, least: int, end: int, path: str) -> KafkaError | _Overrun:
-    """Why an array's count is refused before any item is read: null (-1) where `path` may not
-    be, or more items of at least `least` bytes than the bytes left could hold."""
-    if count == -1:
-        return NullFieldError(path)
-    if count < 0:
-        return _Overrun(f"negative count {count} at byte {pos}")
-    return _Overrun(f"array at byte {pos} claims {count} items of at least {least} bytes; {end - pos} remain")

@@ -19,6 +19,7 @@ from protocol.codec import RequestHeader, decode_response, encode_response, requ
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
 from storage.api import TopicPartition
+from tests.request_samples import as_handled
 
 E = ErrorCode
 
@@ -29,7 +30,7 @@ async def state(broker_state):  # type: ignore[no-untyped-def]
 
 
 async def call(state: BrokerState, key: ApiKey, version: int, **fields: Any) -> Any:
-    request = build(request_schema(key, version), fields)
+    request = as_handled(build(request_schema(key, version), fields))
     header = RequestHeader(api_key=key, api_version=version, correlation_id=7, client_id="test")
     ctx = RequestContext(header=header, broker=state, peer="test", session=LOCAL_ANONYMOUS)
     return entity(await HANDLERS[key].handle(ctx, request), key, version)

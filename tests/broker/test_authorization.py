@@ -27,7 +27,7 @@ from storage.acl_store import AclFileStore
 from storage.log_manager import LogManager
 from storage.producer_id_blocks import LocalProducerIdBlocks
 from storage.scram_credentials import ScramCredentialStore
-from tests.request_samples import sample_request
+from tests.request_samples import as_handled, sample_request
 
 E, K = ErrorCode, ApiKey
 TOPIC, GROUP, TXN, CLUSTER = (E.topic_authorization_failed, E.group_authorization_failed,
@@ -131,7 +131,7 @@ async def call(state: BrokerState, key: ApiKey, who: Session, version: int | Non
     header = RequestHeader(api_key=key, api_version=version, correlation_id=1, client_id="test")
     try:
         response = await HANDLERS[key].handle(RequestContext(header=header, broker=state, peer="test", session=who),
-                                              request_for(key, version, state))
+                                              as_handled(request_for(key, version, state)))
     except KafkaError as exc:
         return {exc.code}
     if isinstance(response, list):  # Fetch's buffers

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import uuid
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from protocol.build import build
 from protocol.codec import RequestHeader, decode_request, encode_response, request_schema
 from protocol.errors import ErrorCode, KafkaError
 from tests.kafka_wire import decode_response, encode_request
-from tests.request_samples import sample, sample_request
+from tests.request_samples import as_handled, sample, sample_request
 
 E = ErrorCode
 TABLE = [(h.api_key, v) for h in HANDLERS.values() for v in range(h.min_version, h.max_version + 1) if h.parses(v)]
@@ -164,7 +165,7 @@ def context(state: BrokerState, key: ApiKey, version: int) -> RequestContext:
 
 async def answer(state: BrokerState, request: Any) -> Any:
     key, version = request.__api_key__, request.__version__
-    raw = await dispatch(context(state, key, version), request)
+    raw = await dispatch(context(state, key, version), as_handled(request))
     assert raw is not None
     if isinstance(raw, list):  # Fetch's buffers (protocol/fast_responses.py)
         raw = b"".join(raw)
@@ -201,12 +202,13 @@ async def test_unknown_isolation_level_is_invalid_request(state, key, version) -
 
 
 async def test_null_in_a_non_nullable_field_closes_the_connection(state) -> None:
-    # Produce requests are read by hand and their nulls refused there (tests/protocol/test_produce_request.py).
-    frame = encode_request(sample_request(ApiKey.FETCH, 12), 5)
+    # Produce and Fetch requests are read by hand and their nulls refused there
+    # (tests/protocol/test_produce_request.py, test_fetch_request.py).
+    frame = encode_request(sample_request(ApiKey.LIST_OFFSETS, 7), 5)
     header, request = decode_request(frame, lambda *_: True)
     request = dataclasses.replace(request, topics=None)
     with pytest.raises(KafkaError) as info:
-        await dispatch(context(state, ApiKey.FETCH, 12), request)
+        await dispatch(context(state, ApiKey.LIST_OFFSETS, 7), request)
     assert info.value.code is E.invalid_request and "topics" in str(info.value)
 
 
@@ -243,6 +245,47 @@ async def test_failed_acks_0_produce_closes_the_connection(state) -> None:
     request = dataclasses.replace(request, topic_data=(dataclasses.replace(request.topic_data[0], name="nope"),))
     with pytest.raises(CloseConnection):
         await dispatch(context(state, ApiKey.PRODUCE, 9), request)
+
+
+def fetch_sample(version: int, topic_id: Any = None) -> Any:
+    """A Fetch of two topics (by topic_id from v13), with isolation level 1 and a session."""
+    request = dataclasses.replace(sample_request(ApiKey.FETCH, version), isolation_level=1)
+    [topic] = request.topics
+    [part] = topic.partitions
+    if version >= 13:
+        topic = dataclasses.replace(topic, topic_id=topic_id)
+    second = dataclasses.replace(topic, partitions=(part, dataclasses.replace(part, partition=4)))
+    fields = {"session_id": 9, "session_epoch": 0} if version >= 7 else {}
+    return dataclasses.replace(request, topics=(topic, second), **fields)
+
+
+@pytest.mark.parametrize("version", range(4, 19))
+def test_fetch_answers_errors_as_error_response_would(version: int) -> None:
+    """Fetch requests are not kio entities (protocol/fetch_request.py): the handler answers their
+    errors itself, with the bytes error_response gives for the kio request."""
+    for topic_id in (None, uuid.UUID(int=5)):
+        kio_request = fetch_sample(version, topic_id)
+        header, request = decode_request(encode_request(kio_request, 5), lambda *_: True)
+        ctx = RequestContext(header=header, broker=None, peer="test", session=LOCAL_ANONYMOUS)
+        for code, message in ((E.not_leader_or_follower, "boom"), (E.unknown_server_error, None)):
+            expected = encode_response(5, error_response(ApiKey.FETCH, version, kio_request, code, message))
+            assert HANDLERS[ApiKey.FETCH].answer_error(ctx, request, code, message) == expected
+
+
+@pytest.mark.parametrize("version", range(4, 19))
+async def test_a_failed_fetch_answers_every_partition(state, version) -> None:
+    _, request = decode_request(encode_request(fetch_sample(version, uuid.UUID(int=5)), 5), lambda *_: True)
+    state.logs = None  # the handler fails in a way it does not expect
+    raw = await dispatch(context(state, ApiKey.FETCH, version), request)
+    assert isinstance(raw, bytes)
+    _, body = decode_response(raw[4:], ApiKey.FETCH, version)
+    assert getattr(body, "error_code", E.unknown_server_error) is E.unknown_server_error
+    assert getattr(body, "session_id", 0) == 0
+    assert [[(p.partition_index, p.error_code, p.high_watermark, p.records) for p in t.partitions]
+            for t in body.responses] == [[(0, E.unknown_server_error, -1, None)],
+                                         [(0, E.unknown_server_error, -1, None), (4, E.unknown_server_error, -1, None)]]
+    assert [t.topic if version < 13 else t.topic_id for t in body.responses] == (
+        ["t", "t"] if version < 13 else [uuid.UUID(int=5)] * 2)
 
 
 def with_partition(request: Any, **fields: Any) -> Any:

@@ -224,23 +224,28 @@ def test_a_count_the_frame_cannot_hold_is_refused_before_any_item(version: int, 
         decode_request(with_count(version, claim, where), everything)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_lengths_past_the_frame_or_negative_are_refused(version: int) -> None:
-    frame = encode_request(kio_request(version, [("t", TOPIC_ID, [(0, b"abcd")])]), 1, "c")
-    records_at = frame.index(b"abcd")
-    if version >= 9:
+def assert_bad_lengths_refused(frame: bytes, at: int, flexible: bool, legacy: str) -> None:
+    """The length before frame[at:], a compact one if `flexible`, else of struct format `legacy`,
+    made to reach past the frame, to be too long a varint, or negative; and the client_id's."""
+    if flexible:
         lengths = {uvarint(2**31): "reach past the frame", b"\xff\xff\xff\xff\xff\x01": "longer than 5 bytes"}
-        prefix = 1
     else:
-        lengths = {struct.pack(">i", 2**31 - 1): "reach past the frame", struct.pack(">i", -2): "negative length -2"}
-        prefix = 4
+        lengths = {struct.pack(legacy, 2 ** (8 * struct.calcsize(legacy) - 1) - 1): "reach past the frame",
+                   struct.pack(legacy, -2): "negative length -2"}
+    prefix = 1 if flexible else struct.calcsize(legacy)
     for length, why in lengths.items():
-        bad = frame[: records_at - prefix] + length + frame[records_at:]
+        bad = frame[: at - prefix] + length + frame[at:]
         with pytest.raises(FrameBoundsError, match=why):
             decode_request(bad, everything)
     client_id_too_long = frame[:8] + struct.pack(">h", 9999) + frame[10:]
     with pytest.raises(FrameBoundsError, match="9999 bytes at byte 10"):
         decode_request(client_id_too_long, everything)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_lengths_past_the_frame_or_negative_are_refused(version: int) -> None:
+    frame = encode_request(kio_request(version, [("t", TOPIC_ID, [(0, b"abcd")])]), 1, "c")
+    assert_bad_lengths_refused(frame, frame.index(b"abcd"), version >= 9, ">i")
 
 
 def test_a_string_that_is_not_utf8_is_invalid_request() -> None:
