@@ -291,14 +291,14 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> Any:
 
 
 def answer_error(ctx: RequestContext, request: FetchRequest, code: ErrorCode, message: str | None) -> bytes:
-    """The whole request failed (broker/dispatch.py): every partition carries the error, with
-    unknown (-1) offsets and null records, and from v7 the top-level error_code, with no session.
-    These are the bytes broker/error_response.py built for kio's request, which this is not."""
+    """The whole request failed (broker/dispatch.py), answered as Kafka's FetchRequest.getErrorResponse:
+    the top-level error_code (v7+) with no session, and up to v12 every partition with the error too,
+    unknown (-1) offsets and null records; from v13 no partitions."""
     unknown = {"error_code": code, "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
                "records": None}
     responses = [{"topic": t.topic, "topic_id": t.topic_id,
                   "partitions": [{"partition_index": p.partition, **unknown} for p in t.partitions]}
-                 for t in request.topics]
+                 for t in request.topics] if ctx.version < 13 else []
     return encode_response(ctx.header.correlation_id, ctx.respond({"error_code": code, "responses": responses}))
 
 
