@@ -26,19 +26,18 @@ from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from .readable import (
-    I32,
     UUID_SIZE,
     NullFieldError,
     Overrun,
     ValueReader,
-    bad_count,
+    compact_count,
     compact_string,
+    int32_count,
     read_tags,
     read_uuid,
     refused,
     skip_tags,
     string,
-    uvarint,
 )
 
 __all__ = ("VERSIONS", "FetchPartition", "FetchRequest", "FetchTopic", "ForgottenTopic", "ReplicaState",
@@ -125,7 +124,7 @@ def _read_legacy(buf: bytes | memoryview, version: int) -> tuple[str | None, Fet
     head = _LEGACY_HEAD_V7 if version >= _SESSIONS else _LEGACY_HEAD
     fields = head.unpack_from(buf, pos)
     pos += head.size
-    count, pos = _legacy_count(buf, pos, end, _LEGACY_TOPIC, "topics")
+    count, pos = int32_count(buf, pos, end, _LEGACY_TOPIC, "topics")
     topics = []
     for _ in range(count):
         name, pos = _legacy_name(buf, pos, end, "topics.topic")
@@ -142,14 +141,6 @@ def _read_legacy(buf: bytes | memoryview, version: int) -> tuple[str | None, Fet
     return client_id, _new_tuple(FetchRequest, (*fields, topics, forgotten, rack_id, None, None))
 
 
-def _legacy_count(buf: bytes | memoryview, pos: int, end: int, least: int, path: str) -> tuple[int, int]:
-    (count,) = I32.unpack_from(buf, pos)
-    pos += 4
-    if count < 0 or count * least > end - pos:
-        raise bad_count(pos, count, least, end, path)
-    return count, pos
-
-
 def _legacy_name(buf: bytes | memoryview, pos: int, end: int, path: str) -> tuple[str, int]:
     name, pos = string(buf, pos, end)
     if name is None:
@@ -160,7 +151,7 @@ def _legacy_name(buf: bytes | memoryview, pos: int, end: int, path: str) -> tupl
 def _legacy_partitions(buf: bytes | memoryview, pos: int, end: int,
                        version: int) -> tuple[list[FetchPartition], int]:
     layout = _LEGACY_PARTITION[9 if version >= 9 else 5 if version >= 5 else 4]
-    count, pos = _legacy_count(buf, pos, end, layout.size, "topics.partitions")
+    count, pos = int32_count(buf, pos, end, layout.size, "topics.partitions")
     after = pos + count * layout.size
     items = layout.iter_unpack(buf[pos:after])
     hw = _NO_HIGH_WATERMARK
@@ -172,11 +163,11 @@ def _legacy_partitions(buf: bytes | memoryview, pos: int, end: int,
 
 
 def _legacy_forgotten(buf: bytes | memoryview, pos: int, end: int) -> tuple[list[ForgottenTopic], int]:
-    count, pos = _legacy_count(buf, pos, end, _LEGACY_TOPIC, "forgotten_topics_data")
+    count, pos = int32_count(buf, pos, end, _LEGACY_TOPIC, "forgotten_topics_data")
     forgotten = []
     for _ in range(count):
         name, pos = _legacy_name(buf, pos, end, "forgotten_topics_data.topic")
-        size, pos = _legacy_count(buf, pos, end, 4, "forgotten_topics_data.partitions")
+        size, pos = int32_count(buf, pos, end, 4, "forgotten_topics_data.partitions")
         forgotten.append(_new_tuple(ForgottenTopic, (name, None, _int32s(buf, pos, size))))
         pos += 4 * size
     return forgotten, pos
@@ -230,12 +221,12 @@ def _read_flexible(buf: bytes | memoryview, version: int) -> tuple[str | None, F
 
 def _compact_topics(buf: bytes | memoryview, pos: int, end: int, version: int) -> tuple[list[FetchTopic], int]:
     by_id = version >= _TOPIC_IDS
-    count, pos = _compact_count(buf, pos, end, _COMPACT_TOPIC_BY_ID if by_id else _COMPACT_TOPIC, "topics")
+    count, pos = compact_count(buf, pos, end, _COMPACT_TOPIC_BY_ID if by_id else _COMPACT_TOPIC, "topics")
     unpack = _FLEXIBLE_PARTITION.unpack_from
     topics = []
     for _ in range(count):
         name, topic_id, pos = _compact_topic(buf, pos, end, by_id, "topics.topic")
-        size, pos = _compact_count(buf, pos, end, _COMPACT_PARTITION, "topics.partitions")
+        size, pos = compact_count(buf, pos, end, _COMPACT_PARTITION, "topics.partitions")
         partitions = []
         for _ in range(size):
             p, e, o, f, s, m, tagged = unpack(buf, pos)
@@ -249,17 +240,6 @@ def _compact_topics(buf: bytes | memoryview, pos: int, end: int, version: int) -
         topics.append(_new_tuple(FetchTopic, (name, topic_id, partitions)))
         pos = skip_tags(buf, pos, end) if buf[pos] else pos + 1
     return topics, pos
-
-
-def _compact_count(buf: bytes | memoryview, pos: int, end: int, least: int, path: str) -> tuple[int, int]:
-    count = buf[pos]  # the uvarint's one-byte case inline: up to 126 items
-    if count < 0x80:
-        pos += 1
-    else:
-        count, pos = uvarint(buf, pos)
-    if count == 0 or (count - 1) * least > end - pos:
-        raise bad_count(pos, count - 1, least, end, path)
-    return count - 1, pos
 
 
 def _compact_topic(buf: bytes | memoryview, pos: int, end: int, by_id: bool,
@@ -277,11 +257,11 @@ def _compact_topic(buf: bytes | memoryview, pos: int, end: int, by_id: bool,
 def _compact_forgotten(buf: bytes | memoryview, pos: int, end: int,
                        by_id: bool) -> tuple[list[ForgottenTopic], int]:
     least = _COMPACT_TOPIC_BY_ID if by_id else _COMPACT_TOPIC
-    count, pos = _compact_count(buf, pos, end, least, "forgotten_topics_data")
+    count, pos = compact_count(buf, pos, end, least, "forgotten_topics_data")
     forgotten = []
     for _ in range(count):
         name, topic_id, pos = _compact_topic(buf, pos, end, by_id, "forgotten_topics_data.topic")
-        size, pos = _compact_count(buf, pos, end, 4, "forgotten_topics_data.partitions")
+        size, pos = compact_count(buf, pos, end, 4, "forgotten_topics_data.partitions")
         forgotten.append(_new_tuple(ForgottenTopic, (name, topic_id, _int32s(buf, pos, size))))
         pos += 4 * size
         pos = skip_tags(buf, pos, end) if buf[pos] else pos + 1

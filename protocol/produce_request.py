@@ -26,9 +26,10 @@ from .readable import (
     UUID_SIZE,
     NullFieldError,
     Overrun,
-    bad_count,
     check_null,
+    compact_count,
     compact_string,
+    int32_count,
     overrun,
     read_uuid,
     refused,
@@ -51,7 +52,6 @@ _FLEXIBLE: Final = 9
 _TOPIC_IDS: Final = 13
 _HEADER: Final = 8  # api_key, api_version, correlation_id: read by codec.peek_header
 _ACKS_TIMEOUT: Final = struct.Struct(">hi")
-_ACKS_TIMEOUT_COUNT: Final = struct.Struct(">hii")  # and v3-8's topic count
 _INDEX_SIZE: Final = struct.Struct(">ii")  # v3-8: a partition's index and records length
 Records = bytes | memoryview | None  # a slice of the request's frame
 _new_tuple = tuple.__new__  # a NamedTuple's own __new__ is a Python call per item
@@ -100,19 +100,14 @@ def _read_legacy(buf: bytes | memoryview) -> tuple[str | None, ProduceRequest]:
     end = len(buf)
     client_id, pos = string(buf, _HEADER, end)
     transactional_id, pos = string(buf, pos, end)
-    acks, timeout_ms, count = _ACKS_TIMEOUT_COUNT.unpack_from(buf, pos)
-    pos += _ACKS_TIMEOUT_COUNT.size
-    if count < 0 or count * _LEGACY_TOPIC > end - pos:
-        raise bad_count(pos, count, _LEGACY_TOPIC, end, "topic_data")
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
+    count, pos = int32_count(buf, pos + _ACKS_TIMEOUT.size, end, _LEGACY_TOPIC, "topic_data")
     topics = []
     for _ in range(count):
         name, pos = string(buf, pos, end)
         if name is None:
             raise NullFieldError("topic_data.name")
-        (count,) = I32.unpack_from(buf, pos)
-        pos += 4
-        if count < 0 or count * _LEGACY_PARTITION > end - pos:
-            raise bad_count(pos, count, _LEGACY_PARTITION, end, "topic_data.partition_data")
+        count, pos = int32_count(buf, pos, end, _LEGACY_PARTITION, "topic_data.partition_data")
         partitions = []
         for _ in range(count):
             index, size = _INDEX_SIZE.unpack_from(buf, pos)
@@ -137,16 +132,9 @@ def _read_flexible(buf: bytes | memoryview, version: int) -> tuple[str | None, P
     pos = skip_tags(buf, pos, end) if buf[pos] else pos + 1
     transactional_id, pos = compact_string(buf, pos, end)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
-    pos += _ACKS_TIMEOUT.size
-    count = buf[pos]
-    if count < 0x80:
-        pos += 1
-    else:
-        count, pos = uvarint(buf, pos)
     least = _COMPACT_TOPIC_BY_ID if version >= _TOPIC_IDS else _COMPACT_TOPIC
-    if count == 0 or (count - 1) * least > end - pos:
-        raise bad_count(pos, count - 1, least, end, "topic_data")
-    topics, pos = _compact_topics(buf, pos, end, count - 1, version >= _TOPIC_IDS)
+    count, pos = compact_count(buf, pos + _ACKS_TIMEOUT.size, end, least, "topic_data")
+    topics, pos = _compact_topics(buf, pos, end, count, version >= _TOPIC_IDS)
     if buf[pos]:
         skip_tags(buf, pos, end)
     return client_id, _new_tuple(ProduceRequest, (transactional_id, acks, timeout_ms, topics))
@@ -163,15 +151,9 @@ def _compact_topics(buf: bytes | memoryview, pos: int, end: int, count: int,
             name, pos = compact_string(buf, pos, end)
             if name is None:
                 raise NullFieldError("topic_data.name")
-        count = buf[pos]
-        if count < 0x80:
-            pos += 1
-        else:
-            count, pos = uvarint(buf, pos)
-        if count == 0 or (count - 1) * _COMPACT_PARTITION > end - pos:
-            raise bad_count(pos, count - 1, _COMPACT_PARTITION, end, "topic_data.partition_data")
+        count, pos = compact_count(buf, pos, end, _COMPACT_PARTITION, "topic_data.partition_data")
         partitions = []
-        for _ in range(count - 1):
+        for _ in range(count):
             (index,) = I32.unpack_from(buf, pos)
             size, pos = uvarint(buf, pos + 4)
             if size == 0:

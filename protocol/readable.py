@@ -18,8 +18,8 @@ from typing import Any, Final
 from .errors import ErrorCode, FrameBoundsError, KafkaError
 
 __all__ = (
-    "I16", "I32", "UUID_SIZE", "NullFieldError", "Overrun", "ValueReader", "bad_count", "check_null", "compact_string",
-    "overrun", "read_tags", "read_uuid", "refused", "skip_tags", "string", "uvarint",
+    "I16", "I32", "UUID_SIZE", "NullFieldError", "Overrun", "ValueReader", "bad_count", "check_null", "compact_count",
+    "compact_string", "int32_count", "overrun", "read_tags", "read_uuid", "refused", "skip_tags", "string", "uvarint",
 )
 
 I16: Final = struct.Struct(">h")
@@ -77,6 +77,29 @@ def compact_string(buf: Frame, pos: int, end: int) -> tuple[str | None, int]:
     if (after := pos + size - 1) > end:
         raise overrun(pos, size - 1, end)
     return str(buf[pos:after], "utf-8"), after
+
+
+def int32_count(buf: Frame, pos: int, end: int, least: int, path: str) -> tuple[int, int]:
+    """A non-flexible array's INT32 count and the position after it, refused (bad_count) when
+    null or when the bytes left cannot hold that many items of at least `least` bytes."""
+    (count,) = I32.unpack_from(buf, pos)
+    pos += 4
+    if count < 0 or count * least > end - pos:
+        raise bad_count(pos, count, least, end, path)
+    return count, pos
+
+
+def compact_count(buf: Frame, pos: int, end: int, least: int, path: str) -> tuple[int, int]:
+    """A flexible array's count (an unsigned varint of count + 1, 0 for null), checked as
+    int32_count checks it."""
+    count = buf[pos]  # the uvarint's one-byte case inline: up to 126 items
+    if count < 0x80:
+        pos += 1
+    else:
+        count, pos = uvarint(buf, pos)
+    if count == 0 or (count - 1) * least > end - pos:
+        raise bad_count(pos, count - 1, least, end, path)
+    return count - 1, pos
 
 
 def uvarint(buf: Frame, pos: int) -> tuple[int, int]:

@@ -43,6 +43,7 @@ from tests.protocol.test_produce_request import (
     NULL_PARTITIONS,
     assert_bad_lengths_refused,
     compact,
+    everything,
     uvarint,
 )
 from tests.request_samples import encode_header, sample_request, variants
@@ -51,10 +52,6 @@ TOPIC_ID = uuid.UUID("5f2d1c7e-9a0b-4c3d-8e6f-102132435465")
 ZERO = uuid.UUID(int=0)
 FLEXIBLE = [v for v in VERSIONS if v >= 12]
 NO_HIGH_WATERMARK = (1 << 63) - 1
-
-
-def everything(api_key: int, version: int) -> bool:
-    return True
 
 
 def part(partition: int = 0, fetch_offset: int = 0, **fields: Any) -> dict[str, Any]:
