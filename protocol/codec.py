@@ -2,7 +2,8 @@
 
 Each (api_key, version) pair resolves once to a cached reader or writer; the request header version
 (v1, or v2 for flexible requests) and response header version come from kio's schema classes, so
-ApiVersions keeps its v0 response header as Kafka requires. Produce requests, the largest, and
+ApiVersions keeps its v0 response header as Kafka requires; versions kio lacks come from
+newer_schemas.py. Produce requests, the largest, and
 Fetch requests, the most frequent, are read by hand instead (produce_request.py, fetch_request.py).
 """
 
@@ -22,6 +23,7 @@ from .bounds import UnknownTaggedField, request_walker
 from .errors import ErrorCode, KafkaError
 from .fetch_request import VERSIONS as FETCH_VERSIONS
 from .fetch_request import read_fetch_request
+from .newer_schemas import NEWER_REQUESTS, NEWER_RESPONSES
 from .produce_request import VERSIONS as PRODUCE_VERSIONS
 from .produce_request import read_produce_request
 from .readable import NullFieldError
@@ -81,12 +83,12 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
 
 @cache
 def request_schema(api_key: int, version: int) -> type[Any]:
-    return load_request_schema(api_key, version)
+    return NEWER_REQUESTS.get((api_key, version)) or load_request_schema(api_key, version)
 
 
 @cache
 def response_schema(api_key: int, version: int) -> type[Any]:
-    return load_response_schema(api_key, version)
+    return NEWER_RESPONSES.get((api_key, version)) or load_response_schema(api_key, version)
 
 
 @cache

@@ -12,6 +12,7 @@ from kio.index import load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from broker.embedded import recv_exact
+from protocol.newer_schemas import NEWER_RESPONSES
 
 
 def encode_request(entity: Any, correlation_id: int, client_id: str | None = "test") -> bytes:
@@ -31,7 +32,7 @@ def frame(payload: bytes) -> bytes:
 
 def decode_response(payload: bytes, api_key: int, version: int) -> tuple[Any, Any]:
     """(response header, body) of a response payload (without its size prefix)."""
-    schema = load_response_schema(api_key, version)
+    schema = NEWER_RESPONSES.get((api_key, version)) or load_response_schema(api_key, version)
     # kio's readers return (entity, bytes consumed).
     header, header_size = entity_reader(schema.__header_schema__)(payload, 0)
     body, body_size = entity_reader(schema)(payload, header_size)

@@ -1,4 +1,4 @@
-"""ApiVersions v0-4.
+"""ApiVersions v0-5.
 
 Behaviour: answers from the dispatch table, so what is advertised is what is implemented.
 Version notes: the response header is always v0 (kio's schemas encode that). A request at a version
@@ -7,7 +7,11 @@ answers that before parsing (see broker/connection.py). v3+ carries client softw
 which Kafka validates; we accept what clients send and only log it. v3+ carries the supported
 and finalized features of broker/features.py (kafka-features describe prints them) and the
 finalized-features epoch; as Kafka does, v3 leaves out supported features whose minimum version is
-0 (finalized ones are all listed, except those finalized at level 0).
+0 (finalized ones are all listed, except those finalized at level 0). v5 (KIP-1242) names the
+cluster and node the client means to reach, once it knows them: when either is not this broker's
+(its address now belongs to another broker or another cluster), the answer is
+REBOOTSTRAP_REQUIRED with no API keys, as Kafka 4.4's KafkaApis answers, and the client fetches
+its metadata again from its bootstrap servers.
 """
 
 from __future__ import annotations
@@ -66,9 +70,19 @@ def _body(ctx: RequestContext) -> bytes:
     return body
 
 
+def _meant_for_another(ctx: RequestContext, request: Any) -> bool:
+    """Kafka's clusterIdOrNodeIdIsInvalid: only a request naming a cluster is checked."""
+    if ctx.version < 5 or request.cluster_id is None:
+        return False
+    return request.cluster_id != ctx.broker.cluster_id or request.node_id != ctx.broker.node_id
+
+
 async def handle(ctx: RequestContext, request: Any) -> bytes:
+    if _meant_for_another(ctx, request):
+        return encode_response(ctx.header.correlation_id, ctx.respond(
+            {"error_code": ErrorCode.rebootstrap_required, "api_keys": [], "throttle_time": 0}))
     body = _body(ctx)
     return _FRAME_HEAD.pack(4 + len(body), ctx.header.correlation_id) + body
 
 
-HANDLER = Handler(api_key=ApiKey.API_VERSIONS, min_version=0, max_version=4, handle=handle)
+HANDLER = Handler(api_key=ApiKey.API_VERSIONS, min_version=0, max_version=5, handle=handle)

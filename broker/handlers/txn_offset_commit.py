@@ -1,4 +1,4 @@
-"""TxnOffsetCommit v0-5.
+"""TxnOffsetCommit v0-6.
 
 Behaviour: the group coordinator writes the offsets to the group's __consumer_offsets partition
 as a transactional batch of the producer and holds them pending; the COMMIT marker that EndTxn
@@ -15,8 +15,11 @@ verifies (KIP-890 part 1): otherwise the offsets would open a transaction in __c
 no marker closes; v4 answers TRANSACTION_ABORTABLE for it (the client aborts and goes on), v0-3
 INVALID_TXN_STATE.
 Version notes: v3+ carries generation, member id and group instance id (KIP-447), checked as
-OffsetCommit checks them. Kafka 4.4 adds v6 (KIP-1319: topics by id, as OffsetCommit v10); kio has
-no v6 schema, so the broker stops at v5 and 4.4 clients send v5 by name.
+OffsetCommit checks them, except that a group this broker does not know is ILLEGAL_GENERATION for
+a generation >= 0 (a lower one creates it, as OffsetCommit does) and a stale member epoch is
+ILLEGAL_GENERATION too, as Kafka answers TxnOffsetCommit; v6 (KIP-1319, protocol/newer_schemas.py)
+names topics by id, answers UNKNOWN_TOPIC_ID for an id it does not know, and says
+GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH for those two.
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ from .group_common import commit_results, group_coordinator, request_topics, req
 from .txn_errors import txn_error_code
 from .txn_routing import coordinator_add, remote_verifier
 
+TOPIC_IDS_VERSION = 6
+
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
-    topics = request_topics(ctx, request.topics, by_id=False)
+    topics = request_topics(ctx, request.topics, by_id=ctx.version >= TOPIC_IDS_VERSION)
     wanted, results = requested_offsets(ctx, topics)
     if wanted:
         try:
@@ -54,6 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 generation_id=field_or(request, "generation_id", -1),
                 group_instance_id=field_or(request, "group_instance_id", None),
                 producer=ProducerIdAndEpoch(producer_id=request.producer_id, epoch=request.producer_epoch),
+                api_version=ctx.version,
             )
         except KafkaError as exc:
             code = txn_error_code(exc, ctx.version, 99, "TxnOffsetCommit", request.transactional_id)
@@ -61,4 +67,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({"throttle_time": 0, "topics": commit_results(topics, results)})
 
 
-HANDLER = Handler(api_key=ApiKey.TXN_OFFSET_COMMIT, min_version=0, max_version=5, handle=handle)
+HANDLER = Handler(api_key=ApiKey.TXN_OFFSET_COMMIT, min_version=0, max_version=6, handle=handle)

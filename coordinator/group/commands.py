@@ -91,7 +91,8 @@ class CommitOffsets:
     retention_ms: int | None
     # TxnOffsetCommit: the producer whose transaction holds the offsets pending.
     producer: ProducerIdAndEpoch | None = None
-    # OffsetCommit's version: consumer-protocol members must use v9+ (Kafka's validateOffsetCommit).
+    # The request's version: OffsetCommit's (consumer-protocol members must use v9+, Kafka's
+    # validateOffsetCommit), or TxnOffsetCommit's (v6+ has GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH).
     api_version: int = 9
     reply: _Reply
 

@@ -256,14 +256,19 @@ class GroupOperations:
             return PendingCommit.refused(cmd, None, ErrorCode.invalid_group_id)
         group = self.groups.get(cmd.group_id)
         if group is None:
-            if txn is None and cmd.generation_id >= 0:
-                # A member of a group this broker does not know: an older generation.
-                return PendingCommit.refused(cmd, None, ErrorCode.illegal_generation)
+            if cmd.generation_id >= 0:
+                # A member of a group this broker does not know: an older generation. Kafka's
+                # TxnOffsetCommit says so from v6 (KIP-1319) as GROUP_ID_NOT_FOUND.
+                unknown = ErrorCode.group_id_not_found if txn is not None and cmd.api_version >= 6 \
+                    else ErrorCode.illegal_generation
+                return PendingCommit.refused(cmd, None, unknown)
             group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
         error = validate_offset_commit(
             group, member_id=cmd.member_id, group_instance_id=cmd.group_instance_id,
             generation_id=cmd.generation_id, transactional=txn is not None, api_version=cmd.api_version,
         )
+        if error is ErrorCode.stale_member_epoch and txn is not None and cmd.api_version < 6:
+            error = ErrorCode.illegal_generation  # TxnOffsetCommit before v6 has no STALE_MEMBER_EPOCH
         if error is not None:
             return PendingCommit.refused(cmd, group, error)
         member = group.members.get(cmd.member_id)

@@ -196,7 +196,8 @@ class Group:
     def __init__(self):
         self.calls = []
 
-    async def commit_offsets(self, group_id, offsets, *, member_id, generation_id, group_instance_id, producer):
+    async def commit_offsets(self, group_id, offsets, *, member_id, generation_id, group_instance_id, producer,
+                             api_version):
         plain = {tp: (o.committed_offset, o.committed_leader_epoch, o.metadata) for tp, o in offsets.items()}
         self.calls.append((group_id, producer.producer_id, producer.epoch, generation_id, member_id,
                            group_instance_id, plain))

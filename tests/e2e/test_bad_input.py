@@ -161,7 +161,7 @@ def test_too_new_api_versions_gets_a_v0_answer_with_our_range(broker):
     assert isinstance(body, ApiVersionsResponseV0)
     assert body.error_code is ErrorCode.unsupported_version
     ranges = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-    assert ranges[ApiKey.API_VERSIONS] == (0, 4)
+    assert ranges[ApiKey.API_VERSIONS] == (0, 5)
 
 
 def test_api_versions_advertises_the_dispatch_table(broker):

@@ -1,13 +1,17 @@
 """The versions Kafka 4.x added and its 4.x clients negotiate, as raw requests against a real
 broker: Metadata v13 (top-level error code), DescribeCluster v2 (fenced brokers), ListTransactions
 v2 (transactional id pattern), ListOffsets v11 (earliest pending upload), OffsetCommit and
-OffsetFetch v10 (topics by id)."""
+OffsetFetch v10 (topics by id); and the versions Kafka 4.4 added that kio lacks
+(protocol/newer_schemas.py): ApiVersions v5 (KIP-1242), DeleteGroups v3 and TxnOffsetCommit v6
+(KIP-1319)."""
 
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -33,6 +37,9 @@ from kio.schema.offset_fetch.v9.request import OffsetFetchRequestTopics as Fetch
 from kio.schema.offset_fetch.v10.request import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
+from protocol.api_keys import ApiKey
+from protocol.build import build
+from protocol.codec import request_schema
 from protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess
 from tests.e2e.txn_clients import create_topics, plain_producer, txn_producer
@@ -212,3 +219,97 @@ def test_a_deleted_topics_offsets_are_not_read_by_the_new_topics_id(
     assert new != old
     assert fetch_v10(raw, "g-recreate", {new: [0]}) == [(new, 0, -1, "", E.none)]
     assert fetch_v10(raw, "g-recreate", None) == []
+
+
+# -- Kafka 4.4's versions (protocol/newer_schemas.py) ----------------------------------------------
+
+
+def api_versions_v5(raw: RawClient, cluster_id: str | None, node_id: int) -> Any:
+    return raw.request(build(request_schema(ApiKey.API_VERSIONS, 5), {
+        "client_software_name": "test", "client_software_version": "1", "cluster_id": cluster_id,
+        "node_id": node_id}))
+
+
+def test_api_versions_v5_answers_rebootstrap_required_to_a_client_meant_for_another_broker(
+        client: tuple[BrokerProcess, RawClient]) -> None:
+    """KIP-1242, as Kafka 4.4's KafkaApis checks it: only a request naming a cluster is checked,
+    and then both the cluster id and the node id must be this broker's."""
+    _, raw = client
+    cluster_id = raw.request(MetadataRequest(topics=(), allow_auto_topic_creation=False,
+                                             include_topic_authorized_operations=False)).cluster_id
+    assert cluster_id
+    for asked in ((None, -1), (None, 7), (cluster_id, 1)):
+        r = api_versions_v5(raw, *asked)
+        assert r.error_code is E.none, asked
+        assert {k.api_key: k.max_version for k in r.api_keys}[ApiKey.API_VERSIONS] == 5
+    for asked in (("another-cluster", 1), (cluster_id, 2), (cluster_id, -1)):
+        r = api_versions_v5(raw, *asked)
+        assert (r.error_code, r.api_keys, r.supported_features) == (E.rebootstrap_required, (), ()), asked
+    assert api_versions_v5(raw, cluster_id, 1).error_code is E.none  # the connection stays usable
+
+
+def test_delete_groups_v3_answers_a_null_message_per_group(client: tuple[BrokerProcess, RawClient]) -> None:
+    """Kafka 4.4 adds ErrorMessage to each result and leaves it null."""
+    _, raw = client
+    assert commit_v10(raw, "del-v3", {topic_ids(raw)["ids-a"]: {0: 1}})[0][2] is E.none
+    r = raw.request(build(request_schema(ApiKey.DELETE_GROUPS, 3), {"groups_names": ["del-v3", "no-such-group"]}))
+    assert [(g.group_id, g.error_code, g.error_message) for g in r.results] == [
+        ("del-v3", E.none, None), ("no-such-group", E.group_id_not_found, None)]
+
+
+def txn_producer_id(raw: RawClient, transactional_id: str) -> tuple[int, int]:
+    r = raw.request(build(request_schema(ApiKey.INIT_PRODUCER_ID, 5), {
+        "transactional_id": transactional_id, "transaction_timeout": 60_000, "producer_id": -1,
+        "producer_epoch": -1}))
+    assert r.error_code is E.none
+    return r.producer_id, r.producer_epoch
+
+
+def txn_commit(raw: RawClient, version: int, pid_epoch: tuple[int, int], group: str, generation: int,
+               topics: dict[Any, dict[int, int]]) -> list[tuple[Any, int, ErrorCode]]:
+    key = "topic_id" if version >= 6 else "name"
+    r = raw.request(build(request_schema(ApiKey.TXN_OFFSET_COMMIT, version), {
+        "transactional_id": "tx-newer", "group_id": group, "producer_id": pid_epoch[0],
+        "producer_epoch": pid_epoch[1], "generation_id": generation, "member_id": "m" if generation >= 0 else "",
+        "group_instance_id": None,
+        "topics": [{key: t, "partitions": [{"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
+                                           "committed_metadata": None} for p, o in parts.items()]}
+                   for t, parts in topics.items()]}))
+    return [(getattr(t, key), p.partition_index, p.error_code) for t in r.topics for p in t.partitions]
+
+
+def end_txn(raw: RawClient, pid_epoch: tuple[int, int], commit: bool) -> ErrorCode:
+    return raw.request(build(request_schema(ApiKey.END_TXN, 5), {
+        "transactional_id": "tx-newer", "producer_id": pid_epoch[0], "producer_epoch": pid_epoch[1],
+        "committed": commit})).error_code
+
+
+def test_txn_offset_commit_v6_names_topics_by_id(client: tuple[BrokerProcess, RawClient]) -> None:
+    """KIP-1319: topics by id both ways, UNKNOWN_TOPIC_ID for an id the broker does not know; the
+    offsets commit with the transaction (Transactions V2: no AddOffsetsToTxn) and read back."""
+    _, raw = client
+    ids = topic_ids(raw)
+    a = ids["ids-a"]
+    pid_epoch = txn_producer_id(raw, "tx-newer")
+    assert txn_commit(raw, 6, pid_epoch, "g-txn6", -1, {a: {0: 4, 1: 6}, UNKNOWN_ID: {0: 1}}) == [
+        (a, 0, E.none), (a, 1, E.none), (UNKNOWN_ID, 0, E.unknown_topic_id)]
+    assert end_txn(raw, pid_epoch, commit=True) is E.none
+    deadline = time.monotonic() + 10
+    while (got := fetch_v10(raw, "g-txn6", {a: [0, 1]})) != [(a, 0, 4, "", E.none), (a, 1, 6, "", E.none)]:
+        assert time.monotonic() < deadline, got
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("version", "expected"), [(5, E.illegal_generation), (6, E.group_id_not_found)])
+def test_txn_offset_commit_of_a_generation_of_an_unknown_group_is_refused(
+        client: tuple[BrokerProcess, RawClient], version: int, expected: ErrorCode) -> None:
+    """Kafka's validateTransactionalOffsetCommit: a group the coordinator does not know is created
+    only for a generation below 0; from a member of some generation it is ILLEGAL_GENERATION,
+    GROUP_ID_NOT_FOUND from v6. Nothing is written: the producer's transaction aborts empty."""
+    _, raw = client
+    a = topic_ids(raw)["ids-a"]
+    pid_epoch = txn_producer_id(raw, "tx-newer")
+    topic = a if version >= 6 else "ids-a"
+    assert txn_commit(raw, version, pid_epoch, f"gone-{version}", 3, {topic: {0: 1}}) == [(topic, 0, expected)]
+    assert end_txn(raw, pid_epoch, commit=False) is E.none
+    assert fetch_v10(raw, f"gone-{version}", {a: [0]}) == [(a, 0, -1, "", E.none)]

@@ -95,8 +95,11 @@ async def test_offset_commit_and_fetch_check_the_member_epoch(node: Node) -> Non
         tp: ErrorCode.unsupported_version}
     assert await coord.commit_offsets("g", {tp: oam(6)}) == {tp: ErrorCode.unknown_member_id}
     txn = ProducerIdAndEpoch(producer_id=7, epoch=0)
-    assert await coord.commit_offsets("g", {tp: oam(8)}, member_id="a", generation_id=0, producer=txn) == {
-        tp: ErrorCode.stale_member_epoch}
+    assert await coord.commit_offsets("g", {tp: oam(8)}, member_id="a", generation_id=0, producer=txn,
+                                      api_version=6) == {tp: ErrorCode.stale_member_epoch}
+    # TxnOffsetCommit before v6 has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
+    assert await coord.commit_offsets("g", {tp: oam(8)}, member_id="a", generation_id=0, producer=txn,
+                                      api_version=5) == {tp: ErrorCode.illegal_generation}
     assert await coord.commit_offsets("g", {tp: oam(8)}, member_id="a", generation_id=1, producer=txn) == {
         tp: ErrorCode.none}
     [f] = await coord.fetch_offsets("g", [tp], member_id="a", member_epoch=1)
