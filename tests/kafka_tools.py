@@ -1,6 +1,6 @@
 """Apache Kafka's command-line tools, run as the shell scripts of a Kafka distribution would run
 them (`java -cp <jars> <main class> args`), from the jars `make kafka-tools` fetches into
-tools/kafka-tools/. Each script name maps to its main class in kafka-tools (or core).
+tools/kafka-tools/. Each script name maps to its main class in kafka-tools.
 
 The first tool run archives the classes it loaded (Java's dynamic class data sharing,
 -XX:ArchiveClassesAtExit) in build/cds/, which costs that run ~3 s. Every later run, whichever the
@@ -26,7 +26,7 @@ MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
-    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",

@@ -1,4 +1,4 @@
-"""ACLs through Kafka's own kafka-acls (kafka-tools 4.3.1): add, list (all, per resource, per
+"""ACLs through Kafka's own kafka-acls (kafka-tools 4.4.0): add, list (all, per resource, per
 principal), remove, kept across a kill -9 restart, and refused to a principal that is not allowed
 to manage them. Before SASL every client here is User:ANONYMOUS, made a super user to manage ACLs."""
 

@@ -72,8 +72,8 @@ def test_members_share_a_topic_and_rebalance_as_they_join_and_leave(group_broker
 
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "ConsumerProtocolMember.java"
-# kafka-clients 4.3.1, the client of Kafka's newest tools, and what it loads at run time.
-JAVA_JARS = ("kafka-clients-4.3.1.jar", "slf4j-api-", "lz4-java-", "snappy-java-", "zstd-jni-")
+# kafka-clients 4.x, the client of Kafka's newest tools (4.4.0 now), and what it loads at run time.
+JAVA_JARS = ("kafka-clients-4.", "slf4j-api-", "lz4-java-", "snappy-java-", "zstd-jni-")
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def java_member(tmp_path_factory: pytest.TempPathFactory) -> str:
     tools = REPO / "tools" / "kafka-tools"
     jars = [j for j in sorted(tools.glob("*.jar")) if j.name.startswith(JAVA_JARS)]
     if not any(j.name.startswith("kafka-clients-4") for j in jars):
-        pytest.fail("tools/kafka-tools/kafka-clients-4.3.1.jar is missing")
+        pytest.fail("tools/kafka-tools/kafka-clients-4.*.jar is missing: run `make kafka-tools`")
     return compile_java(tmp_path_factory.mktemp("kip848-java"), JAVA_SOURCE, jars)
 
 
@@ -172,7 +172,7 @@ def test_java_and_librdkafka_members_share_a_topic_and_resume_after_kill_9(  # t
 
 
 def test_kafka_tools_show_a_consumer_protocol_group(group_broker) -> None:  # type: ignore[no-untyped-def]
-    """kafka-groups and kafka-consumer-groups 4.3.1 describe the group through ListGroups v5 and
+    """kafka-groups and kafka-consumer-groups 4.4.0 describe the group through ListGroups v5 and
     ConsumerGroupDescribe, as they do on Kafka 4.x (outputs checked against Kafka's layout)."""
     produce(group_broker.bootstrap, 12)
     c = consumer(group_broker.bootstrap, "tools-848", **{"client.id": "tools-client"})
@@ -283,7 +283,7 @@ def test_a_static_member_restarting_gets_its_partitions_back(group_broker) -> No
 
 def test_java_consume_transform_produce_with_the_consumer_protocol_is_exactly_once(  # type: ignore[no-untyped-def]
         broker_factory, tmp_path: Path) -> None:
-    """kafka-clients 4.3.1: TxnOffsetCommit carries the member id and member epoch from
+    """kafka-clients 4.4.0: TxnOffsetCommit carries the member id and member epoch from
     consumer.groupMetadata(); aborted batches are re-read from the committed offsets."""
     broker = broker_factory(SETTINGS)
     bs = broker.bootstrap
@@ -335,7 +335,7 @@ def run_member(classpath: str, bootstrap: str, group: str, records: int, committ
 
 def test_java_4_consumer_commits_and_fetches_offsets_by_topic_id(  # type: ignore[no-untyped-def]
         broker_factory, java_member: str) -> None:
-    """kafka-clients 4.3.1 with group.protocol=consumer knows its topics' ids from Metadata and so
+    """kafka-clients 4.4.0 with group.protocol=consumer knows its topics' ids from Metadata and so
     commits with OffsetCommit v10 and reads its committed offsets back with OffsetFetch v10 (KIP-848
     topic ids) once the broker offers them; the offsets are the group's by name too, and a member
     that takes over resumes from them without reading a record twice."""

@@ -166,7 +166,7 @@ def java4(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_the_java4_consumer_reads_committed_records_at_fetch_v18(java4: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
     """confluent-kafka writes committed and aborted transactions; the Java 4.x consumer (topic ids
     from Metadata, so Fetch by id) reads the committed records only, and every Fetch it sent was
-    v18 (Kafka 4.3's latest)."""
+    v18 (Kafka 4.4's latest)."""
     broker = broker_factory(METRICS_SETTINGS)
     create_topics(broker.bootstrap, ["j4"], 1)
     producer = txn_producer(broker.bootstrap, "j4-txn")

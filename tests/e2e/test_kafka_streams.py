@@ -1,4 +1,4 @@
-"""A stock Kafka Streams 4.3.1 application with processing.guarantee=exactly_once_v2
+"""A stock Kafka Streams 4.4.0 application with processing.guarantee=exactly_once_v2
 (tests/e2e/java/StreamsEos.java, from `make kafka-tools`) against the broker: killed with
 SIGKILL mid-transaction and restarted, or stopped mid-transaction until its group has moved its
 tasks to another instance and then resumed (a zombie).

@@ -1,4 +1,4 @@
-"""Kafka's own CLI tools (kafka-tools 4.3.1) against the broker, asserting on what they print, which
+"""Kafka's own CLI tools (kafka-tools 4.4.0) against the broker, asserting on what they print, which
 is what they print against Apache Kafka 4.x (checked side by side with bench/servers.py's Kafka).
 Commands are grouped per test so that JVM starts stay few."""
 

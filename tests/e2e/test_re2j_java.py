@@ -1,5 +1,5 @@
 """coordinator/re2j.py against re2j itself: every case of tests/coordinator/test_re2j.py, run
-through com.google.re2j (the jar Kafka 4.3.1's tools ship, which its broker compiles patterns
+through com.google.re2j (the jar Kafka 4.4.0's tools ship, which its broker compiles patterns
 with), must be refused or matched alike, so that table is what RE2/J answers."""
 
 from __future__ import annotations

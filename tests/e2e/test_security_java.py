@@ -2,7 +2,7 @@
 and mechanism (SSL with a client certificate, SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256, SASL_SSL
 with PLAIN and both SCRAMs), transactions and read_committed included; each way to fail
 authentication gives the Java client Kafka's exception for it while the broker goes on serving;
-Kafka's own kafka-configs (4.3.1) adding a SCRAM user that then logs in with the console producer
+Kafka's own kafka-configs (4.4.0) adding a SCRAM user that then logs in with the console producer
 and consumer; Spark's Kafka source at read_committed over SASL_SSL reading exactly the committed
 records."""
 

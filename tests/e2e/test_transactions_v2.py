@@ -1,4 +1,4 @@
-"""Transactions V2 (KIP-890 part 2, issue 14) with Apache Kafka's own Java kafka-clients 4.3.1 (the
+"""Transactions V2 (KIP-890 part 2, issue 14) with Apache Kafka's own Java kafka-clients 4.4.0 (the
 producer the Kafka 4.x CLI, Streams and Flink use), beside the V1 clients that never switch
 (librdkafka, kafka-python). The broker's request metrics show which protocol each client used:
 Produce v12+, EndTxn v5 and no AddPartitionsToTxn for V2."""
@@ -140,7 +140,7 @@ def test_v1_and_v2_producers_share_partitions_read_exactly_by_every_client(  # t
     assert len(rows) == committed
     assert not any(value.startswith((b"v1-False", b"a-")) for *_, value in rows)
     assert sorted(kafka_python_read(broker.bootstrap, {"mixed": 2}, committed)) == sorted(rows)
-    for java in (compiled, compiled_39):  # kafka-clients 4.3.1 and 3.9 consumers
+    for java in (compiled, compiled_39):  # kafka-clients 4.4.0 and 3.9 consumers
         checks = run_check(java, broker, "count", "mixed")
         assert checks == {"read_committed": str(committed), "read_uncommitted": str(committed + 70)}
     # both protocols were in use on the same partitions
