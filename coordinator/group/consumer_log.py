@@ -11,7 +11,9 @@ group-coordinator/src/main/resources/common/message/ConsumerGroup*.json define t
   6 ConsumerGroupTargetAssignmentMetadata key group      value AssignmentEpoch int32
   7 ConsumerGroupTargetAssignmentMember key group, member value TopicPartitions [uuid, [int32]]
   8 ConsumerGroupCurrentMemberAssignment key group, member value MemberEpoch, PreviousMemberEpoch
-      int32, State int8, AssignedPartitions and PartitionsPendingRevocation [uuid, [int32]]
+      int32, State int8, AssignedPartitions and PartitionsPendingRevocation [uuid, [int32]], each
+      topic with tagged field 0 AssignmentEpochs [int32] (Kafka 4.3+, KIP-1251; without it, or of
+      another length, the partitions count as assigned at the member epoch, as Kafka reads them)
 Key 4 (ConsumerGroupPartitionMetadata) is not written: the subscribed topics' metadata is derived
 from the topics at load time. A null value is a tombstone.
 """
@@ -20,12 +22,12 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from protocol.records import Record
 
-from .consumer_member import Assignment, ClassicMemberMetadata, ConsumerGroupMember, MemberState
+from .consumer_member import Assignment, AssignmentEpochs, ClassicMemberMetadata, ConsumerGroupMember, MemberState
 from .log import _Reader
 
 __all__ = (
@@ -68,6 +70,7 @@ class CurrentAssignment:
     state: MemberState
     assigned: Assignment
     pending_revocation: Assignment
+    assignment_epochs: AssignmentEpochs = field(default_factory=dict)
 
 
 # A decoded value: an epoch (3, 6), a member's subscription (5), a target (7), a current one (8).
@@ -93,14 +96,24 @@ class _Compact:
     def length(self, n: int) -> None:
         self.buf += _unsigned(n + 1)
 
-    def assignment(self, a: Assignment) -> None:
+    def assignment(self, a: Assignment, epochs: AssignmentEpochs | None = None) -> None:
+        """Topics and partitions; with `epochs`, each topic's AssignmentEpochs (tag 0)."""
         self.length(len(a))
         for topic_id, parts in sorted(a.items()):
             self.buf += topic_id.bytes
-            self.length(len(parts))
-            for p in sorted(parts):
+            ordered = sorted(parts)
+            self.length(len(ordered))
+            for p in ordered:
                 self.i32(p)
-            self.buf += b"\x00"  # no tagged fields
+            if epochs is None:
+                self.buf += b"\x00"  # no tagged fields
+                continue
+            tag = _Compact()
+            tag.buf = bytearray()
+            tag.length(len(ordered))
+            for p in ordered:
+                tag.i32(epochs[topic_id][p])
+            self.buf += _unsigned(1) + _unsigned(0) + _unsigned(len(tag.buf)) + tag.buf
 
     def bytes_(self, data: bytes) -> None:
         self.buf += _unsigned(len(data) + 1) + data
@@ -147,9 +160,20 @@ def encode_consumer_value(record_type: int, value: ConsumerValue) -> bytes:
         w.i32(value.member_epoch)
         w.i32(value.previous_member_epoch)
         w.buf += _I8.pack(value.state.value)
-        w.assignment(value.assigned)
-        w.assignment(value.pending_revocation)
+        epochs = _materialized(value)
+        w.assignment(value.assigned, epochs)
+        w.assignment(value.pending_revocation, epochs)
     return w.end()
+
+
+def _materialized(current: CurrentAssignment) -> dict[uuid.UUID, dict[int, int]]:
+    """Every held partition's assignment epoch, the member epoch where none is kept."""
+    out: dict[uuid.UUID, dict[int, int]] = {}
+    for held in (current.assigned, current.pending_revocation):
+        for topic_id, parts in held.items():
+            known = current.assignment_epochs.get(topic_id, {})
+            out.setdefault(topic_id, {}).update({p: known.get(p, current.member_epoch) for p in parts})
+    return out
 
 
 def _member_metadata(w: _Compact, m: ConsumerGroupMember) -> None:
@@ -195,12 +219,21 @@ def decode_consumer_key(data: bytes) -> ConsumerRecordKey:
     return ConsumerRecordKey(record_type=r.version, group=group, member_id=member)
 
 
-def _read_assignment(r: _Reader) -> Assignment:
+def _read_assignment(r: _Reader, epochs: dict[uuid.UUID, dict[int, int]] | None = None) -> Assignment:
+    """Topics and partitions; each topic's AssignmentEpochs (tag 0) go to `epochs` when given and
+    as long as its partitions (Kafka ignores them otherwise)."""
     out: dict[uuid.UUID, frozenset[int]] = {}
     for _ in range(max(r.array_length(), 0)):
         topic_id = uuid.UUID(bytes=r._take(16))
-        out[topic_id] = frozenset(r.i32() for _ in range(max(r.array_length(), 0)))
-        r.tagged_fields()
+        parts = [r.i32() for _ in range(max(r.array_length(), 0))]
+        out[topic_id] = frozenset(parts)
+        for _ in range(r.uvarint()):
+            tag, data = r.uvarint(), r._take(r.uvarint())
+            if tag == 0 and epochs is not None:
+                tagged = _Reader(b"\x00\x00" + data, flexible_from=0)
+                found = [tagged.i32() for _ in range(max(tagged.array_length(), 0))]
+                if len(found) == len(parts):
+                    epochs.setdefault(topic_id, {}).update(zip(parts, found, strict=True))
     return out
 
 
@@ -220,8 +253,10 @@ def decode_consumer_value(key: ConsumerRecordKey, data: bytes) -> ConsumerValue:
             state = MemberState(state_id)
         except ValueError:
             state = MemberState.UNKNOWN
+        epochs: dict[uuid.UUID, dict[int, int]] = {}
         value = CurrentAssignment(member_epoch=epoch, previous_member_epoch=previous, state=state,
-                                  assigned=_read_assignment(r), pending_revocation=_read_assignment(r))
+                                  assigned=_read_assignment(r, epochs),
+                                  pending_revocation=_read_assignment(r, epochs), assignment_epochs=epochs)
     r.tagged_fields()
     return value
 
@@ -258,4 +293,5 @@ def _read_classic(r: _Reader) -> ClassicMemberMetadata:
 def with_current(member: ConsumerGroupMember, current: CurrentAssignment) -> ConsumerGroupMember:
     return replace(member, member_epoch=current.member_epoch,
                    previous_member_epoch=current.previous_member_epoch, state=current.state,
-                   assigned=current.assigned, pending_revocation=current.pending_revocation)
+                   assigned=current.assigned, pending_revocation=current.pending_revocation,
+                   assignment_epochs=current.assignment_epochs)

@@ -11,8 +11,11 @@ target assignment one safe step at a time (incremental cooperative rebalancing o
 
 A partition is only ever assigned to one member at a time: the group's partition epochs record
 who holds each one, and a partition held by another member is never handed out (Kafka's
-currentPartitionEpoch). Members are immutable values; every change is a dataclasses.replace, so
-"did the member change" is an equality test, as in Kafka.
+currentPartitionEpoch). Each partition a member holds (assigned or pending revocation) also keeps
+the member epoch at which it was assigned (KIP-1251, Kafka 4.3+): an offset commit of an older
+member epoch is accepted for the partitions the member has held since then. Members are
+immutable values; every change is a dataclasses.replace, so "did the member change" is an
+equality test, as in Kafka.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from protocol.errors import KafkaError
 
 __all__ = (
     "Assignment",
+    "AssignmentEpochs",
     "ClassicMemberMetadata",
     "ConsumerGroupMember",
     "LEAVE_GROUP_MEMBER_EPOCH",
@@ -38,6 +42,8 @@ __all__ = (
 
 # topic id -> partitions, Kafka's Map<Uuid, Set<Integer>>
 Assignment = Mapping[uuid.UUID, frozenset[int]]
+# topic id -> partition -> the member epoch it was assigned at (KIP-1251's assignment epochs)
+AssignmentEpochs = Mapping[uuid.UUID, Mapping[int, int]]
 # The member epochs a ConsumerGroupHeartbeat uses to leave (Kafka's ConsumerGroupHeartbeatRequest).
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -77,6 +83,9 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # Of the partitions in assigned and pending_revocation; one without an entry counts as assigned
+    # at the member's current epoch, as Kafka reads a record written before KIP-1251.
+    assignment_epochs: AssignmentEpochs = field(default_factory=dict)
     # Set for a member that joined with JoinGroup (KIP-848 migration), None for a
     # ConsumerGroupHeartbeat member.
     classic: ClassicMemberMetadata | None = None
@@ -90,6 +99,14 @@ class ConsumerGroupMember:
 
     def with_epoch(self, epoch: int) -> ConsumerGroupMember:
         return replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch)
+
+    def assignment_epoch(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The epoch the member holds the partition since (assigned or pending revocation), None
+        if it holds it not (Kafka's assignmentEpoch, then pendingRevocationEpoch)."""
+        if partition not in self.assigned.get(topic_id, ()) and \
+                partition not in self.pending_revocation.get(topic_id, ()):
+            return None
+        return self.assignment_epochs.get(topic_id, {}).get(partition, self.member_epoch)
 
 
 def _owns_any(owned: Assignment | None, partitions: Assignment) -> bool:
@@ -152,9 +169,25 @@ def _next(
     if revoke and _owns_any(owned, revoke):
         # Revocation first: the member keeps its epoch until it reports the partitions gone.
         return replace(member.with_epoch(epoch) if epoch != member.member_epoch else member,
-                       state=MemberState.UNREVOKED_PARTITIONS, assigned=keep, pending_revocation=revoke)
+                       state=MemberState.UNREVOKED_PARTITIONS, assigned=keep, pending_revocation=revoke,
+                       assignment_epochs=_held_since(member, (keep, revoke), {}, epoch))
     for topic_id, parts in add.items():
         keep[topic_id] = keep.get(topic_id, frozenset()) | parts
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     moved = member.with_epoch(target_epoch) if target_epoch != member.member_epoch else member
-    return replace(moved, state=state, assigned=keep, pending_revocation={})
+    return replace(moved, state=state, assigned=keep, pending_revocation={},
+                   assignment_epochs=_held_since(member, (keep,), add, target_epoch))
+
+
+def _held_since(member: ConsumerGroupMember, held: tuple[Assignment, ...], added: Assignment,
+                epoch: int) -> dict[uuid.UUID, dict[int, int]]:
+    """The assignment epochs after a step: a partition the member kept keeps its own, one it is
+    given now gets the epoch it is given at."""
+    out: dict[uuid.UUID, dict[int, int]] = {}
+    for assignment in held:
+        for topic_id, parts in assignment.items():
+            for p in parts:
+                new = p in added.get(topic_id, ())
+                since = epoch if new else member.assignment_epoch(topic_id, p)
+                out.setdefault(topic_id, {})[p] = member.member_epoch if since is None else since
+    return out

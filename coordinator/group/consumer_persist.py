@@ -49,7 +49,8 @@ _SUBSCRIPTION_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "s
 
 def _current(m: ConsumerGroupMember) -> CurrentAssignment:
     return CurrentAssignment(member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
-                             state=m.state, assigned=m.assigned, pending_revocation=m.pending_revocation)
+                             state=m.state, assigned=m.assigned, pending_revocation=m.pending_revocation,
+                             assignment_epochs=m.assignment_epochs)
 
 
 def _records(group: ConsumerGroup, before: GroupSnapshot, now: int) -> list[Record]:

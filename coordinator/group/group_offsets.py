@@ -7,6 +7,9 @@ OffsetStore, so they live apart from the rebalance logic in metadata.py.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
+
 from kio.schema.errors import ErrorCode
 
 from storage.api import TopicPartition
@@ -28,13 +31,15 @@ def validate_offset_commit(
     generation_id: int,
     transactional: bool = False,
     api_version: int = 9,
+    partitions: Iterable[tuple[uuid.UUID | None, int]] = (),
 ) -> ErrorCode | None:
     """Who may commit now: Kafka's validateOffsetCommit for OffsetCommit, and the KIP-447 check
-    of TxnOffsetCommit v3+ (transactional). None: the commit may be written."""
+    of TxnOffsetCommit v3+ (transactional). None: the commit may be written. `partitions`: the
+    (topic id, partition) pairs committed, which a consumer group checks an older epoch against."""
     if group.consumer is not None:
         return validate_consumer_offset_commit(
-            group.consumer, member_id=member_id, member_epoch=generation_id,
-            transactional=transactional, api_version=api_version)
+            group.consumer, member_id=member_id, group_instance_id=group_instance_id, member_epoch=generation_id,
+            transactional=transactional, api_version=api_version, partitions=partitions)
     if group.state is GroupState.DEAD:
         return ErrorCode.coordinator_not_available
     if generation_id < 0 and group.state is GroupState.EMPTY:
@@ -58,11 +63,17 @@ def validate_offset_commit(
 
 
 def validate_consumer_offset_commit(
-    group: ConsumerGroup, *, member_id: str, member_epoch: int, transactional: bool, api_version: int
+    group: ConsumerGroup, *, member_id: str, member_epoch: int, transactional: bool, api_version: int,
+    group_instance_id: str | None = None, partitions: Iterable[tuple[uuid.UUID | None, int]] = (),
 ) -> ErrorCode | None:
-    """Kafka's ConsumerGroup.validateOffsetCommit: the generation field carries the member epoch.
-    An epoch below 0 may commit while the group has no members (admin tools, assign())."""
+    """Kafka's ConsumerGroup.validateOffsetCommit (4.3+): the generation field carries the member
+    epoch. An epoch below 0 may commit while the group has no members (admin tools, assign()),
+    and a transactional commit with epoch -1 and no member (a producer outside the group) always.
+    An older epoch than the member's may commit the partitions the member has held since that
+    epoch (KIP-1251's assignment epochs); a newer one may not."""
     if member_epoch < 0 and not group.members:
+        return None
+    if transactional and member_epoch == -1 and not member_id and group_instance_id is None:
         return None
     member = group.members.get(member_id)
     if member is None:
@@ -70,7 +81,13 @@ def validate_consumer_offset_commit(
     if not transactional and api_version < 9 and not member.uses_classic_protocol:
         # "OffsetCommit version 9 or above must be used by members using the modern group protocol"
         return ErrorCode.unsupported_version
-    return _epoch_error(member_epoch, member)
+    if member_epoch >= member.member_epoch:
+        return _epoch_error(member_epoch, member)
+    for topic_id, partition in partitions:
+        since = None if topic_id is None else member.assignment_epoch(topic_id, partition)
+        if since is None or member_epoch < since:
+            return ErrorCode.illegal_generation if member.uses_classic_protocol else ErrorCode.stale_member_epoch
+    return None
 
 
 def _epoch_error(received: int, member: ConsumerGroupMember) -> ErrorCode | None:

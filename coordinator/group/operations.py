@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -266,6 +267,7 @@ class GroupOperations:
         error = validate_offset_commit(
             group, member_id=cmd.member_id, group_instance_id=cmd.group_instance_id,
             generation_id=cmd.generation_id, transactional=txn is not None, api_version=cmd.api_version,
+            partitions=self._by_topic_id(cmd.offsets),
         )
         if error is ErrorCode.stale_member_epoch and txn is not None and cmd.api_version < 6:
             error = ErrorCode.illegal_generation  # TxnOffsetCommit before v6 has no STALE_MEMBER_EPOCH
@@ -276,6 +278,12 @@ class GroupOperations:
             member.schedule_heartbeat(now)
         offsets, result = self._stamped(cmd, now)
         return PendingCommit(cmd=cmd, group=group, offsets=offsets, result=result)
+
+    def _by_topic_id(self, offsets: Iterable[TopicPartition]) -> list[tuple[uuid.UUID | None, int]]:
+        """The committed partitions as consumer groups hold them: by topic id (None: no such topic)."""
+        topics = self._logs.topics
+        return [(meta.topic_id if (meta := topics.get(tp.topic)) is not None else None, tp.partition)
+                for tp in offsets]
 
     async def do_commits(self, cmds: Sequence[c.CommitOffsets]) -> list[dict[TopicPartition, ErrorCode]]:
         """OffsetCommits and TxnOffsetCommits, in order: each is validated alone, then the records of

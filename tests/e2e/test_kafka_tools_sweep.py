@@ -4,6 +4,7 @@ they print against Apache Kafka 4.x, or (for what eosbroker does not have) a cle
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,14 @@ def test_dump_log_reads_the_data_dir(broker: BrokerProcess) -> None:
                          "auto.offset.reset": "earliest"})
     consumer.commit(offsets=[TopicPartition("dumped", 0, 3)], asynchronous=False)
     consumer.close()
+    # A consumer-protocol (KIP-848) member: its current assignment record has KIP-1251's epochs.
+    member = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "dump-848", "group.protocol": "consumer"})
+    member.subscribe(["dumped"])
+    deadline = time.monotonic() + 30
+    while not member.assignment():
+        assert time.monotonic() < deadline, "no assignment"
+        member.poll(0.2)
+    member.close()
     segment = broker.data_dir / "dumped-0" / f"{0:020d}"
     out = tool_local("--files", f"{segment}.log", "--print-data-log", "--deep-iteration")
     assert out.count("isTransactional: true isControl: false") == 2, out
@@ -143,6 +152,8 @@ def test_dump_log_reads_the_data_dir(broker: BrokerProcess) -> None:
                       for p in sorted(broker.data_dir.glob("__consumer_offsets-*/*.log")) if p.stat().st_size)
     assert '"data":{"group":"dump-group","topic":"dumped","partition":0}} payload: {"version":"3","data":' \
            '{"offset":3,' in offsets, offsets
+    assert '"assignedPartitions":[{"topicId":' in offsets and '"partitions":[0],"assignmentEpochs":[1]}]' in offsets, \
+        offsets
     txns = "".join(tool_local("--files", str(p), "--transaction-log-decoder")
                    for p in sorted(broker.data_dir.glob("__transaction_state-*/*.log")) if p.stat().st_size)
     assert 'key: {"type":"0","data":{"transactionalId":"dump-txn"}} payload: {"version":"1","data":' in txns, txns

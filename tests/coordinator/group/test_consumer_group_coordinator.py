@@ -154,3 +154,43 @@ async def test_a_groups_own_heartbeat_interval_and_session_timeout_are_used(node
     assert (own.heartbeat_interval_ms, other.heartbeat_interval_ms) == (7_000, default)
     assert coord.consumer_config_for("own").session_timeout_ms == 50_000
     assert coord.consumer_config_for("other") is coord.consumer_config
+
+
+async def test_an_older_member_epoch_commits_what_the_member_has_held_since(node: Node) -> None:
+    """KIP-1251 (Kafka 4.3+): each held partition keeps the epoch it was assigned at, and a commit
+    of an older member epoch is accepted for the partitions held since that epoch; a partition the
+    member gave up or got later, or a newer epoch, is STALE_MEMBER_EPOCH. The epochs survive a
+    restart (tag 0 of the current-assignment record)."""
+    coord = node.coordinator
+    assert coord is not None
+    t = topic_id(node)
+    await join(coord, "a")  # epoch 1, all four partitions
+    await join(coord, "b")
+    ra = await coord.consumer_group_heartbeat("g", HeartbeatRequest(member_id="a", member_epoch=1,
+                                                                    owned={t: frozenset(range(4))}))
+    kept = ra.assignment[t]
+    assert 0 < len(kept) < 4
+    ra = await coord.consumer_group_heartbeat("g", HeartbeatRequest(member_id="a", member_epoch=1, owned={t: kept}))
+    assert ra.member_epoch == 2
+    given_up = frozenset(range(4)) - kept
+    tp_kept, tp_gone = TopicPartition("t", min(kept)), TopicPartition("t", min(given_up))
+    for restarted in (False, True):
+        if restarted:
+            coord = await node.restart()
+        assert await coord.commit_offsets("g", {tp_kept: oam(5)}, member_id="a", generation_id=1) == {
+            tp_kept: ErrorCode.none}, restarted
+        assert await coord.commit_offsets("g", {tp_kept: oam(5), tp_gone: oam(5)}, member_id="a",
+                                          generation_id=1) == dict.fromkeys((tp_kept, tp_gone),
+                                                                            ErrorCode.stale_member_epoch)
+        assert await coord.commit_offsets("g", {tp_kept: oam(6)}, member_id="a", generation_id=3) == {
+            tp_kept: ErrorCode.stale_member_epoch}
+        assert await coord.commit_offsets("g", {tp_kept: oam(6)}, member_id="a", generation_id=2) == {
+            tp_kept: ErrorCode.none}
+    # b got its partitions at epoch 2 or later: epoch 1 holds nothing of b's
+    rb = await coord.consumer_group_heartbeat("g", HeartbeatRequest(member_id="b", member_epoch=2, owned={}))
+    tp_b = TopicPartition("t", min(rb.assignment[t] if rb.assignment else given_up))
+    assert await coord.commit_offsets("g", {tp_b: oam(1)}, member_id="b", generation_id=1) == {
+        tp_b: ErrorCode.stale_member_epoch}
+    # A producer outside the group (epoch -1, no member) may commit with its transaction.
+    txn = ProducerIdAndEpoch(producer_id=9, epoch=0)
+    assert await coord.commit_offsets("g", {tp_b: oam(2)}, producer=txn, api_version=6) == {tp_b: ErrorCode.none}

@@ -50,8 +50,9 @@ def test_target_assignment_bytes_are_kafkas() -> None:
     (TARGET_ASSIGNMENT_MEMBER, {T: frozenset({0, 3})}),
     (CURRENT_MEMBER_ASSIGNMENT, CurrentAssignment(member_epoch=4, previous_member_epoch=3,
                                                   state=MemberState.UNREVOKED_PARTITIONS,
-                                                  assigned={T: frozenset({1})},
-                                                  pending_revocation={T: frozenset({2})})),
+                                                  assigned={T: frozenset({1, 5})},
+                                                  pending_revocation={T: frozenset({2})},
+                                                  assignment_epochs={T: {1: 4, 5: 2, 2: 1}})),
 ])
 def test_records_round_trip(kind: int, value: object) -> None:
     key = ConsumerRecordKey(record_type=kind, group="group-é", member_id=None if kind == GROUP_METADATA else "m")
@@ -80,3 +81,21 @@ def test_classic_member_metadata_is_tagged_field_0_in_kafkas_layout() -> None:
     # ... ServerAssignor null, then 1 tagged field: tag 0, 11 bytes: SessionTimeoutMs, a compact array
     # of 1 (Name "r", Metadata 0x07, no tags), no tags.
     assert value.endswith(b"\x00" + b"\x01\x00\x0b" + (10_000).to_bytes(4, "big") + b"\x02\x02r\x02\x07\x00\x00")
+
+
+def test_a_current_assignment_without_assignment_epochs_reads_as_held_since_its_epoch() -> None:
+    """A record Kafka before 4.3 wrote (no tag 0 on its topics): the member's partitions count as
+    assigned at its member epoch, as Kafka 4.3+ reads them (KIP-1251)."""
+    key = ConsumerRecordKey(record_type=CURRENT_MEMBER_ASSIGNMENT, group="g", member_id="m")
+    # version 0, MemberEpoch 4, PreviousMemberEpoch 3, State 2, AssignedPartitions [T: [1]], none pending
+    value = (b"\x00\x00" + (4).to_bytes(4, "big") + (3).to_bytes(4, "big") + b"\x02"
+             + b"\x02" + T.bytes + b"\x02" + (1).to_bytes(4, "big") + b"\x00" + b"\x01" + b"\x00")
+    current = decode_consumer_value(key, value)
+    assert isinstance(current, CurrentAssignment)
+    assert (current.assigned, current.assignment_epochs) == ({T: frozenset({1})}, {})
+    member = ConsumerGroupMember(member_id="m", member_epoch=4, assigned=current.assigned)
+    assert member.assignment_epoch(T, 1) == 4 and member.assignment_epoch(T, 2) is None
+    # written again, the epochs are explicit: Kafka's tag 0 with one epoch per partition
+    again = consumer_record(key, current, timestamp=1).value
+    assert again is not None and again.endswith(
+        T.bytes + b"\x02" + (1).to_bytes(4, "big") + b"\x01\x00\x05\x02" + (4).to_bytes(4, "big") + b"\x01\x00")
