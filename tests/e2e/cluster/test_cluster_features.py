@@ -1,14 +1,20 @@
 """transaction.version is the cluster's, not a broker's (issue 14): `kafka-features downgrade` sent to
 one broker changes what every broker advertises in ApiVersions within a lease period, with one
 finalized-features epoch that grows with each change; the level is kept in PostgreSQL, so a
-broker restarted on an empty data dir, or a new one configured otherwise, finalizes the cluster's."""
+broker restarted on an empty data dir, or a new one configured otherwise, finalizes the cluster's.
+And ApiVersions v5 (KIP-1242) checks the node id each broker has."""
 
 from __future__ import annotations
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
+from protocol.api_keys import ApiKey
+from protocol.build import build
+from protocol.codec import request_schema
+from protocol.errors import ErrorCode
 from tests.e2e.cluster.conftest import Cluster, wait_until
+from tests.e2e.test_new_versions import api_versions_v5
 from tests.kafka_tools import run_tool
 from tests.kafka_wire import RawClient
 
@@ -55,3 +61,17 @@ def test_update_features_on_one_broker_changes_every_brokers_level(cluster: Clus
     described = features_tool(cluster, 2, "describe")
     line = next(ln.split() for ln in described.splitlines() if ln.split()[1] == TV)
     assert line[-3:] == ["2", "Epoch:", "2"], described
+
+
+def test_api_versions_v5_sends_a_client_meant_for_another_broker_to_rebootstrap(cluster: Cluster) -> None:
+    """KIP-1242 across brokers: every broker has the cluster's id, and each its own node id, so a
+    client that reaches broker 2 at an address it believes is broker 1's is told to rebootstrap."""
+    cluster.start(1, 2)
+    with RawClient(cluster.brokers[1].bootstrap) as one:
+        cluster_id = one.request(build(request_schema(ApiKey.METADATA, 12), {
+            "topics": [], "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False})).cluster_id
+        assert api_versions_v5(one, cluster_id, 1).error_code is ErrorCode.none
+    with RawClient(cluster.brokers[2].bootstrap) as two:
+        assert api_versions_v5(two, cluster_id, 2).error_code is ErrorCode.none
+        assert api_versions_v5(two, cluster_id, 1).error_code is ErrorCode.rebootstrap_required
