@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from pathlib import Path
@@ -415,6 +415,11 @@ class ClusterView(Protocol):
 
     def add_listener(self, listener: LeadershipListener) -> None:
         """Register for elections; partitions this broker already leads are announced at once."""
+        ...
+
+    async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
+        """Wait, up to timeout_s, until this view names a live leader for each partition (new
+        ones: in cluster mode other brokers take their share); whether they all have one."""
         ...
 
 

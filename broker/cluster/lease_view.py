@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from storage.api import (
     BrokerEndpoint,
@@ -24,13 +24,18 @@ from storage.api import (
 __all__ = ("LeaseView", "notify")
 
 log = logging.getLogger(__name__)
+_LOOK_AGAIN_S = 0.025
 
 
 class LeaseView:
-    def __init__(self, node_id: int, on_unknown: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, node_id: int, on_unknown: Callable[[], None] = lambda: None,
+                 read: Callable[[], Awaitable[ClusterSnapshot]] | None = None) -> None:
         self._node_id = node_id
         # Asked about a partition the last snapshot lacks (a topic just created): look again now.
         self._on_unknown = on_unknown
+        # A fresh snapshot from the database, for await_leaders (ClusterMember's store).
+        self._read = read
+        self._updates = 0  # snapshots applied: an older read finishing late is not applied
         self._brokers: list[BrokerEndpoint] = []
         self._fenced: list[BrokerEndpoint] = []
         self._rows: dict[TopicPartition, PartitionLease] = {}
@@ -43,6 +48,7 @@ class LeaseView:
         return self._node_id
 
     def update(self, snapshot: ClusterSnapshot) -> None:
+        self._updates += 1
         self._brokers = list(snapshot.brokers)
         self._fenced = list(snapshot.fenced)
         self._rows = {p.tp: p for p in snapshot.partitions}
@@ -68,6 +74,35 @@ class LeaseView:
             self._on_unknown()
             return None
         return PartitionLeader(row.leader if row.leader != self._node_id else -1, row.leader_epoch)
+
+    async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
+        """Reads the database's leases again every _LOOK_AGAIN_S (the balancing rounds run at least
+        0.2 s apart) until each partition has a live leader or timeout_s passes."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self._all_led(partitions):
+            if self._read is None or loop.time() >= deadline:
+                return False
+            await asyncio.sleep(min(_LOOK_AGAIN_S, max(deadline - loop.time(), 0)))
+            before = self._updates
+            try:
+                snapshot = await self._read()
+            except Exception as exc:  # the database is away: the balancing rounds say so
+                log.debug("could not read the leases while waiting for leaders: %r", exc)
+                continue
+            if self._updates == before:
+                self.update(snapshot)
+        return True
+
+    def _all_led(self, partitions: Sequence[TopicPartition]) -> bool:
+        live = {b.node_id for b in self._brokers} | {self._node_id}
+        for tp in partitions:
+            if tp in self.serving:
+                continue
+            row = self._rows.get(tp)
+            if row is None or row.leader < 0 or row.leader == self._node_id or row.leader not in live:
+                return False
+        return True
 
     def replicas(self, tp: TopicPartition) -> list[int]:
         """The leader, then other live brokers, up to the replication factor: with shared storage

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from storage.api import BrokerEndpoint, LeadershipListener, LogSource, PartitionLeader, TopicPartition
@@ -46,6 +46,9 @@ class LocalClusterView:
 
     def replicas(self, tp: TopicPartition) -> list[int]:
         return [self.node_id] if self.leader(tp) is not None else []
+
+    async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
+        return all(self.leader(tp) is not None for tp in partitions)  # this broker leads them all
 
     def partition_states(self, topic: str, partitions: int) -> list[tuple[PartitionLeader | None, list[int]]]:
         meta = self._logs.topics.get(topic)

@@ -58,7 +58,7 @@ class ClusterMember:
     def __init__(self, store: LeaseStore, endpoint: Callable[[], BrokerEndpoint], lease_ms: int,
                  logs: LeadershipListener) -> None:
         self.store = store
-        self.view = LeaseView(endpoint().node_id, on_unknown=self.wake)
+        self.view = LeaseView(endpoint().node_id, on_unknown=self.wake, read=store.snapshot)
         self._endpoint = endpoint
         self._lease_s = lease_ms / 1000
         self._interval = self._lease_s / 4

@@ -6,7 +6,10 @@ it only says how many brokers Metadata lists as replicas); -1 means default.repl
 capped at the live brokers; more is INVALID_REPLICATION_FACTOR, as is anything but -1 and 1 on a
 single node. Manual replica assignments are checked as Kafka checks them (replica_assignment.py)
 and fix the partition count and replication factor. validate_only checks without
-creating. v5+ answers with the resulting partition count and configs. A request that would
+creating. v5+ answers with the resulting partition count and configs. In cluster mode the answer
+waits, up to the request's timeout (at most LEADERS_WAIT_S), until every new partition has a live
+leader, so that a client's next Metadata request finds the topic ready to use, as Kafka's
+controller assigns leaders before it answers. A request that would
 create more than 10000 partitions, topics and configs is refused whole with POLICY_VIOLATION, as
 Kafka's controller refuses an operation over MAX_RECORDS_PER_USER_OP records.
 """
@@ -17,6 +20,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, may_create_topic
@@ -25,6 +29,8 @@ from .describe_configs import topic_config_entries
 from .replica_assignment import new_topic_layout
 
 MAX_RECORDS_PER_USER_OP = 10_000
+# The longest a CreateTopics answer waits for the new partitions' leaders (cluster mode).
+LEADERS_WAIT_S = 5.0
 
 
 async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
@@ -80,7 +86,7 @@ def _records(ctx: RequestContext, topic: Any) -> int:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     check_batch_size(sum(_records(ctx, t) for t in request.topics))
-    results = []
+    results: list[dict[str, Any]] = []
     seen: set[str] = set()
     for topic in request.topics:
         if topic.name in seen:
@@ -94,6 +100,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         except KafkaError as exc:
             results.append({"name": topic.name, "error_code": exc.code, "error_message": exc.message,
                             "num_partitions": -1, "replication_factor": -1})
+    created = [TopicPartition(r["name"], p) for r in results if r["error_code"] is ErrorCode.none
+               for p in range(r["num_partitions"])]
+    if created and not request.validate_only:
+        await ctx.broker.cluster.await_leaders(created, min(request.timeout.total_seconds(), LEADERS_WAIT_S))
     return ctx.respond({"throttle_time": 0, "topics": results})
 
 
