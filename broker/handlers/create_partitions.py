@@ -3,7 +3,8 @@
 Behaviour: raises a topic's partition count; a count that is not larger gives
 INVALID_PARTITIONS; manual assignments are checked as Kafka checks them (one per new partition,
 registered brokers, one replica count: else INVALID_REPLICA_ASSIGNMENT); with shared
-storage they fix nothing else. validate_only checks without changing.
+storage they fix nothing else. validate_only checks without changing. In cluster mode the answer
+waits for the new partitions' leaders, as CreateTopics does.
 More than 10000 new partitions in one request are refused whole (POLICY_VIOLATION), as in Kafka.
 """
 
@@ -13,11 +14,12 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
-from .create_topics import check_batch_size
+from .create_topics import LEADERS_WAIT_S, check_batch_size
 from .replica_assignment import check_new_partitions
 
 
@@ -36,16 +38,21 @@ def _check_assignments(ctx: RequestContext, topic: Any) -> None:
 async def handle(ctx: RequestContext, request: Any) -> Any:
     check_batch_size(sum(_new_partitions(ctx, t) for t in request.topics))
     results = []
+    added: list[TopicPartition] = []
     for topic in request.topics:
         entry: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
         try:
             require(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name)
             if topic.assignments is not None:
                 _check_assignments(ctx, topic)
+            before = _new_partitions(ctx, topic)
             await ctx.broker.logs.create_partitions(topic.name, topic.count, request.validate_only)
+            added += [TopicPartition(topic.name, p) for p in range(topic.count - before, topic.count)]
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}
         results.append(entry)
+    if added and not request.validate_only:
+        await ctx.broker.cluster.await_leaders(added, min(request.timeout.total_seconds(), LEADERS_WAIT_S))
     return ctx.respond({"throttle_time": 0, "results": results})
 
 

@@ -7,7 +7,7 @@ over, each well within a round."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from .conftest import Cluster, wait_until
 
@@ -36,7 +36,7 @@ def test_creation_joining_and_leaving_are_acted_on_at_once(cluster: Cluster) -> 
 
 
 def test_create_topics_answers_once_every_new_partition_has_a_leader(cluster: Cluster) -> None:
-    """The creating broker's first Metadata after CreateTopics names a live leader for every new
+    """The creating broker's first Metadata after CreateTopics (and CreatePartitions) names a live leader for every new
     partition, its own and the other brokers' (they take theirs on the creation's notice): a
     client's first produce finds the topic ready, as Kafka's controller assigns leaders before it
     answers. Before, the creating broker's view lagged its next round, 0.28-0.44 s."""
@@ -49,3 +49,8 @@ def test_create_topics_answers_once_every_new_partition_has_a_leader(cluster: Cl
         leaders = cluster.leaders(topic, 1)
         assert len(leaders) == 9 and all(leader in {1, 2, 3} for leader, _ in leaders.values()), leaders
         assert {leader for leader, _ in leaders.values()} == {1, 2, 3}, leaders
+    # CreatePartitions too: the added ones are led when it answers.
+    for future in admin.create_partitions([NewPartitions("ready-0", 12)]).values():
+        future.result(WAIT_S)
+    leaders = cluster.leaders("ready-0", 1)
+    assert len(leaders) == 12 and all(leader in {1, 2, 3} for leader, _ in leaders.values()), leaders
