@@ -80,8 +80,9 @@ ConsumerValue = int | ConsumerGroupMember | Assignment | CurrentAssignment
 class _Compact:
     """Writer of one flexible value: compact lengths are unsigned varints of length + 1."""
 
-    def __init__(self) -> None:
-        self.buf = bytearray(_I16.pack(0))
+    def __init__(self, headless: bool = False) -> None:
+        """headless: a tagged field's body, without the value's version."""
+        self.buf = bytearray() if headless else bytearray(_I16.pack(0))
 
     def i32(self, v: int) -> None:
         self.buf += _I32.pack(v)
@@ -108,12 +109,11 @@ class _Compact:
             if epochs is None:
                 self.buf += b"\x00"  # no tagged fields
                 continue
-            tag = _Compact()
-            tag.buf = bytearray()
+            tag = _Compact(headless=True)
             tag.length(len(ordered))
             for p in ordered:
                 tag.i32(epochs[topic_id][p])
-            self.buf += _unsigned(1) + _unsigned(0) + _unsigned(len(tag.buf)) + tag.buf
+            self.buf += _tag0(tag.buf)
 
     def bytes_(self, data: bytes) -> None:
         self.buf += _unsigned(len(data) + 1) + data
@@ -189,8 +189,7 @@ def _member_metadata(w: _Compact, m: ConsumerGroupMember) -> None:
 
 def _classic_tag(classic: ClassicMemberMetadata) -> bytes:
     """The value's tagged-field section holding tag 0, ClassicMemberMetadata."""
-    w = _Compact()
-    w.buf = bytearray()
+    w = _Compact(headless=True)
     w.i32(classic.session_timeout_ms)
     w.length(len(classic.supported_protocols))
     for name, metadata in classic.supported_protocols:
@@ -198,7 +197,12 @@ def _classic_tag(classic: ClassicMemberMetadata) -> bytes:
         w.bytes_(metadata)
         w.buf += b"\x00"
     w.buf += b"\x00"
-    return _unsigned(1) + _unsigned(0) + _unsigned(len(w.buf)) + bytes(w.buf)
+    return _tag0(w.buf)
+
+
+def _tag0(body: bytes | bytearray) -> bytes:
+    """A tagged-field section holding tag 0 alone."""
+    return _unsigned(1) + _unsigned(0) + _unsigned(len(body)) + bytes(body)
 
 
 def consumer_record(key: ConsumerRecordKey, value: ConsumerValue | None, *, timestamp: int) -> Record:
@@ -227,14 +231,22 @@ def _read_assignment(r: _Reader, epochs: dict[uuid.UUID, dict[int, int]] | None 
         topic_id = uuid.UUID(bytes=r._take(16))
         parts = [r.i32() for _ in range(max(r.array_length(), 0))]
         out[topic_id] = frozenset(parts)
-        for _ in range(r.uvarint()):
-            tag, data = r.uvarint(), r._take(r.uvarint())
-            if tag == 0 and epochs is not None:
-                tagged = _Reader(b"\x00\x00" + data, flexible_from=0)
-                found = [tagged.i32() for _ in range(max(tagged.array_length(), 0))]
-                if len(found) == len(parts):
-                    epochs.setdefault(topic_id, {}).update(zip(parts, found, strict=True))
+        tagged = _read_tag0(r)
+        if tagged is not None and epochs is not None:
+            found = [tagged.i32() for _ in range(max(tagged.array_length(), 0))]
+            if len(found) == len(parts):
+                epochs.setdefault(topic_id, {}).update(zip(parts, found, strict=True))
     return out
+
+
+def _read_tag0(r: _Reader) -> _Reader | None:
+    """Read a tagged-field section; a reader of tag 0's body (the only tag known here), if there."""
+    found = None
+    for _ in range(r.uvarint()):
+        tag, data = r.uvarint(), r._take(r.uvarint())
+        if tag == 0:
+            found = _Reader(b"\x00\x00" + data, flexible_from=0)
+    return found
 
 
 def decode_consumer_value(key: ConsumerRecordKey, data: bytes) -> ConsumerValue:
@@ -268,12 +280,8 @@ def _read_member(r: _Reader, member_id: str) -> ConsumerGroupMember:
     regex = r.nullable_string()
     rebalance_timeout = r.i32()
     assignor = r.nullable_string()
-    classic = None
-    for _ in range(r.uvarint()):  # the tagged fields: only tag 0 is known
-        tag, size = r.uvarint(), r.uvarint()
-        data = r._take(size)
-        if tag == 0:
-            classic = _read_classic(_Reader(b"\x00\x00" + data, flexible_from=0))
+    tagged = _read_tag0(r)
+    classic = None if tagged is None else _read_classic(tagged)
     return ConsumerGroupMember(member_id=member_id, instance_id=instance_id, rack_id=rack_id,
                                client_id=client_id, client_host=client_host, subscribed_topic_names=names,
                                subscribed_topic_regex=regex, rebalance_timeout_ms=rebalance_timeout,

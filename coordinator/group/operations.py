@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -279,11 +279,13 @@ class GroupOperations:
         offsets, result = self._stamped(cmd, now)
         return PendingCommit(cmd=cmd, group=group, offsets=offsets, result=result)
 
-    def _by_topic_id(self, offsets: Iterable[TopicPartition]) -> list[tuple[uuid.UUID | None, int]]:
-        """The committed partitions as consumer groups hold them: by topic id (None: no such topic)."""
+    def _by_topic_id(self, offsets: Iterable[TopicPartition]) -> Iterator[tuple[uuid.UUID | None, int]]:
+        """The committed partitions as consumer groups hold them: by topic id (None: no such topic).
+        Lazy: only a consumer group's commit of an older member epoch reads them."""
         topics = self._logs.topics
-        return [(meta.topic_id if (meta := topics.get(tp.topic)) is not None else None, tp.partition)
-                for tp in offsets]
+        for tp in offsets:
+            meta = topics.get(tp.topic)
+            yield (None if meta is None else meta.topic_id), tp.partition
 
     async def do_commits(self, cmds: Sequence[c.CommitOffsets]) -> list[dict[TopicPartition, ErrorCode]]:
         """OffsetCommits and TxnOffsetCommits, in order: each is validated alone, then the records of
