@@ -147,6 +147,12 @@ class BrokerConfig:
     # the default admits two requests of the default socket.request.max.bytes: broker/memory_pool.py).
     queued_max_request_bytes: int = prop(209715200, LONG, at_least=-1)
     connections_max_idle_ms: int = prop(600000, LONG, at_least=1)
+    # As Kafka's SocketServer: SO_SNDBUF of each accepted connection and SO_RCVBUF of the listening
+    # socket (connections inherit it, so the window scale is agreed with it). Kafka's default is
+    # 102400; ours is -1, the OS's autotuned buffers, which a fixed 100 KiB would cap on links
+    # with a long round trip (on loopback k1-64k measured the same either way).
+    socket_send_buffer_bytes: int = prop(-1, INT, at_least=-1)
+    socket_receive_buffer_bytes: int = prop(-1, INT, at_least=-1)
     # Not a Kafka property: how long one request frame may take to arrive once its first byte has
     # (a peer that trickles bytes is never idle, so connections.max.idle.ms alone would not end it).
     socket_request_receive_timeout_ms: int = prop(60000, LONG, at_least=1)
@@ -334,8 +340,7 @@ def _spec(name: str) -> Spec:
 IGNORED_PROPERTIES = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "controller.listener.names", "listener.security.protocol.map",
-    "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
+    "num.network.threads", "num.io.threads", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "min.insync.replicas", "num.recovery.threads.per.data.dir", "broker.id",
 })
@@ -396,6 +401,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _resolve_log_dirs(values)
         _resolve_times(values, props)
         _check_assignors(values)
+        _check_socket_buffers(values)
         values.update(resolve_listeners(values.get("listeners"), values.get("advertised_listeners"), props,
                                         overrides, default=(_default("host"), _default("port"))))
         _check_authorizer(values.get("authorizer_class_name", ""), values.get("super_users", ""))
@@ -464,6 +470,14 @@ def _resolve_times(values: dict[str, Any], props: Mapping[str, str]) -> None:
     if values["log_roll_ms"] < 1:
         raise ConfigError(f"Invalid value {props['log.roll.ms']} for configuration log.roll.ms: "
                           "log.roll.ms must be greater than or equal to 1")
+
+
+def _check_socket_buffers(values: dict[str, Any]) -> None:
+    """-1 keeps the OS's buffers; 0 is what Java's setReceiveBufferSize refuses at start-up."""
+    for name in ("socket_send_buffer_bytes", "socket_receive_buffer_bytes"):
+        if values.get(name) == 0:
+            raise ConfigError(f"Invalid value 0 for configuration {name.replace('_', '.')}: "
+                              "a buffer size is -1 (the OS default) or at least 1")
 
 
 def _check_authorizer(class_name: str, super_users: str) -> None:

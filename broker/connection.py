@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import socket
 import struct
 import time
 from collections import deque
@@ -127,6 +128,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        if (size := self.state.config.socket_send_buffer_bytes) > 0 and \
+                (sock := transport.get_extra_info("socket")) is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         if peer:

@@ -153,7 +153,10 @@ class Broker:
         try:
             for security in self._security:
                 listener = security.listener
-                socks.append((security, bind_listener(listener.host, listener.port, backlog=_BACKLOG)))
+                sock = bind_listener(listener.host, listener.port, backlog=_BACKLOG)
+                socks.append((security, sock))
+                if (size := self.config.socket_receive_buffer_bytes) > 0:  # accepted sockets inherit it
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
         except BaseException:
             for _, sock in socks:
                 sock.close()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -7,6 +9,7 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.dispatch import HANDLERS
+from broker.server import Broker
 from broker.state import BrokerState
 from storage.log_manager import LogManager
 from storage.producer_id_blocks import LocalProducerIdBlocks
@@ -31,3 +34,18 @@ async def broker_state(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[
     yield make
     for logs in managers:
         await logs.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(config: BrokerConfig) -> AsyncIterator[Broker]:
+    """A broker of config running its own serve_forever in this loop, stopped on the way out."""
+    broker = Broker(config)
+    task = asyncio.create_task(broker.serve_forever())
+    try:
+        while not broker.ready:
+            assert not task.done(), task.exception()
+            await asyncio.sleep(0.01)
+        yield broker
+    finally:
+        broker.stop_requested.set()
+        await asyncio.wait_for(task, 30)

@@ -15,7 +15,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from broker import connection
 from broker.config import build_config
-from broker.server import Broker
+from tests.broker.conftest import serving
 from tests.kafka_wire import RawClient
 
 
@@ -49,16 +49,8 @@ async def test_a_request_that_fails_outside_dispatch_closes_its_connection(
     monkeypatch.setattr(connection, "decode_request", failing_decode)
     config, _ = build_config({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
                               "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
-    broker = Broker(config)
-    task = asyncio.create_task(broker.serve_forever())
-    try:
-        while not broker.ready:
-            assert not task.done(), task.exception()
-            await asyncio.sleep(0.01)
+    async with serving(config) as broker:
         with caplog.at_level(logging.ERROR, logger="broker.connection"):
             assert await asyncio.to_thread(_ask, broker.port) == "closed"
         assert any("Too many levels of symbolic links" in r.getMessage() or
                    (r.exc_info and "symbolic links" in str(r.exc_info[1])) for r in caplog.records)
-    finally:
-        broker.stop_requested.set()
-        await asyncio.wait_for(task, 30)
