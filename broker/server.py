@@ -48,7 +48,6 @@ from .state import BrokerState
 __all__ = ("Broker",)
 
 log = logging.getLogger("broker")
-_BACKLOG = 1024
 
 
 def cleaner_config(config: BrokerConfig) -> CleanerConfig:
@@ -153,7 +152,7 @@ class Broker:
         try:
             for security in self._security:
                 listener = security.listener
-                sock = bind_listener(listener.host, listener.port, backlog=_BACKLOG)
+                sock = bind_listener(listener.host, listener.port, backlog=self.config.socket_listen_backlog_size)
                 socks.append((security, sock))
                 if (size := self.config.socket_receive_buffer_bytes) > 0:  # accepted sockets inherit it
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
@@ -166,7 +165,8 @@ class Broker:
     async def _serve_listeners(self, socks: list[tuple[ListenerSecurity, socket.socket]]) -> None:
         loop = asyncio.get_running_loop()
         for security, sock in socks:
-            server = await loop.create_server(self._protocol_factory(security), sock=sock, backlog=_BACKLOG)
+            server = await loop.create_server(self._protocol_factory(security), sock=sock,
+                                              backlog=self.config.socket_listen_backlog_size)
             self._servers.append(server)
         self.port = self.config.port
         for listener in self.config.client_listeners:

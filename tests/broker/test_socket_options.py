@@ -1,13 +1,17 @@
-"""socket.send.buffer.bytes and socket.receive.buffer.bytes, as Kafka's SocketServer applies them:
-SO_RCVBUF on the listening socket (accepted connections inherit it) and SO_SNDBUF on each accepted
-connection; -1 (our default; Kafka's is 102400) keeps the OS's autotuned buffers. Read back from
-the broker's side of a real connection (Linux reports twice the size set, for its bookkeeping)."""
+"""The listening and accepted sockets' options, as Kafka's SocketServer sets them.
+socket.send.buffer.bytes is SO_SNDBUF of each accepted connection and socket.receive.buffer.bytes
+SO_RCVBUF of the listening socket, which accepted connections inherit; -1 (our default; Kafka's is
+102400) keeps the OS's autotuned buffers. They are read back from the broker's side of a real
+connection (Linux reports twice the size set, for its bookkeeping). socket.listen.backlog.size is
+the listen backlog."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
 import ssl
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,6 +67,25 @@ async def test_a_tls_connection_gets_them_too(tmp_path: Path, tls_files: TlsFile
     config = _config(tmp_path, **props)
     context = ssl.create_default_context(cafile=str(tls_files.ca))
     assert await _buffers(config, context) == (2 * 300000, 2 * 65536)
+
+
+def _listen_backlog(port: int) -> int:
+    """The backlog of the socket listening on port, as `ss` shows it (Send-Q of a LISTEN line)."""
+    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    (line,) = out.splitlines()
+    return int(line.split()[2])
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs iproute2's ss to read a listening socket's backlog")
+@pytest.mark.parametrize(("props", "backlog"), [({}, 1024), ({"socket.listen.backlog.size": "50"}, 50)])
+async def test_the_listen_backlog_is_configurable(tmp_path: Path, props: dict[str, str], backlog: int) -> None:
+    async with serving(_config(tmp_path, **props)) as broker:
+        assert await asyncio.to_thread(_listen_backlog, broker.config.client_listeners[0].port) == backlog
+
+
+def test_a_backlog_below_one_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"socket\.listen\.backlog\.size"):
+        _config(tmp_path, **{"socket.listen.backlog.size": "0"})
 
 
 @pytest.mark.parametrize("key", ["socket.send.buffer.bytes", "socket.receive.buffer.bytes"])
