@@ -347,6 +347,8 @@ IGNORED_PROPERTIES = frozenset({
     "num.network.threads", "num.io.threads", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "min.insync.replicas", "num.recovery.threads.per.data.dir", "broker.id",
+    # in Kafka 4's own server.properties; share groups (KIP-932) are not served here
+    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
 })
 LISTENER_PREFIX: Final = "listener.name."
 CONFIG_ALIASES: Final = {"log.dir": "log.dirs", "broker.id": "node.id"}

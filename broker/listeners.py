@@ -82,7 +82,7 @@ class Listener:
 def client_endpoints(listeners: str, protocol_map: str | None = None,
                      controller_names: str | None = None) -> list[tuple[EndPoint, str]]:
     """The client listeners of `listeners`, in order, each with its security protocol."""
-    controllers = {n.strip().upper() for n in (controller_names or "").split(",") if n.strip()}
+    controllers = _controller_names(controller_names)
     endpoints = [e for e in parse_listeners("listeners", listeners) if e.name not in controllers]
     if not endpoints:
         raise ListenerError(f"listeners={listeners}: no client listener (all are in controller.listener.names)")
@@ -100,11 +100,21 @@ def client_endpoints(listeners: str, protocol_map: str | None = None,
     return out
 
 
-def advertised_endpoints(advertised: str, names: Collection[str]) -> dict[str, EndPoint]:
+def _controller_names(controller_names: str | None) -> frozenset[str]:
+    return frozenset(n.strip().upper() for n in (controller_names or "").split(",") if n.strip())
+
+
+def advertised_endpoints(advertised: str, names: Collection[str], controller_names: str | None = None,
+                         ) -> dict[str, EndPoint]:
     """The endpoints of `advertised.listeners` by listener name; each name must be a listener's
-    (Kafka: a subset of listeners); a listener not named here advertises its own address."""
+    (Kafka: a subset of listeners); a listener not named here advertises its own address. A
+    controller listener's entry (Kafka's own server.properties advertises CONTROLLER, KIP-853) is
+    set aside with that listener."""
     out = {}
+    controllers = _controller_names(controller_names)
     for endpoint in parse_listeners("advertised.listeners", advertised):
+        if endpoint.name in controllers:
+            continue
         if endpoint.name not in names:
             raise ListenerError(f"advertised.listeners={advertised} names {endpoint.name}, which is not a "
                                 f"listener (its names must be among those in listeners: {', '.join(names)})")
@@ -133,7 +143,8 @@ def resolve_listeners(listeners: str | None, advertised: str | None, props: Mapp
     found = (client_endpoints(listeners, props.get("listener.security.protocol.map"),
                               props.get("controller.listener.names"))
              if listeners else [(EndPoint("PLAINTEXT", *default), "PLAINTEXT")])
-    listed = advertised_endpoints(advertised, [e.name for e, _ in found]) if advertised else {}
+    listed = (advertised_endpoints(advertised, [e.name for e, _ in found], props.get("controller.listener.names"))
+              if advertised else {})
     (first, protocol), rest = found[0], found[1:]
     host = cli["host"] if cli.get("host") is not None else first.host
     port = _check_port("--port", cli["port"], 0) if cli.get("port") is not None else first.port

@@ -134,6 +134,53 @@ def test_stock_kraft_server_properties_listeners() -> None:
     assert config.advertised == ("localhost", 9092)
 
 
+# Kafka 4's config/server.properties (combined mode), comments left out.
+KAFKA_SERVER_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+
+
+def test_kafkas_own_server_properties_start_a_broker(tmp_path: Path) -> None:
+    """The file Kafka ships advertises its CONTROLLER listener too (KIP-853): that entry is set
+    aside with the listener, and every key is known or accepted."""
+    path = tmp_path / "server.properties"
+    path.write_text(KAFKA_SERVER_PROPERTIES)
+    config, unknown = build_config(load_properties(path))
+    assert unknown == []
+    assert [(listener.name, listener.port, listener.advertised) for listener in config.client_listeners] == [
+        ("PLAINTEXT", 9092, ("localhost", 9092))]
+    assert (config.socket_send_buffer_bytes, config.socket_receive_buffer_bytes) == (102400, 102400)
+    assert (config.log_dirs, config.log_segment_bytes) == ("/tmp/kraft-combined-logs", 1073741824)
+
+
+def test_an_advertised_controller_outside_controller_listener_names_is_refused() -> None:
+    with pytest.raises(ConfigError, match="names CONTROLLER, which is not a listener"):
+        build({"listeners": "PLAINTEXT://:9092", "advertised.listeners": "PLAINTEXT://h:9092,CONTROLLER://h:9093"})
+
+
 def test_custom_listener_name_mapped_to_plaintext() -> None:
     config = build({"listeners": "CLIENT://[::1]:9094", "listener.security.protocol.map": "CLIENT:PLAINTEXT",
                     "advertised.listeners": "CLIENT://localhost:9094"})
