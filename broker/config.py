@@ -147,14 +147,14 @@ class BrokerConfig:
     # the default admits two requests of the default socket.request.max.bytes: broker/memory_pool.py).
     queued_max_request_bytes: int = prop(209715200, LONG, at_least=-1)
     connections_max_idle_ms: int = prop(600000, LONG, at_least=1)
-    # As Kafka's SocketServer: SO_SNDBUF of each accepted connection and SO_RCVBUF of the listening
-    # socket (connections inherit it, so the window scale is agreed with it). Kafka's default is
-    # 102400; ours is -1, the OS's autotuned buffers, which a fixed 100 KiB would cap on links
-    # with a long round trip (on loopback k1-64k measured the same either way).
     # Kafka's default backlog is 50: thousands of clients reconnecting at once (a broker restart)
     # would overflow it and wait out SYN retransmits, so ours is 1024 (the kernel caps it at
     # net.core.somaxconn).
     socket_listen_backlog_size: int = prop(1024, INT, at_least=1)
+    # As Kafka's SocketServer: SO_SNDBUF of each accepted connection and SO_RCVBUF of the listening
+    # socket (connections inherit it, so the window scale is agreed with it). Kafka's default is
+    # 102400; ours is -1, the OS's autotuned buffers, which a fixed 100 KiB would cap on links
+    # with a long round trip (on loopback k1-64k measured the same either way).
     socket_send_buffer_bytes: int = prop(-1, INT, at_least=-1)
     socket_receive_buffer_bytes: int = prop(-1, INT, at_least=-1)
     # Not a Kafka property: how long one request frame may take to arrive once its first byte has

@@ -44,6 +44,7 @@ async def _buffers(config, tls: ssl.SSLContext | None = None) -> tuple[int, int]
         finally:
             writer.close()
 
+
 async def test_by_default_the_os_sizes_both_buffers(tmp_path: Path) -> None:
     config = _config(tmp_path)
     assert (config.socket_send_buffer_bytes, config.socket_receive_buffer_bytes) == (-1, -1)
