@@ -239,7 +239,7 @@ def create_topic(bootstrap_servers: str, name: str, partitions: int = 1,
 
     topic = {"name": name, "num_partitions": partitions, "replication_factor": -1,
              "configs": [{"name": k, "value": v} for k, v in (config or {}).items()]}
-    response = request(bootstrap_servers, build(CreateTopicsRequest, {"topics": [topic], "timeout_ms": 30_000}))
+    response = request(bootstrap_servers, build(CreateTopicsRequest, {"topics": [topic], "timeout": 30_000}))
     (result,) = response.topics
     if result.error_code != ErrorCode.none:
         raise KafkaError(result.error_code, f"CreateTopics {name!r}: {result.error_message or result.error_code.name}")

@@ -50,7 +50,8 @@ class RequestContext:
         return self.header.api_version
 
     def respond(self, data: Mapping[str, Any]) -> Any:
-        """The response entity of this request's API and version, built from plain values."""
+        """The response entity of this request's API and version, built from plain values; a key
+        no version of the response has raises protocol.build.UnknownFieldError (a misspelt field)."""
         return build(response_schema(self.header.api_key, self.header.api_version), data)
 
 

@@ -3,6 +3,8 @@
 Handlers describe a response once, as dicts and lists with Kafka's field names (ints for
 milliseconds and timestamps); `build(cls, data)` keeps the fields that version has, fills the
 defaults of the ones the handler did not give, and converts nested lists to nested entities.
+A key that no version of the entity has is a typo and raises UnknownFieldError: left alone it
+would answer the field's default (error code 0) without failing any test.
 Requests go the other way through `field_or`, for fields older versions lack.
 """
 
@@ -10,16 +12,26 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import re
 import typing
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from importlib import import_module
+from typing import Any, Literal
 
 from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map, schema_name_map
+from kio.static.constants import EntityType
 
-__all__ = ("SchemaField", "build", "field_or", "schema_fields")
+from . import newer_schemas
+
+__all__ = ("SchemaField", "UnknownFieldError", "build", "field_or", "schema_fields")
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+
+
+class UnknownFieldError(TypeError):
+    """A response described with a key that no version of its entity has: a misspelt field."""
 
 
 def field_or(entity: Any, name: str, default: Any) -> Any:
@@ -126,7 +138,48 @@ def _convert(kafka_type: str | None, nested: Any, value: Any) -> Any:
     return value
 
 
+def _family(cls: type[Any]) -> tuple[int, str, str]:
+    """(api key, request or response, the entity's name without protocol/newer_schemas's V<N>)."""
+    direction = "request" if "request_header" in cls.__header_schema__.__module__ else "response"
+    return int(cls.__api_key__), direction, re.sub(r"V\d+$", "", cls.__name__)
+
+
+@cache
+def _family_fields(api_key: int, direction: str) -> dict[str, frozenset[str]]:
+    """Entity name -> its field names in any version, kio's and protocol/newer_schemas's."""
+    kind: Literal[EntityType.request, EntityType.response] = (
+        EntityType.request if direction == "request" else EntityType.response)
+    versions = schema_name_map[api_key_map[api_key]]
+    modules = [import_module(paths[kind].partition(":")[0]) for paths in versions.values() if kind in paths]
+    entities = [value for module in (*modules, newer_schemas) for value in vars(module).values()
+                if isinstance(value, type) and dataclasses.is_dataclass(value) and hasattr(value, "__api_key__")]
+    names: dict[str, set[str]] = {}
+    for entity in entities:
+        api, entity_direction, name = _family(entity)
+        if (api, entity_direction) == (api_key, direction):
+            names.setdefault(name, set()).update(f.name for f in dataclasses.fields(entity))
+    return {name: frozenset(fields) for name, fields in names.items()}
+
+
+def known_fields(cls: type[Any]) -> frozenset[str]:
+    """The field names of `cls` in any version of its API: a handler describes a response once,
+    and build() drops what the negotiated version lacks, so only a name in no version is wrong."""
+    if not hasattr(cls, "__api_key__"):  # a plain dataclass, not a message schema
+        return frozenset(f.name for f in dataclasses.fields(cls))
+    api_key, direction, name = _family(cls)
+    return _family_fields(api_key, direction)[name]
+
+
+def _refuse_unknown(cls: type[Any], data: Mapping[str, Any]) -> None:
+    known = known_fields(cls)
+    if not known.issuperset(data):
+        unknown = sorted(set(data) - known)
+        raise UnknownFieldError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))} in any version; "
+                                f"its fields are {', '.join(sorted(known))}")
+
+
 def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    _refuse_unknown(cls, data)
     kwargs = {}
     # mypy: a class is Hashable, but mypy rejects type[Any] as an @cache argument
     for name, kafka_type, nested, default, _nullable in _plan(cls):  # type: ignore[arg-type]

@@ -4,8 +4,11 @@
 import pytest
 
 from broker.dispatch import HANDLERS, supported
+from broker.handler import RequestContext
+from broker.principal import LOCAL_ANONYMOUS
 from protocol.api_keys import ApiKey
-from protocol.codec import request_schema, response_schema
+from protocol.build import UnknownFieldError
+from protocol.codec import RequestHeader, request_schema, response_schema
 
 PARSED = [(h.api_key, v) for h in HANDLERS.values() for v in range(h.min_version, h.max_version + 1) if h.parses(v)]
 
@@ -34,3 +37,13 @@ def test_client_floor_versions_are_served():
                          (ApiKey.PRODUCE, 9), (ApiKey.PRODUCE, 10), (ApiKey.FETCH, 12),
                          (ApiKey.LIST_OFFSETS, 7)]:
         assert supported(key, version), (key.name, version)
+
+
+async def test_a_handler_cannot_answer_a_misspelt_field(broker_state):
+    state = await broker_state(t=1)
+    header = RequestHeader(api_key=ApiKey.FIND_COORDINATOR, api_version=4, correlation_id=1, client_id="t")
+    ctx = RequestContext(header=header, broker=state, peer="test", session=LOCAL_ANONYMOUS)
+    with pytest.raises(UnknownFieldError, match="'erorr_code'"):
+        ctx.respond({"throttle_time": 0, "coordinators": [{"key": "g", "node_id": 1, "host": "h", "port": 1,
+                                                            "erorr_code": 15}]})
+    assert ctx.respond({"throttle_time": 0, "coordinators": []}).coordinators == ()

@@ -29,7 +29,7 @@ def _topic(name: str, assignments: list[list[int]], partitions: int = -1, rf: in
 
 
 async def _create(state: BrokerState, topic: dict[str, Any]) -> Any:
-    response = await call(state, ApiKey.CREATE_TOPICS, 7, topics=[topic], timeout_ms=1000, validate_only=False)
+    response = await call(state, ApiKey.CREATE_TOPICS, 7, topics=[topic], timeout=1000, validate_only=False)
     return response.topics[0]
 
 
@@ -57,7 +57,7 @@ async def test_kafkas_refusals(state: BrokerState, topic: dict[str, Any], code: 
 
 
 async def _add(state: BrokerState, count: int, assignments: list[list[int]]) -> Any:
-    response = await call(state, ApiKey.CREATE_PARTITIONS, 3, timeout_ms=1000, validate_only=False,
+    response = await call(state, ApiKey.CREATE_PARTITIONS, 3, timeout=1000, validate_only=False,
                           topics=[{"name": "existing", "count": count,
                                    "assignments": [{"broker_ids": b} for b in assignments]}])
     return response.results[0]

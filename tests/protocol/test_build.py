@@ -1,9 +1,15 @@
 """protocol.build: plain values into kio entities, nested lists and single nullable entities."""
 
+import pytest
+from kio.schema.create_topics.v7.request import CreateTopicsRequest
 from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest
 from kio.schema.describe_topic_partitions.v0.response import DescribeTopicPartitionsResponse
+from kio.schema.metadata.v0.response import MetadataResponse as MetadataResponseV0
+from kio.schema.metadata.v12.response import MetadataResponse as MetadataResponseV12
 
-from protocol.build import build
+from protocol.build import UnknownFieldError, build, known_fields
+from protocol.errors import ErrorCode
+from protocol.newer_schemas import TxnOffsetCommitResponseTopicV6
 
 
 def test_single_nullable_entity_is_built_from_a_mapping() -> None:
@@ -13,3 +19,29 @@ def test_single_nullable_entity_is_built_from_a_mapping() -> None:
     assert req.topics[0].name == "a"
     resp = build(DescribeTopicPartitionsResponse, {"topics": [], "next_cursor": None})
     assert resp.next_cursor is None
+
+
+def test_a_misspelt_field_fails_instead_of_answering_its_default() -> None:
+    # "eror_code" left alone would answer error_code 0: a success the handler never meant.
+    with pytest.raises(UnknownFieldError, match=r"MetadataResponseTopic has no field 'eror_code'"):
+        build(MetadataResponseV12, {"throttle_time": 0, "brokers": [], "cluster_id": None, "controller_id": 1,
+                                    "topics": [{"name": "a", "topic_id": None, "eror_code": 3}]})
+    with pytest.raises(UnknownFieldError, match=r"'timeout_ms'"):
+        build(CreateTopicsRequest, {"topics": [], "timeout_ms": 30_000})
+
+
+def test_a_field_of_another_version_is_dropped_not_refused() -> None:
+    # Handlers describe a response once; v0 has no throttle_time, cluster_id or is_internal.
+    resp = build(MetadataResponseV0, {"throttle_time": 0, "brokers": [], "cluster_id": "c", "controller_id": 1,
+                                      "topics": [{"name": "a", "error_code": 3, "is_internal": True}]})
+    assert resp.topics[0].error_code == ErrorCode.unknown_topic_or_partition
+    assert resp.topics[0].name == "a"
+
+
+def test_protocol_newer_schemas_share_the_names_of_kios_versions() -> None:
+    # TxnOffsetCommit v6 names topics by id; the handler gives name and id alike for every version.
+    assert known_fields(TxnOffsetCommitResponseTopicV6) == {"name", "topic_id", "partitions"}
+    resp = build(TxnOffsetCommitResponseTopicV6, {"name": "t", "topic_id": None, "partitions": []})
+    assert resp.partitions == ()
+    with pytest.raises(UnknownFieldError):
+        build(TxnOffsetCommitResponseTopicV6, {"topic": "t", "partitions": []})
