@@ -256,6 +256,25 @@ class BrokerConfig:
     sasl_jaas_config: str | None = prop(None, PASSWORD)
     sasl_server_max_receive_size: int = prop(524288, INT)
     connections_max_reauth_ms: int = prop(0, LONG)
+    # SASL/OAUTHBEARER (broker/security/oauthbearer.py), Kafka 4.4's SaslConfigs names and defaults.
+    # The callback handler class is read only listener- and mechanism-prefixed, as in Kafka.
+    sasl_server_callback_handler_class: str | None = prop(None, STRING)
+    sasl_oauthbearer_jwks_endpoint_url: str | None = prop(None, STRING)
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = prop(3_600_000, LONG)
+    sasl_oauthbearer_jwks_endpoint_retry_backoff_ms: int = prop(100, LONG)
+    sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms: int = prop(10_000, LONG)
+    sasl_oauthbearer_expected_audience: str = prop("", STRING)  # a comma-separated LIST
+    sasl_oauthbearer_expected_issuer: str | None = prop(None, STRING)
+    sasl_oauthbearer_allow_unverified_audience: bool = prop(False, BOOLEAN)
+    sasl_oauthbearer_allow_unverified_issuer: bool = prop(False, BOOLEAN)
+    sasl_oauthbearer_sub_claim_name: str = prop("sub", STRING)
+    sasl_oauthbearer_scope_claim_name: str = prop("scope", STRING)
+    sasl_oauthbearer_clock_skew_seconds: int = prop(30, INT)
+    # The broker's own token, for OAUTHBEARER between brokers (broker/security/oauth_login.py).
+    sasl_oauthbearer_token_endpoint_url: str | None = prop(None, STRING)
+    sasl_oauthbearer_client_credentials_client_id: str | None = prop(None, STRING)
+    sasl_oauthbearer_client_credentials_client_secret: str | None = prop(None, PASSWORD)
+    sasl_oauthbearer_scope: str | None = prop(None, STRING)
     connection_failed_authentication_delay_ms: int = prop(100, INT, at_least=0)
     # The client side of TLS (inter-broker connections in cluster mode): https checks that the
     # peer's certificate names the host connected to, as Kafka's clients do; empty turns it off.

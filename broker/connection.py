@@ -480,7 +480,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if sasl.state is SaslState.COMPLETE and api_key != ApiKey.SASL_HANDSHAKE:
             if sasl.session_expires is not None and time.monotonic() >= sasl.session_expires:
                 self.close(f"{_api_name(api_key)} request after the SASL session of {sasl.principal} expired "
-                           f"(connections.max.reauth.ms={sasl.config.reauth_ms}) without re-authentication")
+                           f"(its lifetime was {sasl.session_lifetime_ms} ms: connections.max.reauth.ms="
+                           f"{sasl.config.reauth_ms}, or its token's expiry) without re-authentication")
                 return False
             return True
         if not sasl.allows(api_key):

@@ -40,7 +40,7 @@ from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
 from .quotas.manager import ClientQuotas
 from .security.inter_broker_auth import build_inter_broker_security
-from .security.listener_security import ListenerSecurity, build_listener_security
+from .security.listener_security import ListenerSecurity, build_listener_security, fetch_verification_keys
 from .security.tls_acceptor import tls_protocol_factory
 from .startup import StartupError, bind_listener, check_data_dir
 from .state import BrokerState
@@ -101,6 +101,7 @@ class Broker:
         metrics = self.metrics_endpoint
         metrics_host = self.config.host if self.config.metrics_host is None else self.config.metrics_host
         try:
+            jwks = await fetch_verification_keys(self._security)
             if metrics is not None:
                 metrics.bind(metrics_host, self.config.metrics_port or 0)
             if self.config.cluster_url:
@@ -121,6 +122,7 @@ class Broker:
         await self._start_services()
         await self._serve_listeners(socks)
         self._tasks.append(asyncio.get_running_loop().create_task(self._retention_loop(), name="retention"))
+        self._tasks += [asyncio.get_running_loop().create_task(keys.run(), name="jwks") for keys in jwks]
         if self.cleaner is not None:
             self.cleaner.start()
         host, port = self.config.advertised

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from .settings import ListenerSettings
 from .ssl_principal import SslPrincipalMapper
 from .tls import server_context
 
-__all__ = ("ListenerSecurity", "build_listener_security")
+__all__ = ("ListenerSecurity", "build_listener_security", "fetch_verification_keys")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +51,25 @@ def build_listener_security(config: BrokerConfig, listener: Listener,
     except ConfigError as exc:
         raise StartupError(f"listener {listener.name}: {exc}") from None
     return ListenerSecurity(listener=listener, ssl_context=context, principal_mapper=mapper, sasl=sasl)
+
+
+async def fetch_verification_keys(securities: Iterable[ListenerSecurity]) -> list[Any]:
+    """The JWKS of every OAUTHBEARER listener that validates signed tokens, fetched before the
+    listeners serve, as Kafka's validator does when it is configured; StartupError when one cannot
+    be had. Returns the caches (broker.security.jwks.JwksCache) for their refresh tasks."""
+    from .jwks import JwksError
+
+    caches = []
+    for security in securities:
+        oauth = security.sasl.oauth if security.sasl is not None else None
+        if oauth is None or oauth.jwks is None:
+            continue
+        try:
+            await oauth.jwks.refresh_with_retry()
+        except JwksError as exc:
+            raise StartupError(f"listener {security.listener.name}: {exc}") from None
+        caches.append(oauth.jwks)
+    return caches
 
 
 def _mapper(settings: ListenerSettings) -> SslPrincipalMapper:

@@ -12,7 +12,8 @@ connection (FAILED).
 connections.max.reauth.ms (KIP-368): when positive, SaslAuthenticate v1+ tells the client its session
 lifetime; the client re-authenticates on the same connection (SaslHandshake and SaslAuthenticate
 again, same mechanism, same principal) before it ends, and a connection whose session has expired
-is closed at its next request, as Kafka does.
+is closed at its next request, as Kafka does. An OAUTHBEARER session also ends when its token
+expires (the lifetime is the smaller of the two), with or without connections.max.reauth.ms.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..config import ConfigError
 from ..principal import USER_TYPE, KafkaPrincipal
 from .failure_log import failure_log
 from .jaas import JaasError, parse_jaas_config
+from .oauthbearer import OAuthBearerServer, OAuthSettings, oauth_validator
 from .plain import PLAIN_LOGIN_MODULE, PlainServer, plain_users
 from .sasl_errors import AuthenticationFailed
 from .scram import MECHANISMS, ScramServer
@@ -38,7 +40,7 @@ from .settings import ListenerSettings
 
 __all__ = ("SaslAuthenticator", "SaslServerConfig", "SaslState", "sasl_server_config")
 
-SUPPORTED: Final = ("PLAIN", *MECHANISMS)
+SUPPORTED: Final = ("PLAIN", *MECHANISMS, "OAUTHBEARER")
 
 
 class SaslState(Enum):
@@ -58,6 +60,7 @@ class SaslServerConfig:
     scram_lookup: Callable[[str, str], ScramCredential | None]
     max_receive_size: int
     reauth_ms: int
+    oauth: OAuthSettings | None = None
 
 
 def sasl_server_config(settings: ListenerSettings, scram_lookup: Callable[[str, str], ScramCredential | None],
@@ -81,9 +84,10 @@ def sasl_server_config(settings: ListenerSettings, scram_lookup: Callable[[str, 
         if not any(e.login_module == PLAIN_LOGIN_MODULE for e in entries):
             raise ConfigError(f"{key} has no {PLAIN_LOGIN_MODULE} entry")
         users = plain_users(entries)
+    oauth = oauth_validator(settings) if "OAUTHBEARER" in mechanisms else None
     return SaslServerConfig(listener=settings.listener.name, mechanisms=mechanisms, plain_users=users,
                             scram_lookup=scram_lookup, max_receive_size=settings.get("sasl.server.max.receive.size"),
-                            reauth_ms=settings.get("connections.max.reauth.ms"))
+                            reauth_ms=settings.get("connections.max.reauth.ms"), oauth=oauth)
 
 
 class SaslAuthenticator:
@@ -94,7 +98,8 @@ class SaslAuthenticator:
         self.peer = peer
         self.state = SaslState.HANDSHAKE_OR_VERSIONS
         self.principal: KafkaPrincipal | None = None
-        self.session_expires: float | None = None  # monotonic seconds, with connections.max.reauth.ms
+        self.session_expires: float | None = None  # monotonic seconds: connections.max.reauth.ms, token expiry
+        self._lifetime_ms = 0
         self._server: Any = None
         self._mechanism: str | None = None
 
@@ -115,7 +120,7 @@ class SaslAuthenticator:
             self.state = SaslState.HANDSHAKE
 
     def handshake(self, mechanism: str, version: int) -> ErrorCode:
-        if self.state is SaslState.COMPLETE and self.config.reauth_ms > 0 and version >= 1:
+        if self.state is SaslState.COMPLETE and self.session_expires is not None and version >= 1:
             if mechanism != self._mechanism:
                 self._failed(f"SaslHandshake with mechanism {mechanism} during re-authentication with "
                              f"{self._mechanism}", self.principal.name if self.principal else None)
@@ -127,10 +132,16 @@ class SaslAuthenticator:
             self._failed(f"mechanism {mechanism!r} is not enabled (enabled: {', '.join(self.config.mechanisms)})", None)
             return ErrorCode.unsupported_sasl_mechanism
         self._mechanism = mechanism
-        self._server = (PlainServer(self.config.plain_users) if mechanism == "PLAIN"
-                        else ScramServer(MECHANISMS[mechanism], self.config.scram_lookup))
+        self._server = self._new_server(mechanism)
         self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKEN
         return ErrorCode.none
+
+    def _new_server(self, mechanism: str) -> Any:
+        if mechanism == "PLAIN":
+            return PlainServer(self.config.plain_users)
+        if mechanism == "OAUTHBEARER" and self.config.oauth is not None:
+            return OAuthBearerServer(self.config.oauth.validator)
+        return ScramServer(MECHANISMS[mechanism], self.config.scram_lookup)
 
     def authenticate(self, token: bytes) -> bytes:
         """The server's answer to one client token; AuthenticationFailed (logged) when it fails."""
@@ -140,32 +151,46 @@ class SaslAuthenticator:
         try:
             answer: bytes = self._server.evaluate(token)
         except AuthenticationFailed as exc:
-            self._failed(exc.detail, exc.user)
+            if exc.logged:
+                self.state = SaslState.FAILED
+            else:
+                self._failed(exc.detail, exc.user)
             raise
+        if getattr(self._server, "failure", None):  # OAUTHBEARER's refused token: logged now, failed on \x01
+            self._warn(self._server.failure, None, self._server.failure_kind)
         if self._server.complete:
-            self._complete(self._server.authorization_id)
+            self._complete(self._server.authorization_id, getattr(self._server, "expires_ms", None))
         return answer
 
-    def _complete(self, user: str) -> None:
+    def _complete(self, user: str, expires_ms: int | None) -> None:
         principal = KafkaPrincipal(USER_TYPE, user)
         if self.principal is not None and principal != self.principal:
             message = (f"Cannot change principals during re-authentication from {self.principal}: {principal}")
             self._failed(message, user)
             raise AuthenticationFailed(message, user=user)
         self.principal, self.state, self._server = principal, SaslState.COMPLETE, None
-        if self.config.reauth_ms > 0:
-            self.session_expires = time.monotonic() + self.config.reauth_ms / 1000
+        # Kafka's ReauthInfo: the credential's remaining lifetime, bounded by connections.max.reauth.ms.
+        lifetimes = [self.config.reauth_ms] if self.config.reauth_ms > 0 else []
+        if expires_ms is not None:
+            lifetimes.append(max(0, expires_ms - int(time.time() * 1000)))
+        self._lifetime_ms = min(lifetimes, default=0)
+        self.session_expires = time.monotonic() + self._lifetime_ms / 1000 if lifetimes else None
 
     @property
     def session_lifetime_ms(self) -> int:
-        return self.config.reauth_ms if self.state is SaslState.COMPLETE else 0
+        return self._lifetime_ms if self.state is SaslState.COMPLETE else 0
 
     def _failed(self, detail: str, user: str | None) -> None:
+        self._warn(detail, user)
+        self.state = SaslState.FAILED
+
+    def _warn(self, detail: str, user: str | None, kind: str = "") -> None:
         what = "re-authentication" if self.reauthenticating else "authentication"
         mechanism = self._mechanism or "no mechanism"
-        # Rate-limited per address and (listener, mechanism): not per user, which a client may vary.
-        failure_log.warning(self.peer.rpartition(":")[0], f"SASL on listener {self.config.listener} ({mechanism})",
+        # Rate-limited per address and (listener, mechanism[, kind of refused token]): not per user,
+        # which a client may vary.
+        failure_log.warning(self.peer.rpartition(":")[0],
+                            f"SASL on listener {self.config.listener} ({mechanism}){kind}",
                             "SASL %s of %s from %s on listener %s failed (%s): %s", what,
                             f"user {user!r}" if user is not None else "a client", self.peer, self.config.listener,
                             mechanism, detail)
-        self.state = SaslState.FAILED

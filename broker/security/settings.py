@@ -54,6 +54,10 @@ class ListenerSettings:
         self.listener = listener
         self._prefix = f"{LISTENER_PREFIX}{listener.name.lower()}."
 
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
     def overridden(self, key: str) -> bool:
         return self._prefix + key in self.config.listener_overrides
 
@@ -66,6 +70,17 @@ class ListenerSettings:
                 raise ConfigError(f"{self._prefix + key}: unknown property {key}")
             return spec.parse(self._prefix + key, raw)
         return getattr(self.config, PROPERTY_FIELDS[key])
+
+    def mechanism_get(self, mechanism: str, key: str) -> Any:
+        """The value of a SASL `key` for this listener and mechanism: Kafka's saslMechanismPrefix form
+        `listener.name.<listener>.<mechanism>.<key>` wins over `listener.name.<listener>.<key>`."""
+        scoped = f"{self._prefix}{mechanism.lower()}.{key}"
+        if (raw := self.config.listener_overrides.get(scoped)) is not None:
+            spec = _spec(key)
+            if spec is None:
+                raise ConfigError(f"{scoped}: unknown property {key}")
+            return spec.parse(scoped, raw)
+        return self.get(key)
 
     def jaas_config(self, mechanism: str) -> tuple[str, str | None]:
         """(key, value) of the mechanism's JAAS config: as in Kafka's JaasContext.loadServerContext,

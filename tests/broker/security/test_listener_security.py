@@ -107,7 +107,9 @@ def test_a_keystore_that_is_not_pem(tmp_path: Path, tls_files: TlsFiles) -> None
     ({"sasl.enabled.mechanisms": "PLAIN"}, ("listener.name.sasl_plaintext.plain.sasl.jaas.config is not set",)),
     ({"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": "x required"},
      ("not terminated by semi-colon",)),
-    ({"sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, ("OAUTHBEARER cannot be served",)),
+    ({"sasl.enabled.mechanisms": "OAUTHBEARER"},
+     ("listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config is not set",)),
+    ({"sasl.enabled.mechanisms": "PLAIN,GSSAPI"}, ("GSSAPI cannot be served",)),
 ])
 def test_sasl_misconfiguration_is_a_clear_start_up_error(props: dict[str, str], fragments: tuple[str, ...]) -> None:
     refused({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"} | props, "SASL_PLAINTEXT", *fragments)

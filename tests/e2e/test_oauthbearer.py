@@ -1,0 +1,285 @@
+"""SASL/OAUTHBEARER against a real OpenID Connect provider (issue 36): clients log in with tokens the
+provider grants by client credentials, the broker checks them against the provider's JWKS, and the
+token's subject is the principal the ACLs are granted to. librdkafka (confluent-kafka,
+sasl.oauthbearer.method=oidc) and kafka-python (a token provider that asks the provider) produce
+transactionally and read at read_committed with their grants, and are refused without them; a
+token that expires mid-session is replaced by re-authentication; each bad token fails its login
+with Kafka's answer and the reason, and the broker's log never holds a token."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.broker_process import BrokerProcess
+from tests.conftest import BrokerFactory
+from tests.e2e.oauth_setup import broker_settings, grant_transactional
+from tests.e2e.txn_clients import kafka_module
+from tests.oidc_provider import CLIENTS, OidcProvider, available
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
+kafka = kafka_module()
+
+
+@pytest.fixture(scope="module")
+def oidc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
+    provider = OidcProvider(tmp_path_factory.mktemp("oidc") / "provider.log").start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture(scope="module")
+def oauth_broker(tmp_path_factory: pytest.TempPathFactory, oidc: OidcProvider) -> Iterator[BrokerProcess]:
+    broker = BrokerProcess(tmp_path_factory.mktemp("oauth") / "data",
+                           broker_settings(oidc, **{"sasl.oauthbearer.clock.skew.seconds": "1"})).start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+def _topic(broker: BrokerProcess, principal: str | None) -> str:
+    """A new topic, and the ACLs for a transactional round trip on it when `principal` is given."""
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # held until the answer: no early destroy
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    if principal is not None:
+        grant_transactional(broker.bootstrap, principal, topic, f"tx-{topic}", f"g-{topic}")
+    return topic
+
+
+def _confluent(broker: BrokerProcess, oidc: OidcProvider, client: str) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap_of("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+            "sasl.oauthbearer.client.id": client, "sasl.oauthbearer.client.secret": CLIENTS[client][0],
+            "sasl.oauthbearer.token.endpoint.url": oidc.token_url, "sasl.oauthbearer.scope": "kafka"}
+
+
+def _confluent_round_trip(config: dict[str, Any], topic: str, count: int = 3) -> list[bytes]:
+    producer = Producer(config | {"transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(count):
+        producer.produce(topic, value=b"m%d" % i)
+    producer.commit_transaction(30)
+    consumer = Consumer(config | {"group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                                  "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    while len(got) < count:
+        msg = consumer.poll(15)
+        assert msg is not None and msg.error() is None, msg and msg.error()
+        got.append(msg.value())
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    return got
+
+
+def test_librdkafka_oidc_client_credentials_under_acls(oauth_broker: BrokerProcess, oidc: OidcProvider) -> None:
+    topic = _topic(oauth_broker, "User:alice")
+    assert _confluent_round_trip(_confluent(oauth_broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
+    # The same grants, another subject: refused by the ACLs, not by authentication.
+    producer = Producer(_confluent(oauth_broker, oidc, "nobody") | {"transactional.id": f"tx-{topic}"})
+    with pytest.raises(KafkaException) as caught:
+        producer.init_transactions(30)
+    assert caught.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def _kafka_python_provider(get_token: Any) -> Any:
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Tokens(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            return str(get_token())
+
+    return Tokens()
+
+
+def _kafka_python(broker: BrokerProcess, get_token: Any) -> dict[str, Any]:
+    return {"bootstrap_servers": broker.bootstrap_of("SASL_PLAINTEXT"), "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_provider": _kafka_python_provider(get_token)}
+
+
+def test_kafka_python_with_a_token_provider_under_acls(oauth_broker: BrokerProcess, oidc: OidcProvider) -> None:
+    topic = _topic(oauth_broker, "User:bob")
+    config = _kafka_python(oauth_broker, lambda: oidc.token("bob"))
+    producer = kafka.KafkaProducer(**config, transactional_id=f"tx-{topic}")
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in range(3):
+        producer.send(topic, b"k%d" % i)
+    producer.commit_transaction()
+    producer.close()
+    consumer = kafka.KafkaConsumer(topic, **config, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                                   isolation_level="read_committed", consumer_timeout_ms=15000)
+    got = [next(consumer).value for _ in range(3)]
+    consumer.close()
+    assert got == [b"k0", b"k1", b"k2"]
+    refused = kafka.KafkaProducer(**_kafka_python(oauth_broker, lambda: oidc.token("nobody")),
+                                  transactional_id=f"tx-{topic}")
+    with pytest.raises(kafka.errors.TransactionalIdAuthorizationFailedError):
+        refused.init_transactions()
+    refused.close()
+
+
+def test_an_expiring_token_is_replaced_by_reauthentication(oauth_broker: BrokerProcess, oidc: OidcProvider) -> None:
+    """The provider grants `shortlived` 8 s tokens: SaslAuthenticate gives that as the session
+    lifetime, librdkafka fetches a new token and re-authenticates on the same connection, and
+    records keep flowing across several token lifetimes."""
+    topic = _topic(oauth_broker, "User:shortlived")
+    lines: list[str] = []
+    config = _confluent(oauth_broker, oidc, "shortlived") | {"debug": "security", "logger": _Collect(lines)}
+    producer = Producer(config | {"enable.idempotence": True})
+    sent = 0
+    while sum("state REAUTH" in line for line in lines) < 2:  # two re-authentications of a connection
+        producer.produce(topic, value=b"%d" % sent)
+        sent += 1
+        assert producer.flush(10) == 0
+        producer.poll(0.25)
+    consumer = Consumer(config | {"group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                                  "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    got = [consumer.poll(10) for _ in range(sent)]
+    consumer.close()
+    assert [m.value() for m in got if m is not None] == [b"%d" % i for i in range(sent)]
+    assert not oauth_broker.logged("expired") and not oauth_broker.logged("Cannot change principals")
+
+
+class _Collect:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def log(self, _level: int, fmt: str, *args: object) -> None:
+        self.lines.append(fmt % args)
+
+
+def _kafka_python_refused(broker: BrokerProcess, token: str, caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What kafka-python logs when its login with `token` is refused."""
+    admin = kafka.KafkaAdminClient.__new__(kafka.KafkaAdminClient)
+    try:
+        with caplog.at_level(logging.WARNING, logger="kafka"), pytest.raises(kafka.errors.KafkaTimeoutError):
+            admin.__init__(**_kafka_python(broker, lambda: token), bootstrap_timeout_ms=2500)
+    finally:
+        if hasattr(admin, "_net"):  # see tests/e2e/test_security.py: closed, or it reconnects forever
+            admin._closed = False
+            admin.close()
+    return [record.getMessage() for record in caplog.records]
+
+
+def _expired(oidc: OidcProvider) -> str:
+    token = oidc.token("expiring")  # a 2 s token; the broker allows 1 s of clock skew
+    exp = jwt.decode(token, options={"verify_signature": False})["exp"]
+    while time.time() < exp + 1.5:
+        time.sleep(0.25)
+    return token
+
+
+def _unsigned(oidc: OidcProvider) -> str:
+    claims = jwt.decode(oidc.token("alice"), options={"verify_signature": False})
+    return jwt.encode(claims, None, algorithm="none")  # deliberately bad: the provider's claims, no signature
+
+
+@pytest.mark.parametrize(("bad", "reason"), [
+    (_expired, "Could not validate the access token: the token has expired"),
+    (lambda oidc: oidc.token("alice", resource="urn:elsewhere"),
+     "audience \\(aud\\) claim doesn't contain an acceptable identifier"),
+    (lambda oidc: "not-a-jwt", "Malformed JWT provided; expected three sections"),
+    (_unsigned, 'Malformed JWT provided: the JWS algorithm "none" is not permitted'),
+    (lambda oidc: oidc.token("alice")[:-8] + "AAAAAAAA", "the signature does not verify"),
+], ids=["expired", "wrong-audience", "malformed", "alg-none", "wrongly-signed"])
+def test_each_bad_token_fails_with_the_reason_and_never_reaches_the_log(
+        oauth_broker: BrokerProcess, oidc: OidcProvider, caplog: pytest.LogCaptureFixture, bad: Any,
+        reason: str) -> None:
+    token = bad(oidc)
+    before = len(oauth_broker.log_lines)
+    said = _kafka_python_refused(oauth_broker, token, caplog)
+    assert any('{"status":"invalid_token"} (' in line and _search(reason, line) for line in said), said[-5:]
+    assert oauth_broker.wait_for_log(f"WARNING broker.security: SASL authentication of a client from "
+                                     f"127.0.0.1:\\d+ on listener SASL_PLAINTEXT failed \\(OAUTHBEARER\\): .*{reason}",
+                                     before), "".join(oauth_broker.log_lines[before:])[-3000:]
+    _no_token_logged(oauth_broker, token)
+    topic = _topic(oauth_broker, "User:alice")  # and the broker goes on serving good tokens
+    assert _confluent_round_trip(_confluent(oauth_broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
+
+
+def _search(pattern: str, text: str) -> bool:
+    import re
+
+    return re.search(pattern, text) is not None
+
+
+def _no_token_logged(broker: BrokerProcess, token: str) -> None:
+    pieces = [p for p in token.split(".") if len(p) > 16]  # nor any of its sections
+    assert not any(piece in line for line in broker.log_lines for piece in [token, *pieces])
+
+
+def _librdkafka_with(broker: BrokerProcess, token: str, errors: list[str]) -> AdminClient:
+    """librdkafka logging in with `token` (its oauth_cb), its errors and log lines collected."""
+    exp = jwt.decode(token, options={"verify_signature": False})["exp"]
+    return AdminClient({"bootstrap.servers": broker.bootstrap_of("SASL_PLAINTEXT"),
+                        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                        "error_cb": lambda e: errors.append(str(e)), "logger": _Collect(errors),
+                        "oauth_cb": lambda _: (token, exp, "alice")})
+
+
+def test_librdkafka_sees_the_reason_too(oauth_broker: BrokerProcess, oidc: OidcProvider) -> None:
+    """A provider-granted token for another resource (librdkafka's oidc login cannot ask for
+    one, so an oauth_cb hands it over): its audience is refused."""
+    errors: list[str] = []
+    token = oidc.token("alice", resource="urn:elsewhere")
+    admin = _librdkafka_with(oauth_broker, token, errors)
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+    deadline = time.monotonic() + 10
+    while not any("invalid_token" in e for e in errors) and time.monotonic() < deadline:
+        admin.poll(0.2)
+    assert any("audience (aud) claim doesn't contain an acceptable identifier" in e for e in errors), errors
+    _no_token_logged(oauth_broker, token)
+
+
+def test_a_wrong_issuer_is_refused(broker_factory: BrokerFactory, oidc: OidcProvider,
+                                   caplog: pytest.LogCaptureFixture) -> None:
+    broker = broker_factory(broker_settings(oidc, **{"sasl.oauthbearer.expected.issuer": "https://idp.example"}))
+    token = oidc.token("alice")
+    said = _kafka_python_refused(broker, token, caplog)
+    assert any("issuer (iss) claim is not the expected issuer https://idp.example" in line for line in said), said
+    _no_token_logged(broker, token)
+
+
+def test_a_rotated_signing_key_is_fetched_on_its_first_use(broker_factory: BrokerFactory, tmp_path: Path,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """The provider restarts with a new key: the broker, whose JWKS is an hour old, refuses the
+    first token signed with it (unknown kid) and fetches the JWKS at once; the retry logs in, and
+    tokens of the old key no longer do."""
+    oidc = OidcProvider(tmp_path / "provider.log").start()
+    try:
+        broker = broker_factory(broker_settings(oidc))
+        topic = _topic(broker, "User:alice")
+        old_token = oidc.token("alice")
+        assert _confluent_round_trip(_confluent(broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
+        old_kid, new_kid = oidc.kid, oidc.rotate()
+        new_token, errors = oidc.token("alice"), []
+        admin = _librdkafka_with(broker, new_token, errors)
+        assert topic in admin.list_topics(timeout=30).topics  # after one refused login and a reconnect
+        for _ in range(20):  # the log lines come through poll()
+            if errors:
+                break
+            admin.poll(0.25)
+        assert any("Unable to find a suitable verification key" in e and new_kid in e for e in errors), errors
+        assert broker.logged(f"JWKS from {oidc.jwks_url}: key ids {new_kid}")
+        topic = _topic(broker, "User:alice")
+        assert _confluent_round_trip(_confluent(broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
+        caplog.clear()
+        said = _kafka_python_refused(broker, old_token, caplog)
+        assert any("Unable to find a suitable verification key" in line and old_kid in line for line in said), said
+    finally:
+        oidc.stop()
