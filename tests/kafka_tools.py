@@ -61,8 +61,10 @@ def tools_classpath() -> str:
 
 def run_tool(
     tool: str, *args: str, input: str | None = None, timeout: float = 120.0, check: bool = False,
+    java_options: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """Run one Kafka CLI tool by its script name (kafka-topics, ...); stdout and stderr are text."""
+    """Run one Kafka CLI tool by its script name (kafka-topics, ...); stdout and stderr are text.
+    `java_options` go to the JVM, as KAFKA_OPTS would (-Dname=value system properties)."""
     java = shutil.which("java")
     if java is None:
         raise FileNotFoundError("java is not on PATH")
@@ -71,7 +73,7 @@ def run_tool(
     dump = None if archive.exists() else archive.with_name(f"{archive.name}.{os.getpid()}.{id(args)}.tmp")
     # -Xlog:cds*=off: the dump's warnings (classes it skips) would otherwise go to stdout.
     share = f"-XX:SharedArchiveFile={archive}" if dump is None else f"-XX:ArchiveClassesAtExit={dump}"
-    cmd = [java, "-Xshare:auto", share, "-Xlog:cds*=off", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+    cmd = [java, "-Xshare:auto", share, "-Xlog:cds*=off", "-XX:TieredStopAtLevel=1", *java_options, "-cp", classpath,
            main_class, *args]
     try:
         done = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,

@@ -3,12 +3,24 @@ with the StandardAuthorizer, and the ACLs a transactional client needs, granted 
 
 from __future__ import annotations
 
-from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+)
 from confluent_kafka.admin import ResourceType as R
 
+from tests.broker_process import BrokerProcess
 from tests.oidc_provider import AUDIENCE, OidcProvider
 
-__all__ = ("broker_settings", "grant_transactional")
+__all__ = ("broker_settings", "grant_transactional", "new_topic", "oauth_broker", "oidc")
 
 VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
@@ -42,3 +54,32 @@ def grant_transactional(bootstrap: str, principal: str, topic: str, txn_id: str,
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_acls(acls).values():
         future.result(30)
+
+
+@pytest.fixture(scope="module")
+def oidc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
+    provider = OidcProvider(tmp_path_factory.mktemp("oidc") / "provider.log").start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture(scope="module")
+def oauth_broker(tmp_path_factory: pytest.TempPathFactory, oidc: OidcProvider) -> Iterator[BrokerProcess]:
+    """One second of clock skew, so that a test's expired token need not wait Kafka's default 30."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("oauth") / "data",
+                           broker_settings(oidc, **{"sasl.oauthbearer.clock.skew.seconds": "1"})).start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+def new_topic(broker: BrokerProcess, principal: str | None) -> str:
+    """A new topic, and the ACLs for a transactional round trip on it (transactional id tx-<topic>,
+    group g-<topic>) when `principal` is given."""
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # held until the answer: no early destroy
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    if principal is not None:
+        grant_transactional(broker.bootstrap, principal, topic, f"tx-{topic}", f"g-{topic}")
+    return topic

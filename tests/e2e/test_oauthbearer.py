@@ -10,51 +10,23 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jwt
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from tests.broker_process import BrokerProcess
 from tests.conftest import BrokerFactory
-from tests.e2e.oauth_setup import broker_settings, grant_transactional
+from tests.e2e.oauth_setup import broker_settings, new_topic, oauth_broker, oidc
 from tests.e2e.txn_clients import kafka_module
 from tests.oidc_provider import CLIENTS, OidcProvider, available
 
+__all__ = ("oauth_broker", "oidc")  # the module's fixtures, from oauth_setup
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
 kafka = kafka_module()
-
-
-@pytest.fixture(scope="module")
-def oidc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
-    provider = OidcProvider(tmp_path_factory.mktemp("oidc") / "provider.log").start()
-    yield provider
-    provider.stop()
-
-
-@pytest.fixture(scope="module")
-def oauth_broker(tmp_path_factory: pytest.TempPathFactory, oidc: OidcProvider) -> Iterator[BrokerProcess]:
-    broker = BrokerProcess(tmp_path_factory.mktemp("oauth") / "data",
-                           broker_settings(oidc, **{"sasl.oauthbearer.clock.skew.seconds": "1"})).start()
-    try:
-        yield broker
-    finally:
-        broker.close()
-
-
-def _topic(broker: BrokerProcess, principal: str | None) -> str:
-    """A new topic, and the ACLs for a transactional round trip on it when `principal` is given."""
-    topic = f"t-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # held until the answer: no early destroy
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    if principal is not None:
-        grant_transactional(broker.bootstrap, principal, topic, f"tx-{topic}", f"g-{topic}")
-    return topic
 
 
 def _confluent(broker: BrokerProcess, oidc: OidcProvider, client: str) -> dict[str, Any]:
@@ -85,7 +57,7 @@ def _confluent_round_trip(config: dict[str, Any], topic: str, count: int = 3) ->
 
 
 def test_librdkafka_oidc_client_credentials_under_acls(oauth_broker: BrokerProcess, oidc: OidcProvider) -> None:
-    topic = _topic(oauth_broker, "User:alice")
+    topic = new_topic(oauth_broker, "User:alice")
     assert _confluent_round_trip(_confluent(oauth_broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
     # The same grants, another subject: refused by the ACLs, not by authentication.
     producer = Producer(_confluent(oauth_broker, oidc, "nobody") | {"transactional.id": f"tx-{topic}"})
@@ -110,7 +82,7 @@ def _kafka_python(broker: BrokerProcess, get_token: Any) -> dict[str, Any]:
 
 
 def test_kafka_python_with_a_token_provider_under_acls(oauth_broker: BrokerProcess, oidc: OidcProvider) -> None:
-    topic = _topic(oauth_broker, "User:bob")
+    topic = new_topic(oauth_broker, "User:bob")
     config = _kafka_python(oauth_broker, lambda: oidc.token("bob"))
     producer = kafka.KafkaProducer(**config, transactional_id=f"tx-{topic}")
     producer.init_transactions()
@@ -135,7 +107,7 @@ def test_an_expiring_token_is_replaced_by_reauthentication(oauth_broker: BrokerP
     """The provider grants `shortlived` 8 s tokens: SaslAuthenticate gives that as the session
     lifetime, librdkafka fetches a new token and re-authenticates on the same connection, and
     records keep flowing across several token lifetimes."""
-    topic = _topic(oauth_broker, "User:shortlived")
+    topic = new_topic(oauth_broker, "User:shortlived")
     lines: list[str] = []
     config = _confluent(oauth_broker, oidc, "shortlived") | {"debug": "security", "logger": _Collect(lines)}
     producer = Producer(config | {"enable.idempotence": True})
@@ -207,7 +179,7 @@ def test_each_bad_token_fails_with_the_reason_and_never_reaches_the_log(
                                      f"127.0.0.1:\\d+ on listener SASL_PLAINTEXT failed \\(OAUTHBEARER\\): .*{reason}",
                                      before), "".join(oauth_broker.log_lines[before:])[-3000:]
     _no_token_logged(oauth_broker, token)
-    topic = _topic(oauth_broker, "User:alice")  # and the broker goes on serving good tokens
+    topic = new_topic(oauth_broker, "User:alice")  # and the broker goes on serving good tokens
     assert _confluent_round_trip(_confluent(oauth_broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
 
 
@@ -263,7 +235,7 @@ def test_a_rotated_signing_key_is_fetched_on_its_first_use(broker_factory: Broke
     oidc = OidcProvider(tmp_path / "provider.log").start()
     try:
         broker = broker_factory(broker_settings(oidc))
-        topic = _topic(broker, "User:alice")
+        topic = new_topic(broker, "User:alice")
         old_token = oidc.token("alice")
         assert _confluent_round_trip(_confluent(broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
         old_kid, new_kid = oidc.kid, oidc.rotate()
@@ -276,7 +248,7 @@ def test_a_rotated_signing_key_is_fetched_on_its_first_use(broker_factory: Broke
             admin.poll(0.25)
         assert any("Unable to find a suitable verification key" in e and new_kid in e for e in errors), errors
         assert broker.logged(f"JWKS from {oidc.jwks_url}: key ids {new_kid}")
-        topic = _topic(broker, "User:alice")
+        topic = new_topic(broker, "User:alice")
         assert _confluent_round_trip(_confluent(broker, oidc, "alice"), topic) == [b"m0", b"m1", b"m2"]
         caplog.clear()
         said = _kafka_python_refused(broker, old_token, caplog)
