@@ -1,7 +1,8 @@
 """What an inter-broker connection does before its first request, as Kafka's NetworkClient and
 SaslClientAuthenticator do: ApiVersions (the peer's version ranges, checked before each request),
 then on a SASL listener SaslHandshake v1 and SaslAuthenticate v2 with this broker's own
-credentials (PLAIN: one token; SCRAM: two, and the server's signature checked).
+credentials (PLAIN: one token; SCRAM: two, and the server's signature checked; OAUTHBEARER: the
+broker's token from its identity provider, and on a refusal RFC 7628's \x01 for the reason).
 
 A login that fails (wrong password, a mechanism the peer does not enable, a certificate the
 trust store refuses) is a misconfiguration, not a passing fault: it is logged as an ERROR that
@@ -28,6 +29,7 @@ from protocol.errors import ErrorCode
 from storage.api import BrokerEndpoint
 
 from .security.inter_broker_auth import InterBrokerSecurity
+from .security.oauth_login import TokenFetchFailed
 from .security.sasl_errors import AuthenticationFailed
 from .security.scram import MECHANISMS
 from .security.scram_client import ScramClient
@@ -88,11 +90,12 @@ async def log_in(exchange: Exchange, security: InterBrokerSecurity | None, node_
     if handshake.error_code is not ErrorCode.none:
         raise LoginFailed(f"SaslHandshake answered {handshake.error_code.name.upper()}: the peer enables "
                           f"{', '.join(handshake.mechanisms) or 'no mechanism'} on this listener, not {mechanism}")
+    exchange_for = {"PLAIN": _plain, "OAUTHBEARER": _oauthbearer}.get(mechanism, _scram)
     try:
-        lifetime = await (_plain(exchange, security, node_id) if mechanism == "PLAIN"
-                          else _scram(exchange, security, node_id))
-    except AuthenticationFailed as exc:
-        raise LoginFailed(f"SASL/{mechanism} as {security.username!r}: {exc.client_message}") from None
+        lifetime = await exchange_for(exchange, security, node_id)
+    except (AuthenticationFailed, TokenFetchFailed) as exc:
+        why = exc.client_message if isinstance(exc, AuthenticationFailed) else str(exc)
+        raise LoginFailed(f"SASL/{mechanism} as {security.username!r}: {why}") from None
     return Login(ranges, lifetime)
 
 
@@ -110,6 +113,16 @@ def _lifetime_ms(answer: Any) -> int:
 async def _plain(exchange: Exchange, security: InterBrokerSecurity, node_id: int) -> int:
     token = b"\0" + security.username.encode() + b"\0" + security.password.encode()
     return _lifetime_ms(await _authenticate(exchange, token, node_id))
+
+
+async def _oauthbearer(exchange: Exchange, security: InterBrokerSecurity, node_id: int) -> int:
+    assert security.oauth is not None
+    token = await security.oauth.token()
+    answer = await _authenticate(exchange, f"n,,\x01auth=Bearer {token}\x01\x01".encode(), node_id)
+    if answer.auth_bytes:  # the server's JSON error: acknowledged, and the failure that follows says why
+        await _authenticate(exchange, b"\x01", node_id)
+        raise AuthenticationFailed(f"the peer refused the token: {answer.auth_bytes.decode(errors='replace')}")
+    return _lifetime_ms(answer)
 
 
 async def _scram(exchange: Exchange, security: InterBrokerSecurity, node_id: int) -> int:

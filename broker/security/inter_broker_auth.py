@@ -6,9 +6,11 @@
   must be one of this broker's (every broker of a cluster is meant to have it);
 - TLS (SSL, SASL_SSL): that listener's ssl.* settings, client side (broker/security/tls.py);
 - SASL (SASL_PLAINTEXT, SASL_SSL): `sasl.mechanism.inter.broker.protocol`, which must be among the
-  listener's sasl.enabled.mechanisms; PLAIN and SCRAM-SHA-256/512 only (Kafka's default, GSSAPI, is
-  Kerberos: refused at start-up), with the username and password of the listener's
-  `listener.name.<l>.<mechanism>.sasl.jaas.config`, as a Kafka broker logs in.
+  listener's sasl.enabled.mechanisms; PLAIN and SCRAM-SHA-256/512 (Kafka's default, GSSAPI, is
+  Kerberos: refused at start-up) with the username and password of the listener's
+  `listener.name.<l>.<mechanism>.sasl.jaas.config`, as a Kafka broker logs in; OAUTHBEARER with a
+  token this broker gets by client credentials (broker/security/oauth_login.py) from
+  `sasl.oauthbearer.token.endpoint.url`.
 
 Checked and built once at start-up, in cluster mode only: a single node has no peers.
 """
@@ -23,12 +25,13 @@ from ..config import BrokerConfig, ConfigError
 from ..listeners import Listener
 from ..startup import StartupError
 from .jaas import JaasError, parse_jaas_config
+from .oauth_login import ClientCredentials
 from .settings import ListenerSettings
 from .tls import client_context
 
 __all__ = ("InterBrokerSecurity", "build_inter_broker_security", "inter_broker_listener")
 
-_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +42,7 @@ class InterBrokerSecurity:
     sasl_mechanism: str | None = None  # None: no SASL on this listener
     username: str = ""
     password: str = field(default="", repr=False)
+    oauth: ClientCredentials | None = None  # OAUTHBEARER: where this broker's token comes from
 
 
 def inter_broker_listener(config: BrokerConfig) -> Listener:
@@ -65,6 +69,10 @@ def build_inter_broker_security(config: BrokerConfig) -> InterBrokerSecurity:
         if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
             return InterBrokerSecurity(listener_name=listener.name, security_protocol=protocol, ssl_context=context)
         mechanism = _mechanism(config, settings)
+        if mechanism == "OAUTHBEARER":
+            oauth = _client_credentials(settings)
+            return InterBrokerSecurity(listener_name=listener.name, security_protocol=protocol, ssl_context=context,
+                                       sasl_mechanism=mechanism, username=oauth.client_id, oauth=oauth)
         username, password = _credentials(settings, mechanism)
     except ConfigError as exc:
         raise StartupError(str(exc)) from None
@@ -99,3 +107,26 @@ def _credentials(settings: ListenerSettings, mechanism: str) -> tuple[str, str]:
         raise ConfigError(f'{key} has no username="..." and password="..." for this broker to log in to the '
                           "others with (inter-broker SASL)")
     return options["username"], options["password"]
+
+
+def _client_credentials(settings: ListenerSettings) -> ClientCredentials:
+    """Kafka 4.1+'s sasl.oauthbearer.client.credentials.* keys, or the older JAAS options."""
+    key, text = settings.jaas_config("OAUTHBEARER")
+    try:
+        options = parse_jaas_config(text)[0].options if text is not None else {}
+    except JaasError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+
+    def get(name: str, jaas_option: str) -> str | None:
+        value = settings.mechanism_get("OAUTHBEARER", name)
+        return str(value) if value else options.get(jaas_option)
+
+    url = get("sasl.oauthbearer.token.endpoint.url", "")
+    client_id = get("sasl.oauthbearer.client.credentials.client.id", "clientId")
+    secret = get("sasl.oauthbearer.client.credentials.client.secret", "clientSecret")
+    if not url or not client_id or not secret:
+        raise ConfigError("inter-broker SASL/OAUTHBEARER needs this broker's token: set "
+                          "sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.credentials.client.id and "
+                          "sasl.oauthbearer.client.credentials.client.secret (or the JAAS options clientId and "
+                          f"clientSecret in {key})")
+    return ClientCredentials(url, client_id, secret, get("sasl.oauthbearer.scope", "scope"))

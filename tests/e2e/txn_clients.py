@@ -44,12 +44,13 @@ def plain_producer(bootstrap: str) -> Producer:
 Rows = list[tuple[str, int, int, bytes]]
 
 
-def confluent_read(bootstrap: str, topics: dict[str, int], isolation: str, expected: int) -> Rows:
+def confluent_read(bootstrap: str, topics: dict[str, int], isolation: str, expected: int, **extra: Any) -> Rows:
     """(topic, partition, offset, value) of every visible record, once `expected` arrived and
-    every partition reached its end (so nothing beyond `expected` hides behind)."""
+    every partition reached its end (so nothing beyond `expected` hides behind). `extra`: more
+    client settings (security)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
                   "isolation.level": isolation, "enable.auto.commit": False,
-                  "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+                  "enable.partition.eof": True, "auto.offset.reset": "earliest"} | extra)
     parts = [CTopicPartition(t, p, 0) for t, n in topics.items() for p in range(n)]
     c.assign(parts)
     got: list[tuple[str, int, int, bytes]] = []

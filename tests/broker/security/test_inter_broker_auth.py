@@ -68,6 +68,26 @@ def test_sasl_needs_a_supported_enabled_mechanism_and_the_brokers_credentials(tl
     assert unchecked.ssl_context is not None and not unchecked.ssl_context.check_hostname
 
 
+def test_oauthbearer_between_brokers_needs_the_token_endpoint_and_client_credentials(tls_files: TlsFiles) -> None:
+    base = LISTENERS | tls_files.broker_settings() | {
+        "inter.broker.listener.name": "internal", "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+        "listener.name.internal.sasl.enabled.mechanisms": "OAUTHBEARER"}
+    refused(base, "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.client.credentials.client.id")
+    new_keys = security(base | {"sasl.oauthbearer.token.endpoint.url": "https://idp.test/token",
+                                "sasl.oauthbearer.client.credentials.client.id": "broker",
+                                "sasl.oauthbearer.client.credentials.client.secret": "broker-secret",
+                                "sasl.oauthbearer.scope": "kafka"})
+    assert new_keys.oauth is not None and new_keys.sasl_mechanism == "OAUTHBEARER"
+    assert (new_keys.oauth.token_url, new_keys.oauth.client_id, new_keys.oauth.client_secret,
+            new_keys.oauth.scope) == ("https://idp.test/token", "broker", "broker-secret", "kafka")
+    assert "broker-secret" not in repr(new_keys)
+    jaas = security(base | {"listener.name.internal.sasl.oauthbearer.token.endpoint.url": "https://idp.test/token",
+                            "listener.name.internal.oauthbearer.sasl.jaas.config":
+                                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                                'clientId="b2" clientSecret="broker-secret" scope="s";'})
+    assert jaas.oauth is not None and (jaas.oauth.client_id, jaas.oauth.scope) == ("b2", "s")
+
+
 @pytest.mark.parametrize("name", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_the_scram_client_logs_in_to_the_scram_server_and_checks_its_signature(name: str) -> None:
     mechanism = MECHANISMS[name]
