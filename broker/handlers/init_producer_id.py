@@ -7,9 +7,8 @@ transaction of an older epoch first, which answers CONCURRENT_TRANSACTIONS until
 transaction.timeout.ms above transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT.
 Version notes: v3+ may carry the current producer id and epoch (KIP-360: a producer recovering
 from an error keeps its id); both or neither must be set. v4+ knows PRODUCER_FENCED, older
-versions get INVALID_PRODUCER_EPOCH. v6 adds KIP-939's two-phase commit flags (Kafka 4.x clients
-send v6 with both false); two-phase commit is not offered, so either flag set is INVALID_REQUEST
-saying so.
+versions get INVALID_PRODUCER_EPOCH. v6 (KIP-939's two-phase commit flags) is not advertised: Kafka
+4.4 marks it unstable (latestVersionUnstable) and a stock broker advertises 0-5, so clients send v5.
 """
 
 from __future__ import annotations
@@ -37,12 +36,6 @@ def _expected(request: Any) -> ProducerIdAndEpoch | None:
     return ProducerIdAndEpoch(producer_id=pid, epoch=epoch)
 
 
-def _check_two_phase_commit(request: Any) -> None:
-    if field_or(request, "enable2_pc", False) or field_or(request, "keep_prepared_txn", False):
-        raise KafkaError(ErrorCode.invalid_request, "two-phase commit (KIP-939: enable2Pc, keepPreparedTxn) "
-                         "is not supported by eosbroker")
-
-
 async def handle(ctx: RequestContext, request: Any) -> Any:
     txn_id = request.transactional_id
     if txn_id is not None:
@@ -51,7 +44,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         require_idempotent_write(ctx)
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
     try:
-        _check_two_phase_commit(request)
         result = await ctx.broker.txn_coordinator.init_producer_id(txn_id, timeout_ms, _expected(request))
     except KafkaError as exc:
         code = txn_error_code(exc, ctx.version, 4, "InitProducerId", txn_id)
@@ -60,4 +52,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                         "producer_epoch": result.epoch})
 
 
-HANDLER = Handler(api_key=ApiKey.INIT_PRODUCER_ID, min_version=0, max_version=6, handle=handle)
+HANDLER = Handler(api_key=ApiKey.INIT_PRODUCER_ID, min_version=0, max_version=5, handle=handle)

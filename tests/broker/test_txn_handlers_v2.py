@@ -1,11 +1,12 @@
 """The Transactions V2 request versions in process (issue 14): Produce v12-13 adds the partition
-implicitly, EndTxn v5 answers the bumped epoch, InitProducerId v6, and the errors each version
-gets, with the V1 versions unchanged beside them."""
+implicitly, EndTxn v5 answers the bumped epoch, and the errors each version gets, with the V1
+versions unchanged beside them."""
 
 from __future__ import annotations
 
 import pytest
 
+from broker.dispatch import HANDLERS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
@@ -40,7 +41,7 @@ async def end_v5(state, pid, epoch, commit=True):  # type: ignore[no-untyped-def
 
 
 async def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(state):  # type: ignore[no-untyped-def]
-    r = await init(state, version=6)
+    r = await init(state, version=5)
     pid = r.producer_id
     assert await produce(state, pid, 0, partition=0) is E.none
     assert await produce(state, pid, 0, seq=0, partition=1, version=13) is E.none
@@ -79,11 +80,11 @@ async def test_produce_v11_not_added_is_transaction_abortable_and_v12_adds_inste
     assert await produce(state, r.producer_id, 0, partition=1, version=12) is E.none
 
 
-async def test_init_producer_id_v6_refuses_two_phase_commit(state):  # type: ignore[no-untyped-def]
-    ok = await init(state, version=6)
-    assert ok.error_code is E.none
-    refused = await init(state, version=6, enable2_pc=True)
-    assert (refused.error_code, refused.producer_id) == (E.invalid_request, -1)
+def test_init_producer_id_is_advertised_as_kafka_4_4_advertises_it() -> None:
+    # Kafka 4.4's InitProducerId v6 (KIP-939) is unstable: a stock broker answers ApiVersions with 0-5.
+    handler = HANDLERS[ApiKey.INIT_PRODUCER_ID]
+    assert (handler.min_version, handler.max_version) == (0, 5)
+    assert not handler.parses(6)
 
 
 async def add_v5(state, pid, epoch, partitions, verify_only):  # type: ignore[no-untyped-def]
