@@ -138,6 +138,11 @@ def error_response(api_key: int, version: int, request: Any, code: ErrorCode, me
         # One results array answers two request arrays (Kafka's getErrorResponse: each user once).
         users = dict.fromkeys(item.name for item in (*request.deletions, *request.upsertions))
         return build(schema, {"results": [{"user": u, "error_code": code, "error_message": message} for u in users]})
+    if api_key == ApiKey.ALTER_REPLICA_LOG_DIRS:
+        # Each directory's topics answered in turn, partitions by index (Kafka's getErrorResponse).
+        return build(schema, {"throttle_time": 0, "results": [
+            {"topic_name": t.name, "partitions": [{"partition_index": p, "error_code": code} for p in t.partitions]}
+            for d in request.dirs for t in d.topics]})
     return build(schema, _mirror(schema, request, code, message, keys=False))
 
 

@@ -228,6 +228,7 @@ class Broker:
             cluster_id = self.cluster.cluster_id if self.cluster is not None else self.config.cluster_id
             meta = ensure_meta_properties(data_dir, self.config.node_id, cluster_id)
             self.state.cluster_id = meta.cluster_id
+            self.state.directory_id = meta.directory_id
             self.state.authorizer = self._open_authorizer()
             self.state.features = self._load_features()
             if self.cluster is None:

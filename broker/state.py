@@ -32,6 +32,7 @@ class BrokerState:
     handlers: Mapping[ApiKey, Handler]
     # From the data dir's meta.properties (storage/meta_properties.py), read at start-up.
     cluster_id: str = ""
+    directory_id: str = ""  # the data dir's directory.id (DescribeQuorum's replica directory id)
     # Where producer-id blocks come from: the data dir's file, or in cluster mode (docs/cluster.md)
     # the cluster-wide counter; server.py sets it.
     producer_id_blocks: ProducerIdBlockSource | None = None

@@ -36,6 +36,7 @@ __all__ = (
     "BrokerEndpoint",
     "ClusterSnapshot",
     "ClusterView",
+    "Unregistered",
     "FetchDataInfo",
     "INTERNAL_TOPICS",
     "KAFKA_TOPIC_DEFAULTS",
@@ -384,6 +385,14 @@ class LeadershipListener(Protocol):
     async def on_resigned(self, tp: TopicPartition) -> None: ...
 
 
+class Unregistered(Enum):
+    """What UnregisterBroker found: the registration removed, or why not."""
+
+    REMOVED = "removed"
+    LIVE = "live"  # a running broker stays registered while it runs
+    NOT_REGISTERED = "not registered"
+
+
 @runtime_checkable
 class ClusterView(Protocol):
     """The live brokers and each partition's leader, as this broker last saw them (cheap reads on
@@ -420,6 +429,10 @@ class ClusterView(Protocol):
     async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
         """Wait, up to timeout_s, until this view names a live leader for each partition (new
         ones: in cluster mode other brokers take their share); whether they all have one."""
+        ...
+
+    async def unregister(self, node_id: int) -> Unregistered:
+        """Remove a fenced broker's registration (UnregisterBroker); a live one is kept."""
         ...
 
 

@@ -20,7 +20,8 @@ from typing import Final
 
 from .fs import FileSystem
 
-__all__ = ("META_PROPERTIES", "MetaProperties", "MetaPropertiesError", "ensure_meta_properties", "random_uuid")
+__all__ = ("META_PROPERTIES", "MetaProperties", "MetaPropertiesError", "ensure_meta_properties", "kafka_uuid",
+           "random_uuid")
 
 META_PROPERTIES: Final = "meta.properties"
 _VERSION: Final = 1
@@ -58,6 +59,13 @@ def is_uuid(text: str) -> bool:
     # 22 characters carry 132 bits: the last one must leave the 4 spare bits zero.
     return _UUID_TEXT.match(text) is not None and base64.urlsafe_b64encode(
         base64.urlsafe_b64decode(text + "==")).rstrip(b"=").decode() == text
+
+
+def kafka_uuid(text: str) -> uuid.UUID | None:
+    """The UUID a Kafka Uuid string stands for (a directory.id); None for an empty or invalid one."""
+    if not is_uuid(text):
+        return None
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
 
 
 def _parse(path: Path) -> dict[str, str]:

@@ -40,6 +40,7 @@ MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-groups": "org.apache.kafka.tools.GroupsCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-replica-verification": "org.apache.kafka.tools.ReplicaVerificationTool",

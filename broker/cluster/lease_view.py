@@ -19,6 +19,7 @@ from storage.api import (
     PartitionLeader,
     PartitionLease,
     TopicPartition,
+    Unregistered,
 )
 
 __all__ = ("LeaseView", "notify")
@@ -29,12 +30,15 @@ _LOOK_AGAIN_S = 0.025
 
 class LeaseView:
     def __init__(self, node_id: int, on_unknown: Callable[[], None] = lambda: None,
-                 read: Callable[[], Awaitable[ClusterSnapshot]] | None = None) -> None:
+                 read: Callable[[], Awaitable[ClusterSnapshot]] | None = None,
+                 remove: Callable[[int], Awaitable[Unregistered]] | None = None) -> None:
         self._node_id = node_id
         # Asked about a partition the last snapshot lacks (a topic just created): look again now.
         self._on_unknown = on_unknown
         # A fresh snapshot from the database, for await_leaders (ClusterMember's store).
         self._read = read
+        # Removes a fenced broker's registration from the database (ClusterMember's store).
+        self._remove = remove
         self._updates = 0  # snapshots applied: an older read finishing late is not applied
         self._brokers: list[BrokerEndpoint] = []
         self._fenced: list[BrokerEndpoint] = []
@@ -103,6 +107,15 @@ class LeaseView:
             if row is None or row.leader < 0 or row.leader == self._node_id or row.leader not in live:
                 return False
         return True
+
+    async def unregister(self, node_id: int) -> Unregistered:
+        """In the database, then here at once: the next snapshot would say the same."""
+        if self._remove is None:
+            return Unregistered.LIVE if node_id == self._node_id else Unregistered.NOT_REGISTERED
+        outcome = await self._remove(node_id)
+        if outcome is Unregistered.REMOVED:
+            self._fenced = [b for b in self._fenced if b.node_id != node_id]
+        return outcome
 
     def replicas(self, tp: TopicPartition) -> list[int]:
         """The leader, then other live brokers, up to the replication factor: with shared storage

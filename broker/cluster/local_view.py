@@ -8,7 +8,14 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from storage.api import BrokerEndpoint, LeadershipListener, LogSource, PartitionLeader, TopicPartition
+from storage.api import (
+    BrokerEndpoint,
+    LeadershipListener,
+    LogSource,
+    PartitionLeader,
+    TopicPartition,
+    Unregistered,
+)
 
 __all__ = ("LOCAL_LEADER_EPOCH", "LocalClusterView")
 
@@ -49,6 +56,10 @@ class LocalClusterView:
 
     async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
         return all(self.leader(tp) is not None for tp in partitions)  # this broker leads them all
+
+    async def unregister(self, node_id: int) -> Unregistered:
+        """The one registered broker is this one, which runs."""
+        return Unregistered.LIVE if node_id == self.node_id else Unregistered.NOT_REGISTERED
 
     def partition_states(self, topic: str, partitions: int) -> list[tuple[PartitionLeader | None, list[int]]]:
         meta = self._logs.topics.get(topic)

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from storage.api import BrokerEndpoint, ClusterSnapshot, LeadershipListener, TopicPartition
+from storage.api import BrokerEndpoint, ClusterSnapshot, LeadershipListener, TopicPartition, Unregistered
 
 from ..startup import StartupError
 from .balance import plan
@@ -48,6 +48,7 @@ class LeaseStore(Protocol):
     async def heartbeat(self) -> bool: ...
     async def deregister(self) -> None: ...
     async def snapshot(self) -> ClusterSnapshot: ...
+    async def unregister(self, node_id: int) -> Unregistered: ...
     async def take(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
     async def release(self, held: Sequence[tuple[TopicPartition, int]]) -> int: ...
     async def listen(self, callback: Callable[[], None]) -> None: ...
@@ -58,7 +59,8 @@ class ClusterMember:
     def __init__(self, store: LeaseStore, endpoint: Callable[[], BrokerEndpoint], lease_ms: int,
                  logs: LeadershipListener) -> None:
         self.store = store
-        self.view = LeaseView(endpoint().node_id, on_unknown=self.wake, read=store.snapshot)
+        self.view = LeaseView(endpoint().node_id, on_unknown=self.wake, read=store.snapshot,
+                              remove=store.unregister)
         self._endpoint = endpoint
         self._lease_s = lease_ms / 1000
         self._interval = self._lease_s / 4

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import asyncpg  # type: ignore[import-untyped]
 
-from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition
+from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition, Unregistered
 
 __all__ = ("ClusterStore", "ensure_cluster_id")
 
@@ -99,6 +99,14 @@ _DEREGISTER: Final = """
     WHERE node_id = $1 AND incarnation = $2 AND lease_expires_at > now()
 """
 
+# Only a lapsed lease's row goes (Kafka's unregistration of a fenced broker); the outer SELECT
+# reads the rows as they were before the DELETE, so a live row still counts as live.
+_UNREGISTER: Final = """
+    WITH gone AS (DELETE FROM brokers WHERE node_id = $1 AND lease_expires_at <= now() RETURNING node_id)
+    SELECT EXISTS (SELECT 1 FROM gone) AS removed,
+           EXISTS (SELECT 1 FROM brokers WHERE node_id = $1 AND lease_expires_at > now()) AS live
+"""
+
 
 _CLUSTER_ID: Final = """
     WITH new AS (INSERT INTO cluster_meta (key, value) VALUES ('cluster.id', $1)
@@ -151,6 +159,13 @@ class ClusterStore:
         if self.incarnation is not None:
             await self.pool.execute(_DEREGISTER, self.node_id, self.incarnation)
             self.incarnation = None
+
+    async def unregister(self, node_id: int) -> Unregistered:
+        """UnregisterBroker: a fenced broker's row is deleted; a live one is kept."""
+        row = await self.pool.fetchrow(_UNREGISTER, node_id)
+        if row["removed"]:
+            return Unregistered.REMOVED
+        return Unregistered.LIVE if row["live"] else Unregistered.NOT_REGISTERED
 
     async def snapshot(self) -> ClusterSnapshot:
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):

@@ -25,6 +25,7 @@ from storage.api import (
     PartitionLeader,
     PartitionLease,
     TopicPartition,
+    Unregistered,
 )
 from tests.broker.test_admin_handlers import call
 
@@ -64,6 +65,9 @@ class ThreeBrokers:
 
     async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
         return True  # a fixed view: the new topics' leaders are not its subject
+
+    async def unregister(self, node_id: int) -> Unregistered:
+        raise NotImplementedError
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka import KafkaException
 
 from protocol.api_keys import ApiKey
 from protocol.build import build
@@ -139,3 +140,34 @@ def test_issue_11_find_and_abort_a_hanging_transaction(broker_factory) -> None: 
     healthy.commit_transaction(30)
     logged_line(broker, "last stable offset of hang-1 moves again")
     assert last_stable_offsets(broker.bootstrap, TOPIC, 2) == {0: 8, 1: 2}
+
+
+def test_issue_36_force_terminate_a_transaction_left_open(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    """kafka-transactions forceTerminateTransaction (KIP-939's tool command, Kafka 4.1+) on a
+    transaction its producer left open: the coordinator fences the producer and aborts it, so the
+    partition's LSO moves past it and read_committed readers see its records aborted; the tool and
+    `describe` print what they print against Kafka 4.4 (the same steps there: exit 0, Empty)."""
+    broker = broker_factory()
+    create_topics(broker.bootstrap, ["left-open"], 1)
+    producer = txn_producer(broker.bootstrap, "left-open-app")
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce("left-open", value=f"never-committed-{i}".encode())
+    assert producer.flush(30) == 0
+    assert last_stable_offsets(broker.bootstrap, "left-open", 1) == {0: 0}
+
+    done = transactions_tool(broker, "forceTerminateTransaction", "--transactionalId", "left-open-app")
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+    described = transactions_tool(broker, "describe", "--transactional-id", "left-open-app").stdout.splitlines()
+    assert described[1].split()[4] == "Empty", described
+    wait_until(lambda: last_stable_offsets(broker.bootstrap, "left-open", 1) == {0: 4}, "the abort marker")
+    plain = plain_producer(broker.bootstrap)
+    plain.produce("left-open", value=b"after")
+    assert plain.flush(30) == 0
+    rows = confluent_read(broker.bootstrap, {"left-open": 1}, "read_committed", expected=1)
+    assert [value for *_, value in rows] == [b"after"]
+    assert len(confluent_read(broker.bootstrap, {"left-open": 1}, "read_uncommitted", expected=4)) == 4
+    # the fenced producer's commit fails as Kafka fails it
+    with pytest.raises(KafkaException) as fenced:
+        producer.commit_transaction(30)
+    assert fenced.value.args[0].fatal(), fenced.value.args[0]

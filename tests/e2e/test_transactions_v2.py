@@ -85,6 +85,16 @@ def test_java4_zombie_is_fenced_under_v2(compiled: str, broker_factory) -> None:
     broker.expect_log(r"EndTxn v5 for 'fence-v2-fence' -> PRODUCER_FENCED")
 
 
+def test_admin_fence_producers_fences_a_live_transactional_producer(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+    """Issue 36: Admin.fenceProducers bumps the epoch of a producer with an open transaction, which is
+    aborted; the producer's next send and its commit fail with InvalidProducerEpochException, and
+    read_committed sees none of its records: what the same program prints against Kafka 4.4."""
+    broker = broker_factory(SETTINGS)
+    checks = run_check(compiled, broker, "fence-admin", "v2-fence-admin", "4")
+    assert checks == {"fence_producers": "ok", "next_send": "InvalidProducerEpochException",
+                      "commit": "InvalidProducerEpochException", "read_committed": "0", "read_uncommitted": "4"}
+
+
 def test_java4_timed_out_transaction_is_aborted_and_its_producer_fenced(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
     broker = broker_factory(SETTINGS)
     checks = run_check(compiled, broker, "timeout", "v2-timeout", "20")

@@ -13,6 +13,7 @@ from storage.meta_properties import (
     MetaPropertiesError,
     ensure_meta_properties,
     is_uuid,
+    kafka_uuid,
     random_uuid,
 )
 
@@ -72,3 +73,9 @@ def test_unreadable_version_is_refused(tmp_path: Path) -> None:
 
 def test_random_uuid_never_starts_with_a_dash() -> None:
     assert all(not random_uuid().startswith("-") and is_uuid(random_uuid()) for _ in range(200))
+
+
+def test_kafka_uuid_reads_a_directory_id() -> None:
+    text = random_uuid()
+    assert base64.urlsafe_b64encode(kafka_uuid(text).bytes).rstrip(b"=").decode() == text  # type: ignore[union-attr]
+    assert kafka_uuid("") is None and kafka_uuid("not-a-uuid") is None

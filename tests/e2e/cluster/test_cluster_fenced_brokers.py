@@ -4,12 +4,15 @@ broker stays registered, fenced, after it stops; it is unfenced again when it re
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.static.primitive import i8
 
 from tests.e2e.cluster.conftest import Cluster, wait_until
 from tests.e2e.test_kafka_tools import tool
+from tests.kafka_tools import run_tool
 from tests.kafka_wire import RawClient
 
 pytestmark = pytest.mark.e2e
@@ -40,3 +43,41 @@ def test_a_killed_broker_whose_lease_lapsed_is_fenced(cluster: Cluster) -> None:
     ports[3] = int(cluster.brokers[3].bootstrap.rsplit(":", 1)[1])
     wait_until(lambda: described(cluster, 1, include_fenced=True) == [(n, ports[n], False) for n in (1, 2, 3)],
                "broker 3 unfenced once it registered again")
+
+
+def unregister(cluster: Cluster, via: int, node_id: int) -> str:
+    out = run_tool("kafka-cluster", "unregister", "--bootstrap-server", cluster.brokers[via].bootstrap,
+                   "--id", str(node_id))
+    return out.stdout + out.stderr if out.returncode != 0 else ""
+
+
+def test_kafka_cluster_unregister_removes_a_fenced_broker(cluster: Cluster) -> None:
+    """Issue 36: the fenced broker's registration goes (Kafka's use of kafka-cluster unregister: a
+    decommissioned broker); a live one stays, refused; an unknown id is Kafka's BROKER_ID_NOT_REGISTERED."""
+    cluster.start(1, 2, 3)
+    cluster.kill(3)
+    wait_until(lambda: [b[2] for b in described(cluster, 1, include_fenced=True)] == [False, False, True],
+               "broker 3 fenced")
+    assert "Broker ID 2 is running: a live broker stays registered" in unregister(cluster, 1, 2)
+    assert unregister(cluster, 1, 3) == ""
+    assert [b[0] for b in described(cluster, 1, include_fenced=True)] == [1, 2]  # at once on the broker asked
+    wait_until(lambda: [b[0] for b in described(cluster, 2, include_fenced=True)] == [1, 2], "broker 2 sees it")
+    assert "Broker ID 3 is not currently registered" in unregister(cluster, 2, 3)
+
+
+def test_metadata_quorum_in_cluster_mode(cluster: Cluster) -> None:
+    """The broker that answers is the controller (as Metadata and DescribeCluster say) and the quorum's
+    one voter; the other live brokers are its observers, as a KRaft cluster's brokers are. The admin
+    client asks whichever broker it likes (its least loaded), so the leader is checked against the
+    voter of the same answer."""
+    cluster.start(1, 2, 3)
+    for via in (1, 3):
+        out = tool(cluster.brokers[via], "kafka-metadata-quorum", "describe", "--status")
+        status = {key: value.strip() for key, _, value in (line.partition(":") for line in out.splitlines())}
+        [voter] = [v["id"] for v in json.loads(status["CurrentVoters"])]
+        assert status["LeaderId"] == str(voter), out
+        assert sorted(o["id"] for o in json.loads(status["CurrentObservers"])) == sorted({1, 2, 3} - {voter})
+        header, *rows = tool(cluster.brokers[via], "kafka-metadata-quorum", "describe", "--replication").splitlines()
+        roles = sorted((r.split()[-1], r.split()[0]) for r in rows)
+        assert [role for role, _ in roles] == ["Leader", "Observer", "Observer"], rows
+        assert sorted(node for _, node in roles) == ["1", "2", "3"], rows

@@ -23,6 +23,7 @@ public class TxnV2Check {
         switch (mode) {
             case "commit-abort" -> commitAbort(topic, n);
             case "fence" -> fence(topic, n);
+            case "fence-admin" -> fenceByAdmin(topic, n);
             case "timeout" -> timeout(topic, n);
             case "ctp" -> consumeTransformProduce(topic, args[4], n);
             case "produce" -> Checks.check("produced", transact(topic, args[4], n, args[5].equals("commit")));
@@ -116,13 +117,49 @@ public class TxnV2Check {
         Checks.check("read_committed", consume(topic, "read_committed"));
     }
 
+    // Admin.fenceProducers (KIP-664) on a live producer with an open transaction: the broker bumps
+    // the epoch and aborts the transaction; the producer's next send and its commit fail as
+    // against Kafka, and its records are aborted.
+    static void fenceByAdmin(String topic, int n) throws Exception {
+        String id = "admin-fenced-" + topic;
+        KafkaProducer<String, String> p = openTransaction(id, 60000, topic, n);
+        try (Admin admin = Admin.create(Checks.admin(bootstrap))) {
+            admin.fenceProducers(List.of(id)).all().get();
+            Checks.check("fence_producers", "ok");
+        }
+        Checks.check("next_send", sendOutcome(p, new ProducerRecord<>(topic, 0, "a", "after-fence")));
+        Checks.check("commit", outcome(p::commitTransaction));
+        p.close(Duration.ZERO);
+        Checks.check("read_committed", consume(topic, "read_committed"));
+        Checks.check("read_uncommitted", consume(topic, "read_uncommitted"));
+    }
+
+    // a producer with a transaction holding n records over partitions 0 and 1, left open
+    static KafkaProducer<String, String> openTransaction(String id, int timeoutMs, String topic, int n) {
+        KafkaProducer<String, String> p = txnProducer(id, timeoutMs);
+        p.beginTransaction();
+        for (int i = 0; i < n; i++) p.send(new ProducerRecord<>(topic, i % 2, "k", id + "-" + i));
+        p.flush();
+        return p;
+    }
+
+    static String sendOutcome(KafkaProducer<String, String> p, ProducerRecord<String, String> record) {
+        try {
+            p.send(record).get();
+            return "ok";
+        } catch (java.util.concurrent.ExecutionException e) {
+            return e.getCause().getClass().getSimpleName();
+        } catch (KafkaException e) {
+            return e.getClass().getSimpleName();
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
     // the broker aborts the transaction after transaction.timeout.ms; the producer is then fenced
     static void timeout(String topic, int n) throws Exception {
         String id = "timeout-" + topic;
-        KafkaProducer<String, String> p = txnProducer(id, 1000);
-        p.beginTransaction();
-        for (int i = 0; i < n; i++) p.send(new ProducerRecord<>(topic, i % 2, "t", "late-" + i));
-        p.flush();
+        KafkaProducer<String, String> p = openTransaction(id, 1000, topic, n);
         try (Admin admin = Admin.create(Checks.admin(bootstrap))) {
             TransactionState state;
             do {  // until the broker has aborted it (no fixed sleep)
