@@ -4,38 +4,25 @@ listener, close connections, stop services, flush and close the logs."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import logging
-import shutil
 import signal
 import socket
-import tempfile
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from storage.acl_store import AclFileStore
-from storage.api import BrokerConfigStore, ScramCredential, ScramCredentialStore
-from storage.broker_config_store import FileBrokerConfigStore
-from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner
-from storage.feature_levels import FileFeatureLevelStore
+from storage.api import BrokerEndpoint, ScramCredential
+from storage.cleaner.log_cleaner import CleanerConfig, CleanerService  # both backends' cleaners
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
-from storage.log_manager import LogManager
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
-from storage.pg.log_cleaner import PgLogCleaner
-from storage.pg.producer_ids import PgProducerIdBlocks
-from storage.pg.security_store import PgAclStore, PgScramCredentialStore
-from storage.producer_id_blocks import LocalProducerIdBlocks
 
 from .authorizer.standard import StandardAuthorizer
-from .cluster.backend import ClusterBackend
+from .backend import choose_backend
 from .config import BrokerConfig
 from .connection import KafkaConnection
 from .connection_limits import ConnectionLimits
 from .dispatch import HANDLERS
-from .dynamic_config import DynamicBrokerConfig, log_defaults
-from .features import FinalizedFeatures
+from .dynamic_config import DynamicBrokerConfig
 from .memory_pool import MemoryPool
 from .metrics import MetricsEndpoint
 from .quotas.manager import ClientQuotas
@@ -43,7 +30,7 @@ from .security.inter_broker_auth import build_inter_broker_security
 from .security.listener_security import ListenerSecurity, build_listener_security, fetch_verification_keys
 from .security.tls_acceptor import tls_protocol_factory
 from .startup import StartupError, bind_listener, check_data_dir
-from .state import BrokerState
+from .state import BrokerState, endpoint_of
 
 __all__ = ("Broker",)
 
@@ -61,17 +48,12 @@ def cleaner_config(config: BrokerConfig) -> CleanerConfig:
 
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
-        self._temp_dir: Path | None = None
-        if config.cluster_url and "log.dirs" not in config.static_keys:
-            # Cluster mode keeps nothing that matters locally: without --data-dir, a private
-            # temporary one (brokers on one machine must not share a data dir).
-            self._temp_dir = Path(tempfile.mkdtemp(prefix=f"eosbroker-node{config.node_id}-"))
-            config = dataclasses.replace(config, log_dirs=str(self._temp_dir))
         self.config = config
-        self.cluster: ClusterBackend | None = None
-        self.logs = LogManager(config.data_dir, log_defaults(config), config.producer_id_expiration_ms)
-        self.state = BrokerState(config=config, logs=self.logs, handlers=HANDLERS,
-                                 producer_id_blocks=LocalProducerIdBlocks(config.data_dir))
+        # The one place the storage backend is chosen (broker/backend.py).
+        self.backend = backend = choose_backend(config, self._endpoint)
+        self.config = config = backend.config
+        self.state = BrokerState(config=config, logs=backend.logs, handlers=HANDLERS, cluster=backend.view,
+                                 producer_id_blocks=backend.producer_id_blocks)
         self.connections: set[KafkaConnection] = set()
         self._handshaking: set[asyncio.BaseTransport] = set()  # accepted TLS clients before their handshake
         self.memory_pool = MemoryPool(config.queued_max_request_bytes)
@@ -85,7 +67,7 @@ class Broker:
         self.stop_requested = asyncio.Event()  # serve_forever's signal handlers set it
         self.ready = False  # /readyz: logs recovered, coordinators loaded, listener up
         self.metrics_endpoint: MetricsEndpoint | None = None
-        self.cleaner: LogCleaner | PgLogCleaner | None = None  # built with the dynamic configs at start
+        self.cleaner: CleanerService | None = None  # built with the dynamic configs at start
         if config.metrics_port is not None:
             self.metrics_endpoint = MetricsEndpoint(self.state, self.connections, lambda: self.ready)
             self.state.metrics = self.metrics_endpoint.metrics
@@ -104,17 +86,14 @@ class Broker:
             jwks = await fetch_verification_keys(self._security)
             if metrics is not None:
                 metrics.bind(metrics_host, self.config.metrics_port or 0)
-            if self.config.cluster_url:
-                await self._open_cluster()
+            await self.backend.connect(self.config)
             self._open_storage()
         except BaseException:
             for _, sock in socks:
                 sock.close()
             if metrics is not None:
                 metrics.close_socket()
-            if self.cluster is not None:
-                await self.cluster.close()
-            self._remove_temp_dir()
+            await self.backend.abandon()
             raise
         if metrics is not None:
             await metrics.start(metrics_host)
@@ -133,22 +112,20 @@ class Broker:
 
     async def _start_services(self) -> None:
         try:
-            if self.cluster is not None:  # leading a first share before the coordinators start
-                await self.cluster.join()
+            await self.backend.join()  # leading a first share before the coordinators start
             for service in self._build_services():
                 await service.start()
                 self._services.append(service)
         except BaseException:
-            if self.cluster is not None:  # hand back what was taken, end the lease, disconnect
-                await self.cluster.leave()
-                await self.cluster.close()
+            await self.backend.leave()  # hand back what was taken, end the lease, disconnect
+            await self.backend.abandon()
             raise
 
     def _bind_listeners(self) -> list[tuple[ListenerSecurity, socket.socket]]:
         # Key material is read (once) before any port is bound or anything is created on disk.
         self._security = [build_listener_security(self.config, listener, self._scram_credential)
                           for listener in self.config.client_listeners]
-        if self.config.cluster_url:  # how to reach and log in to the other brokers
+        if self.backend.shared:  # how to reach and log in to the other brokers
             self.state.extras["inter_broker_security"] = build_inter_broker_security(self.config)
         socks: list[tuple[ListenerSecurity, socket.socket]] = []
         try:
@@ -176,32 +153,8 @@ class Broker:
             log.info("listener %s (%s) on %s:%d, advertised as %s:%d", listener.name, listener.security_protocol,
                      _bracketed(listener.host) or "*", listener.port, _bracketed(host), port)
 
-    async def _open_cluster(self) -> None:
-        """Cluster mode: the logs and the view come from the cluster database (docs/cluster.md)."""
-        self.cluster = await ClusterBackend.open(self.config, self.config.data_dir, log_defaults(self.config),
-                                                 self.state.endpoint)
-        self.state.logs = self.cluster.logs
-        self.state.cluster = self.cluster.member.view
-        self.state.producer_id_blocks = PgProducerIdBlocks(self.cluster.pool)
-        await self._open_cluster_features()
-
-    async def _open_cluster_features(self) -> None:
-        """The cluster's finalized feature levels, shared by every broker (broker/features.py)."""
-        assert self.cluster is not None
-        start = {"transaction.version": self.config.transaction_version}
-        store = self.cluster.feature_levels
-        try:  # the first broker seeds the cluster's levels from its start levels (Kafka's format step)
-            stored = await store.seed(start)
-        except Exception as exc:
-            raise StartupError(f"cannot read the cluster's feature levels: {exc!r}") from None
-        self.state.features = FinalizedFeatures(start, shared=store, shared_levels=stored)
-        if stored.levels.get("transaction.version", start["transaction.version"]) != start["transaction.version"]:
-            log.info("transaction.version is finalized at %d for the cluster, not the configured %d",
-                     stored.levels["transaction.version"], start["transaction.version"])
-
-    def _remove_temp_dir(self) -> None:
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
+    def _endpoint(self) -> BrokerEndpoint:
+        return endpoint_of(self.config)
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         store = self.state.scram_credentials
@@ -225,19 +178,15 @@ class Broker:
         except OSError as exc:
             raise StartupError(f"cannot create or lock data dir {data_dir}: {exc.strerror or exc}") from None
         try:
-            cluster_id = self.cluster.cluster_id if self.cluster is not None else self.config.cluster_id
+            # The storage's own cluster id (a cluster database's) is checked against meta.properties.
+            cluster_id = self.backend.cluster_id or self.config.cluster_id
             meta = ensure_meta_properties(data_dir, self.config.node_id, cluster_id)
             self.state.cluster_id = meta.cluster_id
             self.state.directory_id = meta.directory_id
             self.state.authorizer = self._open_authorizer()
-            self.state.features = self._load_features()
-            if self.cluster is None:
-                self.logs.load()
-            if self.cluster is not None:  # shared by every broker of the cluster
-                self.state.scram_credentials = PgScramCredentialStore(self.cluster.security)
-            else:
-                self.state.scram_credentials = credentials = ScramCredentialStore(data_dir)
-                credentials.load()
+            self.state.features = self.backend.features(self.config)
+            self.backend.load(self.config)
+            self.state.scram_credentials = self.backend.scram_credentials()
         except StartupError:
             self._lock.release()
             raise
@@ -247,19 +196,10 @@ class Broker:
         except OSError as exc:
             self._lock.release()
             raise StartupError(f"cannot load data dir {data_dir}: {exc}") from None
-        if self.cluster is None:
-            self.logs.start()
 
     async def _open_dynamic_config(self) -> None:
         """The dynamic broker configs (broker/dynamic_config.py), in force before any service starts."""
-        if self.cluster is not None:
-            store: BrokerConfigStore = self.cluster.broker_configs
-        else:
-            store = FileBrokerConfigStore(self.config.data_dir)
-            try:
-                store.load()
-            except (OSError, ValueError) as exc:
-                raise StartupError(f"cannot load the dynamic broker configs: {exc}") from None
+        store = self.backend.broker_config_store()
         self.state.dynamic_config = DynamicBrokerConfig(self.config, store, self._apply_config)
         window_ms = self.config.quota_window_size_seconds * 1000
         self.state.quotas = ClientQuotas(store, self.config.quota_window_num, window_ms)
@@ -274,14 +214,10 @@ class Broker:
         elif self.cleaner is not None:
             self.cleaner.reconfigure(cleaner_config(config))
 
-    def _new_cleaner(self, config: BrokerConfig) -> LogCleaner | PgLogCleaner | None:
+    def _new_cleaner(self, config: BrokerConfig) -> CleanerService | None:
         if not config.log_cleaner_enable or config.log_cleaner_threads <= 0:
             return None
-        cleaner: LogCleaner | PgLogCleaner
-        if self.cluster is None:
-            cleaner = LogCleaner(self.logs, cleaner_config(config))
-        else:  # each broker cleans what it leads
-            cleaner = PgLogCleaner(self.cluster.logs, config.cluster_url or "", cleaner_config(config))
+        cleaner = self.backend.new_cleaner(cleaner_config(config))
         self.state.extras["log_cleaner"] = cleaner.stats  # for broker/metrics
         return cleaner
 
@@ -289,31 +225,17 @@ class Broker:
         config = self.config
         if not config.authorizer_class_name:
             return None
-        shared = self.cluster.security if self.cluster is not None else None
+        # Reloaded when the ACLs change through another broker sharing the store.
+        store = self.backend.acl_store(lambda records: authorizer.reload(records))
         authorizer = StandardAuthorizer(super_users=config.super_user_principals,
                                         allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
-                                        store=AclFileStore(config.data_dir) if shared is None else PgAclStore(shared))
+                                        store=store)
         try:
             authorizer.load()
         except ValueError as exc:
             # Starting without them would open what the ACLs closed: refuse instead.
             raise StartupError(f"cannot load the ACLs: {exc}") from None
-        if shared is not None:  # changed through another broker
-            shared.add_listener(lambda: authorizer.reload(shared.acl_records))
         return authorizer
-
-    def _load_features(self) -> FinalizedFeatures:
-        start = self.config.transaction_version
-        if self.cluster is not None:  # the cluster's levels, read in _open_cluster
-            return self.state.features
-        try:
-            features = FinalizedFeatures({"transaction.version": start}, FileFeatureLevelStore(self.config.data_dir))
-        except ValueError as exc:
-            raise StartupError(str(exc)) from None
-        if features.level("transaction.version") != start and "transaction.version" in self.config.static_keys:
-            log.info("transaction.version is finalized at %d (changed with UpdateFeatures), not the configured %d",
-                     features.level("transaction.version"), start)
-        return features
 
     def _build_services(self) -> list[Any]:
         """Coordinators and other services with async start()/stop(), in start order."""
@@ -325,7 +247,7 @@ class Broker:
         while True:
             await asyncio.sleep(self.config.log_retention_check_interval_ms / 1000)
             try:
-                await self.state.logs.enforce_retention()  # type: ignore[attr-defined]
+                await self.state.logs.enforce_retention()
             except Exception:
                 log.exception("retention check failed")
 
@@ -340,18 +262,13 @@ class Broker:
             await self.state.dynamic_config.close()
         if self.cleaner is not None:  # before the logs close: a pass in flight is dropped, not swapped
             await self.cleaner.stop()
-        if self.cluster is not None:  # other brokers take over now, not after a lease
-            await self.cluster.leave()
+        await self.backend.leave()  # other brokers take over now, not after a lease
         for service in reversed(self._services):
             await service.stop()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.stop()
-        if self.cluster is not None:
-            await self.cluster.close()
-        else:
-            await self.logs.close()
+        await self.backend.close()
         self._lock.release()
-        self._remove_temp_dir()
         log.info("stopped cleanly")
         self.stopped.set()
 

@@ -10,18 +10,11 @@ from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
-from storage.api import ClusterView
 
 from .features import FeatureLevelWatcher
 from .group_configs import consumer_overrides
 from .inter_broker import InterBrokerClient, TxnMarkerChannel
 from .state import BrokerState
-
-
-def cluster_view(state: BrokerState) -> ClusterView | None:
-    """The view coordinators follow for their shards; None on a single node, whose coordinators
-    elect every shard themselves and load them all before the broker listens."""
-    return state.cluster if state.config.cluster_url else None
 
 
 class InterBrokerService:
@@ -51,7 +44,7 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
     client = state.extras.get("inter_broker")
     assert state.producer_id_blocks is not None, "server.py gives every broker a producer-id block source"
     coordinator = TransactionCoordinator(
-        state.logs, config, group=lambda: state.group_coordinator, cluster=cluster_view(state),
+        state.logs, config, group=lambda: state.group_coordinator, cluster=state.cluster,
         producer_id_blocks=state.producer_id_blocks,
         remote_markers=None if client is None else TxnMarkerChannel(client),
         transaction_version=lambda: state.features.level("transaction.version"))
@@ -79,7 +72,7 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
         max_size=c.group_consumer_max_size,
         migration_policy=c.group_consumer_migration_policy,
     )
-    coordinator = GroupCoordinator(state.logs, config, consumer_config=consumer, cluster=cluster_view(state))
+    coordinator = GroupCoordinator(state.logs, config, consumer_config=consumer, cluster=state.cluster)
 
     def group_overrides(group_id: str) -> dict[str, int]:  # the dynamic configs load after the coordinator
         dynamic = state.dynamic_config
@@ -100,11 +93,11 @@ def lso_monitor(state: BrokerState) -> LsoMonitor:
 
 
 def inter_broker(state: BrokerState) -> list[Any]:
-    """Cluster mode: the client the transaction coordinator sends markers to other leaders with."""
-    cluster = cluster_view(state)
-    if cluster is None:
+    """The client the transaction coordinator sends markers to other leaders with (where other
+    brokers lead partitions)."""
+    if state.cluster.leads_everything:
         return []
-    client = InterBrokerClient(cluster, client_id=f"eosbroker-{state.node_id}",
+    client = InterBrokerClient(state.cluster, client_id=f"eosbroker-{state.node_id}",
                                request_timeout_ms=state.config.request_timeout_ms,
                                security=state.extras.get("inter_broker_security"))
     state.extras["inter_broker"] = client

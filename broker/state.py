@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from protocol.api_keys import ApiKey
 from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockSource, ScramCredentials
 
-from .cluster.local_view import LocalClusterView
 from .config import BrokerConfig
 from .features import FinalizedFeatures
 
@@ -22,7 +21,14 @@ if TYPE_CHECKING:
     from .metrics.counters import BrokerMetrics
     from .quotas.manager import ClientQuotas
 
-__all__ = ("BrokerState",)
+__all__ = ("BrokerState", "endpoint_of")
+
+
+def endpoint_of(config: BrokerConfig) -> BrokerEndpoint:
+    """The broker as Metadata advertises it (config changes once the listener is bound)."""
+    host, port = config.advertised
+    listeners = tuple((listener.name, *listener.advertised) for listener in config.client_listeners)
+    return BrokerEndpoint(config.node_id, host, port, None, listeners)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -55,18 +61,11 @@ class BrokerState:
     # max.connections, max.connections.per.ip, ...: counted at accept (broker/connection_limits.py).
     connection_limits: ConnectionLimits | None = None
     extras: dict[str, Any] = field(default_factory=dict)
-    # Who is alive and who leads what; a local broker's own view unless cluster mode sets one.
-    cluster: ClusterView = None  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        if self.cluster is None:
-            self.cluster = LocalClusterView(self.logs, self.endpoint, lambda: self.config.node_id)
+    # Who is alive and who leads what: the storage backend's view (broker/backend.py).
+    cluster: ClusterView
 
     def endpoint(self) -> BrokerEndpoint:
-        """This broker as Metadata advertises it (config changes once the listener is bound)."""
-        host, port = self.config.advertised
-        listeners = tuple((listener.name, *listener.advertised) for listener in self.config.client_listeners)
-        return BrokerEndpoint(self.config.node_id, host, port, None, listeners)
+        return endpoint_of(self.config)
 
     @property
     def node_id(self) -> int:

@@ -324,6 +324,10 @@ class LogSource(Protocol):
         topic without its own value adopts them inside its own task."""
         ...
 
+    async def enforce_retention(self) -> None:
+        """Delete what retention.ms / retention.bytes let go, in the logs this broker leads."""
+        ...
+
 
 # -- the cluster (docs/cluster.md): who is alive and who leads what ------------------------------
 
@@ -400,6 +404,13 @@ class ClusterView(Protocol):
 
     @property
     def node_id(self) -> int: ...
+
+    @property
+    def leads_everything(self) -> bool:
+        """This broker leads every partition for good (a broker on its own): the coordinators
+        load every shard before the broker listens, and every partition's log is local. False
+        wherever leadership moves between brokers (they follow add_listener's elections)."""
+        ...
 
     def live_brokers(self) -> list[BrokerEndpoint]: ...
 

@@ -1,30 +1,38 @@
-"""Cluster mode's storage and membership, built at start-up (docs/cluster.md): the connection
-pool, the schema's migrations, the cluster id, PgLogSource (topics and the logs this broker
-leads) and the ClusterMember that moves leadership. Like broker/server.py, this module builds a
-storage backend, so it may import storage/pg; everything else reaches it through storage/api.py.
+"""Cluster mode's storage and membership (docs/cluster.md): the connection pool, the schema's
+migrations, the cluster id, PgLogSource (topics and the logs this broker leads), the ClusterMember
+that moves leadership and the stores every broker shares. This module builds a storage backend
+(broker/backend.py), so it may import storage/pg; everything else reaches it through storage/api.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from storage.api import BrokerEndpoint
+from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ClusterView, ScramCredentials
+from storage.cleaner.log_cleaner import CleanerConfig
 from storage.meta_properties import random_uuid
 from storage.pg.broker_config_store import PgBrokerConfigStore
 from storage.pg.cluster_store import ClusterStore, ensure_cluster_id
 from storage.pg.feature_levels import PgFeatureLevelStore
+from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
 from storage.pg.pool import create_pool
+from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.schema import SchemaTooNewError, migrate
-from storage.pg.security_store import PgSecurityMetadata
+from storage.pg.security_store import PgAclStore, PgScramCredentialStore, PgSecurityMetadata
 
+from ..backend import AclRecords
 from ..config import BrokerConfig
+from ..dynamic_config import log_defaults
+from ..features import FinalizedFeatures
 from ..startup import StartupError
 from .member import ClusterMember
 
@@ -59,40 +67,63 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-@dataclass(slots=True, kw_only=True)
-class ClusterBackend:
-    pool: Any  # asyncpg.Pool
-    logs: PgLogSource
-    member: ClusterMember
-    cluster_id: str
-    feature_levels: PgFeatureLevelStore
-    security: PgSecurityMetadata  # SCRAM credentials and ACLs, shared by every broker
-    security_poll_s: float
-    broker_configs: PgBrokerConfigStore  # dynamic broker configs, per broker and cluster default
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+class _Pool:
+    """asyncpg's pool, connected by ClusterBackend.connect: the parts that use it are built with
+    the broker, before it may reach the database (each call goes to the pool connect opened)."""
 
-    @classmethod
-    async def open(cls, config: BrokerConfig, data_dir: Path, log_defaults: Mapping[str, object],
-                   endpoint: Callable[[], BrokerEndpoint]) -> ClusterBackend:
+    def __init__(self) -> None:
+        self.pool: Any = None  # asyncpg.Pool
+
+    def __getattr__(self, name: str) -> Any:
+        if self.pool is None:
+            raise RuntimeError("the cluster database is not connected yet")
+        return getattr(self.pool, name)
+
+
+class ClusterBackend:
+    """Cluster mode's StorageBackend (broker/backend.py): PostgreSQL rows shared by the brokers."""
+
+    shared = True
+
+    def __init__(self, config: BrokerConfig, endpoint: Callable[[], BrokerEndpoint]) -> None:
+        self._temp_dir: Path | None = None
+        if "log.dirs" not in config.static_keys:
+            # Cluster mode keeps nothing that matters locally: without --data-dir, a private
+            # temporary one (brokers on one machine must not share a data dir).
+            self._temp_dir = Path(tempfile.mkdtemp(prefix=f"eosbroker-node{config.node_id}-"))
+            config = dataclasses.replace(config, log_dirs=str(self._temp_dir))
+        self.config = config
+        self.pool = pool = _Pool()
+        self.logs = PgLogSource(pool, config.node_id, config.data_dir, log_defaults(config),
+                                config.producer_id_expiration_ms)
+        store = ClusterStore(pool, config.node_id, config.cluster_lease_ms, config.cluster_url or "")
+        self.member = ClusterMember(store, endpoint, config.cluster_lease_ms, self.logs)
+        self.logs.add_fenced_listener(self.member.lost)
+        self.producer_id_blocks = PgProducerIdBlocks(pool)
+        self.feature_levels = PgFeatureLevelStore(pool)
+        self.security = PgSecurityMetadata(pool)  # SCRAM credentials and ACLs, shared by every broker
+        self.broker_configs = PgBrokerConfigStore(pool)  # dynamic broker configs, per broker and default
+        # A change made through another broker is seen here within a tenth of a lease (1 s at most).
+        self.security_poll_s = min(max(config.cluster_lease_ms / 10_000, 0.1), 1.0)
+        self.cluster_id: str | None = None
+        self._features: FinalizedFeatures | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def view(self) -> ClusterView:
+        return self.member.view
+
+    async def connect(self, config: BrokerConfig) -> None:
         """Connect, migrate, read the topics; StartupError (exit status 1) if the database cannot
         be reached."""
+        self.config = config
         url = config.cluster_url or ""
-        pool = await _connect(url)
+        self.pool.pool = await _connect(url)
         try:
-            async with pool.acquire() as conn:
-                await migrate(conn)
-            cluster_id = await ensure_cluster_id(pool, config.cluster_id or random_uuid())
-            if config.cluster_id is not None and cluster_id != config.cluster_id:
-                raise StartupError(f"cluster.id {config.cluster_id} does not match the cluster database's "
-                                   f"{cluster_id} ({redacted(url)})")
-            logs = PgLogSource(pool, config.node_id, data_dir, log_defaults, config.producer_id_expiration_ms)
-            await logs.load()
-            security = PgSecurityMetadata(pool)
-            await security.refresh()
-            broker_configs = PgBrokerConfigStore(pool)
-            await broker_configs.refresh()
+            await self._read(config, url)
         except BaseException as exc:
-            await pool.close()
+            await self.pool.close()
+            self.pool.pool = None
             if isinstance(exc, StartupError):
                 raise
             if isinstance(exc, SchemaTooNewError):
@@ -101,22 +132,46 @@ class ClusterBackend:
                 raise StartupError(f"cannot use the cluster database at {redacted(url)}: {_reason(exc)}",
                                    EXIT_DATABASE_UNREACHABLE) from None
             raise
-        member = ClusterMember(ClusterStore(pool, config.node_id, config.cluster_lease_ms, url), endpoint,
-                               config.cluster_lease_ms, logs)
-        logs.add_fenced_listener(member.lost)
-        # A change made through another broker is seen here within a tenth of a lease (1 s at most).
-        poll_s = min(max(config.cluster_lease_ms / 10_000, 0.1), 1.0)
-        return cls(pool=pool, logs=logs, member=member, cluster_id=cluster_id,
-                   feature_levels=PgFeatureLevelStore(pool), security=security, security_poll_s=poll_s,
-                   broker_configs=broker_configs)
+        self._features = await _cluster_features(self.feature_levels, config)
+
+    async def _read(self, config: BrokerConfig, url: str) -> None:
+        async with self.pool.acquire() as conn:
+            await migrate(conn)
+        self.cluster_id = await ensure_cluster_id(self.pool, config.cluster_id or random_uuid())
+        if config.cluster_id is not None and self.cluster_id != config.cluster_id:
+            raise StartupError(f"cluster.id {config.cluster_id} does not match the cluster database's "
+                               f"{self.cluster_id} ({redacted(url)})")
+        await self.logs.load()
+        await self.security.refresh()
+        await self.broker_configs.refresh()
+
+    def load(self, config: BrokerConfig) -> None:
+        return None  # connect read the topics; a partition's log loads when this broker takes it
+
+    def features(self, config: BrokerConfig) -> FinalizedFeatures:
+        assert self._features is not None, "connect reads the cluster's feature levels"
+        return self._features
+
+    def acl_store(self, reload: Callable[[AclRecords], None]) -> AclStore:
+        shared = self.security
+        shared.add_listener(lambda: reload(shared.acl_records))  # changed through another broker
+        return PgAclStore(shared)
+
+    def scram_credentials(self) -> ScramCredentials:
+        return PgScramCredentialStore(self.security)
+
+    def broker_config_store(self) -> BrokerConfigStore:
+        return self.broker_configs
+
+    def new_cleaner(self, config: CleanerConfig) -> PgLogCleaner:
+        return PgLogCleaner(self.logs, self.config.cluster_url or "", config)  # each broker cleans what it leads
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""
         self.logs.start()
-        self._tasks.append(asyncio.get_running_loop().create_task(self.security.run(self.security_poll_s),
-                                                                  name="security-poll"))
-        self._tasks.append(asyncio.get_running_loop().create_task(self.broker_configs.run(self.security_poll_s),
-                                                                  name="broker-configs-poll"))
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self.security.run(self.security_poll_s), name="security-poll"))
+        self._tasks.append(loop.create_task(self.broker_configs.run(self.security_poll_s), name="broker-configs-poll"))
         await self.member.start()
 
     async def leave(self) -> None:
@@ -127,8 +182,30 @@ class ClusterBackend:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.logs.close()
-        await self.pool.close()
+        if self.pool.pool is not None:
+            await self.logs.close()
+            await self.pool.close()
+        self._remove_temp_dir()
+
+    async def abandon(self) -> None:
+        await self.close()
+
+    def _remove_temp_dir(self) -> None:
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+
+async def _cluster_features(store: PgFeatureLevelStore, config: BrokerConfig) -> FinalizedFeatures:
+    """The cluster's finalized feature levels, shared by every broker (broker/features.py)."""
+    start = {"transaction.version": config.transaction_version}
+    try:  # the first broker seeds the cluster's levels from its start levels (Kafka's format step)
+        stored = await store.seed(start)
+    except Exception as exc:
+        raise StartupError(f"cannot read the cluster's feature levels: {exc!r}") from None
+    if stored.levels.get("transaction.version", start["transaction.version"]) != start["transaction.version"]:
+        log.info("transaction.version is finalized at %d for the cluster, not the configured %d",
+                 stored.levels["transaction.version"], start["transaction.version"])
+    return FinalizedFeatures(start, shared=store, shared_levels=stored)
 
 
 async def _connect(url: str) -> Any:

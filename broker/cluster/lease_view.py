@@ -51,6 +51,10 @@ class LeaseView:
     def node_id(self) -> int:
         return self._node_id
 
+    @property
+    def leads_everything(self) -> bool:
+        return False
+
     def update(self, snapshot: ClusterSnapshot) -> None:
         self._updates += 1
         self._brokers = list(snapshot.brokers)

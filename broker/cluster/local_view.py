@@ -39,6 +39,10 @@ class LocalClusterView:
     def node_id(self) -> int:
         return self._node_id()
 
+    @property
+    def leads_everything(self) -> bool:
+        return True
+
     def live_brokers(self) -> list[BrokerEndpoint]:
         return [self._endpoint()]
 

@@ -88,13 +88,14 @@ class GroupCoordinator(ClassicInConsumerOperations, ShardedGroups):
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Create __consumer_offsets if needed and start serving; a single node (no ClusterView)
-        replays every partition first, a cluster member loads the shards it is elected to."""
+        """Create __consumer_offsets if needed and start serving; a broker that leads everything
+        (or has no ClusterView) replays every partition first, a cluster member loads the shards
+        it is elected to."""
         self.num_partitions = await self.ensure_topic(self.config)
         self._next_retention_check_ms = self._clock_ms() + self.config.offsets_retention_check_interval_ms
         self._task = asyncio.get_running_loop().create_task(self._run(), name="group-coordinator")
         self._task.add_done_callback(self._on_done)
-        if self.cluster is None:
+        if self.cluster is None or self.cluster.leads_everything:
             await self.elect_all(0)
         else:
             self.cluster.add_listener(self)

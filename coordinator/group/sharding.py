@@ -121,7 +121,8 @@ class ShardedGroups(AdminOperations):
         for group_id in kept:
             self._schedule(group_id)
         # A single node loads every shard at start: one line per shard only when it holds something.
-        level = logging.INFO if records or self.cluster is not None else logging.DEBUG
+        level = logging.INFO if records or (self.cluster is not None and not self.cluster.leads_everything) \
+            else logging.DEBUG
         log.log(level, "loaded %d groups from %d records of %s-%d in %.3f s (coordinator epoch %d)", len(kept),
                 records, CONSUMER_OFFSETS_TOPIC, partition, seconds, epoch)
 

@@ -125,10 +125,10 @@ class TransactionCoordinator(TxnShards):
                           lambda: self._timer(self.config.abort_timed_out_interval_ms, self._abort_timed_out))
         self._tasks.spawn("transactional id expiration",
                           lambda: self._timer(self.config.remove_expired_interval_ms, self._expire_ids))
-        if self.cluster is not None:
+        if self.cluster is not None and not self.cluster.leads_everything:
             self.cluster.add_listener(self)
             return
-        # A single node leads every shard, for good; it serves none before all are loaded.
+        # A broker on its own leads every shard, for good; it serves none before all are loaded.
         for partition in range(self.store.num_partitions):
             if self.shards.elect(partition, self.config.coordinator_epoch):
                 await self._load(partition, self.config.coordinator_epoch)

@@ -76,7 +76,7 @@ class MarkerWriter:
         # Looked up per transaction: the group coordinator may start after this one.
         self.group = group
         self.backoff = backoff
-        self.cluster = cluster  # None: a single node, every partition is local
+        self.cluster = cluster  # None: every partition is local
         self.remote = remote
 
     async def write(self, txn: TxnMarker, written: set[TopicPartition] | None = None) -> None:
@@ -137,7 +137,7 @@ class MarkerWriter:
 
     def _leader(self, tp: TopicPartition) -> int | None:
         """The node to send tp's marker to; None for this broker's own log."""
-        if self.cluster is None or self.remote is None:
+        if self.cluster is None or self.remote is None or self.cluster.leads_everything:
             return None
         found = self.cluster.leader(tp)
         if found is None:

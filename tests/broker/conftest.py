@@ -13,6 +13,7 @@ from broker.server import Broker
 from broker.state import BrokerState
 from storage.log_manager import LogManager
 from storage.producer_id_blocks import LocalProducerIdBlocks
+from tests.broker.local_view import local_view
 
 
 @pytest.fixture
@@ -28,8 +29,9 @@ async def broker_state(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[
         managers.append(logs)
         for name, partitions in topics.items():
             await logs.create_topic(name, partitions)
-        return BrokerState(config=BrokerConfig(log_dirs=str(tmp_path)), logs=logs, handlers=HANDLERS,
-                           producer_id_blocks=LocalProducerIdBlocks(tmp_path))
+        config = BrokerConfig(log_dirs=str(tmp_path))
+        return BrokerState(config=config, logs=logs, handlers=HANDLERS,
+                           producer_id_blocks=LocalProducerIdBlocks(tmp_path), cluster=local_view(logs, config))
 
     yield make
     for logs in managers:

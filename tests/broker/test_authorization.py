@@ -27,6 +27,7 @@ from storage.acl_store import AclFileStore
 from storage.log_manager import LogManager
 from storage.producer_id_blocks import LocalProducerIdBlocks
 from storage.scram_credentials import ScramCredentialStore
+from tests.broker.local_view import local_view
 from tests.request_samples import as_handled, sample_request
 
 E, K = ErrorCode, ApiKey
@@ -78,7 +79,7 @@ async def state(tmp_path: Path) -> AsyncIterator[BrokerState]:
     logs.start()
     await logs.create_topic("t", 1)
     state = BrokerState(config=config, logs=logs, handlers=HANDLERS,
-                        producer_id_blocks=LocalProducerIdBlocks(tmp_path))
+                        producer_id_blocks=LocalProducerIdBlocks(tmp_path), cluster=local_view(logs, config))
     state.authorizer = StandardAuthorizer(super_users=frozenset({"User:admin"}), allow_everyone_if_no_acl_found=False,
                                           store=AclFileStore(tmp_path))
     state.scram_credentials = ScramCredentialStore(tmp_path)

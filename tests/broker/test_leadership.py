@@ -41,6 +41,7 @@ class ThreeBrokers:
     epoch 3, and t-2 has no live leader."""
 
     node_id = 1
+    leads_everything = False
     LEADERS = {0: PartitionLeader(1, 5), 1: PartitionLeader(2, 3), 2: PartitionLeader(-1, 4)}
 
     def live_brokers(self) -> list[BrokerEndpoint]:

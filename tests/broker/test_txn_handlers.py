@@ -19,6 +19,7 @@ from protocol.codec import RequestHeader, request_schema
 from protocol.errors import ErrorCode
 from storage.log_manager import LogManager
 from storage.producer_id_blocks import LocalProducerIdBlocks
+from tests.broker.local_view import local_view
 from tests.broker.test_admin_handlers import entity
 
 E = ErrorCode
@@ -32,7 +33,7 @@ async def txn_state(tmp_path):  # type: ignore[no-untyped-def]
     logs.start()
     await logs.create_topic("t", 2)
     state = BrokerState(config=config, logs=logs, handlers=HANDLERS,
-                        producer_id_blocks=LocalProducerIdBlocks(tmp_path))
+                        producer_id_blocks=LocalProducerIdBlocks(tmp_path), cluster=local_view(logs, config))
     coordinator = transaction_coordinator(state)
     await coordinator.start()
     yield state

@@ -19,6 +19,10 @@ class StaticClusterView:
     def node_id(self) -> int:
         return self._node_id
 
+    @property
+    def leads_everything(self) -> bool:
+        return False
+
     def live_brokers(self) -> list[BrokerEndpoint]:
         return list(self.brokers)
 

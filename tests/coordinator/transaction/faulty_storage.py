@@ -162,6 +162,9 @@ class FaultyLogs:
     async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
         await self.inner.set_log_defaults(log_defaults)
 
+    async def enforce_retention(self) -> None:
+        await self.inner.enforce_retention()
+
 
 if TYPE_CHECKING:
     _log: type[PartitionLog] = FaultyLog
