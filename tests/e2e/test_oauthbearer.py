@@ -255,3 +255,39 @@ def test_a_rotated_signing_key_is_fetched_on_its_first_use(broker_factory: Broke
         assert any("Unable to find a suitable verification key" in line and old_kid in line for line in said), said
     finally:
         oidc.stop()
+
+
+def test_a_broker_whose_jwks_cannot_be_had_does_not_start(tmp_path: Path) -> None:
+    """As Kafka's validator: the keys are fetched (with the retry back-off) before serving."""
+    from tests.e2e.test_startup import refused
+
+    settings = broker_settings(OidcProvider(tmp_path / "unused.log", issuer="http://127.0.0.1:1"),
+                               **{"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "300"})
+    settings["authorizer.class.name"] = ""
+    line = refused(tmp_path, "--port", "0", "--data-dir", str(tmp_path / "data"),
+                   *(arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")))
+    assert line == ("eosbroker: listener SASL_PLAINTEXT: could not fetch the JWKS from http://127.0.0.1:1/jwks: "
+                    "<urlopen error [Errno 111] Connection refused>"), line
+
+
+def test_the_broker_keeps_its_keys_while_the_provider_is_down(broker_factory: BrokerFactory, tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """An unknown kid while the provider cannot be reached: that login fails, the refresh fails
+    with a WARNING, and tokens of the keys the broker has keep working."""
+    oidc = OidcProvider(tmp_path / "provider.log").start()
+    try:
+        broker = broker_factory(broker_settings(oidc))
+        token = oidc.token("alice")
+        old_kid = oidc.kid
+        oidc.rotate()
+        stranger = oidc.token("alice")
+    finally:
+        oidc.stop()
+    said = _kafka_python_refused(broker, stranger, caplog)
+    assert any("Unable to find a suitable verification key" in line for line in said), said
+    assert broker.wait_for_log(f"WARNING broker.security: JWKS refresh for an unknown key id failed: could not "
+                               f"fetch the JWKS from {oidc.jwks_url}") is not None
+    errors: list[str] = []
+    admin = _librdkafka_with(broker, token, errors)  # signed with the key the broker has: still served
+    assert len(admin.list_topics(timeout=30).brokers) == 1
+    assert not any("invalid_token" in e or old_kid in e for e in errors), errors
