@@ -42,8 +42,10 @@ HANDLER_MODULES: Final = (
     "fetch", "find_coordinator", "heartbeat", "incremental_alter_configs", "init_producer_id", "join_group",
     "leave_group", "list_config_resources", "list_groups", "list_offsets", "list_partition_reassignments",
     "list_transactions", "metadata", "offset_commit", "offset_delete", "offset_fetch", "offset_for_leader_epoch",
-    "produce", "renew_delegation_token", "sasl_authenticate", "sasl_handshake", "sync_group", "txn_offset_commit",
-    "unregister_broker", "update_features", "write_txn_markers",
+    "produce", "renew_delegation_token", "sasl_authenticate", "sasl_handshake", "share_acknowledge", "share_fetch",
+    "share_group_describe", "share_group_heartbeat", "sync_group", "txn_offset_commit",
+    "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets", "unregister_broker",
+    "update_features", "write_txn_markers",
 )
 
 

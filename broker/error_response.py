@@ -115,6 +115,9 @@ def _mirror(cls: type[Any], source: Any, code: ErrorCode, message: str | None, *
             data[f.name] = message
         elif source is None:
             continue
+        elif keys and f.item is not None and not f.is_array and not f.nullable:
+            # a struct the answer must carry (ShareFetch's CurrentLeader): every int unknown, -1
+            data[f.name] = {g.name: -1 for g in schema_fields(f.item) if g.kafka_type in ("int32", "int64")}
         elif keys and f.name in _UNKNOWN and f.item is None and not f.is_array:
             data[f.name] = -1
         elif f.is_array and f.item is not None and _carries_error(f.item):

@@ -14,6 +14,10 @@ the features Kafka lets an operator change, as `kafka-features upgrade/downgrade
 - transaction.version 0..2 (KIP-890): 2 lets clients use Transactions V2 (Produce v12+, EndTxn
   v5, TxnOffsetCommit v5); 1 and 0 keep them on V1. Requests are served by their version whatever
   the level (as Kafka does), so the level only tells clients which protocol to pick.
+- share.version 0..2 (KIP-932, KIP-1191): 1 serves share groups (ShareGroupHeartbeat, ShareFetch,
+  ...), 0 refuses them with UNSUPPORTED_VERSION; Kafka 4.4 formats a new cluster at 2, which adds
+  the dead-letter topic (errors.deadletterqueue.topic.name); eosbroker stores that group config
+  but does not yet write dead letters.
 - Not listed: kraft.version and
   eligible.leader.replicas.version (there is no quorum and no replication).
 
@@ -54,6 +58,7 @@ FEATURES: Final[tuple[Feature, ...]] = (
     Feature(name="metadata.version", min_version=7, max_version=25, finalized_level=25),
     Feature(name="group.version", min_version=0, max_version=1, finalized_level=1),
     Feature(name="transaction.version", min_version=0, max_version=2, finalized_level=2, updatable=True),
+    Feature(name="share.version", min_version=0, max_version=2, finalized_level=2, updatable=True),
 )
 
 

@@ -5,10 +5,15 @@ with DescribeConfigs. Kafka keeps them as ConfigRecords of the group; here they 
 they survive restarts and reach every broker. A group need not exist to have configs.
 
 consumer.session.timeout.ms and consumer.heartbeat.interval.ms take effect at the group's next
-heartbeat (consumer protocol groups). The other keys (the consumer assignment interval and
-offload, share.* and streams.* for the share and streams groups eosbroker does not run) are
-checked, stored and described only. Checks as Kafka's: unknown names, values of the wrong type or
-outside a key's range, and a session timeout not above the heartbeat interval are INVALID_CONFIG.
+heartbeat (consumer protocol groups); the share.* keys of share groups (coordinator/share) at the
+group's next request: share.record.lock.duration.ms, share.delivery.count.limit,
+share.partition.max.record.locks, share.isolation.level and share.auto.offset.reset when a share-
+partition is first used after a restart or change, share.session.timeout.ms and
+share.heartbeat.interval.ms at the next heartbeat. The other keys (the assignment intervals and
+offload, share.renew.acknowledge.enable, errors.deadletterqueue.topic.name, and streams.* for the
+streams groups eosbroker does not run) are checked, stored and described only. Checks as Kafka's:
+unknown names, values of the wrong type or outside a key's range, and a session timeout not above
+the heartbeat interval are INVALID_CONFIG.
 """
 
 from __future__ import annotations
@@ -50,6 +55,15 @@ def _ranged(group: str, what: str, default: int, low: int, high: int, at_least: 
                     (f"group.{group}.min.{what}", f"group.{group}.max.{what}"), at_least)
 
 
+def _share(what: str, at_least: int = 1) -> GroupKey:
+    """A share.* key whose default and bounds are the broker's group.share.[min.|max.]<what>."""
+    attr = "group_share_" + what.replace(".", "_")
+    names = (f"group.share.min.{what}", f"group.share.max.{what}")
+    return GroupKey("int", lambda c: getattr(c, attr), lambda c: (getattr(c, attr.replace("share_", "share_min_", 1)),
+                                                                  getattr(c, attr.replace("share_", "share_max_", 1))),
+                    names, at_least)
+
+
 GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
     "consumer.session.timeout.ms": GroupKey(
         "int", lambda c: c.group_consumer_session_timeout_ms,
@@ -61,16 +75,18 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
         ("group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms")),
     "consumer.assignment.interval.ms": _ranged("consumer", "assignment.interval.ms", 1000, 0, 15000, at_least=0),
     "consumer.assignor.offload.enable": GroupKey("boolean", _const(True)),
-    "share.session.timeout.ms": _ranged("share", "session.timeout.ms", 45000, 45000, 60000),
-    "share.heartbeat.interval.ms": _ranged("share", "heartbeat.interval.ms", 5000, 5000, 15000),
-    "share.record.lock.duration.ms": _ranged("share", "record.lock.duration.ms", 30000, 15000, 60000, 1000),
-    "share.delivery.count.limit": _ranged("share", "delivery.count.limit", 5, 2, 10),
+    "share.session.timeout.ms": _share("session.timeout.ms"),
+    "share.heartbeat.interval.ms": _share("heartbeat.interval.ms"),
+    "share.record.lock.duration.ms": _share("record.lock.duration.ms", 1000),
+    "share.delivery.count.limit": _share("delivery.count.limit"),
     "share.partition.max.record.locks": _ranged("share", "partition.max.record.locks", 2000, 100, 4000, 100),
     "share.auto.offset.reset": GroupKey("string", _const("latest")),
     "share.isolation.level": GroupKey("string", _const("read_uncommitted")),
     "share.renew.acknowledge.enable": GroupKey("boolean", _const(True)),
     "share.assignment.interval.ms": _ranged("share", "assignment.interval.ms", 1000, 0, 15000, at_least=0),
     "share.assignor.offload.enable": GroupKey("boolean", _const(True)),
+    # KIP-1191 (share.version 2): stored and described; dead letters are not written yet
+    "errors.deadletterqueue.topic.name": GroupKey("string", _const("")),
     "streams.session.timeout.ms": _ranged("streams", "session.timeout.ms", 45000, 45000, 60000),
     "streams.heartbeat.interval.ms": _ranged("streams", "heartbeat.interval.ms", 5000, 5000, 15000),
     "streams.num.standby.replicas": GroupKey("int", _const(0), _const((0, 2)),
@@ -200,3 +216,18 @@ def consumer_overrides(own: Mapping[str, str]) -> dict[str, int]:
         if name in own:
             out[field_name] = int(own[name])
     return out
+
+
+def share_settings(own: Mapping[str, str], broker: BrokerConfig) -> dict[str, Any]:
+    """A share group's settings in force: its own share.* configs, else the defaults."""
+    def value(name: str) -> Any:
+        return _parse(name, own[name]) if name in own else GROUP_KEYS[name].default(broker)
+    return {
+        "record_lock_duration_ms": value("share.record.lock.duration.ms"),
+        "delivery_count_limit": value("share.delivery.count.limit"),
+        "max_record_locks": value("share.partition.max.record.locks"),
+        "read_committed": value("share.isolation.level") == "read_committed",
+        "auto_offset_reset": value("share.auto.offset.reset"),
+        "session_timeout_ms": value("share.session.timeout.ms"),
+        "heartbeat_interval_ms": value("share.heartbeat.interval.ms"),
+    }

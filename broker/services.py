@@ -8,11 +8,14 @@ from typing import Any
 from coordinator.group.config import GroupConfig
 from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.share.coordinator import ShareCoordinator
+from coordinator.share.partitions import ShareGroupSettings
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
+from storage.api import IsolationLevel
 
 from .features import FeatureLevelWatcher
-from .group_configs import consumer_overrides
+from .group_configs import consumer_overrides, share_settings
 from .inter_broker import InterBrokerClient, TxnMarkerChannel
 from .state import BrokerState
 
@@ -83,6 +86,26 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
     return coordinator
 
 
+def share_coordinator(state: BrokerState) -> ShareCoordinator:
+    def settings(group_id: str) -> ShareGroupSettings:  # read at each use: group configs change at run time
+        own = state.dynamic_config.group_configs(group_id) if state.dynamic_config is not None else {}
+        values = share_settings(own, state.config)
+        committed = values.pop("read_committed")
+        return ShareGroupSettings(**values, isolation_level=IsolationLevel.READ_COMMITTED if committed
+                                  else IsolationLevel.READ_UNCOMMITTED)
+
+    def other_group_exists(group_id: str) -> bool:
+        groups = getattr(state.group_coordinator, "groups", None)
+        return groups is not None and group_id in groups
+
+    c = state.config
+    coordinator = ShareCoordinator(state.logs, settings, other_group_exists=other_group_exists,
+                                   state_topic_partitions=c.share_coordinator_state_topic_num_partitions,
+                                   max_sessions=c.group_share_max_share_sessions, max_group_size=c.group_share_max_size)
+    state.share_coordinator = coordinator
+    return coordinator
+
+
 def lso_monitor(state: BrokerState) -> LsoMonitor:
     def bootstrap() -> str:  # read when a warning is due: the port is known only once bound
         host, port = state.config.advertised
@@ -113,4 +136,4 @@ def feature_levels(state: BrokerState) -> list[Any]:
 
 def build_services(state: BrokerState) -> list[Any]:
     return [*inter_broker(state), *feature_levels(state), group_coordinator(state), transaction_coordinator(state),
-            lso_monitor(state)]
+            share_coordinator(state), lso_monitor(state)]

@@ -47,6 +47,7 @@ class BrokerState:
     # Coordinators plug in here as they are built (group, transaction).
     group_coordinator: Any = None
     txn_coordinator: Any = None
+    share_coordinator: Any = None  # share groups (KIP-932): coordinator/share
     # The request path's counters while metrics.port is set; None keeps that path free of them.
     metrics: BrokerMetrics | None = None
     # Set when authorizer.class.name names one; None keeps every request path free of ACL checks.

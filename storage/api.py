@@ -61,7 +61,7 @@ __all__ = (
     "validate_topic_name",
 )
 
-INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _LEGAL: Final = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 

@@ -18,7 +18,7 @@ from broker.config import BrokerConfig
 from broker.dispatch import HANDLERS
 from broker.handler import RequestContext
 from broker.principal import KafkaPrincipal, Session
-from broker.services import group_coordinator, transaction_coordinator
+from broker.services import group_coordinator, share_coordinator, transaction_coordinator
 from broker.state import BrokerState
 from protocol.api_keys import ApiKey
 from protocol.codec import RequestHeader, decode_response
@@ -40,6 +40,8 @@ EXPECTED: dict[ApiKey, ErrorCode] = {
     K.OFFSET_COMMIT: GROUP, K.OFFSET_FETCH: GROUP, K.FIND_COORDINATOR: GROUP, K.JOIN_GROUP: GROUP,
     K.SYNC_GROUP: GROUP, K.HEARTBEAT: GROUP, K.LEAVE_GROUP: GROUP, K.DESCRIBE_GROUPS: GROUP, K.DELETE_GROUPS: GROUP,
     K.OFFSET_DELETE: GROUP, K.CONSUMER_GROUP_HEARTBEAT: GROUP, K.CONSUMER_GROUP_DESCRIBE: GROUP,
+    K.SHARE_GROUP_HEARTBEAT: GROUP, K.SHARE_GROUP_DESCRIBE: GROUP, K.SHARE_FETCH: GROUP, K.SHARE_ACKNOWLEDGE: GROUP,
+    K.DESCRIBE_SHARE_GROUP_OFFSETS: GROUP, K.ALTER_SHARE_GROUP_OFFSETS: GROUP, K.DELETE_SHARE_GROUP_OFFSETS: GROUP,
     K.ADD_OFFSETS_TO_TXN: TXN, K.END_TXN: TXN, K.TXN_OFFSET_COMMIT: TXN,
     K.DESCRIBE_TRANSACTIONS: TXN,
     # the sample has no transactional id: an idempotent producer's IDEMPOTENT_WRITE / WRITE rule
@@ -83,7 +85,7 @@ async def state(tmp_path: Path) -> AsyncIterator[BrokerState]:
     state.authorizer = StandardAuthorizer(super_users=frozenset({"User:admin"}), allow_everyone_if_no_acl_found=False,
                                           store=AclFileStore(tmp_path))
     state.scram_credentials = ScramCredentialStore(tmp_path)
-    services = [group_coordinator(state), transaction_coordinator(state)]
+    services = [group_coordinator(state), transaction_coordinator(state), share_coordinator(state)]
     for service in services:
         await service.start()
     yield state

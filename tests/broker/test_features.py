@@ -17,6 +17,7 @@ from tests.broker.test_admin_handlers import call
 
 E = ErrorCode
 TV = "transaction.version"
+SV = "share.version"
 
 
 def features(path: Path, start: int = 2) -> FinalizedFeatures:
@@ -85,16 +86,16 @@ async def test_update_features_changes_what_api_versions_advertises(state: Broke
     dry = await call(state, ApiKey.UPDATE_FEATURES, 1, timeout=1000, validate_only=True,
                      feature_updates=[{"feature": TV, "max_version_level": 1, "upgrade_type": 2}])
     assert [(r.feature, r.error_code) for r in dry.results] == [(TV, E.none)]
-    assert await finalized(state) == ({"metadata.version": 25, "group.version": 1, TV: 2}, 0)
+    assert await finalized(state) == ({"metadata.version": 25, "group.version": 1, TV: 2, SV: 2}, 0)
     v0 = await call(state, ApiKey.UPDATE_FEATURES, 0, timeout=1000,
                     feature_updates=[{"feature": TV, "max_version_level": 0, "allow_downgrade": True}])
     assert [(r.feature, r.error_code) for r in v0.results] == [(TV, E.none)]
     # level 0 is not listed as finalized, as Kafka leaves out features at level 0
-    assert await finalized(state) == ({"metadata.version": 25, "group.version": 1}, 1)
+    assert await finalized(state) == ({"metadata.version": 25, "group.version": 1, SV: 2}, 1)
     up = await call(state, ApiKey.UPDATE_FEATURES, 2, timeout=1000, validate_only=False,
                     feature_updates=[{"feature": TV, "max_version_level": 2, "upgrade_type": 1}])
     assert up.error_code is E.none
-    assert await finalized(state) == ({"metadata.version": 25, "group.version": 1, TV: 2}, 2)
+    assert await finalized(state) == ({"metadata.version": 25, "group.version": 1, TV: 2, SV: 2}, 2)
 
 
 async def test_one_bad_update_applies_none(state: BrokerState) -> None:

@@ -24,9 +24,11 @@ async def state(broker_state):  # type: ignore[no-untyped-def]
 
 def test_features_table_lists_only_implemented_features() -> None:
     # A feature listed is a promise: group.version 1 makes clients use KIP-848's consumer protocol,
-    # transaction.version 2 Transactions V2.
+    # transaction.version 2 Transactions V2, share.version 1+ share groups (finalized at 2, as Kafka 4.4
+    # formats a cluster).
     assert [(f.name, f.min_version, f.max_version, f.finalized_level) for f in FEATURES] == [
-        ("metadata.version", 7, 25, 25), ("group.version", 0, 1, 1), ("transaction.version", 0, 2, 2)]
+        ("metadata.version", 7, 25, 25), ("group.version", 0, 1, 1), ("transaction.version", 0, 2, 2),
+        ("share.version", 0, 2, 2)]
 
 
 @pytest.mark.parametrize("version", [3, 4])
@@ -36,9 +38,9 @@ async def test_api_versions_v3_plus_advertises_features(state: BrokerState, vers
     # v3 leaves out supported features whose minimum is 0 (KAFKA-17011).
     assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
         ("metadata.version", 7, 25)] + (
-        [("group.version", 0, 1), ("transaction.version", 0, 2)] if version >= 4 else [])
+        [("group.version", 0, 1), ("transaction.version", 0, 2), ("share.version", 0, 2)] if version >= 4 else [])
     assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
-        ("metadata.version", 25, 25), ("group.version", 1, 1), ("transaction.version", 2, 2)]
+        ("metadata.version", 25, 25), ("group.version", 1, 1), ("transaction.version", 2, 2), ("share.version", 2, 2)]
     assert response.finalized_features_epoch == 0
 
 

@@ -1,0 +1,262 @@
+"""The share group coordinator and share-partition leader of one broker (KIP-932).
+
+It holds the share groups (group.py), the share sessions (sessions.py) and the share-partitions
+(partitions.py), and runs one timer task: acquisition locks that run out release their records,
+and members not heard from within share.session.timeout.ms leave. A member that leaves, by its
+heartbeat at epoch -1 or by timing out, has its share session closed and every record it holds
+released, as Kafka's group coordinator tells its share-partitions. Groups with persisted state and
+no members are listed after a restart as Empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import LogSource, TopicPartition
+
+from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo
+from .partitions import FetchedPartition, ShareGroupSettings, SharePartitionManager
+from .sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartitions, ShareSession, ShareSessionCache
+from .state_log import SharePartitionKey, ShareStateLog
+
+__all__ = ("ShareAckRequest", "ShareCoordinator", "ShareFetchParams", "ShareFetchResult")
+
+log = logging.getLogger(__name__)
+
+# (topic id, partition) -> (topic partition, [(first offset, last offset, acknowledge types)])
+AckBatches = list[tuple[int, int, tuple[int, ...]]]
+ShareAckRequest = dict[tuple[uuid.UUID, int], tuple[TopicPartition, AckBatches]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareFetchParams:
+    group_id: str
+    member_id: str
+    epoch: int
+    max_wait_ms: int = 0
+    max_records: int = 500
+    max_bytes: int = 1 << 30
+    whole_batches: bool = True
+    added: SessionPartitions = field(default_factory=dict)
+    forgotten: Sequence[tuple[uuid.UUID, int]] = ()
+    acks: ShareAckRequest = field(default_factory=dict)
+    fetch: bool = True
+
+
+@dataclass(slots=True)
+class ShareFetchResult:
+    ack_errors: dict[tuple[uuid.UUID, int], KafkaError | None] = field(default_factory=dict)
+    fetched: dict[tuple[uuid.UUID, int], FetchedPartition] = field(default_factory=dict)
+    errors: dict[tuple[uuid.UUID, int], KafkaError] = field(default_factory=dict)
+    lock_duration_ms: int = 0
+
+
+class ShareCoordinator:
+    def __init__(self, logs: LogSource, settings: Callable[[str], ShareGroupSettings], *,
+                 state_topic_partitions: int = 50, max_sessions: int = 2000, max_group_size: int = 200,
+                 other_group_exists: Callable[[str], bool] = lambda _: False,
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        self.logs = logs
+        self.settings = settings
+        self.groups: dict[str, ShareGroup] = {}
+        self.sessions = ShareSessionCache(max_sessions)
+        self.manager = SharePartitionManager(logs, ShareStateLog(logs, state_topic_partitions), settings, clock_ms)
+        self.max_group_size = max_group_size
+        self.other_group_exists = other_group_exists
+        self._clock_ms = clock_ms
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.manager.load()
+        for key in self.manager.stored_keys():
+            self.groups.setdefault(key.group_id, ShareGroup(key.group_id))
+        self._task = asyncio.get_running_loop().create_task(self._run_timers(), name="share-coordinator")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    # -- membership ----------------------------------------------------------------------------
+
+    def _topics(self) -> dict[str, TopicInfo]:
+        return {name: TopicInfo(meta.topic_id, meta.partitions) for name, meta in self.logs.topics.items()}
+
+    async def heartbeat(self, group_id: str, hb: ShareHeartbeat) -> tuple[HeartbeatResult, int]:
+        """One ShareGroupHeartbeat: the result and the heartbeat interval to answer with."""
+        if not group_id:
+            raise KafkaError(ErrorCode.invalid_group_id, "GroupId can't be empty.")
+        settings = self.settings(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            if hb.member_epoch != 0:
+                raise KafkaError(ErrorCode.unknown_member_id, f"Group {group_id} not found.")
+            if self.other_group_exists(group_id):
+                raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+            group = self.groups[group_id] = ShareGroup(group_id)
+        left = hb.member_epoch == FINAL_EPOCH and hb.member_id in group.members
+        result = group.heartbeat(hb, self._topics(), self._clock_ms(), settings.session_timeout_ms,
+                                 self.max_group_size)
+        if left:
+            await self._member_gone(group_id, hb.member_id)
+        return result, settings.heartbeat_interval_ms
+
+    async def _member_gone(self, group_id: str, member_id: str) -> None:
+        self.sessions.drop_member(group_id, member_id)
+        await self.manager.release_member(group_id, member_id)
+
+    async def _expire_members(self) -> None:
+        now = self._clock_ms()
+        for group in list(self.groups.values()):
+            for member_id in group.expired(now):
+                log.info("share group %s: member %s left (session timed out)", group.group_id, member_id)
+                group.remove(member_id)
+                await self._member_gone(group.group_id, member_id)
+
+    async def _run_timers(self) -> None:
+        while True:
+            self.manager.locks_changed.clear()
+            wait_s: float | None = 1.0
+            try:
+                next_lock = await self.manager.expire_locks()
+                await self._expire_members()
+                wait_s = 1.0 if next_lock is None else min(1.0, next_lock)
+            except Exception:  # a failed write: the states stay in memory; try again
+                log.exception("share coordinator timers failed")
+            try:
+                await asyncio.wait_for(self.manager.locks_changed.wait(), wait_s)
+            except TimeoutError:
+                pass
+
+    # -- ShareFetch and ShareAcknowledge -------------------------------------------------------
+
+    def _session(self, params: ShareFetchParams) -> tuple[ShareSession | None, ShareSession | None]:
+        """The session the request runs in, and a session it replaced."""
+        if params.epoch == INITIAL_EPOCH:
+            if params.acks:
+                raise KafkaError(ErrorCode.invalid_request,
+                                 "Acknowledge data present on initial fetch request")
+            session, replaced = self.sessions.open(params.group_id, params.member_id)
+            return session, replaced
+        if params.epoch == FINAL_EPOCH:
+            if self.sessions.get(params.group_id, params.member_id) is None:
+                raise KafkaError(ErrorCode.share_session_not_found,
+                                 f"The share session for member {params.member_id} was not found.")
+            return None, None
+        return self.sessions.advance(params.group_id, params.member_id, params.epoch), None
+
+    async def share_fetch(self, params: ShareFetchParams) -> ShareFetchResult:
+        session, replaced = self._session(params)
+        if replaced is not None:
+            await self.manager.release_member(params.group_id, params.member_id)
+        result = ShareFetchResult(lock_duration_ms=self.settings(params.group_id).record_lock_duration_ms)
+        result.ack_errors = await self._acknowledge(params.group_id, params.member_id, params.acks)
+        if session is None:  # epoch -1: the session ends once its acknowledgements are done
+            self.sessions.close(params.group_id, params.member_id)
+            await self.manager.release_member(params.group_id, params.member_id)
+            return result
+        session.update(params.added, params.forgotten)
+        if params.fetch:
+            await self._fetch(session, params, result)
+        return result
+
+    async def _acknowledge(self, group_id: str, member_id: str,
+                           acks: ShareAckRequest) -> dict[tuple[uuid.UUID, int], KafkaError | None]:
+        out: dict[tuple[uuid.UUID, int], KafkaError | None] = {}
+        for (topic_id, index), (tp, batches) in acks.items():
+            try:
+                partition = await self.manager.partition(SharePartitionKey(group_id, topic_id, index), tp)
+                await self.manager.acknowledge(partition, member_id, batches)
+                out[(topic_id, index)] = None
+            except KafkaError as exc:
+                out[(topic_id, index)] = exc
+        return out
+
+    async def _fetch(self, session: ShareSession, params: ShareFetchParams, result: ShareFetchResult) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + params.max_wait_ms / 1000
+        while True:
+            partitions = []
+            records_left, bytes_left = params.max_records, params.max_bytes
+            for key, tp in list(session.partitions.items()):
+                if self.logs.find_log(tp) is None:
+                    result.errors[key] = KafkaError(ErrorCode.unknown_topic_or_partition,
+                                                    f"{tp} does not exist")
+                    continue
+                partition = await self.manager.partition(SharePartitionKey(session.group_id, *key), tp)
+                partitions.append(partition)
+                if records_left <= 0 or bytes_left <= 0:
+                    continue
+                got = await self.manager.acquire(partition, session.member_id, records_left, bytes_left,
+                                                 params.whole_batches)
+                if got.ranges:
+                    result.fetched[key] = got
+                    records_left -= sum(r.last_offset - r.first_offset + 1 for r in got.ranges)
+                    bytes_left -= got.size
+            remaining = deadline - loop.time()
+            if result.fetched or remaining <= 0 or not partitions:
+                return
+            if not any(self.manager.has_available(p) for p in partitions):
+                await self.manager.wait(partitions, remaining)
+
+    async def share_acknowledge(self, group_id: str, member_id: str, epoch: int,
+                                acks: ShareAckRequest) -> tuple[dict[tuple[uuid.UUID, int], KafkaError | None], int]:
+        """ShareAcknowledge: the session must exist; epoch -1 ends it after the acknowledgements."""
+        if epoch == INITIAL_EPOCH:
+            raise KafkaError(ErrorCode.invalid_share_session_epoch,
+                             "A ShareAcknowledge request cannot open a share session (epoch 0).")
+        if epoch == FINAL_EPOCH:
+            self.sessions.close(group_id, member_id)
+        else:
+            self.sessions.advance(group_id, member_id, epoch)
+        errors = await self._acknowledge(group_id, member_id, acks)
+        if epoch == FINAL_EPOCH:
+            await self.manager.release_member(group_id, member_id)
+        return errors, self.settings(group_id).record_lock_duration_ms
+
+    # -- administration ------------------------------------------------------------------------
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        return [(g.group_id, g.state) for g in self.groups.values()]
+
+    def describe(self, group_id: str) -> ShareGroup | None:
+        return self.groups.get(group_id)
+
+    def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+            if self.other_group_exists(group_id):
+                raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+            group = self.groups[group_id] = ShareGroup(group_id)
+        if group.members:
+            raise KafkaError(ErrorCode.non_empty_group, "The group is not empty.")
+        return group
+
+    async def delete_group(self, group_id: str) -> None:
+        self._empty_group(group_id)
+        await self.manager.delete(k for k in self.manager.stored_keys() if k.group_id == group_id)
+        del self.groups[group_id]
+
+    def group_keys(self, group_id: str) -> list[SharePartitionKey]:
+        return sorted((k for k in self.manager.stored_keys() if k.group_id == group_id),
+                      key=lambda k: (str(k.topic_id), k.partition))
+
+    async def alter_offsets(self, group_id: str, offsets: Mapping[SharePartitionKey, tuple[TopicPartition, int]]) \
+            -> None:
+        self._empty_group(group_id, create=True)
+        for key, (tp, offset) in offsets.items():
+            await self.manager.alter_start(key, tp, offset)
+
+    async def delete_offsets(self, group_id: str, topic_ids: Sequence[uuid.UUID]) -> None:
+        self._empty_group(group_id)
+        await self.manager.delete(k for k in self.manager.stored_keys()
+                                  if k.group_id == group_id and k.topic_id in topic_ids)

@@ -1,0 +1,157 @@
+"""A share group's membership (KIP-932; Kafka's ShareGroup and shareGroupHeartbeat), pure.
+
+Members join with ShareGroupHeartbeat at epoch 0 naming the topics they subscribe to, heartbeat
+with their epoch, and leave with -1. A change of members, of subscriptions or of the subscribed
+topics' partitions bumps the group epoch and computes a new target assignment (assignor.py); a
+member at an older epoch then moves to the group epoch with its new assignment at once (share
+group members own nothing, so nothing is revoked first). A member heard from within
+share.session.timeout.ms stays; one that is not is removed as if it had left. States are Kafka's:
+Empty (no members) and Stable.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from protocol.errors import ErrorCode, KafkaError
+
+from .assignor import Assignment, assign
+
+__all__ = ("HeartbeatResult", "ShareGroup", "ShareHeartbeat", "ShareMember", "TopicInfo")
+
+LEAVE_EPOCH: Final = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    topic_id: uuid.UUID
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareHeartbeat:
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: tuple[str, ...] | None
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatResult:
+    member_id: str
+    member_epoch: int
+    # None: unchanged since the member last heard it
+    assignment: Assignment | None
+
+
+@dataclass(slots=True, kw_only=True)
+class ShareMember:
+    member_id: str
+    member_epoch: int = 0
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    assignment: Assignment = field(default_factory=dict)
+    deadline_ms: int = 0
+
+
+@dataclass(slots=True)
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+    target: dict[str, Assignment] = field(default_factory=dict)
+    # the subscribed topics as the last assignment saw them
+    topics_seen: dict[str, TopicInfo] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Empty" if not self.members else "Stable"
+
+    def subscribed_topics(self) -> set[str]:
+        return {name for m in self.members.values() for name in m.subscribed_topic_names}
+
+    def heartbeat(self, hb: ShareHeartbeat, topics: Mapping[str, TopicInfo], now_ms: int, session_timeout_ms: int,
+                  max_size: int) -> HeartbeatResult:
+        """One ShareGroupHeartbeat; KafkaError for a fenced, unknown or refused member."""
+        _validate(hb)
+        member = self.members.get(hb.member_id)
+        if hb.member_epoch == LEAVE_EPOCH:
+            if member is not None:
+                self.remove(hb.member_id)
+            return HeartbeatResult(member_id=hb.member_id, member_epoch=LEAVE_EPOCH, assignment=None)
+        if member is None:
+            if hb.member_epoch != 0:
+                raise KafkaError(ErrorCode.unknown_member_id,
+                                 f"Member {hb.member_id} is not a member of group {self.group_id}.")
+            if len(self.members) >= max_size:
+                raise KafkaError(ErrorCode.group_max_size_reached,
+                                 f"The share group has reached its maximum capacity of {max_size} members.")
+            # its subscription (required on joining) bumps the group epoch once, in _update
+            member = self.members[hb.member_id] = ShareMember(member_id=hb.member_id)
+        elif hb.member_epoch not in (0, member.member_epoch):
+            raise KafkaError(ErrorCode.fenced_member_epoch,
+                             f"The share group member has a member epoch ({hb.member_epoch}) different from "
+                             f"the one known by the group coordinator ({member.member_epoch}).")
+        full = hb.member_epoch == 0
+        self._update(member, hb)
+        member.deadline_ms = now_ms + session_timeout_ms
+        self._refresh(topics)
+        if member.member_epoch != self.assignment_epoch or full:
+            member.member_epoch = self.assignment_epoch
+            member.assignment = self.target.get(member.member_id, {})
+            return HeartbeatResult(member_id=member.member_id, member_epoch=member.member_epoch,
+                                   assignment=member.assignment)
+        return HeartbeatResult(member_id=member.member_id, member_epoch=member.member_epoch, assignment=None)
+
+    def _update(self, member: ShareMember, hb: ShareHeartbeat) -> None:
+        member.rack_id = hb.rack_id if hb.rack_id is not None else member.rack_id
+        member.client_id, member.client_host = hb.client_id, hb.client_host
+        if hb.subscribed_topic_names is not None:
+            names = tuple(sorted(set(hb.subscribed_topic_names)))
+            if names != member.subscribed_topic_names:
+                member.subscribed_topic_names = names
+                self.group_epoch += 1
+
+    def _refresh(self, topics: Mapping[str, TopicInfo]) -> None:
+        """A new target assignment when the group epoch moved or a subscribed topic changed."""
+        seen = {name: info for name in self.subscribed_topics() if (info := topics.get(name)) is not None}
+        if seen != self.topics_seen:
+            self.topics_seen = seen
+            self.group_epoch += self.assignment_epoch == self.group_epoch
+        if self.assignment_epoch == self.group_epoch:
+            return
+        subscriptions = {m.member_id: frozenset(seen[n].topic_id for n in m.subscribed_topic_names if n in seen)
+                         for m in self.members.values()}
+        counts = {info.topic_id: info.partitions for info in seen.values()}
+        self.target = assign(subscriptions, counts, {m.member_id: m.assignment for m in self.members.values()})
+        self.assignment_epoch = self.group_epoch
+
+    def remove(self, member_id: str) -> None:
+        """The member left or its session timed out."""
+        del self.members[member_id]
+        self.target.pop(member_id, None)
+        self.group_epoch += 1
+
+    def expired(self, now_ms: int) -> list[str]:
+        return [m.member_id for m in self.members.values() if m.deadline_ms <= now_ms]
+
+    def next_deadline_ms(self) -> int | None:
+        return min((m.deadline_ms for m in self.members.values()), default=None)
+
+
+def _validate(hb: ShareHeartbeat) -> None:
+    """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid."""
+    if not hb.member_id.strip():
+        raise KafkaError(ErrorCode.invalid_request, "MemberId can't be empty.")
+    if hb.member_epoch < LEAVE_EPOCH:
+        raise KafkaError(ErrorCode.invalid_request, "MemberEpoch is invalid.")
+    if hb.member_epoch == 0 and not hb.subscribed_topic_names:
+        raise KafkaError(ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request.")

@@ -1,0 +1,268 @@
+"""The share-partitions of this broker (Kafka's SharePartitionManager): each one's record states,
+its initialisation, the reads that acquire records, acknowledgements, and their persistence.
+
+A share-partition starts where share.auto.offset.reset says (latest: the high watermark, or the
+last stable offset under read_committed; earliest: the log start offset; by_duration:<ISO-8601>:
+the first record at or after now minus that duration), or where its persisted state says. Every
+change other than an acquisition is written to __share_group_state (state_log.py) before the
+caller is answered: Kafka's persister writes on acknowledgement, release and lock timeout, not
+on acquisition. One lock per share-partition orders its changes and their writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.api import IsolationLevel, LogSource, TopicPartition
+
+from .log_reads import LogRead, batches_covering, read_batches
+from .partition_state import AcquiredRange, SharePartitionState
+from .state_log import SharePartitionKey, ShareStateLog, StoredShareState
+
+__all__ = ("FetchedPartition", "SharePartition", "SharePartitionManager", "ShareGroupSettings")
+
+_READ_CAP: Final = 8 << 20
+_DURATION: Final = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareGroupSettings:
+    """A share group's share.* configs in force (its own, else the broker's)."""
+
+    record_lock_duration_ms: int = 30000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2000
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    auto_offset_reset: str = "latest"
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+
+
+@dataclass(slots=True)
+class SharePartition:
+    key: SharePartitionKey
+    tp: TopicPartition
+    state: SharePartitionState
+    state_epoch: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass(slots=True)
+class FetchedPartition:
+    ranges: list[AcquiredRange] = field(default_factory=list)
+    records: list[memoryview] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(len(r) for r in self.records)
+
+
+def by_duration_ms(value: str) -> int:
+    """The milliseconds of share.auto.offset.reset's by_duration:<ISO-8601 duration>."""
+    match = _DURATION.match(value.removeprefix("by_duration:"))
+    if match is None:
+        raise ValueError(f"not an ISO-8601 duration: {value}")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return int(datetime.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds).total_seconds() * 1000)
+
+
+class SharePartitionManager:
+    def __init__(self, logs: LogSource, state_log: ShareStateLog, settings: Callable[[str], ShareGroupSettings],
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        self._logs = logs
+        self._state_log = state_log
+        self.settings = settings
+        self._clock_ms = clock_ms
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        self._stored: dict[SharePartitionKey, StoredShareState] = {}
+        self._available: set[asyncio.Future[None]] = set()  # woken when records go back
+        self.locks_changed = asyncio.Event()  # new locks: the lock timer looks again
+
+    async def load(self) -> None:
+        self._stored = await self._state_log.load()
+
+    def stored_keys(self) -> set[SharePartitionKey]:
+        return set(self._stored) | set(self.partitions)
+
+    def stored_state(self, key: SharePartitionKey) -> StoredShareState | None:
+        partition = self.partitions.get(key)
+        if partition is not None:
+            state = partition.state
+            return StoredShareState(partition.state_epoch, state.start_offset, tuple(state.snapshot()))
+        return self._stored.get(key)
+
+    async def partition(self, key: SharePartitionKey, tp: TopicPartition) -> SharePartition:
+        partition = self.partitions.get(key)
+        if partition is not None:
+            return partition
+        settings = self.settings(key.group_id)
+        stored = self._stored.get(key)
+        if stored is not None:
+            state = SharePartitionState.restore(stored.start_offset, stored.batches,
+                                                delivery_count_limit=settings.delivery_count_limit,
+                                                max_in_flight=settings.max_record_locks)
+            epoch = stored.state_epoch
+        else:
+            start = await self._initial_offset(tp, settings)
+            state = SharePartitionState(start, delivery_count_limit=settings.delivery_count_limit,
+                                        max_in_flight=settings.max_record_locks)
+            epoch = 0
+        partition = self.partitions.setdefault(key, SharePartition(key, tp, state, epoch))
+        return partition
+
+    async def _initial_offset(self, tp: TopicPartition, settings: ShareGroupSettings) -> int:
+        plog = self._logs.get_log(tp)
+        reset = settings.auto_offset_reset
+        if reset == "earliest":
+            return plog.log_start_offset
+        if reset.startswith("by_duration:"):
+            found = await plog.offset_for_timestamp(self._clock_ms() - by_duration_ms(reset))
+            return found[0] if found is not None else plog.high_watermark
+        committed = settings.isolation_level is IsolationLevel.READ_COMMITTED
+        return plog.last_stable_offset if committed else plog.high_watermark
+
+    # -- acquiring -----------------------------------------------------------------------------
+
+    async def acquire(self, partition: SharePartition, member_id: str, max_records: int, max_bytes: int,
+                      whole_batches: bool) -> FetchedPartition:
+        """Lock available records first (those released or timed out), then new ones."""
+        settings = self.settings(partition.key.group_id)
+        plog = self._logs.get_log(partition.tp)
+        async with partition.lock:
+            state = partition.state
+            # the group's configs as they are now (group configs change at run time)
+            state.delivery_count_limit, state.max_in_flight = settings.delivery_count_limit, settings.max_record_locks
+            state.move_start(plog.log_start_offset)
+            now = self._clock_ms()
+            lock_ms = settings.record_lock_duration_ms
+            ranges = state.acquire_available(member_id, now, lock_ms, max_records)
+            taken = sum(r.last_offset - r.first_offset + 1 for r in ranges)
+            read = LogRead()
+            if taken < max_records and not state.window_full():
+                read = await read_batches(plog, state.end_offset, min(max_bytes, _READ_CAP),
+                                          settings.isolation_level)
+                ranges += state.acquire_new(read.batches, member_id, now, lock_ms, max_records - taken,
+                                            whole_batches)
+            records = await batches_covering(plog, ranges, read, min(max_bytes, _READ_CAP))
+        if ranges:
+            self.locks_changed.set()
+        return FetchedPartition(ranges, records)
+
+    def has_available(self, partition: SharePartition) -> bool:
+        plog = self._logs.get_log(partition.tp)
+        committed = self.settings(partition.key.group_id).isolation_level is IsolationLevel.READ_COMMITTED
+        end = plog.last_stable_offset if committed else plog.high_watermark
+        state = partition.state
+        return state.has_available() or (end > state.end_offset and not state.window_full())
+
+    async def wait(self, partitions: Iterable[SharePartition], timeout_s: float) -> None:
+        """Until a record may be acquired from one of the partitions, or timeout_s."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        logs = [self._logs.get_log(p.tp) for p in partitions]
+        for plog in logs:
+            plog.add_waiter(waiter)
+        self._available.add(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            self._available.discard(waiter)
+            for plog in logs:
+                plog.remove_waiter(waiter)
+
+    def _wake(self) -> None:
+        for waiter in self._available:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # -- acknowledging, releasing --------------------------------------------------------------
+
+    async def acknowledge(self, partition: SharePartition, member_id: str,
+                          batches: Iterable[tuple[int, int, tuple[int, ...]]]) -> None:
+        """Apply the batches in order and persist; KafkaError (INVALID_RECORD_STATE...) stops at
+        the batch that fails, the earlier ones staying applied and written, as in Kafka."""
+        lock_ms = self.settings(partition.key.group_id).record_lock_duration_ms
+        async with partition.lock:
+            try:
+                for first, last, types in batches:
+                    partition.state.acknowledge(member_id, first, last, types, self._clock_ms(), lock_ms)
+            finally:
+                await self._persist(partition)
+        self._wake()
+
+    async def release_member(self, group_id: str, member_id: str) -> int:
+        released = 0
+        for partition in [p for p in self.partitions.values() if p.key.group_id == group_id]:
+            async with partition.lock:
+                count = partition.state.release_member(member_id)
+                if count:
+                    await self._persist(partition)
+            released += count
+        if released:
+            self._wake()
+        return released
+
+    async def expire_locks(self) -> float | None:
+        """Release every lock that ran out; the seconds until the next one runs out, if any."""
+        now = self._clock_ms()
+        deadlines = []
+        for partition in list(self.partitions.values()):
+            next_deadline = partition.state.next_deadline_ms()
+            if next_deadline is not None and next_deadline <= now:
+                async with partition.lock:
+                    if partition.state.expire_locks(self._clock_ms()):
+                        await self._persist(partition)
+                        self._wake()
+                next_deadline = partition.state.next_deadline_ms()
+            if next_deadline is not None:
+                deadlines.append(next_deadline)
+        return max(0.0, (min(deadlines) - self._clock_ms()) / 1000) if deadlines else None
+
+    async def _persist(self, partition: SharePartition) -> None:
+        state = partition.state
+        await self._state_log.write(partition.key, StoredShareState(partition.state_epoch, state.start_offset,
+                                                                    tuple(state.snapshot())))
+
+    # -- administration ------------------------------------------------------------------------
+
+    async def alter_start(self, key: SharePartitionKey, tp: TopicPartition, offset: int) -> None:
+        """AlterShareGroupOffsets (the group has no members): start again at offset."""
+        partition = await self.partition(key, tp)
+        async with partition.lock:
+            plog = self._logs.get_log(tp)
+            if not plog.log_start_offset <= offset <= plog.high_watermark:
+                offset = min(max(offset, plog.log_start_offset), plog.high_watermark)
+            partition.state.reset(offset)
+            partition.state_epoch += 1
+            await self._persist(partition)
+
+    async def delete(self, keys: Iterable[SharePartitionKey]) -> None:
+        for key in list(keys):
+            self.partitions.pop(key, None)
+            self._stored.pop(key, None)
+            await self._state_log.write(key, None)
+
+    def lag(self, key: SharePartitionKey, tp: TopicPartition) -> int:
+        """Records from the start offset up to the high watermark not yet acknowledged or archived."""
+        stored = self.stored_state(key)
+        plog = self._logs.find_log(tp)
+        if stored is None or plog is None:
+            return -1
+        partition = self.partitions.get(key)
+        done = partition.state.done_in_window() if partition is not None else sum(
+            b.last_offset - b.first_offset + 1 for b in stored.batches if b.state.name in ("ACKNOWLEDGED", "ARCHIVED"))
+        return max(0, plog.high_watermark - stored.start_offset - done)
+
+
+def check_offset(offset: int) -> None:
+    if offset < 0:
+        raise KafkaError(ErrorCode.invalid_request, f"start offset {offset} is negative")

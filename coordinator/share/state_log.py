@@ -1,0 +1,143 @@
+"""Durable share-partition state in the internal compacted topic __share_group_state.
+
+Kafka's share coordinator writes ShareSnapshot and ShareUpdate records there; eosbroker writes one
+snapshot record per change, keyed by the share-partition (group, topic id, partition), so
+compaction keeps the latest only and a restart replays each key's last value. The append returns
+once the record is in the log, before the acknowledgement it carries is answered: a kill -9
+loses no acknowledgement, and only records acquired but not acknowledged come back (as available,
+with the delivery count last written). A null value (tombstone) deletes the share-partition's
+state (DeleteShareGroupOffsets, DeleteGroups). The topic lives in every storage backend, so the
+state is as durable as any log there.
+
+Layouts (big-endian), ours but with the fields of Kafka's ShareSnapshotKey/Value:
+  key    int16 type (0) | string group (int16 length) | uuid topic id | int32 partition
+  value  int16 version (0) | int32 state epoch | int64 start offset | int32 batch count |
+         batches [int64 first offset | int64 last offset | int8 state | int16 delivery count]
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from protocol.errors import CorruptRecordError
+from protocol.records import Record, build_batch, read_records
+from storage.api import AppendOrigin, LogSource, PartitionLog, TopicPartition
+
+from ..partitioning import partition_for
+from .partition_state import RecordState, StateBatch
+
+__all__ = ("SHARE_GROUP_STATE_TOPIC", "SharePartitionKey", "ShareStateLog", "StoredShareState")
+
+SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
+_KEY_TYPE: Final = 0
+_I16, _I32, _HEAD, _BATCH = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">hiqi"), struct.Struct(">qqbh")
+_READ_BYTES: Final = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionKey:
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+
+    def __str__(self) -> str:  # Kafka's SharePartitionKey form, which the state topic is partitioned by
+        return f"{self.group_id}:{self.topic_id}:{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredShareState:
+    state_epoch: int
+    start_offset: int
+    batches: tuple[StateBatch, ...]
+
+
+def encode_key(key: SharePartitionKey) -> bytes:
+    group = key.group_id.encode()
+    return _I16.pack(_KEY_TYPE) + _I16.pack(len(group)) + group + key.topic_id.bytes + _I32.pack(key.partition)
+
+
+def decode_key(data: bytes) -> SharePartitionKey:
+    try:
+        (kind,), (length,) = _I16.unpack_from(data, 0), _I16.unpack_from(data, 2)
+        group = data[4:4 + length].decode()
+        topic_id = uuid.UUID(bytes=data[4 + length:20 + length])
+        (partition,) = _I32.unpack_from(data, 20 + length)
+    except (struct.error, ValueError) as exc:
+        raise CorruptRecordError(f"unreadable {SHARE_GROUP_STATE_TOPIC} key: {exc}") from None
+    if kind != _KEY_TYPE:
+        raise CorruptRecordError(f"unknown {SHARE_GROUP_STATE_TOPIC} key type {kind}")
+    return SharePartitionKey(group, topic_id, partition)
+
+
+def encode_value(state: StoredShareState) -> bytes:
+    head = _HEAD.pack(0, state.state_epoch, state.start_offset, len(state.batches))
+    return head + b"".join(_BATCH.pack(b.first_offset, b.last_offset, int(b.state), b.delivery_count)
+                           for b in state.batches)
+
+
+def decode_value(data: bytes) -> StoredShareState:
+    try:
+        version, epoch, start, count = _HEAD.unpack_from(data, 0)
+        batches = tuple(StateBatch(first, last, RecordState(state), delivered)
+                        for first, last, state, delivered in (_BATCH.unpack_from(data, _HEAD.size + i * _BATCH.size)
+                                                              for i in range(count)))
+    except (struct.error, ValueError) as exc:
+        raise CorruptRecordError(f"unreadable {SHARE_GROUP_STATE_TOPIC} value: {exc}") from None
+    if version != 0:
+        raise CorruptRecordError(f"unknown {SHARE_GROUP_STATE_TOPIC} value version {version}")
+    return StoredShareState(epoch, start, batches)
+
+
+class ShareStateLog:
+    """Writes and replays __share_group_state; the topic is made at the first write."""
+
+    def __init__(self, logs: LogSource, num_partitions: int) -> None:
+        self._logs = logs
+        self._num_partitions = num_partitions
+
+    async def _ensure_topic(self) -> int:
+        meta = self._logs.topics.get(SHARE_GROUP_STATE_TOPIC)
+        if meta is None:
+            meta = await self._logs.create_topic(SHARE_GROUP_STATE_TOPIC, self._num_partitions,
+                                                 {"cleanup.policy": "compact", "compression.type": "producer"})
+        return meta.partitions
+
+    async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
+        partitions = await self._ensure_topic()
+        tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, partition_for(str(key), partitions))
+        record = Record(timestamp=int(time.time() * 1000), key=encode_key(key),
+                        value=None if state is None else encode_value(state))
+        await self._logs.get_log(tp).append(bytes(build_batch([record])), AppendOrigin.COORDINATOR)
+
+    async def load(self) -> dict[SharePartitionKey, StoredShareState]:
+        """Every share-partition's last state, in log order per partition."""
+        meta = self._logs.topics.get(SHARE_GROUP_STATE_TOPIC)
+        out: dict[SharePartitionKey, StoredShareState] = {}
+        for partition in range(meta.partitions if meta is not None else 0):
+            plog = self._logs.get_log(TopicPartition(SHARE_GROUP_STATE_TOPIC, partition))
+            for record in await _replay(plog):
+                key = decode_key(record.key or b"")
+                if record.value is None:
+                    out.pop(key, None)
+                else:
+                    out[key] = decode_value(record.value)
+        return out
+
+
+async def _replay(plog: PartitionLog) -> Sequence[Record]:
+    offset, end = plog.log_start_offset, plog.log_end_offset
+    out: list[Record] = []
+    while offset < end:
+        info = await plog.read(offset, _READ_BYTES)
+        if not info.records:
+            break
+        for header, records in read_records(b"".join(bytes(r) for r in info.records)):
+            if header.last_offset >= offset:
+                out.extend(r for r in records if r.offset >= offset)
+            offset = max(offset, header.last_offset + 1)
+    return out
