@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import ssl
 import subprocess
 import urllib.parse
 import urllib.request
@@ -38,6 +39,8 @@ def available() -> str | None:
 @dataclass
 class OidcProvider:
     log_path: Path
+    tls_pem: Path | None = None  # serve HTTPS with this key and certificate (PEM, the key unencrypted)
+    tls_ca: Path | None = None  # the CA that signed it, which the test's own requests trust
     port: int = 0
     issuer: str = ""
     kid: str = ""
@@ -53,6 +56,7 @@ class OidcProvider:
 
     def start(self) -> OidcProvider:
         settings = {"port": self.port, "audience": AUDIENCE,
+                    "tls": {"pem": str(self.tls_pem)} if self.tls_pem else None,
                     "clients": [{"client_id": cid, "client_secret": secret, "ttl": ttl}
                                 for cid, (secret, ttl) in CLIENTS.items()]}
         with self.log_path.open("a") as log:  # the child keeps its own descriptor
@@ -90,7 +94,8 @@ class OidcProvider:
         basic = base64.b64encode(f"{client}:{CLIENTS[client][0]}".encode()).decode()
         request = urllib.request.Request(self.token_url, data=urllib.parse.urlencode(form).encode(),
                                          headers={"Authorization": f"Basic {basic}"})
-        with urllib.request.urlopen(request, timeout=10) as answer:
+        context = ssl.create_default_context(cafile=str(self.tls_ca)) if self.tls_ca else None
+        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
             result: dict[str, Any] = json.loads(answer.read())
         return result
 

@@ -26,6 +26,7 @@ from ..listeners import Listener
 from ..startup import StartupError
 from .jaas import JaasError, parse_jaas_config
 from .oauth_login import ClientCredentials
+from .oauthbearer import jaas_ssl_context
 from .settings import ListenerSettings
 from .tls import client_context
 
@@ -129,4 +130,5 @@ def _client_credentials(settings: ListenerSettings) -> ClientCredentials:
                           "sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.credentials.client.id and "
                           "sasl.oauthbearer.client.credentials.client.secret (or the JAAS options clientId and "
                           f"clientSecret in {key})")
-    return ClientCredentials(url, client_id, secret, get("sasl.oauthbearer.scope", "scope"))
+    return ClientCredentials(url, client_id, secret, get("sasl.oauthbearer.scope", "scope"),
+                             jaas_ssl_context(settings, options, url))

@@ -7,14 +7,18 @@ as Kafka's RefreshingHttpsJwks keeps it.
 - A token whose `kid` is not among the keys fails that login and starts a refresh at once, at most
   one per key id every MISSING_KID_WAIT_S (Kafka's MISSING_KEY_ID_CACHE_IN_FLIGHT_MS), for at most
   MISSING_KID_ENTRIES key ids, so a client sending made-up key ids cannot hammer the provider.
-- The HTTP(S) request runs in a worker thread (urllib), never on the event loop.
+- The HTTP(S) request runs in a worker thread (urllib), never on the event loop. HTTPS trusts the
+  system's CAs, or the `ssl.truststore.*` options of the listener's OAUTHBEARER JAAS config, as
+  Kafka's JaasOptionsUtils reads them (oauthbearer.jaas_ssl_context).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import ssl
 import time
 import urllib.request
 from collections import OrderedDict
@@ -23,7 +27,7 @@ from typing import Any, Final
 
 import jwt
 
-__all__ = ("MISSING_KID_ENTRIES", "MISSING_KID_WAIT_S", "JwksCache", "JwksError")
+__all__ = ("MISSING_KID_ENTRIES", "MISSING_KID_WAIT_S", "JwksCache", "JwksError", "http_get_json")
 
 log = logging.getLogger("broker.security")
 
@@ -37,9 +41,9 @@ class JwksError(Exception):
     """The JWKS could not be fetched or read."""
 
 
-def _http_get_json(url: str) -> Any:
+def http_get_json(url: str, context: ssl.SSLContext | None = None) -> Any:
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as answer:  # noqa: S310 (an operator's URL)
+    with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S, context=context) as answer:  # noqa: S310
         return json.loads(answer.read())
 
 
@@ -61,12 +65,12 @@ def parse_jwks(document: Any) -> dict[str, jwt.PyJWK]:
 
 class JwksCache:
     def __init__(self, url: str, refresh_ms: int, backoff_ms: int, backoff_max_ms: int,
-                 fetch: Callable[[str], Any] = _http_get_json) -> None:
+                 fetch: Callable[[str], Any] | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.url = url
         self._refresh_s = refresh_ms / 1000
         self._backoff_s = max(backoff_ms, 1) / 1000
         self._backoff_max_s = max(backoff_max_ms, backoff_ms) / 1000
-        self._fetch = fetch
+        self._fetch = fetch or functools.partial(http_get_json, context=ssl_context)
         self.keys: dict[str, jwt.PyJWK] = {}
         self._missing: OrderedDict[str, float] = OrderedDict()  # kid -> when it may expedite a refresh again
         self._expedited: asyncio.Task[None] | None = None

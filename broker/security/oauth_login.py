@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import ssl
 import time
 import urllib.parse
 import urllib.request
@@ -34,6 +35,7 @@ class ClientCredentials:
     client_id: str
     client_secret: str = field(repr=False)
     scope: str | None = None
+    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)  # https: jaas_ssl_context's
     _token: str | None = field(default=None, repr=False)
     _renew_at: float = 0.0
 
@@ -51,7 +53,7 @@ class ClientCredentials:
             "Authorization": "Basic " + base64.b64encode(pair.encode()).decode(),
             "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as answer:  # noqa: S310 (operator's URL)
+            with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S, context=self.ssl_context) as answer:  # noqa: S310 (operator's URL)
                 body = json.loads(answer.read())
         except (OSError, ValueError) as exc:
             raise TokenFetchFailed(f"token request to {self.token_url} as client {self.client_id!r} failed: "

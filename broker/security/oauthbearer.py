@@ -16,17 +16,21 @@ from __future__ import annotations
 
 import logging
 import re
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Any, Final, Protocol, cast
 
-from ..config import ConfigError
+from ..config import PROPERTY_FIELDS, BrokerConfig, ConfigError
 from .jaas import JaasError, parse_jaas_config
 from .jwks import JwksCache
 from .oauth_tokens import BrokerJwtValidator, InvalidToken, UnsecuredJwtValidator, ValidToken
 from .sasl_errors import AuthenticationFailed
 from .settings import ListenerSettings
+from .tls import client_context
 
-__all__ = ("OAUTHBEARER_LOGIN_MODULE", "ClientFirst", "OAuthBearerServer", "oauth_validator", "parse_client_first")
+__all__ = ("OAUTHBEARER_LOGIN_MODULE", "ClientFirst", "OAuthBearerServer", "jaas_ssl_context", "oauth_validator",
+           "parse_client_first")
 
 log = logging.getLogger("broker.security")
 
@@ -143,17 +147,39 @@ def oauth_validator(settings: ListenerSettings) -> OAuthSettings:
     if handler.strip() not in VALIDATOR_HANDLERS:
         raise ConfigError(f"Invalid value {handler} for configuration {handler_key}: eosbroker serves "
                           f"OAUTHBEARER with {VALIDATOR_HANDLERS[0]} or, without this key, the unsecured validator")
-    return _signed(settings)
+    return _signed(settings, entries[0].options)
 
 
-def _signed(settings: ListenerSettings) -> OAuthSettings:
+class _JaasSsl:
+    """The ssl.* options of a JAAS config read as a listener's settings are: Kafka's
+    JaasOptionsUtils.getSslClientConfig, with ConfigDef's client SSL defaults (not the broker's)."""
+
+    def __init__(self, listener: Any, options: Mapping[str, str]) -> None:
+        self.listener, self._options = listener, options
+
+    def get(self, key: str) -> Any:
+        field_ = BrokerConfig.__dataclass_fields__[PROPERTY_FIELDS[key]]
+        raw = self._options.get(key)
+        return field_.default if raw is None else field_.metadata["kafka"].parse(key, raw)
+
+
+def jaas_ssl_context(settings: ListenerSettings, options: Mapping[str, str], url: str) -> ssl.SSLContext | None:
+    """How to trust an https JWKS or token endpoint: the JAAS config's ssl.truststore.* options
+    (ssl.endpoint.identification.algorithm too), else the system's CAs. None for http."""
+    if not url.lower().startswith("https:"):
+        return None
+    return client_context(cast(ListenerSettings, _JaasSsl(settings.listener, options)),
+                          f"listener {settings.listener.name}: the TLS settings for {url}")
+
+
+def _signed(settings: ListenerSettings, jaas_options: Mapping[str, str]) -> OAuthSettings:
     def get(key: str) -> object:
         return settings.mechanism_get("OAUTHBEARER", f"sasl.oauthbearer.{key}")
 
     url = get("jwks.endpoint.url")
     if not url:
         raise ConfigError("sasl.oauthbearer.jwks.endpoint.url is required with OAuthBearerValidatorCallbackHandler "
-                          "(a JWKS file, file:, is not served here)")
+                          "(https://..., or file:... for a JWKS file)")
     audiences = tuple(a.strip() for a in str(get("expected.audience")).split(",") if a.strip())
     issuer = get("expected.issuer")
     for what, missing, allowed in (("audience", not audiences, get("allow.unverified.audience")),
@@ -166,7 +192,8 @@ def _signed(settings: ListenerSettings) -> OAuthSettings:
             log.warning("listener %s: SASL/OAUTHBEARER accepts tokens of any %s (sasl.oauthbearer.allow.unverified."
                         "%s=true)", settings.listener.name, what, what)
     jwks = JwksCache(str(url), int(get("jwks.endpoint.refresh.ms")), int(get("jwks.endpoint.retry.backoff.ms")),
-                     int(get("jwks.endpoint.retry.backoff.max.ms")))
+                     int(get("jwks.endpoint.retry.backoff.max.ms")),
+                     ssl_context=jaas_ssl_context(settings, jaas_options, str(url)))
     validator = BrokerJwtValidator(jwks, audiences=audiences, issuer=str(issuer) if issuer else None,
                                    clock_skew_s=int(get("clock.skew.seconds")), sub_claim=str(get("sub.claim.name")),
                                    scope_claim=str(get("scope.claim.name")))

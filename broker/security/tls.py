@@ -62,11 +62,12 @@ def server_context(settings: ListenerSettings) -> ssl.SSLContext:
     return context
 
 
-def client_context(settings: ListenerSettings) -> ssl.SSLContext:
+def client_context(settings: ListenerSettings, what: str | None = None) -> ssl.SSLContext:
     """The client side of a listener's TLS, as a Kafka broker connects to another one on its
     inter-broker listener: the listener's trust store verifies the peer (and, with
     ssl.endpoint.identification.algorithm=https, that its certificate names the host), and its key
-    store, when it has one, is this broker's client certificate (the peer may require one)."""
+    store, when it has one, is this broker's client certificate (the peer may require one).
+    `what` names the connection in a StartupError (default: the inter-broker listener)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
         _set_protocols(context, settings.get("ssl.enabled.protocols"))
@@ -75,7 +76,7 @@ def client_context(settings: ListenerSettings) -> ssl.SSLContext:
         if settings.get("ssl.keystore.location") is not None or settings.get("ssl.keystore.key") is not None:
             _load_keystore(context, settings)
     except _Refused as exc:
-        raise StartupError(f"inter-broker listener {settings.listener.name}: {exc}") from None
+        raise StartupError(f"{what or f'inter-broker listener {settings.listener.name}'}: {exc}") from None
     return context
 
 

@@ -26,13 +26,16 @@ VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCa
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 
 
-def broker_settings(oidc: OidcProvider, **extra: str) -> dict[str, str]:
-    """PLAINTEXT (User:ANONYMOUS, the super user that grants ACLs) and SASL_PLAINTEXT with OAUTHBEARER."""
+def broker_settings(oidc: OidcProvider, listener: str = "SASL_PLAINTEXT", jaas_options: str = "",
+                    **extra: str) -> dict[str, str]:
+    """PLAINTEXT (User:ANONYMOUS, the super user that grants ACLs) and `listener` with OAUTHBEARER
+    (`jaas_options` in its JAAS config)."""
+    prefix = f"listener.name.{listener.lower()}.oauthbearer.sasl"
     return {
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "listeners": f"PLAINTEXT://127.0.0.1:0,{listener}://127.0.0.1:0",
         "sasl.enabled.mechanisms": "OAUTHBEARER",
-        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": f"{LOGIN_MODULE} required ;",
-        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": VALIDATOR,
+        f"{prefix}.jaas.config": f"{LOGIN_MODULE} required {jaas_options};",
+        f"{prefix}.server.callback.handler.class": VALIDATOR,
         "sasl.oauthbearer.jwks.endpoint.url": oidc.jwks_url,
         "sasl.oauthbearer.expected.audience": AUDIENCE,
         "sasl.oauthbearer.expected.issuer": oidc.issuer,

@@ -23,14 +23,16 @@ from tests.conftest import BrokerFactory
 from tests.e2e.oauth_setup import broker_settings, new_topic, oauth_broker, oidc
 from tests.e2e.txn_clients import kafka_module
 from tests.oidc_provider import CLIENTS, OidcProvider, available
+from tests.tls_certs import TlsFiles
 
 __all__ = ("oauth_broker", "oidc")  # the module's fixtures, from oauth_setup
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(available() is not None, reason=str(available()))]
 kafka = kafka_module()
 
 
-def _confluent(broker: BrokerProcess, oidc: OidcProvider, client: str) -> dict[str, Any]:
-    return {"bootstrap.servers": broker.bootstrap_of("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+def _confluent(broker: BrokerProcess, oidc: OidcProvider, client: str, listener: str = "SASL_PLAINTEXT",
+               ) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap_of(listener), "security.protocol": listener,
             "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
             "sasl.oauthbearer.client.id": client, "sasl.oauthbearer.client.secret": CLIENTS[client][0],
             "sasl.oauthbearer.token.endpoint.url": oidc.token_url, "sasl.oauthbearer.scope": "kafka"}
@@ -291,3 +293,30 @@ def test_the_broker_keeps_its_keys_while_the_provider_is_down(broker_factory: Br
     admin = _librdkafka_with(broker, token, errors)  # signed with the key the broker has: still served
     assert len(admin.list_topics(timeout=30).brokers) == 1
     assert not any("invalid_token" in e or old_kid in e for e in errors), errors
+
+
+def test_https_provider_trusted_through_the_jaas_options_on_a_sasl_ssl_listener(
+        broker_factory: BrokerFactory, tmp_path: Path, tls_files: TlsFiles) -> None:
+    """The provider serves HTTPS with a certificate of the test CA: the broker trusts it through its
+    OAUTHBEARER JAAS config's ssl.truststore.* options (as Kafka's JaasOptionsUtils), librdkafka
+    through https.ca.location, and the client listener is SASL_SSL. Without the trust store the
+    broker does not start: the JWKS cannot be fetched."""
+    from tests.e2e.test_startup import refused
+
+    oidc = OidcProvider(tmp_path / "provider.log", tls_pem=tls_files.server_keystore_unencrypted,
+                        tls_ca=tls_files.ca).start()
+    try:
+        assert oidc.jwks_url.startswith("https://")
+        trust = f'ssl.truststore.type="PEM" ssl.truststore.location="{tls_files.ca}" '
+        broker = broker_factory(broker_settings(oidc, "SASL_SSL", trust) | tls_files.broker_settings())
+        topic = new_topic(broker, "User:erin")
+        config = _confluent(broker, oidc, "erin", "SASL_SSL") | {"ssl.ca.location": str(tls_files.ca),
+                                                                 "https.ca.location": str(tls_files.ca)}
+        assert _confluent_round_trip(config, topic) == [b"m0", b"m1", b"m2"]
+        untrusting = broker_settings(oidc, "SASL_SSL") | tls_files.broker_settings()
+        untrusting["authorizer.class.name"] = ""
+        line = refused(tmp_path, "--port", "0", "--data-dir", str(tmp_path / "data2"),
+                       *(arg for key, value in untrusting.items() for arg in ("--set", f"{key}={value}")))
+        assert f"could not fetch the JWKS from {oidc.jwks_url}" in line and "CERTIFICATE_VERIFY_FAILED" in line, line
+    finally:
+        oidc.stop()

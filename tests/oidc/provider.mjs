@@ -4,10 +4,13 @@
 // signing key with a new kid, so restarting on the same port rotates the provider's key.
 //
 // Settings come as one JSON argument: {"port": 0, "audience": "urn:...", "clients":
-// [{"client_id": ..., "client_secret": ..., "ttl": seconds}]}. Once listening it prints one JSON
-// line, {"issuer", "port", "kid"}, for the test to read.
+// [{"client_id": ..., "client_secret": ..., "ttl": seconds}], "tls": null or {"pem": path to a
+// PEM file with the server's key and certificate}}. Once listening it prints one JSON line,
+// {"issuer", "port", "kid"}, for the test to read.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import Provider from 'oidc-provider';
 
 const settings = JSON.parse(process.argv[2]);
@@ -16,10 +19,11 @@ const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const kid = randomUUID();
 const signingKey = { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' };
 
-const server = createServer();
+const pem = settings.tls ? readFileSync(settings.tls.pem) : null;
+const server = pem ? createTlsServer({ key: pem, cert: pem }) : createServer();
 server.listen(settings.port, '127.0.0.1', () => {
   const { port } = server.address();
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `${pem ? 'https' : 'http'}://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
     clients: settings.clients.map((c) => ({
       client_id: c.client_id,
