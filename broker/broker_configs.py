@@ -35,7 +35,7 @@ NO_DYNAMIC: Final[Layers] = ({}, {})
 # Kafka's PASSWORD-typed dynamic configs: a name ending in one is sensitive (isPasswordConfig).
 _PASSWORDS: Final = ("ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
                      "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
-                     "sasl.jaas.config")
+                     "sasl.jaas.config", "sasl.oauthbearer.client.credentials.client.secret")
 # Kafka's ConfigEntry.ConfigType ids (DescribeConfigs v3+), by our Spec kinds
 _CONFIG_TYPES: Final = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "PASSWORD": 9}
 

@@ -63,3 +63,13 @@ def test_topic_configs_inherit_the_broker_synonyms() -> None:
     assert topic_default_synonyms(config, "cleanup.policy", "delete") == [
         {"name": "log.cleanup.policy", "value": "delete", "source": DEFAULT_CONFIG}]
     assert topic_default_synonyms(config, "segment.jitter.ms", 0) == []
+
+
+def test_oauthbearer_secrets_are_never_described() -> None:
+    """The broker's own client secret (inter-broker OAUTHBEARER) is a password, prefixed or not."""
+    found = entries({"sasl.oauthbearer.client.credentials.client.secret": "s3cret",
+                     "sasl.oauthbearer.client.credentials.client.id": "broker"})
+    secret = found["sasl.oauthbearer.client.credentials.client.secret"]
+    assert (secret["value"], secret["is_sensitive"]) == (None, True)
+    assert found["sasl.oauthbearer.client.credentials.client.id"]["value"] == "broker"
+    assert "s3cret" not in repr(found)
