@@ -67,7 +67,7 @@ def decide_end_txn(
             f"producer id {producer_id} does not belong to transactional id "
             f"'{md.transactional_id}' (its producer id is {md.producer_id})",
         )
-    if not _valid_epoch(md, producer_epoch, md_tv2, bumped or overflowed):
+    if not _valid_epoch(md, producer_epoch, md_tv2 and tv2, bumped or overflowed):
         raise md._fenced(producer_epoch)
     if md.pending_state is not None:
         raise md._concurrent("EndTxn")
@@ -96,8 +96,10 @@ def _in_transition(md: TransactionMetadata) -> bool:
     return md.state.is_preparing
 
 
-def _valid_epoch(md: TransactionMetadata, epoch: int, md_tv2: bool, is_retry: bool) -> bool:
-    if not md_tv2:
+def _valid_epoch(md: TransactionMetadata, epoch: int, v2: bool, is_retry: bool) -> bool:
+    """v2: a V2 request (EndTxn v5+) on a V2 transaction; any other request must name the current
+    epoch exactly, as Kafka's endTransactionWithTV1 checks a client's request."""
+    if not v2:
         return epoch == md.producer_epoch
     if md.state.is_preparing:
         return is_retry

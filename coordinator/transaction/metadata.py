@@ -285,8 +285,9 @@ class TransactionMetadata:
     def prepare_epoch_fence_abort(self, now_ms: int, reason: str, server_tv: int = 0) -> TxnTransition:
         """Bump the epoch of an ONGOING transaction and abort it (Kafka's PrepareEpochFence, then
         PrepareAbort with the bumped epoch); the old epoch's producer is a zombie from now on.
-        With transaction.version 2 finalized Kafka aborts as a V2 EndTxn does, which bumps once
-        more: the markers carry fence epoch + 1."""
+        The abort does not bump again under transaction.version 2 (KAFKA-19367, in Kafka 4.4): the
+        markers carry epoch + 1, and the producer's next InitProducerId gets epoch + 2. The
+        transaction is marked V2 then, as Kafka's record of the abort says."""
         if self.state is not TxnState.ONGOING:
             raise KafkaError(
                 ErrorCode.invalid_txn_state,
@@ -296,15 +297,11 @@ class TransactionMetadata:
         check_transition(
             self.transactional_id, TxnState.PREPARE_EPOCH_FENCE, TxnState.PREPARE_ABORT
         )
-        epoch = min(self.producer_epoch + 1, MAX_EPOCH)
-        last_epoch = NO_PRODUCER_EPOCH
-        if server_tv >= 2 and epoch < MAX_EPOCH:
-            epoch, last_epoch = epoch + 1, epoch
         return dataclasses.replace(
             self.snapshot(),
             state=TxnState.PREPARE_ABORT,
-            producer_epoch=epoch,
-            last_producer_epoch=last_epoch,
+            producer_epoch=min(self.producer_epoch + 1, MAX_EPOCH),
+            last_producer_epoch=NO_PRODUCER_EPOCH,
             txn_last_update_timestamp=now_ms,
             client_transaction_version=server_tv if server_tv >= 2 else self.client_transaction_version,
             fence_reason=reason,

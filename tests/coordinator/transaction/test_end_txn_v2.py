@@ -118,10 +118,23 @@ def test_a_v1_transaction_ended_by_a_v2_client_switches_at_the_boundary():
     assert decision.result.epoch == 1 and decision.transition.client_transaction_version == 2
 
 
-def test_fencing_under_transaction_version_2_bumps_once_more():
-    # as Kafka: the fence bumps the epoch, then the abort is a V2 EndTxn, which bumps it again
+def test_fencing_bumps_the_epoch_once_under_either_transaction_version():
+    # Kafka 4.4 (KAFKA-19367): the fence bumps the epoch and the abort that follows does not bump
+    # it again under V2; the record is marked V2 then (what a Kafka 4.4 node writes)
     md = ongoing_v2()
-    assert md.prepare_timeout_abort(now_ms=99, server_tv=2).producer_epoch == 2
+    v2 = md.prepare_timeout_abort(now_ms=99, server_tv=2)
+    assert (v2.producer_epoch, v2.last_producer_epoch, v2.client_transaction_version) == (1, -1, 2)
     assert md.prepare_timeout_abort(now_ms=99, server_tv=1).producer_epoch == 1
     md.producer_epoch = MAX_EPOCH - 1
     assert md.prepare_timeout_abort(now_ms=99, server_tv=2).producer_epoch == MAX_EPOCH  # never past it
+
+
+def test_a_late_end_txn_after_a_fence():
+    """Kafka 4.4: a V2 producer's late commit after the fence is one epoch behind, which V2 reads as
+    a retry of an ended transaction: INVALID_TXN_STATE; a V1 request (endTransactionWithTV1) must
+    name the current epoch: PRODUCER_FENCED."""
+    md = ongoing_v2()
+    persist(md, md.prepare_timeout_abort(now_ms=99, server_tv=2))
+    persist(md, md.prepare_complete(now_ms=100))
+    expect(ErrorCode.invalid_txn_state, end_v2, md, epoch=0)
+    expect(ErrorCode.producer_fenced, end_v2, md, epoch=0, tv2=False)
