@@ -143,10 +143,11 @@ SECURITY_CASES = (
          params=lambda s, t: {"topic": t, "partitions": 1, "records": s.produce_records, "listener": "SASL_SSL"},
          metrics={"MB/s": HIGHER, "records/s": HIGHER}),
     Case(key="t2-handshake", title="t2 connect to the first ApiVersions answer: plaintext, TLS 1.3, SASL_SSL "
-         "PLAIN and SCRAM-SHA-512", load="handshake",
+         "PLAIN, SCRAM-SHA-512 and OAUTHBEARER (an OIDC provider's JWT)", load="handshake",
          params=lambda s, t: {"connections": max(20, s.txns_one // 5)},
          metrics={f"{kind} {q} ms": LOWER for kind in ("plaintext", "tls", "sasl_ssl-plain",
-                                                       "sasl_ssl-scram-sha-512") for q in ("p50", "p99")}),
+                                                       "sasl_ssl-scram-sha-512", "sasl_ssl-oauthbearer")
+                  for q in ("p50", "p99")}),
 )
 CASES = CASES + SECURITY_CASES
 

@@ -136,7 +136,8 @@ def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int,
     if "listener" in params and security is not None:
         params["client"] = security.client(HOST, params.pop("listener"))
     if case.load == "handshake" and security is not None:
-        params |= {"ports": security.ports, "ca": str(security.tls.ca), "user": USER, "password": PASSWORD}
+        params |= {"ports": security.ports, "ca": str(security.tls.ca), "user": USER, "password": PASSWORD,
+                   "token": security.oidc.token("bench")}
     if case.load == "failover":
         params["pids"] = pids(broker)
     try:

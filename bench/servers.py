@@ -248,7 +248,8 @@ def start_kafka(workdir: Path, heap: str = "512m", secure: bool = False) -> Runn
                           "-t", cluster_id, "-c", str(props)], capture_output=True, text=True)
     if fmt.returncode != 0:
         raise RuntimeError(f"StorageTool format failed:\n{fmt.stdout}{fmt.stderr}")
-    argv = ["java", f"-Xmx{heap}", f"-Xms{heap}", *KAFKA_JVM_FLAGS, "-cp", classpath,
+    jvm = security.jvm_options if security is not None else ()
+    argv = ["java", f"-Xmx{heap}", f"-Xms{heap}", *KAFKA_JVM_FLAGS, *jvm, "-cp", classpath,
             "kafka.Kafka", str(props)]
     running = _spawn_and_wait("kafka", argv, port, workdir / "kafka.log", workdir)
     _secure(running, security)

@@ -13,3 +13,4 @@ tests/oidc/node_modules/.stamp: tests/oidc/package.json tests/oidc/package-lock.
 	touch $@
 
 test: oidc-provider
+bench bench-smoke: oidc-provider

@@ -25,7 +25,7 @@ CLIENTS = {"alice": ("alice-secret", 3600), "bob": ("bob-secret", 3600), "carol"
            "dave": ("dave-secret", 3600), "erin": ("erin-secret", 3600), "nobody": ("nobody-secret", 3600),
            "shortlived": ("shortlived-secret", 8), "expiring": ("expiring-secret", 2),
            "broker": ("broker-secret", 3600),  # the brokers' own, between brokers
-           "spark": ("spark-secret", 3600)}
+           "spark": ("spark-secret", 3600), "bench": ("bench-secret", 3600)}
 
 
 def available() -> str | None:

@@ -1,10 +1,11 @@
 """Security case t2: the time from connect() to the first answered request, on each listener.
 
-Params: connections (per kind), ports ({listener: port}), ca (the CA file), user, password.
-For each kind, one connection at a time: TCP connect; for SSL and SASL_SSL the TLS handshake
-(TLSv1.3, verifying the broker's certificate); for SASL_SSL SaslHandshake v1 and SaslAuthenticate
-(PLAIN: one round; SCRAM-SHA-512: two, with the client's own PBKDF2 and the server signature
-checked); then ApiVersions v3. Figures: p50 and p99 ms per kind.
+Params: connections (per kind), ports ({listener: port}), ca (the CA file), user, password, token
+(an OIDC provider's access token). For each kind, one connection at a time: TCP connect; for SSL
+and SASL_SSL the TLS handshake (TLSv1.3, verifying the broker's certificate); for SASL_SSL
+SaslHandshake v1 and SaslAuthenticate (PLAIN: one round; SCRAM-SHA-512: two, with the client's
+own PBKDF2 and the server signature checked; OAUTHBEARER: one, the broker checking the token's
+signature and claims); then ApiVersions v3. Figures: p50 and p99 ms per kind.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from bench.load.common import Meter, emit, percentile
 from tests.kafka_wire import decode_response, encode_request, frame, recv_frame
 
-KINDS = ("plaintext", "tls", "sasl_ssl-plain", "sasl_ssl-scram-sha-512")
+KINDS = ("plaintext", "tls", "sasl_ssl-plain", "sasl_ssl-scram-sha-512", "sasl_ssl-oauthbearer")
 
 
 def _request(sock: socket.socket, entity: object) -> object:
@@ -84,9 +85,15 @@ def run(bootstrap: str, params: dict) -> None:
         _request(sock, SaslHandshakeRequest(mechanism="SCRAM-SHA-512"))
         _scram_sha_512(sock, user, password)
 
+    def oauthbearer(sock: socket.socket) -> None:
+        _request(sock, SaslHandshakeRequest(mechanism="OAUTHBEARER"))
+        if _authenticate(sock, f"n,,\x01auth=Bearer {params['token']}\x01\x01".encode()):
+            raise RuntimeError("the broker refused the token")  # its JSON challenge
+
     kinds = {"plaintext": (int(bootstrap.rsplit(":", 1)[1]), None, None), "tls": (ports["SSL"], context, None),
              "sasl_ssl-plain": (ports["SASL_SSL"], context, plain),
-             "sasl_ssl-scram-sha-512": (ports["SASL_SSL"], context, scram)}
+             "sasl_ssl-scram-sha-512": (ports["SASL_SSL"], context, scram),
+             "sasl_ssl-oauthbearer": (ports["SASL_SSL"], context, oauthbearer)}
     meter = Meter()
     metrics: dict[str, float] = {}
     for kind, (port, ctx, sasl) in kinds.items():
