@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 # Before kio: its phantom types register Hypothesis strategies whenever Hypothesis is importable. A
 # broker has no use for them, and the import costs ~0.1 s, or ~1.5 s and a .hypothesis/ directory
@@ -25,8 +26,11 @@ if "pytest" not in sys.modules:
 
 from .allocator import tune_malloc  # noqa: E402
 from .config import BrokerConfig, ConfigError, build_config, load_properties, parse_sets  # noqa: E402
-from .server import Broker  # noqa: E402
 from .startup import StartupError  # noqa: E402
+from .supervisor import HEARTBEAT_FD_ENV, heartbeat_fd, send_heartbeats, supervise  # noqa: E402
+
+if TYPE_CHECKING:
+    from .server import Broker
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 EXIT_STARTUP_FAILURE = 2
@@ -52,6 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="override a property, e.g. --set num.partitions=6 (repeatable)")
     p.add_argument("--advertised-host", help="host returned in Metadata (for proxies, containers)")
     p.add_argument("--advertised-port", type=int, help="port returned in Metadata")
+    p.add_argument("--processes", metavar="N|auto",
+                   help="broker.processes: start N broker processes (node ids and ports counted up from "
+                   "the configured ones) and supervise them; auto = one per core (default 1)")
     p.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
                    help="log level (default INFO)")
     return p.parse_args(argv)
@@ -60,6 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def load_config(args: argparse.Namespace) -> tuple[BrokerConfig, list[str]]:
     props = load_properties(args.config) if args.config else {}
     props.update(parse_sets(args.set))
+    if args.processes is not None:
+        props["broker.processes"] = args.processes
     if args.node_id is not None:
         props["node.id"] = str(args.node_id)
     config, unknown = build_config(props, host=args.host, port=args.port, log_dirs=args.data_dir,
@@ -79,6 +88,27 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
         uvloop.run(main)
 
 
+async def _serve(broker: Broker) -> None:
+    """The broker's life; under a supervisor also its heartbeats (broker/supervisor.py)."""
+    fd = heartbeat_fd()
+    if fd is None:
+        return await broker.serve_forever()
+    beats = asyncio.get_running_loop().create_task(send_heartbeats(fd, lambda: broker.ready,
+                                                                   broker.config.cluster_lease_ms))
+    try:
+        await broker.serve_forever()
+    finally:
+        beats.cancel()
+
+
+def _supervise(config: BrokerConfig, args: argparse.Namespace) -> int:
+    if config.cluster_url is None:
+        print(f"eosbroker: broker.processes={config.processes} needs cluster.url for now: processes "
+              "sharing one local data dir are not supported yet (docs/processes.md)", file=sys.stderr)
+        return EXIT_STARTUP_FAILURE
+    return supervise(config, vars(args), config.processes)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -86,13 +116,19 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"eosbroker: {exc}", file=sys.stderr)
         return EXIT_STARTUP_FAILURE
+    # Supervised processes share the supervisor's output: each line names its node.
+    node = f"node{config.node_id} " if HEARTBEAT_FD_ENV in os.environ else ""
     logging.basicConfig(level=args.log_level, stream=sys.stdout,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                        format=f"%(asctime)s %(levelname)s {node}%(name)s: %(message)s")
     for key in unknown:
         logging.getLogger("broker").warning("unknown configuration key %r is ignored", key)
+    if config.processes > 1:
+        return _supervise(config, args)
     tune_malloc()
+    from .server import Broker
+
     try:
-        _run(Broker(config).serve_forever())
+        _run(_serve(Broker(config)))
     except StartupError as exc:
         print(f"eosbroker: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -9,6 +9,7 @@ with Kafka's message, before the broker touches the disk.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -249,6 +250,9 @@ class BrokerConfig:
     # long a dead broker's partitions and coordinators stay unavailable.
     cluster_url: str | None = prop(None, STRING)
     cluster_lease_ms: int = prop(10000, INT, at_least=1000)
+    # Not a Kafka property: how many broker processes one command starts and supervises
+    # (broker/supervisor.py), a number or `auto` (the cores this process may run on).
+    broker_processes: str = prop("1", STRING)
     # The authorizer (broker/authorizer): off when empty, as in Kafka; Kafka's two class names
     # select the same StandardAuthorizer rules. super.users is `;`-separated principals.
     authorizer_class_name: str = prop("", STRING)
@@ -315,6 +319,13 @@ class BrokerConfig:
     @property
     def data_dir(self) -> Path:
         return Path(self.log_dirs)
+
+    @property
+    def processes(self) -> int:
+        """broker.processes as a count (checked by build_config)."""
+        if self.broker_processes.strip().lower() == "auto":
+            return len(os.sched_getaffinity(0))
+        return int(self.broker_processes)
 
     @property
     def super_user_principals(self) -> frozenset[str]:
@@ -445,6 +456,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _resolve_times(values, props)
         _check_assignors(values)
         _check_socket_buffers(values)
+        _check_processes(values.get("broker_processes", "1"))
         values.update(resolve_listeners(values.get("listeners"), values.get("advertised_listeners"), props,
                                         overrides, default=(_default("host"), _default("port"))))
         _check_authorizer(values.get("authorizer_class_name", ""), values.get("super_users", ""))
@@ -521,6 +533,13 @@ def _check_socket_buffers(values: dict[str, Any]) -> None:
         if values.get(name) == 0:
             raise ConfigError(f"Invalid value 0 for configuration {name.replace('_', '.')}: "
                               "a buffer size is -1 (the OS default) or at least 1")
+
+
+def _check_processes(raw: str) -> None:
+    value = raw.strip().lower()
+    if value != "auto" and not (value.isdigit() and int(value) >= 1):
+        raise ConfigError(f"Invalid value {raw} for configuration broker.processes: a number of processes "
+                          "(at least 1) or auto")
 
 
 def _check_authorizer(class_name: str, super_users: str) -> None:

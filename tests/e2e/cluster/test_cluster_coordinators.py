@@ -64,14 +64,20 @@ def test_transactions_across_brokers_are_read_exactly(cluster: Cluster, tmp_path
     cluster.start(1, 2, 3, settings=SETTINGS)
     leaders = create_topic(cluster, "orders", 6)
     assert len(set(leaders.values())) == 3, leaders  # every broker leads some partition
-    producer = txn_producer(cluster.bootstrap(), "orders-tx")
+    transactions_read_exactly(cluster.bootstrap(), "orders", 6, tmp_path)
+
+
+def transactions_read_exactly(bootstrap: str, topic: str, partitions: int, tmp_path: Any) -> None:
+    """Three transactions over every partition of topic (committed, aborted, committed) read
+    exactly at read_committed by confluent-kafka and kafka-python; then Java's ClientCheck."""
+    producer = txn_producer(bootstrap, f"{topic}-tx")
     expected: dict[int, list[bytes]] = {}
     for round_, commit in enumerate((True, False, True)):
         producer.begin_transaction()
-        for p in range(6):
+        for p in range(partitions):
             for i in range(3):
                 value = b"r%d-p%d-%d" % (round_, p, i)
-                producer.produce("orders", value=value, partition=p)
+                producer.produce(topic, value=value, partition=p)
                 if commit:
                     expected.setdefault(p, []).append(value)
         if commit:
@@ -80,10 +86,10 @@ def test_transactions_across_brokers_are_read_exactly(cluster: Cluster, tmp_path
             producer.flush(WAIT_S)
             producer.abort_transaction(WAIT_S)
     total = sum(len(v) for v in expected.values())
-    assert committed_rows(confluent_read(cluster.bootstrap(), {"orders": 6}, "read_committed", total)) == expected
-    assert committed_rows(kafka_python_read(cluster.bootstrap(), {"orders": 6}, total)) == expected
+    assert committed_rows(confluent_read(bootstrap, {topic: partitions}, "read_committed", total)) == expected
+    assert committed_rows(kafka_python_read(bootstrap, {topic: partitions}, total)) == expected
     java = compile_java(tmp_path / "java", SOURCE, classpath())
-    proc = subprocess.run(["java", "-cp", java, "ClientCheck", cluster.bootstrap(), "java-orders", "300", "txn"],
+    proc = subprocess.run(["java", "-cp", java, "ClientCheck", bootstrap, f"java-{topic}", "300", "txn"],
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     checks = dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
