@@ -30,6 +30,8 @@ MAIN_CLASSES: Final[Mapping[str, str]] = {
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",

@@ -1,7 +1,8 @@
 """DeleteGroups v0-3.
 
 Behaviour: deletes Empty groups with their offsets (tombstones in __consumer_offsets, so they stay
-deleted after a restart). A group with members is NON_EMPTY_GROUP, an unknown one
+deleted after a restart), and Empty share groups with their share-partition state
+(kafka-share-groups --delete). A group with members is NON_EMPTY_GROUP, an unknown one
 GROUP_ID_NOT_FOUND. v3 (protocol/newer_schemas.py) adds a message to each result, which Kafka 4.4
 leaves null and so do we: the error code says it all.
 """
@@ -19,14 +20,27 @@ from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
 
+async def _delete_share_group(share: Any, group_id: str) -> ErrorCode:
+    """A share group (KIP-932) goes with its share-partition state (tombstones in __share_group_state)."""
+    try:
+        await share.delete_group(group_id)
+    except KafkaError as exc:
+        return exc.code
+    return ErrorCode.none
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     names = list(request.groups_names)
     refused = unauthorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
-    allowed = [g for g in names if g not in refused]
+    share = ctx.broker.share_coordinator
+    shared = [g for g in names if g not in refused and share is not None and share.describe(g) is not None]
+    allowed = [g for g in names if g not in refused and g not in shared]
     try:
         results = await group_coordinator(ctx).delete_groups(allowed) if allowed else {}
     except KafkaError as exc:
         results = dict.fromkeys(allowed, exc.code)
+    for group_id in shared:
+        results[group_id] = await _delete_share_group(share, group_id)
     results |= dict.fromkeys(refused, ErrorCode.group_authorization_failed)
     return ctx.respond({
         "throttle_time": 0,

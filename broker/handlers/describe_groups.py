@@ -48,12 +48,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({"throttle_time": 0, "groups": groups})
 
 
+def _not_classic(ctx: RequestContext, group_id: str) -> str | None:
+    share = ctx.broker.share_coordinator
+    if share is not None and share.describe(group_id) is not None:
+        return f"Group {group_id} is not a classic group."
+    return None
+
+
 def _described(ctx: RequestContext, s: Any) -> dict[str, Any]:
     return {
         # Kafka answers GROUP_ID_NOT_FOUND for an unknown or consumer-protocol group from v6
         # (KIP-1043), and Dead without an error below it.
         "error_code": s.error if ctx.version >= 6 else ErrorCode.none,
-        "error_message": s.error_message,
+        "error_message": _not_classic(ctx, s.group_id) or s.error_message,
         "group_id": s.group_id,
         "group_state": str(s.state),
         "protocol_type": s.protocol_type,

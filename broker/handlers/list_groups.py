@@ -3,8 +3,9 @@
 Behaviour: every group this node coordinates (all of them), with its protocol type ("" for groups
 that only store offsets) and, v4+, its state; v4's states_filter keeps the named states
 (case-insensitive, as Kafka does).
-Version notes: v5 (KIP-848) adds each group's type, "classic" or "consumer", and a types_filter
-(case-insensitive); a consumer group's states are Empty, Assigning, Reconciling and Stable.
+Version notes: v5 (KIP-848) adds each group's type, "classic", "consumer" or "share" (KIP-932), and a
+types_filter (case-insensitive); a consumer group's states are Empty, Assigning, Reconciling and
+Stable, a share group's Empty and Stable.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ def _group_type(state: GroupState | ConsumerGroupState) -> str:
     return "consumer" if isinstance(state, ConsumerGroupState) else "classic"
 
 
+def _share_groups(ctx: RequestContext, types: set[str], states: set[str]) -> list[dict[str, Any]]:
+    """Share groups (KIP-932), type and protocol type "share", as Kafka lists them."""
+    coordinator = ctx.broker.share_coordinator
+    if coordinator is None or (types and "share" not in types):
+        return []
+    return [{"group_id": g, "protocol_type": "share", "group_state": state, "group_type": "share"}
+            for g, state in coordinator.list_groups()
+            if (not states or state.lower() in states)
+            and authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g, log_denied=False)]
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         listed = await group_coordinator(ctx).list_groups(getattr(request, "states_filter", ()))
@@ -42,7 +54,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
          "group_type": _group_type(state)}
         for group_id, protocol_type, state in listed
         if not types or _group_type(state) in types
-    ]
+    ] + _share_groups(ctx, types, {s.lower() for s in getattr(request, "states_filter", ())})
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "groups": groups})
 
 

@@ -3,9 +3,10 @@
 It holds the share groups (group.py), the share sessions (sessions.py) and the share-partitions
 (partitions.py), and runs one timer task: acquisition locks that run out release their records,
 and members not heard from within share.session.timeout.ms leave. A member that leaves, by its
-heartbeat at epoch -1 or by timing out, has its share session closed and every record it holds
-released, as Kafka's group coordinator tells its share-partitions. Groups with persisted state and
-no members are listed after a restart as Empty.
+heartbeat at epoch -1 or by timing out, has every record it holds released, as Kafka's group
+coordinator tells its share-partitions; one that timed out loses its share session too (one that
+left closes its own with a final ShareAcknowledge). Groups with persisted state and no members are
+listed after a restart as Empty.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ class ShareCoordinator:
         left = hb.member_epoch == FINAL_EPOCH and hb.member_id in group.members
         result = group.heartbeat(hb, self._topics(), self._clock_ms(), settings.session_timeout_ms,
                                  self.max_group_size)
-        if left:
-            await self._member_gone(group_id, hb.member_id)
+        if left:  # its session stays for the final ShareAcknowledge that clients send after leaving
+            await self.manager.release_member(group_id, hb.member_id)
         return result, settings.heartbeat_interval_ms
 
     async def _member_gone(self, group_id: str, member_id: str) -> None:
