@@ -17,11 +17,15 @@ import jwt
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from tests.broker_process import BrokerProcess
 from tests.conftest import BrokerFactory
 from tests.e2e.oauth_setup import broker_settings, new_topic, oauth_broker, oidc
 from tests.e2e.txn_clients import kafka_module
+from tests.kafka_wire import RawClient, closed_by_peer, encode_request, frame
 from tests.oidc_provider import CLIENTS, OidcProvider, available
 from tests.tls_certs import TlsFiles
 
@@ -125,7 +129,8 @@ def test_an_expiring_token_is_replaced_by_reauthentication(oauth_broker: BrokerP
     got = [consumer.poll(10) for _ in range(sent)]
     consumer.close()
     assert [m.value() for m in got if m is not None] == [b"%d" % i for i in range(sent)]
-    assert not oauth_broker.logged("expired") and not oauth_broker.logged("Cannot change principals")
+    assert not oauth_broker.logged("SASL session of User:shortlived expired")
+    assert not oauth_broker.logged("Cannot change principals")
 
 
 class _Collect:
@@ -320,3 +325,54 @@ def test_https_provider_trusted_through_the_jaas_options_on_a_sasl_ssl_listener(
         assert f"could not fetch the JWKS from {oidc.jwks_url}" in line and "CERTIFICATE_VERIFY_FAILED" in line, line
     finally:
         oidc.stop()
+
+
+def test_kafka_python_reauthenticates_with_fresh_tokens(oauth_broker: BrokerProcess, oidc: OidcProvider) -> None:
+    """kafka-python 3 re-authenticates too (KIP-368): a producer that outlives two of its 8 s
+    tokens asks its provider for new ones, no session is ended for an expired token, and every
+    record arrives."""
+    topic = new_topic(oauth_broker, "User:shortlived")
+    tokens: list[str] = []
+
+    def fresh() -> str:
+        tokens.append(oidc.token("shortlived"))
+        return tokens[-1]
+
+    before = len(oauth_broker.log_lines)
+    producer = kafka.KafkaProducer(**_kafka_python(oauth_broker, fresh), enable_idempotence=True)
+    sent, until = 0, time.monotonic() + 20  # two and a half token lifetimes
+    while time.monotonic() < until:
+        producer.send(topic, b"%d" % sent).get(timeout=30)
+        sent += 1
+        time.sleep(0.25)
+    producer.close()
+    assert len(set(tokens)) >= 3
+    assert not any("SASL session of User:shortlived expired" in line for line in oauth_broker.log_lines[before:])
+    consumer = kafka.KafkaConsumer(topic, **_kafka_python(oauth_broker, fresh), auto_offset_reset="earliest",
+                                   consumer_timeout_ms=15000)
+    got = [next(consumer).value for _ in range(sent)]
+    consumer.close()
+    assert got == [b"%d" % i for i in range(sent)]
+
+
+METADATA = MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+
+def test_a_session_ends_with_its_token_without_reauthentication(oauth_broker: BrokerProcess,
+                                                                  oidc: OidcProvider) -> None:
+    """A client that does not re-authenticate: SaslAuthenticate gave it the token's remaining
+    lifetime (connections.max.reauth.ms is 0), and its first request after that closes the
+    connection."""
+    token = oidc.token("expiring")  # 2 s
+    exp = jwt.decode(token, options={"verify_signature": False})["exp"]
+    with RawClient(oauth_broker.bootstrap_of("SASL_PLAINTEXT")) as client:
+        client.request(SaslHandshakeRequest(mechanism="OAUTHBEARER"))
+        answer = client.request(SaslAuthenticateRequest(auth_bytes=f"n,,\x01auth=Bearer {token}\x01\x01".encode()))
+        assert (answer.error_code, answer.auth_bytes) == (0, b"")
+        assert 0 < answer.session_lifetime.total_seconds() <= 2
+        client.request(METADATA)  # within the session
+        while time.time() < exp + 0.5:
+            time.sleep(0.1)
+        client.send_raw(frame(encode_request(METADATA, 9)))
+        assert closed_by_peer(client.sock)
+    assert oauth_broker.wait_for_log("METADATA request after the SASL session of User:expiring expired")
