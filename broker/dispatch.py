@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 # Modules of broker/handlers that export HANDLER, one per Kafka API.
 HANDLER_MODULES: Final = (
-    "add_offsets_to_txn", "add_partitions_to_txn", "alter_client_quotas", "alter_configs",
+    "add_offsets_to_txn", "add_partitions_to_txn", "add_raft_voter", "alter_client_quotas", "alter_configs",
     "alter_partition_reassignments", "alter_replica_log_dirs", "alter_user_scram_credentials", "api_versions",
     "consumer_group_describe", "consumer_group_heartbeat", "create_acls", "create_delegation_token",
     "create_partitions", "create_topics", "delete_acls", "delete_groups", "delete_records", "delete_topics",
@@ -42,10 +42,10 @@ HANDLER_MODULES: Final = (
     "fetch", "find_coordinator", "heartbeat", "incremental_alter_configs", "init_producer_id", "join_group",
     "leave_group", "list_config_resources", "list_groups", "list_offsets", "list_partition_reassignments",
     "list_transactions", "metadata", "offset_commit", "offset_delete", "offset_fetch", "offset_for_leader_epoch",
-    "produce", "renew_delegation_token", "sasl_authenticate", "sasl_handshake", "share_acknowledge", "share_fetch",
-    "share_group_describe", "share_group_heartbeat", "sync_group", "txn_offset_commit",
-    "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets", "unregister_broker",
-    "update_features", "write_txn_markers",
+    "produce", "remove_raft_voter", "renew_delegation_token", "sasl_authenticate", "sasl_handshake",
+    "share_acknowledge", "share_fetch", "share_group_describe", "share_group_heartbeat", "sync_group",
+    "txn_offset_commit", "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
+    "unregister_broker", "update_features", "write_txn_markers",
 )
 
 

@@ -4,23 +4,27 @@ start_kafka) for the same requests: kafka-metadata-quorum prints a single-voter 
 broker (Kafka's combined node prints the same shape, its controller listener for the endpoint and
 its metadata log's offsets where eosbroker, which has no such log, gives -1); kafka-reassign-
 partitions with log_dirs and AlterReplicaLogDirs get Kafka's per-partition codes; kafka-cluster
-unregister gets Kafka's BROKER_ID_NOT_REGISTERED message, and a refusal for the running broker."""
+unregister gets Kafka's BROKER_ID_NOT_REGISTERED message, and a refusal for the running broker;
+remove-controller and AddRaftVoter get Kafka's refusals for a quorum of static voters."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
+import uuid
 from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
+from kio.schema.add_raft_voter.v1.request import AddRaftVoterRequest, Listener
 from kio.schema.alter_replica_log_dirs.v2.request import (
     AlterReplicaLogDir,
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirTopic,
 )
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
-from kio.static.primitive import i32
+from kio.static.primitive import i32, u16
 
 from protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess
@@ -143,3 +147,26 @@ def unregister(broker: BrokerProcess, node_id: int) -> str:
     out = run_tool("kafka-cluster", "unregister", "--bootstrap-server", broker.bootstrap, "--id", str(node_id))
     assert out.returncode != 0, out.stdout + out.stderr
     return out.stdout + out.stderr
+
+
+def test_the_quorum_cannot_be_changed(broker: BrokerProcess) -> None:
+    """kafka-metadata-quorum remove-controller and AddRaftVoter get Kafka 4.4's answers for a quorum of
+    static voters (the same three requests to a Kafka 4.4 node give the same codes and messages)."""
+    out = run_tool("kafka-metadata-quorum", "--bootstrap-server", broker.bootstrap, "remove-controller",
+                   "--controller-id", "1", "--controller-directory-id", "bFE5Xn7_RcaxhYfqboO0Yw")
+    printed = out.stdout + out.stderr
+    assert out.returncode != 0 and ("UnsupportedVersionException: Cluster doesn't support removing voter because "
+                                    "the kraft.version feature is 0") in printed, printed
+    cluster_id = tool(broker, "kafka-cluster", "cluster-id").strip().removeprefix("Cluster ID: ")
+    answers = []
+    listeners = (Listener(name="CONTROLLER", host="127.0.0.1", port=u16(1)),)
+    with RawClient(broker.bootstrap) as client:
+        for directory_id, named in ((uuid.uuid4(), None), (None, None), (uuid.uuid4(), "another")):
+            r = client.request(AddRaftVoterRequest(
+                cluster_id=named, timeout=datetime.timedelta(seconds=1), voter_id=i32(2),
+                voter_directory_id=directory_id, listeners=listeners))
+            answers.append((r.error_code, r.error_message))
+    assert answers == [
+        (E.unsupported_version, "Cluster doesn't support adding voter because the kraft.version feature is 0"),
+        (E.invalid_request, "Add voter request didn't include a valid voter"),
+        (E.inconsistent_cluster_id, f'The given id "another" doesn\'t match the cluster id "{cluster_id}"')]
