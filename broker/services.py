@@ -86,7 +86,13 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
     return coordinator
 
 
-def share_coordinator(state: BrokerState) -> ShareCoordinator:
+def share_coordinator(state: BrokerState) -> ShareCoordinator | None:
+    """Share groups on a broker that leads every partition; in cluster mode share-partition state
+    would have to follow partition leadership and the share coordinator shard with failover, which
+    is not built yet, so none runs and the share APIs say so (broker/handlers/share_common.py)."""
+    if not state.cluster.leads_everything:
+        return None
+
     def settings(group_id: str) -> ShareGroupSettings:  # read at each use: group configs change at run time
         own = state.dynamic_config.group_configs(group_id) if state.dynamic_config is not None else {}
         values = share_settings(own, state.config)
@@ -136,4 +142,4 @@ def feature_levels(state: BrokerState) -> list[Any]:
 
 def build_services(state: BrokerState) -> list[Any]:
     return [*inter_broker(state), *feature_levels(state), group_coordinator(state), transaction_coordinator(state),
-            share_coordinator(state), lso_monitor(state)]
+            *filter(None, [share_coordinator(state)]), lso_monitor(state)]

@@ -162,3 +162,15 @@ def test_kill_9_keeps_acknowledgements_and_redelivers_what_was_in_flight(broker_
         after.commit_sync()
         assert poll_values(after, 1, give_up_s=2) == []
     assert sorted((int(m.value()), m.delivery_count()) for m in again) == [(i, 2) for i in range(10, 20)]
+
+
+def test_kafka_features_turns_share_groups_off_and_on(broker: BrokerProcess) -> None:
+    described = tool(broker, "kafka-features", "describe").stdout
+    assert "Feature: share.version" in described and "FinalizedVersionLevel: 2" in described.split("share.version")[1]
+    assert tool(broker, "kafka-features", "downgrade", "--feature", "share.version=0").stdout.strip() == \
+        "share.version was downgraded to 0."
+    off = tool(broker, "kafka-share-groups", "--describe", "--group", "x")
+    assert "UnsupportedVersionException: The share group protocol is not enabled (share.version 0)." in off.stdout
+    assert tool(broker, "kafka-features", "upgrade", "--feature", "share.version=2").returncode == 0
+    on = tool(broker, "kafka-share-groups", "--describe", "--group", "x")
+    assert "GroupIdNotFoundException: Group x not found." in on.stdout
