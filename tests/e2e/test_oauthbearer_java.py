@@ -43,23 +43,44 @@ def client_properties(broker: BrokerProcess, oidc: OidcProvider, path: Path, cli
     return path
 
 
-def test_java_clients_log_in_by_client_credentials_under_acls(oauth_broker: BrokerProcess, oidc: OidcProvider,
-                                                              tmp_path: Path) -> None:
-    topic = new_topic(oauth_broker, "User:carol")
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
     tools = REPO / "tools" / "kafka-tools"
     jars = sorted(j for j in tools.glob("*.jar") if j.name.startswith(JARS))
     assert any(j.name.startswith("jose4j") for j in jars), "make kafka-tools brings jose4j"
-    cp = compile_java(tmp_path / "classes", SOURCE, jars, "-nowarn")
-    props = client_properties(oauth_broker, oidc, tmp_path / "client.properties")
+    return compile_java(tmp_path_factory.mktemp("oauth-java"), SOURCE, jars, "-nowarn")
+
+
+def _oauth_check(broker: BrokerProcess, oidc: OidcProvider, cp: str, props: Path, *args: str) -> dict[str, str]:
     proc = subprocess.run(["java", f"-D{ALLOWED_URLS}={oidc.token_url}", "-cp", cp, "OAuthCheck",
-                           oauth_broker.bootstrap_of("SASL_PLAINTEXT"), topic, "carol", CLIENTS["carol"][0],
-                           "nobody", CLIENTS["nobody"][0]],
+                           broker.bootstrap_of("SASL_PLAINTEXT"), *args],
                           capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, CHECK_CLIENT_CONFIG=str(props)))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    checks = dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
-    assert checks == {"read_committed": "3", "stranger": "TransactionalIdAuthorizationException"}, \
-        proc.stdout[-3000:] + proc.stderr[-3000:]
+    return dict(line.split()[1:3] for line in proc.stdout.splitlines() if line.startswith("CHECK "))
+
+
+def test_java_clients_log_in_by_client_credentials_under_acls(oauth_broker: BrokerProcess, oidc: OidcProvider,
+                                                              compiled: str, tmp_path: Path) -> None:
+    topic = new_topic(oauth_broker, "User:carol")
+    props = client_properties(oauth_broker, oidc, tmp_path / "client.properties")
+    checks = _oauth_check(oauth_broker, oidc, compiled, props, topic, "carol", CLIENTS["carol"][0], "nobody",
+                          CLIENTS["nobody"][0])
+    assert checks == {"read_committed": "3", "stranger": "TransactionalIdAuthorizationException"}
+
+
+def test_java_clients_reauthenticate_with_fresh_tokens(oauth_broker: BrokerProcess, oidc: OidcProvider,
+                                                       compiled: str, tmp_path: Path) -> None:
+    """Kafka's own client against 8 s tokens for 20 s: its login refreshes the token, it
+    re-authenticates on the same connection before the session (the token's lifetime) ends, no
+    session is ended by the broker, and every record arrives."""
+    topic = new_topic(oauth_broker, "User:shortlived")
+    props = client_properties(oauth_broker, oidc, tmp_path / "client.properties")
+    before = len(oauth_broker.log_lines)
+    checks = _oauth_check(oauth_broker, oidc, compiled, props, topic, "shortlived", CLIENTS["shortlived"][0],
+                          "nobody", CLIENTS["nobody"][0], "reauth", "20")
+    assert int(checks["sent"]) > 20 and checks["read"] == checks["sent"], checks
+    assert not any("SASL session of User:shortlived expired" in line for line in oauth_broker.log_lines[before:])
 
 
 def _tool(broker: BrokerProcess, oidc: OidcProvider, name: str, config: Path, *args: str,
