@@ -239,3 +239,27 @@ def test_listener_settings_choose_the_validator_as_kafka() -> None:
     assert unverified.validator._audiences == () and unverified.validator._issuer is None
     with pytest.raises(ConfigError, match="Invalid value com.example.Mine for configuration"):
         oauth_validator(_settings({next(iter(HANDLER)): "com.example.Mine"}))
+
+
+@pytest.mark.parametrize("reauth_ms", [0, 1000])
+async def test_the_session_ends_with_the_token_or_connections_max_reauth_ms_first(reauth_ms: int) -> None:
+    """Kafka's ReauthInfo: the session lifetime is the token's remaining life, bounded by
+    connections.max.reauth.ms when that is set; the client may re-authenticate either way."""
+    from broker.security.oauthbearer import OAuthSettings
+    from broker.security.sasl import SaslAuthenticator, SaslServerConfig, SaslState
+
+    provider = _Provider("k1")
+    cache = _cache(provider)
+    await cache.refresh()
+    config = SaslServerConfig(listener="SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",), plain_users={},
+                              scram_lookup=lambda _m, _u: None, max_receive_size=524288, reauth_ms=reauth_ms,
+                              oauth=OAuthSettings(_validator(cache), cache))
+    sasl = SaslAuthenticator(config, "127.0.0.1:5")
+    token = provider.token("k1", exp=int(time.time()) + 120)
+    for _ in range(2):  # the login, then a re-authentication with the same principal
+        assert sasl.handshake("OAUTHBEARER", 1) == 0
+        assert sasl.authenticate(f"n,,\x01auth=Bearer {token}\x01\x01".encode()) == b""
+        assert sasl.state is SaslState.COMPLETE and str(sasl.principal) == "User:alice"
+        expected = 1000 if reauth_ms else 120_000
+        assert expected - 2000 < sasl.session_lifetime_ms <= expected
+        assert sasl.session_expires is not None
