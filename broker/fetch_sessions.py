@@ -26,9 +26,10 @@ import random
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from protocol.errors import ErrorCode
+from protocol.fast_responses import FetchPartitionResponse, FetchTopicResponse
 from protocol.fetch_request import FetchPartition, FetchRequest, FetchTopic
 
 __all__ = ("CachedPartition", "FetchContext", "FetchSessionCache", "TopicNames")
@@ -66,7 +67,7 @@ class CachedPartition:
         """Kafka's CachedPartition equality: by topic id in a session using ids, else by name."""
         return (self.topic if self.topic_id is None else self.topic_id, self.partition)
 
-    def must_respond(self, response: dict[str, Any]) -> bool:
+    def must_respond(self, response: FetchPartitionResponse) -> bool:
         """Kafka's CachedPartition.maybeUpdateResponseData: records, a changed high watermark or
         log start offset, or an error; remembers what is sent (an error forgets the watermark so
         the partition is sent again once it clears)."""
@@ -116,9 +117,9 @@ class FetchSession:
                 else:
                     cached.fetch_offset, cached.partition_max_bytes = p.fetch_offset, p.partition_max_bytes
                     cached.current_leader_epoch, cached.log_start_offset = p.current_leader_epoch, p.log_start_offset
-        for topic in request.forgotten_topics_data:
-            ident = topic.topic if names is None else topic.topic_id or ZERO_UUID
-            for index in topic.partitions:
+        for forgotten in request.forgotten_topics_data:
+            ident = forgotten.topic if names is None else forgotten.topic_id or ZERO_UUID
+            for index in forgotten.partitions:
                 self.partitions.pop((ident, index), None)
         if names is not None:
             for cached in self.partitions.values():
@@ -139,7 +140,8 @@ class FetchContext:
     _creating: FetchSessionCache | None = field(default=None, repr=False)
     _uses_topic_ids: bool = False
 
-    def select(self, responses: list[tuple[CachedPartition, dict[str, Any]]], now_ms: int) -> list[dict[str, Any]]:
+    def select(self, responses: list[tuple[CachedPartition, FetchPartitionResponse]], now_ms: int,
+               ) -> list[FetchTopicResponse]:
         """The response's topics: all partitions for a full fetch (creating the session, if one is
         to be made, with what is sent), only those with something to say for an incremental one
         (moved to the end of the session when they carry records, for fairness, as Kafka)."""
@@ -160,10 +162,10 @@ class FetchContext:
         return _by_topic(kept)
 
 
-def _by_topic(responses: Iterable[tuple[CachedPartition, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _by_topic(responses: Iterable[tuple[CachedPartition, FetchPartitionResponse]]) -> list[FetchTopicResponse]:
     """Consecutive partitions of one topic under one topic entry (as Kafka's FetchResponse); from
     v13 one topic is one id (two unknown ids have no name to tell them apart)."""
-    out: list[dict[str, Any]] = []
+    out: list[FetchTopicResponse] = []
     last: object = out  # matches no topic
     for cached, response in responses:
         ident = cached.topic if cached.topic_id is None else cached.topic_id

@@ -13,13 +13,73 @@ connection writes with one writelines, so the stored record bytes are never copi
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+import uuid
+from collections.abc import Sequence
+from typing import Final, NotRequired, TypedDict
 
-__all__ = ("Buffers", "count_prefix", "encode_fetch_response", "encode_produce_response", "framed", "string")
+from .errors import ErrorCode
+
+__all__ = ("AbortedTransaction", "Buffers", "FetchPartitionResponse", "FetchTopicResponse", "NodeEndpoint",
+           "ProducePartitionResponse", "ProduceTopicResponse", "RecordError", "count_prefix", "encode_fetch_response",
+           "encode_produce_response", "framed", "string")
 
 # A framed response as buffers for one writelines: a Fetch's record bytes go out as stored.
 Buffers = list[bytes | memoryview]
+
+
+# The handlers' plain values, typed so that mypy refuses a misspelt key at no cost per request
+# (a TypedDict is a dict at run time); Kafka's field names.
+class RecordError(TypedDict):
+    batch_index: int
+    batch_index_error_message: str | None
+
+
+class ProducePartitionResponse(TypedDict):
+    index: int
+    error_code: ErrorCode
+    base_offset: int
+    log_append_time: int
+    log_start_offset: int
+    # left out by a success, the hot path: one dict of five keys per partition
+    error_message: NotRequired[str | None]
+    record_errors: NotRequired[Sequence[RecordError]]
+    current_leader: NotRequired[tuple[int, int]]  # (leader_id, leader_epoch), v10+ (KIP-951)
+
+
+class ProduceTopicResponse(TypedDict):
+    name: str | None
+    topic_id: uuid.UUID | None
+    partition_responses: Sequence[ProducePartitionResponse]
+
+
+class NodeEndpoint(TypedDict):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class AbortedTransaction(TypedDict):
+    producer_id: int
+    first_offset: int
+
+
+class FetchPartitionResponse(TypedDict):
+    partition_index: int
+    error_code: ErrorCode
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: Sequence[AbortedTransaction] | None  # None: read_uncommitted
+    preferred_read_replica: int
+    records: bytes | memoryview | Sequence[bytes | memoryview]
+    current_leader: NotRequired[tuple[int, int]]  # v16+ (KIP-951)
+
+
+class FetchTopicResponse(TypedDict):
+    topic: str | None
+    topic_id: uuid.UUID | None
+    partitions: list[FetchPartitionResponse]
 
 _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")
@@ -74,20 +134,20 @@ def string(s: str | None, flexible: bool) -> bytes:
     return (_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
 
 
-def framed(correlation_id: int, flexible_header: bool, parts: list[Any]) -> bytes:
+def framed(correlation_id: int, flexible_header: bool, parts: Sequence[bytes | memoryview]) -> bytes:
     body = b"".join(parts)
     header = _NO_TAGS if flexible_header else b""
     return _HEAD_V0.pack(4 + len(header) + len(body), correlation_id) + header + body
 
 
-def encode_produce_response(correlation_id: int, version: int, responses: Sequence[Mapping[str, Any]],
-                            throttle_ms: int = 0, node_endpoints: Sequence[Mapping[str, Any]] = ()) -> bytes:
+def encode_produce_response(correlation_id: int, version: int, responses: Sequence[ProduceTopicResponse],
+                            throttle_ms: int = 0, node_endpoints: Sequence[NodeEndpoint] = ()) -> bytes:
     """The framed response; responses as the Produce handler builds them (name or topic_id, and
     partition_responses of index, error_code, base_offset, log_append_time, log_start_offset,
     record_errors, error_message, and from v10 an optional current_leader (leader_id,
     leader_epoch)); node_endpoints (v10+) are the addresses of those leaders (KIP-951)."""
     flexible = version >= _PRODUCE_FLEXIBLE
-    parts: list[Any] = [count_prefix(len(responses), flexible)]
+    parts: list[bytes | memoryview] = [count_prefix(len(responses), flexible)]
     for topic in responses:
         if version >= 13:
             topic_id = topic["topic_id"]  # None (a request that named none) goes as the zero UUID
@@ -117,7 +177,7 @@ def encode_produce_response(correlation_id: int, version: int, responses: Sequen
     return framed(correlation_id, flexible, parts)
 
 
-def _record_errors(parts: list[Any], errors: Sequence[Mapping[str, Any]], flexible: bool) -> None:
+def _record_errors(parts: list[bytes | memoryview], errors: Sequence[RecordError], flexible: bool) -> None:
     """KIP-467: the records of a refused batch that failed, by index (empty unless a batch failed)."""
     parts.append(count_prefix(len(errors), flexible))
     for e in errors:
@@ -127,8 +187,8 @@ def _record_errors(parts: list[Any], errors: Sequence[Mapping[str, Any]], flexib
 
 
 def encode_fetch_response(correlation_id: int, version: int, error_code: int, session_id: int,
-                          responses: Sequence[Mapping[str, Any]], throttle_ms: int = 0,
-                          node_endpoints: Sequence[Mapping[str, Any]] = ()) -> Buffers:
+                          responses: Sequence[FetchTopicResponse], throttle_ms: int = 0,
+                          node_endpoints: Sequence[NodeEndpoint] = ()) -> Buffers:
     """The framed response as buffers (their join is the frame); responses as the Fetch handler
     builds them (topic, or from v13 topic_id (None: the zero UUID), and partitions of
     partition_index, error_code, high_watermark, last_stable_offset, log_start_offset,
@@ -136,7 +196,7 @@ def encode_fetch_response(correlation_id: int, version: int, error_code: int, se
     buffers, and from v16 an optional current_leader (leader_id, leader_epoch)); node_endpoints
     (v16+) as node_id, host, port, rack. Record bytes are not copied: they are buffers of the result."""
     flexible = version >= _FETCH_FLEXIBLE
-    parts: list[Any] = [_I32.pack(throttle_ms)]
+    parts: list[bytes | memoryview] = [_I32.pack(throttle_ms)]
     if version >= 7:
         parts += (_I16.pack(error_code), _I32.pack(session_id))
     parts.append(count_prefix(len(responses), flexible))
@@ -159,7 +219,7 @@ def encode_fetch_response(correlation_id: int, version: int, error_code: int, se
     return _framed_buffers(correlation_id, flexible, parts)
 
 
-def _node_endpoints(parts: list[Any], nodes: Sequence[Mapping[str, Any]]) -> None:
+def _node_endpoints(parts: list[bytes | memoryview], nodes: Sequence[NodeEndpoint]) -> None:
     """The response's tagged fields holding node_endpoints (tag 0): the leaders named by
     current_leader, so that a client reaches them without a Metadata round trip (KIP-951)."""
     field = [count_prefix(len(nodes), True)]
@@ -170,13 +230,13 @@ def _node_endpoints(parts: list[Any], nodes: Sequence[Mapping[str, Any]]) -> Non
     parts += (_uvarint(1), _uvarint(0), _uvarint(len(data)), data)
 
 
-def _framed_buffers(correlation_id: int, flexible_header: bool, parts: list[Any]) -> Buffers:
+def _framed_buffers(correlation_id: int, flexible_header: bool, parts: list[bytes | memoryview]) -> Buffers:
     """Size and header first, then parts: short runs joined, long parts (records) passed through."""
     header = _NO_TAGS if flexible_header else b""
     head = _HEAD_V0.pack(4 + len(header) + sum(map(len, parts)), correlation_id)
     if max(map(len, parts)) < _PASS_THROUGH:  # no record bytes worth passing through (an empty fetch)
         return [head + header + b"".join(parts)]
-    run = [head, header]
+    run: list[bytes | memoryview] = [head, header]
     out: Buffers = []
     for part in parts:
         if len(part) < _PASS_THROUGH:
@@ -189,18 +249,17 @@ def _framed_buffers(correlation_id: int, flexible_header: bool, parts: list[Any]
     return out
 
 
-def _fetch_partition(parts: list[Any], p: Mapping[str, Any], version: int, flexible: bool) -> None:
+def _fetch_partition(parts: list[bytes | memoryview], p: FetchPartitionResponse, version: int, flexible: bool) -> None:
     if version >= 5:
         parts.append(_FETCH_PART_V5.pack(p["partition_index"], p["error_code"], p["high_watermark"],
                                          p["last_stable_offset"], p["log_start_offset"]))
     else:
         parts.append(_FETCH_PART.pack(p["partition_index"], p["error_code"], p["high_watermark"],
                                       p["last_stable_offset"]))
-    aborted: Iterable[Mapping[str, int]] | None = p["aborted_transactions"]
+    aborted = p["aborted_transactions"]
     if not aborted:  # None (read_uncommitted) or none aborted: a constant
         parts.append(_NO_ARRAY[flexible] if aborted is None else _EMPTY_ARRAY[flexible])
     else:
-        aborted = list(aborted)
         parts.append(count_prefix(len(aborted), flexible))
         for a in aborted:
             parts.append(_ABORTED.pack(a["producer_id"], a["first_offset"]))

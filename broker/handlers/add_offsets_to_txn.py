@@ -8,9 +8,8 @@ Version notes: v2+ knows PRODUCER_FENCED; v4 TRANSACTION_ABORTABLE is never sent
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
+from protocol.request_types.add_offsets_to_txn import AddOffsetsToTxnRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -18,7 +17,7 @@ from ..handler import Handler, RequestContext
 from .txn_errors import txn_outcome
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> object:
     require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     call = ctx.broker.txn_coordinator.add_offsets(

@@ -14,10 +14,17 @@ Version notes: v2+ knows PRODUCER_FENCED; clients use v3 and below.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestV4Plus,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -26,7 +33,8 @@ from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code, txn_outcome
 
 
-def _results(topics: Any, code_for: Any) -> list[dict[str, Any]]:
+def _results(topics: Iterable[AddPartitionsToTxnTopic], code_for: Callable[[TopicPartition], ErrorCode],
+             ) -> list[dict[str, Any]]:
     return [
         {"name": t.name, "results_by_partition": [
             {"partition_index": p, "partition_error_code": code_for(TopicPartition(t.name, p))}
@@ -35,15 +43,17 @@ def _results(topics: Any, code_for: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _verify(ctx: RequestContext, txn: Any, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+def _verify(ctx: RequestContext, txn: AddPartitionsToTxnTransaction, partitions: list[TopicPartition],
+            ) -> dict[TopicPartition, ErrorCode]:
     try:
-        return ctx.broker.txn_coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
-                                                           partitions)
+        codes: dict[TopicPartition, ErrorCode] = ctx.broker.txn_coordinator.verify_partitions(
+            txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions)
     except KafkaError as exc:
         return dict.fromkeys(partitions, txn_error_code(exc, 5, 2, "AddPartitionsToTxn", txn.transactional_id))
+    return codes
 
 
-async def _one_transaction(ctx: RequestContext, txn: Any) -> dict[str, Any]:
+async def _one_transaction(ctx: RequestContext, txn: AddPartitionsToTxnTransaction) -> dict[str, Any]:
     partitions = [TopicPartition(t.name, p) for t in txn.topics for p in t.partitions]
     if txn.verify_only:
         codes = _verify(ctx, txn, partitions)
@@ -56,8 +66,8 @@ async def _one_transaction(ctx: RequestContext, txn: Any) -> dict[str, Any]:
             "topic_results": _results(txn.topics, lambda tp: codes[tp])}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    if ctx.version >= 4:
+async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> object:
+    if isinstance(request, AddPartitionsToTxnRequestV4Plus):
         # Kafka: v4+ comes from brokers, whose principal needs CLUSTER_ACTION (or super.users).
         require_cluster(ctx, AclOperation.CLUSTER_ACTION)
         results = [await _one_transaction(ctx, txn) for txn in request.transactions]

@@ -18,6 +18,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.alter_client_quotas import AlterClientQuotasRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -64,7 +65,7 @@ def _answer(entry: Any, error: KafkaError | None) -> dict[str, Any]:
             "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterClientQuotasRequest) -> object:
     require_cluster(ctx, AclOperation.ALTER_CONFIGS)
     errors: list[KafkaError | None] = [None] * len(request.entries)
     changes: dict[Entity, Compute] = {}

@@ -23,6 +23,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.alter_configs import AlterConfigsRequest
 
 from .. import group_configs
 from ..authorizer.acl import AclOperation
@@ -143,7 +144,7 @@ def _replace(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
     return new
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> object:
     return await alter_all(ctx, request, _replace)
 
 

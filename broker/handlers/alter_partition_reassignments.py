@@ -17,6 +17,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -44,7 +45,7 @@ def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
     return {"partition_index": p.partition_index, "error_code": ErrorCode.none, "error_message": None}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> object:
     require_cluster(ctx, AclOperation.ALTER)
     responses = [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partitions]}
                  for t in request.topics]

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation
@@ -46,7 +47,7 @@ def _error(ctx: RequestContext, tp: TopicPartition, path: str, log_dirs: frozens
     return ErrorCode.none
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> object:
     require_cluster(ctx, AclOperation.ALTER)  # dispatch answers each partition with the error
     log_dirs = _log_dirs(ctx)
     errors: dict[TopicPartition, ErrorCode] = {}

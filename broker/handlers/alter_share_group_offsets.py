@@ -16,6 +16,7 @@ from typing import Any
 from coordinator.share.state_log import SharePartitionKey
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -35,7 +36,7 @@ def _check(ctx: RequestContext, name: str, partition: int, offset: int) -> Kafka
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> object:
     group_id = request.group_id
     errors: dict[tuple[str, int], KafkaError | None] = {}
     offsets: dict[SharePartitionKey, tuple[TopicPartition, int]] = {}
@@ -58,7 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         topics.setdefault(name, []).append({"partition_index": partition,
                                             "error_code": error.code if error else ErrorCode.none,
                                             "error_message": error.message if error else None})
-    responses = [{"topic_name": name, "topic_id": meta.topic_id if (meta := ctx.broker.logs.topics.get(name)) else None,
+    responses = [{"topic_name": name, "topic_id": m.topic_id if (m := ctx.broker.logs.topics.get(name)) else None,
                   "partitions": parts} for name, parts in topics.items()]
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
                         "responses": responses})

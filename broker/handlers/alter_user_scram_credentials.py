@@ -13,10 +13,16 @@ are written together; a write that fails answers UNKNOWN_SERVER_ERROR for them a
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Final
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from storage.api import ScramCredentials
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -38,7 +44,7 @@ def _check(name: str, mechanism: int) -> tuple[ErrorCode, str] | None:
     return None
 
 
-def _check_upsertion(u: Any) -> tuple[ErrorCode, str] | None:
+def _check_upsertion(u: ScramCredentialUpsertion) -> tuple[ErrorCode, str] | None:
     if (error := _check(u.name, u.mechanism)) is not None:
         return error
     if u.iterations < MECHANISMS[MECHANISM_TYPES[u.mechanism]].min_iterations:
@@ -50,10 +56,14 @@ def _check_upsertion(u: Any) -> tuple[ErrorCode, str] | None:
     return None
 
 
-def _plan(request: Any, store: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, tuple[ErrorCode, str]]]:
+# (deletions, upsertions, errors) by user name
+_Plan = tuple[dict[str, ScramCredentialDeletion], dict[str, ScramCredentialUpsertion], dict[str, tuple[ErrorCode, str]]]
+
+
+def _plan(request: AlterUserScramCredentialsRequest, store: ScramCredentials) -> _Plan:
     """(deletions, upsertions, errors) by user, with Kafka's precedence."""
-    deletions: dict[str, Any] = {}
-    upsertions: dict[str, Any] = {}
+    deletions: dict[str, ScramCredentialDeletion] = {}
+    upsertions: dict[str, ScramCredentialUpsertion] = {}
     errors: dict[str, tuple[ErrorCode, str]] = {}
     for d in request.deletions:
         if d.name in errors:
@@ -78,9 +88,11 @@ def _plan(request: Any, store: Any) -> tuple[dict[str, Any], dict[str, Any], dic
     return deletions, upsertions, errors
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> object:
     require_cluster(ctx, AclOperation.ALTER)
     store = ctx.broker.scram_credentials
+    if store is None:  # only an in-process state made without one: a started broker always has its store
+        raise KafkaError(ErrorCode.unknown_server_error, "no SCRAM credential store")
     deletions, upsertions, errors = _plan(request, store)
     changes = [(u.name, MECHANISM_TYPES[u.mechanism],
                 credential_from_salted_password(MECHANISMS[MECHANISM_TYPES[u.mechanism]], u.salted_password, u.salt,

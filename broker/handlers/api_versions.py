@@ -22,6 +22,7 @@ from typing import Any, Final
 from protocol.api_keys import ApiKey
 from protocol.codec import encode_response
 from protocol.errors import ErrorCode
+from protocol.request_types.api_versions import ApiVersionsRequest, ApiVersionsRequestV5
 
 from ..features import FEATURES, FinalizedFeatures
 from ..handler import Handler, RequestContext
@@ -51,7 +52,8 @@ def features(version: int, finalized: FinalizedFeatures) -> dict[str, Any]:
 # Encoded response bodies (after the correlation id) by what they depend on. Every client sends
 # ApiVersions first on every connection, so a flood of connections is a flood of these: building
 # and encoding one through kio cost ~40 % of the broker's CPU with 2,000 connections asking every 2 s.
-_BODIES: dict[tuple[Any, ...], bytes] = {}
+# (version, handler table, features epoch, finalized levels) -> the encoded body
+_BODIES: dict[tuple[int, int, int, tuple[tuple[str, int], ...]], bytes] = {}
 _MAX_BODIES: Final = 64
 _FRAME_HEAD: Final = struct.Struct(">ii")  # size, correlation id (the response header is v0)
 
@@ -70,14 +72,14 @@ def _body(ctx: RequestContext) -> bytes:
     return body
 
 
-def _meant_for_another(ctx: RequestContext, request: Any) -> bool:
+def _meant_for_another(ctx: RequestContext, request: ApiVersionsRequest) -> bool:
     """Kafka's clusterIdOrNodeIdIsInvalid: only a request naming a cluster is checked."""
-    if ctx.version < 5 or request.cluster_id is None:
+    if not isinstance(request, ApiVersionsRequestV5) or request.cluster_id is None:
         return False
     return request.cluster_id != ctx.broker.cluster_id or request.node_id != ctx.broker.node_id
 
 
-async def handle(ctx: RequestContext, request: Any) -> bytes:
+async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> bytes:
     if _meant_for_another(ctx, request):
         return encode_response(ctx.header.correlation_id, ctx.respond(
             {"error_code": ErrorCode.rebootstrap_required, "api_keys": [], "throttle_time": 0}))

@@ -15,6 +15,7 @@ from typing import Any
 from coordinator.group.consumer_persist import ConsumerGroupDescription, MemberDescription
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.consumer_group_describe import ConsumerGroupDescribeRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized_operations, denied, unauthorized
@@ -53,7 +54,7 @@ def _group(d: ConsumerGroupDescription) -> dict[str, Any]:
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> object:
     refused = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, request.group_ids)
     allowed = [g for g in request.group_ids if g not in refused]
     try:

@@ -25,6 +25,7 @@ from coordinator.group.consumer_heartbeat import HeartbeatRequest
 from coordinator.group.consumer_member import Assignment
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, unauthorized
@@ -59,7 +60,7 @@ def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     if request.subscribed_topic_names and unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                                        request.subscribed_topic_names):

@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.create_acls import CreateAclsRequest
 
 from ..authorizer.acl import AclBinding, AclOperation
 from ..authorizer.checks import require_cluster
@@ -25,7 +26,7 @@ from .acl_common import NO_AUTHORIZER, binding_of, validated
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateAclsRequest) -> object:
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return ctx.respond({"throttle_time": 0, "results": [

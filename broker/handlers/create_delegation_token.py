@@ -7,15 +7,14 @@ caller) and, v3, the caller; timestamps -1, empty token id and HMAC.
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
+from protocol.request_types.create_delegation_token import CreateDelegationTokenRequest
 
 from ..handler import Handler, RequestContext
 from .delegation_token_common import NO_TIMESTAMP, refusal
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateDelegationTokenRequest) -> object:
     caller = ctx.session.principal
     owner_name = getattr(request, "owner_principal_name", None)
     owner_type = getattr(request, "owner_principal_type", None)

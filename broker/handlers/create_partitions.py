@@ -10,10 +10,16 @@ More than 10000 new partitions in one request are refused whole (POLICY_VIOLATIO
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.create_partitions import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -23,19 +29,20 @@ from .create_topics import LEADERS_WAIT_S, check_batch_size
 from .replica_assignment import check_new_partitions
 
 
-def _new_partitions(ctx: RequestContext, topic: Any) -> int:
+def _new_partitions(ctx: RequestContext, topic: CreatePartitionsTopic) -> int:
     meta = ctx.broker.logs.topics.get(topic.name)
     return max(topic.count - (meta.partitions if meta else 0), 0)
 
 
-def _check_assignments(ctx: RequestContext, topic: Any) -> None:
+def _check_assignments(ctx: RequestContext, topic: CreatePartitionsTopic,
+                       assignments: Sequence[CreatePartitionsAssignment]) -> None:
     meta = ctx.broker.logs.topics.get(topic.name)
     if meta is None or topic.count <= meta.partitions:
         return  # the count's own error (unknown topic, not an increase) comes from create_partitions
-    check_new_partitions(ctx, topic.assignments, topic.count - meta.partitions)
+    check_new_partitions(ctx, assignments, topic.count - meta.partitions)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> object:
     check_batch_size(sum(_new_partitions(ctx, t) for t in request.topics))
     results = []
     added: list[TopicPartition] = []
@@ -44,7 +51,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         try:
             require(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name)
             if topic.assignments is not None:
-                _check_assignments(ctx, topic)
+                _check_assignments(ctx, topic, topic.assignments)
             before = _new_partitions(ctx, topic)
             await ctx.broker.logs.create_partitions(topic.name, topic.count, request.validate_only)
             added += [TopicPartition(topic.name, p) for p in range(topic.count - before, topic.count)]

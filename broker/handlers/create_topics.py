@@ -20,6 +20,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.create_topics import CreateTopicsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -84,7 +85,7 @@ def _records(ctx: RequestContext, topic: Any) -> int:
     return 1 + max(partitions, len(topic.assignments), 0) + len(topic.configs)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> object:
     check_batch_size(sum(_records(ctx, t) for t in request.topics))
     results: list[dict[str, Any]] = []
     seen: set[str] = set()

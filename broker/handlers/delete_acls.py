@@ -14,6 +14,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.delete_acls import DeleteAclsRequest
 
 from ..authorizer.acl import AclBindingFilter, AclOperation
 from ..authorizer.checks import require_cluster
@@ -23,7 +24,7 @@ from .acl_common import NO_AUTHORIZER, binding_fields, filter_of, validated
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> object:
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return ctx.respond({"throttle_time": 0, "filter_results": [
@@ -33,7 +34,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     outcomes = validated(request.filters, filter_of)
     valid = [o for o in outcomes if isinstance(o, AclBindingFilter)]
     removed = iter(await authorizer.delete_acls(valid)) if valid else iter(())
-    results = []
+    results: list[dict[str, Any]] = []
     for outcome in outcomes:
         if isinstance(outcome, KafkaError):
             results.append({"error_code": outcome.code, "error_message": outcome.message, "matching_acls": []})

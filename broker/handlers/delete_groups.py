@@ -9,10 +9,10 @@ leaves null and so do we: the error code says it all.
 
 from __future__ import annotations
 
-from typing import Any
-
+from coordinator.share.coordinator import ShareCoordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.delete_groups import DeleteGroupsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import unauthorized
@@ -20,7 +20,7 @@ from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
 
-async def _delete_share_group(share: Any, group_id: str) -> ErrorCode:
+async def _delete_share_group(share: ShareCoordinator, group_id: str) -> ErrorCode:
     """A share group (KIP-932) goes with its share-partition state (tombstones in __share_group_state)."""
     try:
         await share.delete_group(group_id)
@@ -29,7 +29,7 @@ async def _delete_share_group(share: Any, group_id: str) -> ErrorCode:
     return ErrorCode.none
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> object:
     names = list(request.groups_names)
     refused = unauthorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     share = ctx.broker.share_coordinator

@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.delete_records import DeleteRecordsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -34,7 +35,7 @@ async def _delete(ctx: RequestContext, tp: TopicPartition, offset: int, allowed:
     return {"partition_index": tp.partition, "low_watermark": low_watermark, "error_code": ErrorCode.none}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> object:
     topics = []
     for topic in request.topics:
         allowed = authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)

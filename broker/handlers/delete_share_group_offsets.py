@@ -13,6 +13,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, require
@@ -20,7 +21,7 @@ from ..handler import Handler, RequestContext
 from .share_common import share_coordinator
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> object:
     results: list[dict[str, Any]] = []
     ids = []
     for t in request.topics:

@@ -11,6 +11,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestV6Plus
 from storage.api import INTERNAL_TOPICS
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -44,9 +45,12 @@ async def _forget_committed_offsets(ctx: RequestContext, topic: str) -> None:
             log.warning("offsets of deleted topic %s not dropped: %s", topic, exc)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> object:
     responses = []
-    named = {t.name for t in request.topics} if ctx.version >= 6 else set(request.topic_names)
+    if isinstance(request, DeleteTopicsRequestV6Plus):
+        named: set[str | None] = {t.name for t in request.topics}
+    else:
+        named = set(request.topic_names)
     for name, topic_id in _targets(ctx, request):
         entry: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none}
         try:

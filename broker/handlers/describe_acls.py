@@ -14,6 +14,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.describe_acls import DescribeAclsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -21,7 +22,7 @@ from ..handler import Handler, RequestContext
 from .acl_common import NO_AUTHORIZER, filter_of
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> object:
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.security_disabled,

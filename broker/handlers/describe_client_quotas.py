@@ -10,10 +10,9 @@ UNSUPPORTED_VERSION.
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.describe_client_quotas import DescribeClientQuotasRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -21,7 +20,7 @@ from ..handler import Handler, RequestContext
 from ..quotas.entities import filter_of, matches
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeClientQuotasRequest) -> object:
     require_cluster(ctx, AclOperation.DESCRIBE_CONFIGS)
     exact, typed = filter_of(request.components)
     quotas = ctx.broker.quotas

@@ -17,6 +17,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode
+from protocol.request_types.describe_cluster import DescribeClusterRequest, DescribeClusterRequestV1Plus
 
 from ..authorizer.checks import cluster_operations
 from ..handler import Handler, RequestContext
@@ -33,8 +34,8 @@ def _brokers(ctx: RequestContext, include_fenced: bool) -> list[dict[str, Any]]:
             for b, fenced in sorted(brokers, key=lambda entry: entry[0].node_id)]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    if getattr(request, "endpoint_type", 1) != 1:
+async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> object:
+    if isinstance(request, DescribeClusterRequestV1Plus) and request.endpoint_type != 1:
         return ctx.respond({"error_code": ErrorCode.unsupported_endpoint_type, "error_message":
                             "only broker endpoints (type 1) are served", "cluster_id": "", "controller_id": -1,
                             "brokers": [], "endpoint_type": request.endpoint_type})

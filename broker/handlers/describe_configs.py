@@ -19,6 +19,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.describe_configs import DescribeConfigsRequest
 from storage.api import TOPIC_CONFIG_TYPES, TopicMetadata
 
 from .. import config_docs, group_configs
@@ -136,7 +137,7 @@ def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dic
     return entry | {"configs": configs}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> object:
     synonyms = getattr(request, "include_synonyms", False)
     documentation = getattr(request, "include_documentation", False)
     results = [_describe(ctx, r, synonyms) for r in request.resources]

@@ -5,15 +5,14 @@ Behaviour: refused (broker/handlers/delegation_token_common.py) with no tokens, 
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
+from protocol.request_types.describe_delegation_token import DescribeDelegationTokenRequest
 
 from ..handler import Handler, RequestContext
 from .delegation_token_common import refusal
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeDelegationTokenRequest) -> object:
     return ctx.respond({"error_code": refusal(ctx), "tokens": [], "throttle_time": 0})
 
 

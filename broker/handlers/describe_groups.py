@@ -19,6 +19,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.describe_groups import DescribeGroupsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import NOT_REQUESTED, authorized_operations, unauthorized
@@ -31,7 +32,7 @@ def _failed(group_id: str, code: ErrorCode) -> dict[str, Any]:
             "members": []}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> object:
     refused = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, request.groups)
     allowed = [g for g in request.groups if g not in refused]
     try:

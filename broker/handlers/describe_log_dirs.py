@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.describe_log_dirs import DescribeLogDirsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation
@@ -35,7 +36,7 @@ def _wanted(ctx: RequestContext, request: Any) -> dict[str, list[int]]:
     return out
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> object:
     require_cluster(ctx, AclOperation.DESCRIBE)
     logs = ctx.broker.logs
     topics = []

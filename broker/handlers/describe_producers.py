@@ -11,6 +11,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.describe_producers import DescribeProducersRequest
 from storage.api import ActiveProducer, TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -35,7 +36,7 @@ async def _partition(ctx: RequestContext, tp: TopicPartition, refused: frozenset
     return {"partition_index": tp.partition, "error_code": ErrorCode.none, "active_producers": producers}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeProducersRequest) -> object:
     refused = unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     topics = []
     for t in request.topics:

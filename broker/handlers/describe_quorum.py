@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.describe_quorum import DescribeQuorumRequest
 from storage.meta_properties import kafka_uuid
 
 from ..authorizer.acl import AclOperation
@@ -35,7 +36,7 @@ _UNKNOWN: Final = -1
 _NOT_HOSTED: Final = "This server does not host this topic-partition."
 
 
-def _names_the_metadata_partition(request: Any) -> bool:
+def _names_the_metadata_partition(request: DescribeQuorumRequest) -> bool:
     """Kafka's hasValidTopicPartition: exactly one topic with exactly partition 0 of the metadata log."""
     if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
         return False
@@ -43,7 +44,7 @@ def _names_the_metadata_partition(request: Any) -> bool:
     return topic.topic_name == METADATA_TOPIC and topic.partitions[0].partition_index == 0
 
 
-def _unknown_partitions(request: Any) -> list[dict[str, Any]]:
+def _unknown_partitions(request: DescribeQuorumRequest) -> list[dict[str, Any]]:
     return [{"topic_name": t.topic_name, "partitions": [
         {"partition_index": p.partition_index, "error_code": ErrorCode.unknown_topic_or_partition,
          "error_message": _NOT_HOSTED, "leader_id": 0, "leader_epoch": 0, "high_watermark": 0,
@@ -69,7 +70,7 @@ def _quorum(ctx: RequestContext) -> dict[str, Any]:
             "nodes": [{"node_id": me, "listeners": listeners}]}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeQuorumRequest) -> object:
     try:
         require_cluster(ctx, AclOperation.DESCRIBE)
     except KafkaError as exc:

@@ -17,6 +17,7 @@ from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.state_log import SharePartitionKey
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -44,11 +45,12 @@ def _topic(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, na
         error = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
     elif meta is None:
         error = KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist")
-    if meta is None or error is not None:
+    if error is not None:
         failed = {"partition_index": 0, "start_offset": -1, "leader_epoch": -1, "error_code": error.code,
                   "error_message": error.message} | ({"lag": -1} if ctx.version >= 1 else {})
         return {"topic_name": name, "topic_id": meta.topic_id if meta else None,
                 "partitions": [failed | {"partition_index": p} for p in partitions or [0]]}
+    assert meta is not None  # no error: the topic exists
     wanted = partitions if partitions is not None else sorted(
         k.partition for k in coordinator.group_keys(group_id) if k.topic_id == meta.topic_id)
     return {"topic_name": name, "topic_id": meta.topic_id,
@@ -75,7 +77,7 @@ def _group(ctx: RequestContext, request_group: Any) -> dict[str, Any]:
             "topics": [_topic(ctx, coordinator, group_id, name, parts) for name, parts in wanted]}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest) -> object:
     return ctx.respond({"throttle_time": 0, "groups": [_group(ctx, g) for g in request.groups]})
 
 

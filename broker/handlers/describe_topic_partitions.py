@@ -15,6 +15,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.describe_topic_partitions import DescribeTopicPartitionsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, unauthorized
@@ -38,7 +39,7 @@ def _names(ctx: RequestContext, request: Any) -> list[str]:
     return [n for n in names if n >= cursor.topic_name]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> object:
     try:
         names = _names(ctx, request)
     except KafkaError as exc:  # Kafka's error response: the error on every requested topic

@@ -14,6 +14,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.describe_transactions import DescribeTransactionsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied
@@ -61,7 +62,7 @@ def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> object:
     return ctx.respond({"throttle_time": 0,
                         "transaction_states": [_state(ctx, t) for t in request.transactional_ids]})
 

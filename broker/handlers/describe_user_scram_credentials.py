@@ -14,6 +14,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -37,7 +38,7 @@ def _result(user: str, count: int, credentials: dict[str, Any]) -> dict[str, Any
     return {"user": user, "error_code": ErrorCode.none, "error_message": None, "credential_infos": infos}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> object:
     require_cluster(ctx, AclOperation.DESCRIBE)
     store = ctx.broker.scram_credentials
     credentials = store.users() if store is not None else {}

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.elect_leaders import ElectLeadersRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation
@@ -36,7 +37,7 @@ def _result(ctx: RequestContext, tp: TopicPartition, election: str) -> dict[str,
                              f"broker {node}, already leads (eosbroker is a single node)"}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> object:
     require_cluster(ctx, AclOperation.ALTER)
     kind = getattr(request, "election_type", PREFERRED)
     if kind not in _TYPES:

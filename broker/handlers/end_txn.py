@@ -13,10 +13,9 @@ Version notes: v2+ knows PRODUCER_FENCED; v5 adds ProducerId / ProducerEpoch (-1
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.end_txn import EndTxnRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -24,7 +23,7 @@ from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: EndTxnRequest) -> object:
     require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     try:
         result = await ctx.broker.txn_coordinator.end_txn(

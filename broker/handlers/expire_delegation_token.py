@@ -5,15 +5,14 @@ Behaviour: refused (broker/handlers/delegation_token_common.py), expiry timestam
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
+from protocol.request_types.expire_delegation_token import ExpireDelegationTokenRequest
 
 from ..handler import Handler, RequestContext
 from .delegation_token_common import NO_TIMESTAMP, refusal
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ExpireDelegationTokenRequest) -> object:
     return ctx.respond({"error_code": refusal(ctx), "expiry_timestamp": NO_TIMESTAMP, "throttle_time": 0})
 
 

@@ -38,14 +38,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+import uuid
 
 from protocol.api_keys import ApiKey
 from protocol.codec import encode_response
 from protocol.errors import ErrorCode, KafkaError
-from protocol.fast_responses import encode_fetch_response
+from protocol.fast_responses import (
+    AbortedTransaction,
+    FetchPartitionResponse,
+    FetchTopicResponse,
+    NodeEndpoint,
+    encode_fetch_response,
+)
 from protocol.fetch_request import FetchRequest
-from storage.api import FetchDataInfo, IsolationLevel, TopicPartition
+from storage.api import FetchDataInfo, IsolationLevel, PartitionLog, TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, authorized, denied, unauthorized
@@ -55,12 +61,12 @@ from ..quotas.manager import QuotaKind, now_ms
 from .leader_discovery import LEADER_ERRORS, current_leader, leader_endpoints
 
 
-def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> dict[str, Any]:
+def _partition(index: int, code: ErrorCode, info: FetchDataInfo | None, committed: bool) -> FetchPartitionResponse:
     if info is None:
         return {"partition_index": index, "error_code": code, "high_watermark": -1,
                 "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
                 "preferred_read_replica": -1, "records": b""}
-    aborted = None
+    aborted: list[AbortedTransaction] | None = None
     if committed:
         aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
                    for a in info.aborted_transactions or ()]
@@ -94,7 +100,7 @@ def _check_topic(ctx: RequestContext, p: CachedPartition, refused: frozenset[str
     return topic
 
 
-def _unchanged(plog: Any, p: CachedPartition, committed: bool) -> bool:
+def _unchanged(plog: PartitionLog, p: CachedPartition, committed: bool) -> bool:
     """A session's partition with nothing to say: caught up, and its high watermark and log start
     offset as last sent. Its read is skipped (an incremental response would leave it out)."""
     end = plog.last_stable_offset if committed else plog.high_watermark
@@ -104,7 +110,7 @@ def _unchanged(plog: Any, p: CachedPartition, committed: bool) -> bool:
 
 async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_bytes: int, isolation: IsolationLevel,
                     refused: frozenset[str], incremental: bool,
-                    ) -> tuple[list[tuple[CachedPartition, dict[str, Any]]], int, bool]:
+                    ) -> tuple[list[tuple[CachedPartition, FetchPartitionResponse]], int, bool]:
     """Each partition's response, the bytes read, and whether the long poll ends now whatever
     min_bytes says: a read failed, or a partition's read stopped at the end of a segment older than
     the one holding its end offset (Kafka's DelayedFetch: "fetching older segments", case F).
@@ -139,7 +145,7 @@ async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_
     return out, total, done
 
 
-def _failed(ctx: RequestContext, p: CachedPartition, code: ErrorCode, committed: bool) -> dict[str, Any]:
+def _failed(ctx: RequestContext, p: CachedPartition, code: ErrorCode, committed: bool) -> FetchPartitionResponse:
     """A partition's error answer: offsets with OFFSET_OUT_OF_RANGE (the client resets from
     them), the current leader with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH from v16 (both
     found only once the topic is known)."""
@@ -156,25 +162,28 @@ def _failed(ctx: RequestContext, p: CachedPartition, code: ErrorCode, committed:
     return response
 
 
-def _node_endpoints(ctx: RequestContext, read: list[tuple[CachedPartition, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _node_endpoints(ctx: RequestContext, read: list[tuple[CachedPartition, FetchPartitionResponse]],
+                    ) -> list[NodeEndpoint]:
     """v16+: the addresses of the leaders named by current_leader (KIP-951)."""
     leaders = [r.get("current_leader", (-1, -1))[0] for _, r in read if r["error_code"] in LEADER_ERRORS]
     return leader_endpoints(ctx, (n for n in leaders if n >= 0))
 
 
-def _count_fetch(ctx: RequestContext, responses: list[Any]) -> None:
+def _count_fetch(ctx: RequestContext, responses: list[FetchTopicResponse]) -> None:
     """Kafka's BrokerTopicMetrics for Fetch, counted on the response that is sent (a long poll
     reads again on each wake-up; only the last read leaves). Unknown topics make no series."""
     if (metrics := ctx.broker.metrics) is None:
         return
     for topic in responses:
-        if topic["topic"] not in ctx.broker.logs.topics:  # None: an unknown topic id
+        name = topic["topic"]
+        if name is None or name not in ctx.broker.logs.topics:  # None: an unknown topic id
             continue
-        stats = metrics.topic(topic["topic"])
+        stats = metrics.topic(name)
         for p in topic["partitions"]:
             stats.total_fetch_requests += 1
             stats.failed_fetch_requests += p["error_code"] is not ErrorCode.none
-            stats.bytes_out += sum(map(len, p["records"]))
+            records = p["records"]
+            stats.bytes_out += len(records) if isinstance(records, bytes | memoryview) else sum(map(len, records))
 
 
 def _topic_names(ctx: RequestContext) -> TopicNames:
@@ -183,7 +192,7 @@ def _topic_names(ctx: RequestContext) -> TopicNames:
         return None
     logs = ctx.broker.logs
 
-    def name(topic_id: Any) -> str | None:
+    def name(topic_id: uuid.UUID) -> str | None:
         meta = logs.topic_by_id(topic_id)
         return None if meta is None else meta.name
     return name
@@ -201,7 +210,7 @@ def _refused_topics(ctx: RequestContext, request: FetchRequest, partitions: list
     return unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
 
 
-def _waiters(ctx: RequestContext, partitions: list[CachedPartition], refused: frozenset[str]) -> list[Any]:
+def _waiters(ctx: RequestContext, partitions: list[CachedPartition], refused: frozenset[str]) -> list[PartitionLog]:
     logs = []
     for p in partitions:
         if p.topic is None or p.topic in refused:
@@ -212,7 +221,9 @@ def _waiters(ctx: RequestContext, partitions: list[CachedPartition], refused: fr
     return logs
 
 
-def _unwatch(logs: list[Any], waiter: asyncio.Future[None] | None) -> None:
+def _unwatch(logs: list[PartitionLog], waiter: asyncio.Future[None] | None) -> None:
+    if waiter is None:
+        return
     for plog in logs:
         plog.remove_waiter(waiter)
 
@@ -246,7 +257,7 @@ def _throttled(ctx: RequestContext, quota: QuotaKind, total: int) -> int:
     return throttle_ms
 
 
-async def handle(ctx: RequestContext, request: FetchRequest) -> Any:
+async def handle(ctx: RequestContext, request: FetchRequest) -> object:
     isolation = isolation_level(request.isolation_level)
     context = _sessions(ctx).new_context(request, int(time.time() * 1000), _topic_names(ctx))
     if context.error is not ErrorCode.none:
@@ -256,7 +267,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> Any:
     partitions = context.partitions
     refused = _refused_topics(ctx, request, partitions)
     waiter: asyncio.Future[None] | None = None
-    logs: list[Any] = []
+    logs: list[PartitionLog] = []
     try:
         while True:
             read, total, done = await _read_all(ctx, partitions, max_bytes, isolation, refused,

@@ -17,6 +17,7 @@ from typing import Any
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.find_coordinator import FindCoordinatorRequest, FindCoordinatorRequestV4Plus
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -55,9 +56,9 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
                       "error_message": f"no live broker leads {shard} yet"}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> object:
     key_type = int(getattr(request, "key_type", GROUP))
-    if ctx.version >= 4:
+    if isinstance(request, FindCoordinatorRequestV4Plus):
         entries = [_lookup(ctx, key_type, key) for key in request.coordinator_keys]
         return ctx.respond({"throttle_time": 0, "coordinators": entries})
     entry = _lookup(ctx, key_type, request.key)

@@ -8,10 +8,9 @@ Version notes: v3+ group_instance_id.
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
+from protocol.request_types.heartbeat import HeartbeatRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -19,7 +18,7 @@ from ..handler import Handler, RequestContext
 from .group_common import group_coordinator, member_identity
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     try:
         code = await group_coordinator(ctx).heartbeat(request.group_id, **member_identity(request))

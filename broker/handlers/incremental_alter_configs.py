@@ -24,6 +24,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.incremental_alter_configs import IncrementalAlterConfigsRequest
 from storage.api import incremental_alter
 
 from .. import group_configs
@@ -34,7 +35,7 @@ from ..log_levels import apply_change, validate_change
 from .alter_configs import alter_all
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> object:
     defaults = ctx.broker.logs.topic_defaults()
 
     def compute(resource: Any, current: Mapping[str, str]) -> dict[str, str]:

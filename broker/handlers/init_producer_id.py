@@ -19,6 +19,7 @@ from coordinator.transaction.metadata import ProducerIdAndEpoch
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.init_producer_id import InitProducerIdRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, require_idempotent_write
@@ -36,7 +37,7 @@ def _expected(request: Any) -> ProducerIdAndEpoch | None:
     return ProducerIdAndEpoch(producer_id=pid, epoch=epoch)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> object:
     txn_id = request.transactional_id
     if txn_id is not None:
         require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)

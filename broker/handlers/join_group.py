@@ -15,6 +15,7 @@ from typing import Any
 from coordinator.group.member import JoinParams
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
+from protocol.request_types.join_group import JoinGroupRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -39,7 +40,7 @@ def _params(ctx: RequestContext, request: Any) -> JoinParams:
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: JoinGroupRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     try:
         result = await group_coordinator(ctx).join_group(request.group_id, _params(ctx, request))

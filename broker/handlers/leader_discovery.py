@@ -6,9 +6,10 @@ KafkaApis.getCurrentLeader; Fetch v16+)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 from protocol.errors import ErrorCode
+from protocol.fast_responses import NodeEndpoint
 from storage.api import TopicPartition
 
 from ..handler import RequestContext
@@ -26,7 +27,7 @@ def current_leader(ctx: RequestContext, tp: TopicPartition) -> tuple[int, int]:
     return (-1, -1) if leader is None else (leader.leader, leader.leader_epoch)
 
 
-def leader_endpoints(ctx: RequestContext, leaders: Iterable[int]) -> list[dict[str, Any]]:
+def leader_endpoints(ctx: RequestContext, leaders: Iterable[int]) -> list[NodeEndpoint]:
     """The live brokers among leaders, as reached over the client's listener (a leader that is
     down or has no such listener is left out, as Kafka's getAliveBrokerNode leaves it)."""
     wanted = set(leaders)

@@ -9,10 +9,9 @@ Version notes: v0-2 name one member and carry its error at the top level; v3+ ba
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.leave_group import LeaveGroupRequest, LeaveGroupRequestV3Plus
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -20,9 +19,9 @@ from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
-    if ctx.version >= 3:
+    if isinstance(request, LeaveGroupRequestV3Plus):
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]

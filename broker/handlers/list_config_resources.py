@@ -11,10 +11,11 @@ KIP-714), so that type lists none.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.list_config_resources import ListConfigResourcesRequest
 
 from .. import group_configs
 from ..authorizer.acl import AclOperation
@@ -41,7 +42,7 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
     return []  # CLIENT_METRICS: none kept
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListConfigResourcesRequest) -> object:
     require_cluster(ctx, AclOperation.DESCRIBE_CONFIGS)
     supported = _V0_TYPES if ctx.version == 0 else _V1_TYPES
     asked = set(getattr(request, "resource_types", ())) or set(supported)

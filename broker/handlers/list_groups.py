@@ -10,12 +10,11 @@ Stable, a share group's Empty and Stable.
 
 from __future__ import annotations
 
-from typing import Any
-
 from coordinator.group.consumer_group import ConsumerGroupState
 from coordinator.group.state import GroupState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.list_groups import ListGroupsRequest
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import authorized
@@ -28,7 +27,7 @@ def _group_type(state: GroupState | ConsumerGroupState) -> str:
     return "consumer" if isinstance(state, ConsumerGroupState) else "classic"
 
 
-def _share_groups(ctx: RequestContext, types: set[str], states: set[str]) -> list[dict[str, Any]]:
+def _share_groups(ctx: RequestContext, types: set[str], states: set[str]) -> list[dict[str, str]]:
     """Share groups (KIP-932), type and protocol type "share", as Kafka lists them."""
     coordinator = ctx.broker.share_coordinator
     if coordinator is None or (types and "share" not in types):
@@ -39,7 +38,7 @@ def _share_groups(ctx: RequestContext, types: set[str], states: set[str]) -> lis
             and authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g, log_denied=False)]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> object:
     try:
         listed = await group_coordinator(ctx).list_groups(getattr(request, "states_filter", ()))
     except KafkaError as exc:

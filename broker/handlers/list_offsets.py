@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.list_offsets import ListOffsetsRequest
 from storage.api import IsolationLevel, PartitionLog, TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -63,7 +64,7 @@ async def _find(plog: PartitionLog, timestamp: int, isolation: IsolationLevel) -
     return {"timestamp": ts, "offset": offset}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> object:
     isolation = isolation_level(getattr(request, "isolation_level", 0))
     refused = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics))
     topics = []

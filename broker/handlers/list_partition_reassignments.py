@@ -7,17 +7,16 @@ no reassignment is ever ongoing: the answer lists none, for every topic or the n
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.list_partition_reassignments import ListPartitionReassignmentsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> object:
     require_cluster(ctx, AclOperation.DESCRIBE)
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "topics": []})
 

@@ -14,13 +14,13 @@ logged (DEBUG), as Kafka's is not sent either.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from coordinator.re2j import Re2jSyntaxError, compile_re2j
 from coordinator.transaction.state import TxnState
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.list_transactions import ListTransactionsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized
@@ -37,7 +37,7 @@ def _pattern(pattern: str | None) -> re.Pattern[str] | None:
                          f"Transaction ID pattern `{pattern}` is not a valid regular expression: {exc}.") from None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> object:
     pattern = _pattern(field_or(request, "transactional_id_pattern", None))
     states, unknown = set(), []
     for name in request.state_filters:

@@ -24,6 +24,7 @@ from typing import Any, Final
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.metadata_response import NO_OPERATIONS, encode_metadata_response
+from protocol.request_types.metadata import MetadataRequest
 from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, validate_topic_name
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -108,7 +109,7 @@ async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> d
     return error_entry(name, ErrorCode.leader_not_available)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: MetadataRequest) -> object:
     logs = ctx.broker.logs
     allow_create = getattr(request, "allow_auto_topic_creation", True)
     topics = request.topics
@@ -123,7 +124,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 # As KafkaApis: versions 10 and 11 carry topic ids but may not name topics by them.
                 raise KafkaError(ErrorCode.invalid_request, f"topic name can not be null for version {ctx.version}")
             if t.name is None:
-                meta = logs.topic_by_id(t.topic_id)
+                meta = logs.topic_by_id(t.topic_id) if t.topic_id is not None else None
                 if meta is not None and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, meta.name):
                     entries.append(error_entry(None, ErrorCode.topic_authorization_failed, t.topic_id))
                     continue

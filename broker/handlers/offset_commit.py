@@ -21,11 +21,10 @@ response is written without kio (protocol/offset_commit_response.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 from protocol.offset_commit_response import encode_offset_commit_response
+from protocol.request_types.offset_commit import OffsetCommitRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -35,7 +34,7 @@ from .group_common import commit_results, group_coordinator, ms, request_topics,
 TOPIC_IDS_VERSION = 10
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     topics = request_topics(ctx, request.topics, by_id=ctx.version >= TOPIC_IDS_VERSION)
     wanted, results = requested_offsets(ctx, topics)

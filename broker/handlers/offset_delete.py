@@ -9,10 +9,9 @@ UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.offset_delete import OffsetDeleteRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -21,7 +20,7 @@ from ..handler import Handler, RequestContext
 from .group_common import by_topic, group_coordinator
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> object:
     require(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id)
     wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     refused = unauthorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))

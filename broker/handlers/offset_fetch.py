@@ -20,6 +20,7 @@ from typing import Any
 from coordinator.group.commands import FetchedOffset
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.offset_fetch import OffsetFetchRequest, OffsetFetchRequestV8Plus
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -88,9 +89,9 @@ async def _group(ctx: RequestContext, group_id: str, topics: Any, stable: bool,
     return {"group_id": group_id, "error_code": ErrorCode.none, "topics": answered}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> object:
     stable = bool(getattr(request, "require_stable", False))
-    if ctx.version >= 8:
+    if isinstance(request, OffsetFetchRequestV8Plus):
         groups = [await _group(ctx, g.group_id, g.topics, stable, (getattr(g, "member_id", None),
                                                                      getattr(g, "member_epoch", -1)))
                   for g in request.groups]

@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -38,7 +39,7 @@ def _answer(ctx: RequestContext, topic: str, p: Any, refused: frozenset[str]) ->
     return entry | {"leader_epoch": min(p.leader_epoch, epoch), "end_offset": plog.log_end_offset}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> object:
     # Kafka: CLUSTER_ACTION (a follower) covers every topic; otherwise DESCRIBE on each.
     refused = frozenset() if authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME,
                                         log_denied=False) \

@@ -36,7 +36,8 @@ from coordinator.transaction.verification import (
 )
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.fast_responses import encode_produce_response
+from protocol.fast_responses import NodeEndpoint, ProducePartitionResponse, encode_produce_response
+from protocol.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.record_batch import RecordBatchHeader, check_batch
 from storage.api import INTERNAL_TOPICS, TopicPartition
 
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None,
-           record_errors: Sequence[tuple[int, str]] = ()) -> dict[str, Any]:
+           record_errors: Sequence[tuple[int, str]] = ()) -> ProducePartitionResponse:
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": -1,
             "log_start_offset": -1, "error_message": message,
             "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors]}
@@ -93,15 +94,16 @@ def _batch_of(parsed: Parsed) -> RecordBatchHeader:
     return parsed
 
 
-def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
+def _topic_name(ctx: RequestContext, topic: TopicProduceData) -> str | None:
     if ctx.version < 13:
         return str(topic.name)
-    meta = ctx.broker.logs.topic_by_id(topic.topic_id)
+    meta = None if topic.topic_id is None else ctx.broker.logs.topic_by_id(topic.topic_id)
     return None if meta is None else meta.name
 
 
-def _transactional_batches(ctx: RequestContext, request: Any, names: list[str | None], parsed: list[list[Parsed]],
-                           forbidden: frozenset[str]) -> list[tuple[TopicPartition, RecordBatchHeader]]:
+def _transactional_batches(ctx: RequestContext, request: ProduceRequest, names: list[str | None],
+                           parsed: list[list[Parsed]], forbidden: frozenset[str],
+                           ) -> list[tuple[TopicPartition, RecordBatchHeader]]:
     """(partition, header) of each partition's transactional batch, for the partitions that can
     take it (not those of topics the producer may not WRITE: they are never added to its
     transaction, nor data the append refuses anyway)."""
@@ -133,8 +135,9 @@ def _add_retry(ctx: RequestContext) -> AddRetry:
                     wait=None if coordinator is None else coordinator.markers_written)
 
 
-async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part: Any, parsed: Parsed,
-                      refused: dict[TopicPartition, KafkaError], forbidden: frozenset[str]) -> dict[str, Any]:
+async def _append_one(ctx: RequestContext, request: ProduceRequest, topic: str | None, part: PartitionProduceData,
+                      parsed: Parsed, refused: dict[TopicPartition, KafkaError], forbidden: frozenset[str],
+                      ) -> ProducePartitionResponse:
     stats = None
     try:
         if topic is None:
@@ -159,6 +162,7 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
                 await verify_remotely(remote, request.transactional_id, tp, plog, header, ctx.version)
         else:
             await check_first_sequence_v2(plog, tp, header)
+        assert part.records is not None  # _batch_of refused null records
         info = await plog.append(part.records)
     except KafkaError as exc:
         log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)
@@ -172,7 +176,8 @@ async def _append_one(ctx: RequestContext, request: Any, topic: str | None, part
             "log_append_time": info.log_append_time, "log_start_offset": info.log_start_offset}
 
 
-async def _append_all(calls: list[list[Coroutine[Any, Any, dict[str, Any]]]]) -> list[list[dict[str, Any]]]:
+async def _append_all(calls: list[list[Coroutine[Any, Any, ProducePartitionResponse]]],
+                      ) -> list[list[ProducePartitionResponse]]:
     """Each topic's partition results, the partitions written concurrently. A request for one
     partition (what most producers send) is awaited directly: gather would wrap it in a task and
     cost two more turns of the event loop per request."""
@@ -181,7 +186,7 @@ async def _append_all(calls: list[list[Coroutine[Any, Any, dict[str, Any]]]]) ->
     return list(await asyncio.gather(*(asyncio.gather(*topic) for topic in calls)))
 
 
-def _refused_topics(ctx: RequestContext, request: Any, names: list[str | None]) -> frozenset[str]:
+def _refused_topics(ctx: RequestContext, request: ProduceRequest, names: list[str | None]) -> frozenset[str]:
     """Kafka's order: WRITE on the transactional id fails the whole request; WRITE on each topic
     fails that topic's partitions (before any check of whether it exists; v13 names topics by id)."""
     if ctx.broker.authorizer is None:
@@ -191,7 +196,7 @@ def _refused_topics(ctx: RequestContext, request: Any, names: list[str | None]) 
     return unauthorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, (name for name in names if name is not None))
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ProduceRequest) -> object:
     if request.acks not in (0, 1, -1):
         results = [[_error(p.index, ErrorCode.invalid_required_acks, f"acks={request.acks} is not 0, 1 or -1")
                     for p in t.partition_data] for t in request.topic_data]
@@ -217,7 +222,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return _response(ctx, request, results)
 
 
-def _throttle(ctx: RequestContext, request: Any) -> None:
+def _throttle(ctx: RequestContext, request: ProduceRequest) -> None:
     """producer_byte_rate (broker/quotas): the request's record bytes count against the client's
     quota, and a client over it is throttled (the response says for how long)."""
     quotas = ctx.broker.quotas
@@ -227,17 +232,18 @@ def _throttle(ctx: RequestContext, request: Any) -> None:
     ctx.throttle_ms = quotas.produce.record(ctx.session.principal.name, ctx.header.client_id or "", size, now_ms())
 
 
-def _response(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]],
+def _response(ctx: RequestContext, request: ProduceRequest, results: list[list[ProducePartitionResponse]],
               discover: bool = True) -> bytes:
     failed = discover and ctx.version >= 10 and any(p["error_code"] for parts in results for p in parts)
     endpoints = _leader_discovery(ctx, request, results) if failed else ()
     return encode_produce_response(ctx.header.correlation_id, ctx.version, [
-        {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partition_responses": parts}
+        {"name": t.name, "topic_id": t.topic_id, "partition_responses": parts}
         for t, parts in zip(request.topic_data, results, strict=True)
     ], ctx.throttle_ms, endpoints)
 
 
-def _leader_discovery(ctx: RequestContext, request: Any, results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _leader_discovery(ctx: RequestContext, request: ProduceRequest, results: list[list[ProducePartitionResponse]],
+                      ) -> list[NodeEndpoint]:
     """KIP-951 (v10+): each partition refused for leadership gets current_leader; the addresses
     of those leaders, for the response. A rare path: nothing is looked up while all succeed."""
     leaders = []
@@ -249,7 +255,7 @@ def _leader_discovery(ctx: RequestContext, request: Any, results: list[list[dict
     return leader_endpoints(ctx, (n for n in leaders if n >= 0))
 
 
-def answer_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes:
+def answer_error(ctx: RequestContext, request: ProduceRequest, code: ErrorCode, message: str | None) -> bytes:
     """Kafka's ProduceRequest.getErrorResponse: every partition fails with the error; with acks=0
     there is no response to carry it, so the connection closes."""
     if request.acks == 0:

@@ -9,9 +9,10 @@ refuses is refused here with the same error, and one Kafka accepts is accepted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.create_partitions import CreatePartitionsAssignment
+from protocol.request_types.create_topics import CreatableTopic
 
 from ..handler import RequestContext
 
@@ -40,7 +41,7 @@ def check_replicas(ctx: RequestContext, broker_ids: Sequence[int], replication_f
     return len(broker_ids)
 
 
-def new_topic_layout(ctx: RequestContext, topic: Any) -> tuple[int, int]:
+def new_topic_layout(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, int]:
     """(partitions, replication factor) of a CreateTopics entry with assignments."""
     if topic.replication_factor != -1:
         raise KafkaError(ErrorCode.invalid_request, "A manual partition assignment was specified, "
@@ -62,7 +63,8 @@ def new_topic_layout(ctx: RequestContext, topic: Any) -> tuple[int, int]:
     return len(seen), replication_factor
 
 
-def check_new_partitions(ctx: RequestContext, assignments: Sequence[Any], additional: int) -> None:
+def check_new_partitions(ctx: RequestContext, assignments: Sequence[CreatePartitionsAssignment], additional: int,
+                         ) -> None:
     """CreatePartitions: one assignment per added partition, all of one replica count. (Kafka
     also compares that count with the topic's; with shared storage the replicas a partition lists
     follow the live brokers, so there is no fixed count to compare with.)"""

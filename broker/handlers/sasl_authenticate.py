@@ -17,6 +17,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.sasl_authenticate import SaslAuthenticateRequest
 
 from ..handler import Handler, RequestContext
 from ..security.sasl_errors import AuthenticationFailed
@@ -27,7 +28,7 @@ def _answer(ctx: RequestContext, code: ErrorCode, message: str | None, token: by
                         "session_lifetime": datetime.timedelta(milliseconds=lifetime_ms)})
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SaslAuthenticateRequest) -> object:
     sasl = ctx.sasl
     if sasl is None:
         return _answer(ctx, ErrorCode.illegal_sasl_state, f"listener {ctx.session.listener_name} has no SASL",

@@ -16,17 +16,17 @@ Version notes: v1 (KIP-152) wraps the tokens in SaslAuthenticate.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.sasl_handshake import SaslHandshakeRequest
 
 from ..handler import Handler, RequestContext
 
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> object:
     sasl = ctx.sasl
     if sasl is None:
         log.warning("SaslHandshake (mechanism %s) from %s: a SASL client on listener %s (%s), which has no SASL",

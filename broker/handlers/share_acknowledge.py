@@ -18,17 +18,18 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.share_acknowledge import ShareAcknowledgeRequest
 
 from ..handler import Handler, RequestContext
 from .share_common import leader, open_request, refused, share_topics
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> object:
     try:
-        coordinator = open_request(ctx, request)
+        coordinator, group_id, member_id = open_request(ctx, request)
         errors: dict[tuple[uuid.UUID, int], KafkaError] = {}
         named, acks = share_topics(ctx, request.topics, errors)
-        results, lock_ms = await coordinator.share_acknowledge(request.group_id, request.member_id,
+        results, lock_ms = await coordinator.share_acknowledge(group_id, member_id,
                                                                request.share_session_epoch, acks)
     except KafkaError as exc:
         return refused(ctx, exc)

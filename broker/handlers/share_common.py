@@ -8,6 +8,8 @@ from typing import Any
 
 from coordinator.share.coordinator import AckBatches, ShareAckRequest, ShareCoordinator
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.share_acknowledge import ShareAcknowledgeRequest
+from protocol.request_types.share_fetch import ShareFetchRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -91,12 +93,15 @@ def refused(ctx: RequestContext, exc: KafkaError) -> Any:
                         "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []})
 
 
-def open_request(ctx: RequestContext, request: Any) -> ShareCoordinator:
-    """READ on the group, then a group and a member named (Kafka authorizes first)."""
-    require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id or "")
-    if not request.group_id or not request.member_id:
+def open_request(ctx: RequestContext, request: ShareFetchRequest | ShareAcknowledgeRequest,
+                 ) -> tuple[ShareCoordinator, str, str]:
+    """READ on the group, then a group and a member named (Kafka authorizes first): the
+    coordinator, the group id and the member id."""
+    group_id, member_id = request.group_id, request.member_id
+    require(ctx, AclOperation.READ, ResourceType.GROUP, group_id or "")
+    if not group_id or not member_id:
         raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must be set")
-    return share_coordinator(ctx)
+    return share_coordinator(ctx), group_id, member_id
 
 
 def leader(ctx: RequestContext, tp: TopicPartition | None) -> dict[str, int]:

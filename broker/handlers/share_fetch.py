@@ -26,6 +26,7 @@ from coordinator.share.coordinator import ShareFetchParams, ShareFetchResult
 from coordinator.share.partitions import FetchedPartition
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.share_fetch import ShareFetchRequest
 from storage.api import TopicPartition
 
 from ..handler import Handler, RequestContext
@@ -63,16 +64,16 @@ def _responses(ctx: RequestContext, result: ShareFetchResult, named: dict[tuple[
     return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareFetchRequest) -> object:
     try:
-        coordinator = open_request(ctx, request)
+        coordinator, group_id, member_id = open_request(ctx, request)
     except KafkaError as exc:
         return refused(ctx, exc)
     errors: dict[tuple[uuid.UUID, int], KafkaError] = {}
     named, acks = share_topics(ctx, request.topics, errors)
     forgotten = [(t.topic_id or uuid.UUID(int=0), int(p)) for t in request.forgotten_topics_data for p in t.partitions]
     params = ShareFetchParams(
-        group_id=request.group_id, member_id=request.member_id, epoch=request.share_session_epoch,
+        group_id=group_id, member_id=member_id, epoch=request.share_session_epoch,
         max_wait_ms=ms(request.max_wait), max_records=max(1, request.max_records),
         max_bytes=max(1, request.max_bytes), added=named, forgotten=forgotten, acks=acks,
         whole_batches=getattr(request, "share_acquire_mode", 0) != _RECORD_LIMIT,

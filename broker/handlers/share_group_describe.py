@@ -15,6 +15,7 @@ from coordinator.share.assignor import ASSIGNOR_NAME, Assignment
 from coordinator.share.group import ShareGroup, ShareMember
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.share_group_describe import ShareGroupDescribeRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized_operations, denied, unauthorized
@@ -53,7 +54,7 @@ def _error(group_id: str, exc: KafkaError) -> dict[str, Any]:
             "authorized_operations": _NO_OPERATIONS}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareGroupDescribeRequest) -> object:
     refused = unauthorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, request.group_ids)
     groups = []
     for group_id in request.group_ids:

@@ -19,6 +19,7 @@ from typing import Any
 from coordinator.share.group import ShareHeartbeat
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.share_group_heartbeat import ShareGroupHeartbeatRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import denied, require, unauthorized
@@ -32,7 +33,7 @@ def _failed(ctx: RequestContext, exc: KafkaError) -> Any:
                         "member_id": None, "member_epoch": -1, "heartbeat_interval": 0})
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> object:
     names = request.subscribed_topic_names
     try:
         require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)

@@ -10,10 +10,9 @@ group's (INCONSISTENT_GROUP_PROTOCOL) and echoed back.
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
+from protocol.request_types.sync_group import SyncGroupRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -21,7 +20,7 @@ from ..handler import Handler, RequestContext
 from .group_common import group_coordinator, member_identity
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     try:
         result = await group_coordinator(ctx).sync_group(

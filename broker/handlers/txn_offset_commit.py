@@ -24,13 +24,12 @@ GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH for those two.
 
 from __future__ import annotations
 
-from typing import Any
-
 from coordinator.transaction.metadata import ProducerIdAndEpoch
 from coordinator.transaction.verification import add_offsets_for_txn_offset_commit
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import KafkaError
+from protocol.request_types.txn_offset_commit import TxnOffsetCommitRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -42,7 +41,7 @@ from .txn_routing import coordinator_add, remote_verifier
 TOPIC_IDS_VERSION = 6
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> object:
     require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     topics = request_topics(ctx, request.topics, by_id=ctx.version >= TOPIC_IDS_VERSION)

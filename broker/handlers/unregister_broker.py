@@ -11,10 +11,9 @@ process's lease, which its next heartbeat would renew. Needs ALTER on the CLUSTE
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.unregister_broker import UnregisterBrokerRequest
 from storage.api import Unregistered
 
 from ..authorizer.acl import AclOperation
@@ -33,7 +32,7 @@ def _refusal(node_id: int, outcome: Unregistered) -> tuple[ErrorCode, str | None
                                                "stop it first, then unregister it")
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: UnregisterBrokerRequest) -> object:
     try:
         require_cluster(ctx, AclOperation.ALTER)
         code, message = _refusal(request.broker_id, await ctx.broker.cluster.unregister(request.broker_id))

@@ -20,6 +20,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.update_features import UpdateFeaturesRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -54,7 +55,7 @@ async def _first_failure(features: FinalizedFeatures, request: Any) -> dict[str,
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: UpdateFeaturesRequest) -> object:
     require_cluster(ctx, AclOperation.ALTER)
     features = ctx.broker.features
     failed = await _first_failure(features, request)

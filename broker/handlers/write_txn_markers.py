@@ -25,6 +25,7 @@ from coordinator.transaction.outcomes import AbortCause
 from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.request_types.write_txn_markers import WriteTxnMarkersRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -71,7 +72,7 @@ async def _marker_result(ctx: RequestContext, marker: Any) -> dict[str, Any]:
             "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> object:
     # Kafka: ALTER on the CLUSTER (an operator's kafka-transactions abort), else CLUSTER_ACTION.
     if not authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False):
         require_cluster(ctx, AclOperation.CLUSTER_ACTION)

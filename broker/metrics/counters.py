@@ -27,6 +27,13 @@ class TopicStats:
                  "total_fetch_requests", "failed_fetch_requests")
 
     FIELDS: Final = __slots__
+    bytes_in: int
+    bytes_out: int
+    messages_in: int
+    total_produce_requests: int
+    failed_produce_requests: int
+    total_fetch_requests: int
+    failed_fetch_requests: int
 
     def __init__(self) -> None:
         for name in self.FIELDS:

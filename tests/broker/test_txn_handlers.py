@@ -21,6 +21,7 @@ from storage.log_manager import LogManager
 from storage.producer_id_blocks import LocalProducerIdBlocks
 from tests.broker.local_view import local_view
 from tests.broker.test_admin_handlers import entity
+from tests.request_samples import as_handled
 
 E = ErrorCode
 
@@ -48,7 +49,7 @@ async def state(tmp_path):  # type: ignore[no-untyped-def]
 
 
 async def call(state, key: ApiKey, version: int, **fields):  # type: ignore[no-untyped-def]
-    request = build(request_schema(key, version), fields)
+    request = as_handled(build(request_schema(key, version), fields))
     header = RequestHeader(api_key=key, api_version=version, correlation_id=7, client_id="test")
     ctx = RequestContext(header=header, broker=state, peer="test", session=LOCAL_ANONYMOUS)
     return entity(await HANDLERS[key].handle(ctx, request), key, version)

@@ -1,0 +1,1 @@
+"""The request types each kio-read handler receives: one module per API, named as kio names it."""

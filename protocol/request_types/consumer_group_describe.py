@@ -1,0 +1,12 @@
+"""ConsumerGroupDescribe requests v0-1 as kio reads them, for broker/handlers/consumer_group_describe.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.consumer_group_describe.v0 import request as v0
+from kio.schema.consumer_group_describe.v1 import request as v1
+
+__all__ = ("ConsumerGroupDescribeRequest",)
+
+ConsumerGroupDescribeRequest: TypeAlias = v0.ConsumerGroupDescribeRequest | v1.ConsumerGroupDescribeRequest

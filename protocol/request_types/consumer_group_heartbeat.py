@@ -1,0 +1,13 @@
+"""ConsumerGroupHeartbeat requests v0-1 as kio reads them, for broker/handlers/consumer_group_heartbeat.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.consumer_group_heartbeat.v0 import request as v0
+from kio.schema.consumer_group_heartbeat.v1 import request as v1
+
+__all__ = ("TopicPartitions", "ConsumerGroupHeartbeatRequest")
+
+TopicPartitions: TypeAlias = v0.TopicPartitions | v1.TopicPartitions
+ConsumerGroupHeartbeatRequest: TypeAlias = v0.ConsumerGroupHeartbeatRequest | v1.ConsumerGroupHeartbeatRequest

@@ -1,0 +1,14 @@
+"""DeleteAcls requests v1-3 as kio reads them, for broker/handlers/delete_acls.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.delete_acls.v1 import request as v1
+from kio.schema.delete_acls.v2 import request as v2
+from kio.schema.delete_acls.v3 import request as v3
+
+__all__ = ("DeleteAclsFilter", "DeleteAclsRequest")
+
+DeleteAclsFilter: TypeAlias = v1.DeleteAclsFilter | v2.DeleteAclsFilter | v3.DeleteAclsFilter
+DeleteAclsRequest: TypeAlias = v1.DeleteAclsRequest | v2.DeleteAclsRequest | v3.DeleteAclsRequest

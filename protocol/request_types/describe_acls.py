@@ -1,0 +1,13 @@
+"""DescribeAcls requests v1-3 as kio reads them, for broker/handlers/describe_acls.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.describe_acls.v1 import request as v1
+from kio.schema.describe_acls.v2 import request as v2
+from kio.schema.describe_acls.v3 import request as v3
+
+__all__ = ("DescribeAclsRequest",)
+
+DescribeAclsRequest: TypeAlias = v1.DescribeAclsRequest | v2.DescribeAclsRequest | v3.DescribeAclsRequest

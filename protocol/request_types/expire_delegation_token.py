@@ -1,0 +1,12 @@
+"""ExpireDelegationToken requests v1-2 as kio reads them, for broker/handlers/expire_delegation_token.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.expire_delegation_token.v1 import request as v1
+from kio.schema.expire_delegation_token.v2 import request as v2
+
+__all__ = ("ExpireDelegationTokenRequest",)
+
+ExpireDelegationTokenRequest: TypeAlias = v1.ExpireDelegationTokenRequest | v2.ExpireDelegationTokenRequest

@@ -1,0 +1,12 @@
+"""ListPartitionReassignments requests v0-0 as kio reads them, for broker/handlers/list_partition_reassignments.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.list_partition_reassignments.v0 import request as v0
+
+__all__ = ("ListPartitionReassignmentsTopics", "ListPartitionReassignmentsRequest")
+
+ListPartitionReassignmentsTopics: TypeAlias = v0.ListPartitionReassignmentsTopics
+ListPartitionReassignmentsRequest: TypeAlias = v0.ListPartitionReassignmentsRequest

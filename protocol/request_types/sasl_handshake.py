@@ -1,0 +1,12 @@
+"""SaslHandshake requests v0-1 as kio reads them, for broker/handlers/sasl_handshake.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.sasl_handshake.v0 import request as v0
+from kio.schema.sasl_handshake.v1 import request as v1
+
+__all__ = ("SaslHandshakeRequest",)
+
+SaslHandshakeRequest: TypeAlias = v0.SaslHandshakeRequest | v1.SaslHandshakeRequest

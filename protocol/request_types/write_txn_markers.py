@@ -1,0 +1,14 @@
+"""WriteTxnMarkers requests v1-2 as kio reads them, for broker/handlers/write_txn_markers.py:
+one union per entity over the versions served (tests/broker/test_request_types.py checks them
+against the dispatch table)."""
+
+from typing import TypeAlias
+
+from kio.schema.write_txn_markers.v1 import request as v1
+from kio.schema.write_txn_markers.v2 import request as v2
+
+__all__ = ("WritableTxnMarkerTopic", "WritableTxnMarker", "WriteTxnMarkersRequest")
+
+WritableTxnMarkerTopic: TypeAlias = v1.WritableTxnMarkerTopic | v2.WritableTxnMarkerTopic
+WritableTxnMarker: TypeAlias = v1.WritableTxnMarker | v2.WritableTxnMarker
+WriteTxnMarkersRequest: TypeAlias = v1.WriteTxnMarkersRequest | v2.WriteTxnMarkersRequest
