@@ -23,7 +23,7 @@ import struct
 import time
 from collections import deque
 from time import perf_counter
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
@@ -126,8 +126,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- asyncio.Protocol ------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        # a stream server's transport is a Transport (uvloop's too); asyncio.Protocol types it as the base
+        self.transport = stream = cast(asyncio.Transport, transport)
+        stream.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         if (size := self.state.config.socket_send_buffer_bytes) > 0 and \
                 (sock := transport.get_extra_info("socket")) is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
@@ -459,7 +460,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # -- SASL listeners: until authenticated, and while sessions expire (KIP-368) ----------------
 
-    async def _handle_sasl(self, frame: bytes | memoryview) -> bytes | None:
+    async def _handle_sasl(self, frame: bytes | memoryview) -> bytes | Buffers | None:
         """_handle on a SASL listener while it must watch requests (broker/security/sasl.py);
         PLAINTEXT and SSL connections, and SASL ones once authenticated without
         connections.max.reauth.ms, never come here."""
@@ -490,7 +491,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return False
         return True
 
-    def _after_sasl_step(self, sasl: SaslAuthenticator, response: bytes | None) -> bytes | None:
+    def _after_sasl_step(self, sasl: SaslAuthenticator, response: bytes | Buffers | None) -> bytes | Buffers | None:
         if sasl.state is SaslState.FAILED:
             # Answer (so the client can say why), then close: transport.close() sends what is queued.
             if response is not None and self.transport is not None:

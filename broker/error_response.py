@@ -11,11 +11,10 @@ from the request item. Arrays that carry no error (configs, members) stay empty.
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
 from typing import Any, Final
 
 from protocol.api_keys import ApiKey
-from protocol.build import SchemaField, build, schema_fields
+from protocol.build import SchemaField, build, class_cache, schema_fields
 from protocol.codec import response_schema
 from protocol.errors import ErrorCode
 
@@ -51,7 +50,7 @@ _UNKNOWN: Final = frozenset({
 })
 
 
-@cache
+@class_cache
 def _carries_error(cls: type[Any]) -> bool:
     return any(f.kafka_type == "error_code" or (f.item is not None and _carries_error(f.item))
                for f in schema_fields(cls))
@@ -166,7 +165,7 @@ def null_in_non_nullable(entity: Any, prefix: str = "") -> str | None:
     return None
 
 
-@cache
+@class_cache
 def _null_plan(cls: type[Any]) -> tuple[tuple[str, bool, bool, bool], ...]:
     """The fields of cls that can hold a forbidden null, or lead to ones that can: (name, whether
     a null there is forbidden, is_array, whether to look inside). Integers, booleans and UUIDs

@@ -32,10 +32,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 from protocol.errors import ErrorCode, KafkaError
+from storage.api import StoredFeatureLevels
 
 __all__ = ("FEATURES", "Feature", "FeatureLevelStore", "FeatureLevelWatcher", "FinalizedFeatures",
            "SharedFeatureLevels", "StoredLevels", "UpgradeType")
@@ -70,10 +71,9 @@ class UpgradeType:
     UNSAFE_DOWNGRADE: Final = 3
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredLevels:
-    epoch: int
-    levels: Mapping[str, int] = field(default_factory=dict)
+# The levels as stored: one type for the file (storage/feature_levels.py) and the cluster's rows,
+# which each store returns; a copy of it here did not match the stores' Protocols.
+StoredLevels = StoredFeatureLevels
 
 
 class FeatureLevelStore(Protocol):

@@ -161,7 +161,7 @@ def validate(group_id: str, configs: Mapping[str, str | None], broker: BrokerCon
     for session, heartbeat in _SESSION_OVER_HEARTBEAT:
         if values[session] <= values[heartbeat]:
             raise _invalid(f"{session} must be greater than {heartbeat}")
-    return {name: str(raw) for name, raw in configs.items()}  # type: ignore[misc]
+    return {name: str(raw) for name, raw in configs.items()}
 
 
 def replace(group_id: str, new: Mapping[str, str | None], broker: BrokerConfig) -> dict[str, str]:

@@ -14,10 +14,10 @@ import dataclasses
 import datetime
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import import_module
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
@@ -25,9 +25,18 @@ from kio.static.constants import EntityType
 
 from . import newer_schemas
 
-__all__ = ("SchemaField", "UnknownFieldError", "build", "field_or", "schema_fields")
+__all__ = ("SchemaField", "UnknownFieldError", "build", "class_cache", "field_or", "schema_fields")
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def class_cache(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """functools.cache for functions of a schema class, keeping their signature: typeshed types
+    the cache's arguments as Hashable, which mypy says type[Any] is not (every class is)."""
+    return cast(Callable[_P, _R], cache(fn))
 
 
 class UnknownFieldError(TypeError):
@@ -50,7 +59,7 @@ class SchemaField:
     tagged: bool
 
 
-@cache
+@class_cache
 def schema_fields(cls: type[Any]) -> tuple[SchemaField, ...]:
     hints = typing.get_type_hints(cls)
     out = []
@@ -68,7 +77,7 @@ def schema_fields(cls: type[Any]) -> tuple[SchemaField, ...]:
     return tuple(out)
 
 
-@cache
+@class_cache
 def _plan(cls: type[Any]) -> tuple[tuple[str, str | None, Any, Any, bool], ...]:
     """(name, kafka_type, nested entity type or None, default, nullable) per field."""
     hints = typing.get_type_hints(cls)
@@ -181,8 +190,7 @@ def _refuse_unknown(cls: type[Any], data: Mapping[str, Any]) -> None:
 def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
     _refuse_unknown(cls, data)
     kwargs = {}
-    # mypy: a class is Hashable, but mypy rejects type[Any] as an @cache argument
-    for name, kafka_type, nested, default, _nullable in _plan(cls):  # type: ignore[arg-type]
+    for name, kafka_type, nested, default, _nullable in _plan(cls):
         if name in data:
             kwargs[name] = _convert(kafka_type, nested, data[name])
         else:

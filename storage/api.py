@@ -17,6 +17,8 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from protocol.errors import ErrorCode, KafkaError
 
+from .feature_levels import StoredFeatureLevels
+
 # Topic configs mean the same to every backend (Kafka's LogConfig): callers use them from here.
 from .log_config import (
     KAFKA_TOPIC_DEFAULTS,
@@ -47,6 +49,7 @@ __all__ = (
     "LogAppendInfo",
     "LogSource",
     "OpenTransaction",
+    "StoredFeatureLevels",
     "PartitionLeader",
     "PartitionLease",
     "PartitionLog",

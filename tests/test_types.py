@@ -1,4 +1,4 @@
-"""protocol/, storage/ and coordinator/ stay clean under mypy --strict ([tool.mypy] in pyproject.toml;
+"""broker/, coordinator/, storage/ and protocol/ stay clean under mypy --strict ([tool.mypy] in pyproject.toml;
 `make lint` runs the same check)."""
 
 from __future__ import annotations

@@ -176,6 +176,12 @@ def _signed(settings: ListenerSettings, jaas_options: Mapping[str, str]) -> OAut
     def get(key: str) -> object:
         return settings.mechanism_get("OAUTHBEARER", f"sasl.oauthbearer.{key}")
 
+    def get_int(key: str) -> int:
+        value = get(key)
+        if not isinstance(value, int | str):
+            raise ConfigError(f"sasl.oauthbearer.{key} must be an integer, not {value!r}")
+        return int(value)
+
     url = get("jwks.endpoint.url")
     if not url:
         raise ConfigError("sasl.oauthbearer.jwks.endpoint.url is required with OAuthBearerValidatorCallbackHandler "
@@ -191,10 +197,10 @@ def _signed(settings: ListenerSettings, jaas_options: Mapping[str, str]) -> OAut
         if missing:
             log.warning("listener %s: SASL/OAUTHBEARER accepts tokens of any %s (sasl.oauthbearer.allow.unverified."
                         "%s=true)", settings.listener.name, what, what)
-    jwks = JwksCache(str(url), int(get("jwks.endpoint.refresh.ms")), int(get("jwks.endpoint.retry.backoff.ms")),
-                     int(get("jwks.endpoint.retry.backoff.max.ms")),
+    jwks = JwksCache(str(url), get_int("jwks.endpoint.refresh.ms"), get_int("jwks.endpoint.retry.backoff.ms"),
+                     get_int("jwks.endpoint.retry.backoff.max.ms"),
                      ssl_context=jaas_ssl_context(settings, jaas_options, str(url)))
     validator = BrokerJwtValidator(jwks, audiences=audiences, issuer=str(issuer) if issuer else None,
-                                   clock_skew_s=int(get("clock.skew.seconds")), sub_claim=str(get("sub.claim.name")),
+                                   clock_skew_s=get_int("clock.skew.seconds"), sub_claim=str(get("sub.claim.name")),
                                    scope_claim=str(get("scope.claim.name")))
     return OAuthSettings(validator, jwks)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from asyncio import sslproto
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -60,7 +61,7 @@ class AlertingSSLObject(ssl.SSLObject):
     _alerts: ssl.MemoryBIO
 
     @classmethod
-    def _create(cls, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, *args: Any,  # type: ignore[override]
+    def _create(cls, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, *args: Any,
                 **kwargs: Any) -> AlertingSSLObject:
         self: AlertingSSLObject = super()._create(incoming, outgoing, *args, **kwargs)  # type: ignore[misc]
         self._transport, self._alerts = _accepting.transport, outgoing
@@ -87,11 +88,12 @@ def _ssl_protocol_class(handshaking: set[asyncio.BaseTransport]) -> type:
     try:
         import uvloop
 
-        base = uvloop.loop.SSLProtocol if isinstance(loop, uvloop.Loop) else asyncio.sslproto.SSLProtocol
+        # uvloop's stubs do not declare its SSLProtocol
+        base = uvloop.loop.SSLProtocol if isinstance(loop, uvloop.Loop) else sslproto.SSLProtocol  # type: ignore[attr-defined]
     except ImportError:  # pragma: no cover - uvloop is a dependency
-        base = asyncio.sslproto.SSLProtocol
+        base = sslproto.SSLProtocol
 
-    class PeerSSLProtocol(base):  # type: ignore[valid-type, misc]
+    class PeerSSLProtocol(base):  # type: ignore[misc]
         peer = "?"
         raw: asyncio.BaseTransport | None = None
 
@@ -119,7 +121,7 @@ def _ssl_protocol_class(handshaking: set[asyncio.BaseTransport]) -> type:
     return PeerSSLProtocol
 
 
-def tls_protocol_factory(context: ssl.SSLContext, listener: str, make_connection: Callable[[], asyncio.Protocol],
+def tls_protocol_factory(context: ssl.SSLContext, listener: str, make_connection: Callable[[], asyncio.BaseProtocol],
                          handshaking: set[asyncio.BaseTransport]) -> Callable[[], asyncio.BaseProtocol]:
     """A create_server protocol factory: TLS around what `make_connection` builds."""
     protocol_class = _ssl_protocol_class(handshaking)

@@ -51,7 +51,8 @@ def _children(data: bytes, start: int, end: int) -> list[tuple[int, int, int, in
 
 
 def _oid(content: bytes) -> str:
-    first, arcs, value = content[0], [], 0
+    first, value = content[0], 0
+    arcs: list[int] = []
     arcs.extend(divmod(first, 40) if first < 80 else (2, first - 80))
     for byte in content[1:]:
         value = (value << 7) | (byte & 0x7F)
