@@ -76,6 +76,7 @@ class BrokerCollector(Collector):
         yield from self._log_metrics()
         yield self._connection_count()
         yield from self._group_metrics()
+        yield from self._share_group_metrics()
         yield from self._transaction_metrics()
         yield from _cleaner_metrics(self._state.extras.get("log_cleaner"))
         yield from _quota_metrics(self._state)
@@ -161,6 +162,21 @@ class BrokerCollector(Collector):
         yield _gauge(prefix + "numgroups", "Consumer groups", {}, len(groups))
         for state, mbean in _GROUP_GAUGES.items():
             yield _gauge(prefix + mbean.lower(), f"Consumer groups in state {state.value}", {}, by_state[state])
+
+    def _share_group_metrics(self) -> Iterator[Metric]:
+        coordinator = self._state.share_coordinator
+        by_group = coordinator.manager.group_metrics() if coordinator is not None else {}
+        records = CounterMetricFamily("eosbroker_share_group_records", "Share group records by outcome: "
+                                      "acquired, acknowledged, released (available again) and archived",
+                                      labels=["group", "outcome"])
+        lag = GaugeMetricFamily("eosbroker_share_group_lag", "Records up to the high watermark that a share group has "
+                                "not acknowledged or archived", labels=["group"])
+        for group_id, (outcomes, group_lag) in sorted(by_group.items()):
+            for outcome in ("acquired", "acknowledged", "released", "archived"):
+                records.add_metric([group_id, outcome], outcomes[outcome])
+            lag.add_metric([group_id], group_lag)
+        yield records
+        yield lag
 
     def _transaction_metrics(self) -> Iterator[Metric]:
         coordinator = self._state.txn_coordinator

@@ -20,6 +20,7 @@ written as available with their delivery count (Kafka's persister writes no ACQU
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -94,6 +95,9 @@ class SharePartitionState:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self._records: dict[int, _Record] = {}  # every offset in [start_offset, end_offset)
+        # deliveries and their outcomes since this state was made (metrics): acquired,
+        # acknowledged, released (available again) and archived (rejected or out of deliveries)
+        self.outcomes: Counter[str] = Counter()
 
     # -- acquiring -----------------------------------------------------------------------------
 
@@ -143,10 +147,10 @@ class SharePartitionState:
             self._records[offset] = _Record(RecordState.ARCHIVED, 0)
         self.end_offset = max(self.end_offset, upto)
 
-    @staticmethod
-    def _lock(record: _Record, member_id: str, deadline_ms: int) -> None:
+    def _lock(self, record: _Record, member_id: str, deadline_ms: int) -> None:
         record.state, record.member_id, record.deadline_ms = RecordState.ACQUIRED, member_id, deadline_ms
         record.delivery_count += 1
+        self.outcomes["acquired"] += 1
 
     # -- acknowledging and releasing -----------------------------------------------------------
 
@@ -172,10 +176,12 @@ class SharePartitionState:
             record.deadline_ms = renew_deadline_ms
         elif kind is AcknowledgeType.ACCEPT:
             self._finish(record, RecordState.ACKNOWLEDGED)
+            self.outcomes["acknowledged"] += 1
         elif kind is AcknowledgeType.RELEASE:
             self._release(record)
         else:  # REJECT, GAP
             self._finish(record, RecordState.ARCHIVED)
+            self.outcomes["archived"] += 1
 
     @staticmethod
     def _finish(record: _Record, state: RecordState) -> None:
@@ -184,6 +190,7 @@ class SharePartitionState:
     def _release(self, record: _Record) -> None:
         limit_reached = record.delivery_count >= self.delivery_count_limit
         self._finish(record, RecordState.ARCHIVED if limit_reached else RecordState.AVAILABLE)
+        self.outcomes["archived" if limit_reached else "released"] += 1
 
     def release_member(self, member_id: str) -> int:
         """The member's session ended or it left: its acquired records go back. Returns how many."""

@@ -15,6 +15,7 @@ import asyncio
 import datetime
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
@@ -250,6 +251,14 @@ class SharePartitionManager:
             self.partitions.pop(key, None)
             self._stored.pop(key, None)
             await self._state_log.write(key, None)
+
+    def group_metrics(self) -> dict[str, tuple[Counter[str], int]]:
+        """Per share group: the outcomes of its deliveries here (since start-up) and its lag."""
+        out: dict[str, tuple[Counter[str], int]] = {}
+        for key, partition in self.partitions.items():
+            outcomes, lag = out.get(key.group_id, (Counter(), 0))
+            out[key.group_id] = (outcomes + partition.state.outcomes, lag + max(0, self.lag(key, partition.tp)))
+        return out
 
     def lag(self, key: SharePartitionKey, tp: TopicPartition) -> int:
         """Records from the start offset up to the high watermark not yet acknowledged or archived."""

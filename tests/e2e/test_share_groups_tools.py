@@ -174,3 +174,27 @@ def test_kafka_features_turns_share_groups_off_and_on(broker: BrokerProcess) -> 
     assert tool(broker, "kafka-features", "upgrade", "--feature", "share.version=2").returncode == 0
     on = tool(broker, "kafka-share-groups", "--describe", "--group", "x")
     assert "GroupIdNotFoundException: Group x not found." in on.stdout
+
+
+def test_share_group_metrics(broker_factory) -> None:  # type: ignore[no-untyped-def]
+    from tests.e2e.test_metrics import Scraper
+
+    broker = broker_factory(SETTINGS | {"metrics.port": "0"})
+    setup(broker, "metered", 1, 10)
+    with share_consumer(broker, "metered", explicit=True) as consumer:
+        for m in poll_values(consumer, 10):
+            n = int(m.value())
+            consumer.acknowledge(m, ck.AcknowledgeType.ACCEPT if n < 6 else
+                                 ck.AcknowledgeType.RELEASE if n < 8 else ck.AcknowledgeType.REJECT)
+        consumer.commit_sync()
+        assert sorted(int(m.value()) for m in poll_values(consumer, 2, ck.AcknowledgeType.ACCEPT)) == [6, 7]
+        consumer.commit_sync()
+    producer = plain_producer(broker.bootstrap)
+    for i in range(5):
+        producer.produce("st", value=b"late %d" % i)
+    assert producer.flush(30) == 0
+    scraper = Scraper(broker)
+    outcomes = {o: scraper.value("eosbroker_share_group_records_total", group="metered", outcome=o)
+                for o in ("acquired", "acknowledged", "released", "archived")}
+    assert outcomes == {"acquired": 12, "acknowledged": 8, "released": 2, "archived": 2}
+    assert scraper.value("eosbroker_share_group_lag", group="metered") == 5
