@@ -11,17 +11,18 @@ Version notes: v1 adds ack_when_committed, which changes nothing here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types.add_raft_voter import AddRaftVoterRequest
+from protocol.request_types.remove_raft_voter import RemoveRaftVoterRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 
-def refuse_voter_change(ctx: RequestContext, request: Any, verb: str) -> Any:
+def refuse_voter_change(ctx: RequestContext, request: AddRaftVoterRequest | RemoveRaftVoterRequest, verb: str,
+                        ) -> object:
     """The answer to AddRaftVoter (verb "adding") or RemoveRaftVoter ("removing")."""
     try:
         require_cluster(ctx, AclOperation.ALTER)
@@ -37,7 +38,7 @@ def refuse_voter_change(ctx: RequestContext, request: Any, verb: str) -> Any:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message})
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AddRaftVoterRequest) -> object:
     return refuse_voter_change(ctx, request, "adding")
 
 
