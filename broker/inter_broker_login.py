@@ -29,8 +29,7 @@ from protocol.errors import ErrorCode
 from storage.api import BrokerEndpoint
 
 from .security.inter_broker_auth import InterBrokerSecurity
-from .security.oauth_login import TokenFetchFailed
-from .security.sasl_errors import AuthenticationFailed
+from .security.sasl_errors import AuthenticationFailed, TokenFetchFailed
 from .security.scram import MECHANISMS
 from .security.scram_client import ScramClient
 

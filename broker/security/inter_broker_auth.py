@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..config import BrokerConfig, ConfigError
 from ..listeners import Listener
 from ..startup import StartupError
 from .jaas import JaasError, parse_jaas_config
-from .oauth_login import ClientCredentials
-from .oauthbearer import jaas_ssl_context
 from .settings import ListenerSettings
 from .tls import client_context
+
+if TYPE_CHECKING:
+    from .oauth_login import ClientCredentials
 
 __all__ = ("InterBrokerSecurity", "build_inter_broker_security", "inter_broker_listener")
 
@@ -130,5 +131,8 @@ def _client_credentials(settings: ListenerSettings) -> ClientCredentials:
                           "sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.credentials.client.id and "
                           "sasl.oauthbearer.client.credentials.client.secret (or the JAAS options clientId and "
                           f"clientSecret in {key})")
+    from .oauth_login import ClientCredentials  # urllib's and PyJWT's imports: only when used
+    from .oauthbearer import jaas_ssl_context
+
     return ClientCredentials(url, client_id, secret, get("sasl.oauthbearer.scope", "scope"),
                              jaas_ssl_context(settings, options, url))

@@ -19,14 +19,12 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Final
 
+from .sasl_errors import TokenFetchFailed
+
 __all__ = ("ClientCredentials", "TokenFetchFailed")
 
 _REFRESH_FACTOR: Final = 0.8
 _HTTP_TIMEOUT_S: Final = 10.0
-
-
-class TokenFetchFailed(Exception):
-    """The token endpoint refused or could not be reached; str() says why (never the secret)."""
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -32,11 +32,13 @@ from ..config import ConfigError
 from ..principal import USER_TYPE, KafkaPrincipal
 from .failure_log import failure_log
 from .jaas import JaasError, parse_jaas_config
-from .oauthbearer import OAuthBearerServer, OAuthSettings, oauth_validator
 from .plain import PLAIN_LOGIN_MODULE, PlainServer, plain_users
 from .sasl_errors import AuthenticationFailed
 from .scram import MECHANISMS, ScramServer
 from .settings import ListenerSettings
+
+if TYPE_CHECKING:  # PyJWT and cryptography load only with an OAUTHBEARER listener (~0.3 s of a start)
+    from .oauthbearer import OAuthSettings
 
 __all__ = ("SaslAuthenticator", "SaslServerConfig", "SaslState", "sasl_server_config")
 
@@ -84,7 +86,11 @@ def sasl_server_config(settings: ListenerSettings, scram_lookup: Callable[[str, 
         if not any(e.login_module == PLAIN_LOGIN_MODULE for e in entries):
             raise ConfigError(f"{key} has no {PLAIN_LOGIN_MODULE} entry")
         users = plain_users(entries)
-    oauth = oauth_validator(settings) if "OAUTHBEARER" in mechanisms else None
+    oauth = None
+    if "OAUTHBEARER" in mechanisms:
+        from .oauthbearer import oauth_validator
+
+        oauth = oauth_validator(settings)
     return SaslServerConfig(listener=settings.listener.name, mechanisms=mechanisms, plain_users=users,
                             scram_lookup=scram_lookup, max_receive_size=settings.get("sasl.server.max.receive.size"),
                             reauth_ms=settings.get("connections.max.reauth.ms"), oauth=oauth)
@@ -140,6 +146,8 @@ class SaslAuthenticator:
         if mechanism == "PLAIN":
             return PlainServer(self.config.plain_users)
         if mechanism == "OAUTHBEARER" and self.config.oauth is not None:
+            from .oauthbearer import OAuthBearerServer
+
             return OAuthBearerServer(self.config.oauth.validator)
         return ScramServer(MECHANISMS[mechanism], self.config.scram_lookup)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ("AuthenticationFailed",)
+__all__ = ("AuthenticationFailed", "TokenFetchFailed")
 
 
 class AuthenticationFailed(Exception):
@@ -18,3 +18,8 @@ class AuthenticationFailed(Exception):
         self.client_message = client_message
         self.detail = detail or client_message
         self.user = user
+
+
+class TokenFetchFailed(Exception):
+    """This broker could not get its own OAUTHBEARER token (broker/security/oauth_login.py): the
+    token endpoint refused or could not be reached; str() says why, never the secret."""
