@@ -43,14 +43,12 @@ ALLOWED: Final = (
     "TestGroupETL", "TestTxnEtl",
     "TestClient_Produce", "TestIssue769", "TestIssueProduceSyncManualPartitionNegativeDoesNotPanic", "TestIssue831",
     "TestClient_ProduceLargeMessages",
+    # share groups (KIP-932)
+    "TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin",
+    "TestConsumeRegexShareSkipsInternal",
 )
 
 NOT_RUN: Final[Mapping[str, str]] = {
-    "TestShareGroup": "share groups (KIP-932: ShareFetch/ShareAcknowledge v2) are not implemented",
-    "TestShareGroupETL": "share groups (KIP-932) are not implemented",
-    "TestShareGroupAckOnClose": "share groups (KIP-932) are not implemented",
-    "TestShareGroupOffsetsAdmin": "share groups (KIP-932) are not implemented",
-    "TestConsumeRegexShareSkipsInternal": "share groups (KIP-932) are not implemented",
     "TestIssueProduceBrokerTooOldFailsRecords": "needs a broker without Produce v3+; eosbroker advertises v0-2 "
                                                 "(refused on use) so that old librdkafka enables compression",
 }

@@ -1,5 +1,5 @@
 """franz-go's own pkg/kgo integration tests against the real broker (issue 14; tests/franz_go.py):
-its transactional and group ETLs, KIP-848 groups, produce and consume tests, once with
+its transactional, group and share group (KIP-932) ETLs, KIP-848 groups, produce and consume tests, once with
 transaction.version 2 (franz-go then uses Transactions V2: Produce v12+, EndTxn v5) and once with 1.
 Skipped only when the Go toolchain is absent; the module comes from the Go module proxy."""
 
