@@ -250,6 +250,16 @@ class BrokerConfig:
     # long a dead broker's partitions and coordinators stay unavailable.
     cluster_url: str | None = prop(None, STRING)
     cluster_lease_ms: int = prop(10000, INT, at_least=1000)
+    # Not Kafka properties: with cluster.url, record data may go to an object store instead of the
+    # database's rows (docs/cluster.md): s3://BUCKET/PREFIX (credentials from AWS_ACCESS_KEY_ID /
+    # AWS_SECRET_ACCESS_KEY; endpoint and region for a store other than AWS) or file:///DIR for
+    # brokers on one machine. Appends of many partitions go in one object per flush, written after
+    # cluster.object.flush.ms or once cluster.object.flush.bytes are buffered, whichever comes first.
+    cluster_object_store_url: str | None = prop(None, STRING)
+    cluster_object_store_endpoint: str | None = prop(None, STRING)
+    cluster_object_store_region: str | None = prop(None, STRING)
+    cluster_object_flush_ms: int = prop(10, INT, at_least=0, at_most=60000)
+    cluster_object_flush_bytes: int = prop(4 << 20, INT, at_least=1)
     # Not a Kafka property: how many broker processes one command starts and supervises
     # (broker/supervisor.py), a number or `auto` (the cores this process may run on).
     broker_processes: str = prop("1", STRING)
@@ -457,6 +467,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
         _check_assignors(values)
         _check_socket_buffers(values)
         _check_processes(values.get("broker_processes", "1"))
+        _check_object_store(values)
         values.update(resolve_listeners(values.get("listeners"), values.get("advertised_listeners"), props,
                                         overrides, default=(_default("host"), _default("port"))))
         _check_authorizer(values.get("authorizer_class_name", ""), values.get("super_users", ""))
@@ -540,6 +551,18 @@ def _check_processes(raw: str) -> None:
     if value != "auto" and not (value.isdigit() and int(value) >= 1):
         raise ConfigError(f"Invalid value {raw} for configuration broker.processes: a number of processes "
                           "(at least 1) or auto")
+
+
+def _check_object_store(values: dict[str, Any]) -> None:
+    url = values.get("cluster_object_store_url")
+    if url is None:
+        return
+    if not values.get("cluster_url"):
+        raise ConfigError("cluster.object.store.url needs cluster.url: the object store holds record data, "
+                          "the cluster database where it is")
+    if not url.startswith(("s3://", "file:///")):
+        raise ConfigError(f"Invalid value {url} for configuration cluster.object.store.url: "
+                          "s3://BUCKET/PREFIX or file:///DIR")
 
 
 def _check_authorizer(class_name: str, super_users: str) -> None:

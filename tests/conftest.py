@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.pg_server import PostgresServer
+from tests.s3_server import S3Server, s3_environment
 from tests.tls_certs import TlsFiles, make_tls_files
 
 BrokerFactory = Callable[..., BrokerProcess]
@@ -59,3 +61,27 @@ def pg_url(pg_server: PostgresServer) -> str:
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
     """A test CA, the broker's key store and client certificates (tests/tls_certs.py)."""
     return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One real S3-compatible server (SeaweedFS, tests/s3_server.py) for the session; tests take
+    a fresh bucket each through s3_bucket. Its credentials go into this process's environment, so
+    every S3 client of the tests and every broker they start has them (and no cloud lookup)."""
+    saved = {k: os.environ.get(k) for k in s3_environment()}
+    os.environ.update(s3_environment())
+    try:
+        with S3Server() as server:
+            yield server
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> str:
+    """A bucket name of its own for one test (SeaweedFS makes a bucket at its first write)."""
+    return f"eos-{uuid.uuid4().hex[:12]}"

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ClusterView, ScramCredentials
 from storage.cleaner.log_cleaner import CleanerConfig
 from storage.meta_properties import random_uuid
+from storage.object_store import ObjectStoreError, check_writable, open_object_store
 from storage.pg.broker_config_store import PgBrokerConfigStore
 from storage.pg.cluster_store import ClusterStore, ensure_cluster_id
 from storage.pg.feature_levels import PgFeatureLevelStore
@@ -114,9 +115,11 @@ class ClusterBackend:
         return self.member.view
 
     async def connect(self, config: BrokerConfig) -> None:
-        """Connect, migrate, read the topics; StartupError (exit status 1) if the database cannot
-        be reached."""
+        """Check the object store (if one is set), connect, migrate, read the topics; StartupError
+        (exit status 1) if the object store or the database cannot be reached."""
         self.config = config
+        if config.cluster_object_store_url:
+            await _check_object_store(config)
         url = config.cluster_url or ""
         self.pool.pool = await _connect(url)
         try:
@@ -206,6 +209,24 @@ async def _cluster_features(store: PgFeatureLevelStore, config: BrokerConfig) ->
         log.info("transaction.version is finalized at %d for the cluster, not the configured %d",
                  stored.levels["transaction.version"], start["transaction.version"])
     return FinalizedFeatures(start, shared=store, shared_levels=stored)
+
+
+async def _check_object_store(config: BrokerConfig) -> None:
+    """The object store answers and takes this broker's writes, or the broker does not start."""
+    url = config.cluster_object_store_url or ""
+    try:
+        store = open_object_store(url, endpoint=config.cluster_object_store_endpoint,
+                                  region=config.cluster_object_store_region)
+        async with asyncio.timeout(_CONNECT_TIMEOUT_S):
+            await check_writable(store, config.node_id)
+    except TimeoutError:
+        raise StartupError(f"cannot reach the object store at {url}: no answer within {_CONNECT_TIMEOUT_S:.0f} s",
+                           EXIT_DATABASE_UNREACHABLE) from None
+    except ObjectStoreError as exc:
+        raise StartupError(f"cannot use the object store at {url}: {exc.reason}", EXIT_DATABASE_UNREACHABLE) from None
+    except (ValueError, OSError) as exc:
+        raise StartupError(f"cannot use the object store at {url}: {_reason(exc)}",
+                           EXIT_DATABASE_UNREACHABLE) from None
 
 
 async def _connect(url: str) -> Any:

