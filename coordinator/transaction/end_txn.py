@@ -72,7 +72,7 @@ def decide_end_txn(
     if md.pending_state is not None:
         raise md._concurrent("EndTxn")
     current = ProducerIdAndEpoch(producer_id=md.producer_id, epoch=md.producer_epoch)
-    retry = bumped or overflowed if md_tv2 else True
+    retry = bumped or overflowed if md_tv2 and tv2 else True  # a V1 request: a retry by state alone
     target = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
     match md.state:
         case _S.ONGOING:

@@ -138,3 +138,13 @@ def test_a_late_end_txn_after_a_fence():
     persist(md, md.prepare_complete(now_ms=100))
     expect(ErrorCode.invalid_txn_state, end_v2, md, epoch=0)
     expect(ErrorCode.producer_fenced, end_v2, md, epoch=0, tv2=False)
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_a_v1_retry_of_an_ended_v2_transaction_succeeds(commit):
+    # Kafka's endTransactionWithTV1: the same epoch and the same outcome again is a retry (NONE)
+    md = ongoing_v2()
+    finish(md, end_v2(md, commit=commit))
+    decision = end_v2(md, commit=commit, tv2=False)
+    assert decision.transition is None and decision.result.epoch == md.producer_epoch
+    expect(ErrorCode.invalid_txn_state, end_v2, md, commit=not commit, tv2=False)
