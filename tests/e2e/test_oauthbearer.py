@@ -376,3 +376,31 @@ def test_a_session_ends_with_its_token_without_reauthentication(oauth_broker: Br
         client.send_raw(frame(encode_request(METADATA, 9)))
         assert closed_by_peer(client.sock)
     assert oauth_broker.wait_for_log("METADATA request after the SASL session of User:expiring expired")
+
+
+def test_without_the_validator_class_kafkas_unsecured_validator_serves(broker_factory: BrokerFactory) -> None:
+    """Development only, as in Kafka: no sasl.server.callback.handler.class, so unsigned tokens
+    are taken (librdkafka makes one with enable.sasl.oauthbearer.unsecure.jwt) and their subject is
+    the principal; the broker says at start-up that anyone can make such a token."""
+    broker = broker_factory({
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredValidatorRequiredScope="kafka";',
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS"})
+    assert broker.logged("unsigned tokens that anyone can make are accepted; for development only")
+    topic = new_topic(broker, "User:dev")
+    config = {"bootstrap.servers": broker.bootstrap_of("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True}
+    assert _confluent_round_trip(config | {"sasl.oauthbearer.config": "principal=dev scope=kafka"},
+                                 topic) == [b"m0", b"m1", b"m2"]
+    errors: list[str] = []
+    admin = AdminClient(config | {"sasl.oauthbearer.config": "principal=dev scope=other",
+                                  "error_cb": lambda e: errors.append(str(e))})
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+    deadline = time.monotonic() + 10
+    while not errors and time.monotonic() < deadline:
+        admin.poll(0.2)
+    assert any("missing required scope values: kafka" in e for e in errors), errors
