@@ -1,7 +1,8 @@
 # The history test (tests/e2e/test_history.py) with many fault cycles (issue 9): kill -9 and
 # restart, SIGSTOP and SIGCONT, in turn; and its cluster twin (tests/e2e/cluster/test_cluster_history.py:
 # three brokers over PostgreSQL, a broker killed, a broker paused past its lease, the database
-# restarted with pg_ctl restart -m immediate).
+# restarted with pg_ctl restart -m immediate), and the same over four processes of `--processes 4`
+# (tests/e2e/cluster/test_processes_history.py).
 #   make chaos                        50 cycles
 #   make chaos CHAOS_CYCLES=200 CHAOS_SEED=7 CHAOS_HOLD_S=5   (the broker stays down up to 5 s)
 CHAOS_CYCLES ?= 50
@@ -12,4 +13,4 @@ CHAOS_HOLD_S ?= 2
 
 chaos: install-test postgres
 	HISTORY_CYCLES=$(CHAOS_CYCLES) HISTORY_SEED=$(CHAOS_SEED) HISTORY_HOLD_S=$(CHAOS_HOLD_S) $(PY) -m pytest -p no:cacheprovider -q \
-	  tests/e2e/test_history.py tests/e2e/cluster/test_cluster_history.py tests/history $(PYTEST_ARGS)
+	  tests/e2e/test_history.py tests/e2e/cluster/test_cluster_history.py tests/e2e/cluster/test_processes_history.py tests/history $(PYTEST_ARGS)

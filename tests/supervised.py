@@ -6,6 +6,7 @@ line or traceback not declared with expect_log, or on a SIGTERM stop that did no
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -24,13 +25,12 @@ LISTENING = re.compile(r"eosbroker listening on \S+:(\d+) .* node (\d+) of clust
 
 
 def free_ports(count: int) -> int:
-    """A first port with `count` free ports from it (checked by binding them)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
+    """A first port with `count` free ports from it (checked by binding them), below the kernel's
+    ephemeral range, so that the clients' own connections do not take one before the set binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(10_000, low - count)
         socks = []
         try:
             for port in range(base, base + count):

@@ -1,21 +1,35 @@
-"""Spark Structured Streaming at read_committed over a three-broker cluster (issue 10): the pipeline's
-job reads while a broker is killed with -9 and later restarted; its output holds exactly the
-committed events, once each."""
+"""Spark Structured Streaming at read_committed over a three-broker cluster (issue 10), and over
+four processes of one `--processes 4` command (issue 34): the pipeline's job reads while a broker
+is killed with -9 and later restarted; its output holds exactly the committed events, once each."""
 
 from __future__ import annotations
+
+import signal
 
 import pytest
 
 from pipeline.job import read_transfer_files, start
 from pipeline.transfers import Transfer, committed_transfers, multiset
-from tests.e2e.cluster.conftest import Cluster
+from tests.e2e.cluster.conftest import CLUSTER_SETTINGS, Cluster
+from tests.e2e.cluster.test_processes import spread_evenly
+from tests.e2e.cluster.test_processes import start as start_processes
 from tests.e2e.spark_support import job_config, new_topic, plan, write_transactions
+from tests.supervised import Supervised
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 
 def files(spark, cfg) -> list[Transfer]:  # type: ignore[no-untyped-def]
     return [Transfer.from_row(r) for r in read_transfer_files(spark, cfg)]
+
+
+def exactly_the_commits(spark, cfg, batches) -> None:  # type: ignore[no-untyped-def]
+    """The job's output holds every committed transfer once and no aborted one."""
+    expected = [t for b in batches for t in committed_transfers(b)]
+    aborted = {t for b in batches for p in b if not p.commit for t in p.transfers}
+    got = multiset(files(spark, cfg))
+    assert got == multiset(expected)
+    assert aborted and not aborted & set(got)
 
 
 @pytest.mark.timeout(900)
@@ -51,8 +65,36 @@ def test_streaming_query_reads_exactly_the_commits_across_a_broker_kill_and_rest
     finally:
         for q in queries:
             q.stop()
-    expected = [t for b in batches for t in committed_transfers(b)]
-    aborted = {t for b in batches for p in b if not p.commit for t in p.transfers}
-    got = multiset(files(spark, cfg))
-    assert got == multiset(expected)
-    assert aborted and not aborted & set(got)
+    exactly_the_commits(spark, cfg, batches)
+
+
+@pytest.mark.timeout(900)
+def test_streaming_query_reads_exactly_the_commits_of_four_processes_across_a_process_kill(
+        spark, pg_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The same over `--processes 4` (docs/processes.md): process 3 is killed with -9 while the
+    query runs, and the supervisor starts it again."""
+    procs = start_processes(Supervised(tmp_path, 4, {**CLUSTER_SETTINGS, "cluster.url": pg_url}))
+    bs = ",".join(f"127.0.0.1:{procs.port_of(n)}" for n in procs.node_ids)
+    try:
+        topic = new_topic(bs, "procs-stream", partitions=8)
+        spread_evenly(procs, topic, 8)
+        cfg = job_config(bs, topic, tmp_path / "out", output_topic=None, interval_seconds=1.0)
+        queries = start(spark, cfg)
+        batches = []
+        try:
+            batches.append(plan(20, seed=21, prefix="a"))
+            write_transactions(bs, topic, batches[-1], "procs-spark")
+            queries[0].processAllAvailable()
+            procs.wait_restarted(3, procs.signal(3, signal.SIGKILL))
+            spread_evenly(procs, topic, 8)
+            batches.append(plan(20, seed=22, prefix="b"))
+            write_transactions(bs, topic, batches[-1], "procs-spark")
+            queries[0].processAllAvailable()
+            assert queries[0].exception() is None
+        finally:
+            for q in queries:
+                q.stop()
+    finally:
+        assert procs.stop() == 0
+    assert not procs.problems(), "a process misbehaved:\n" + "\n".join(procs.problems())
+    exactly_the_commits(spark, cfg, batches)
