@@ -1,5 +1,6 @@
 # eosbroker: `make run` starts the broker on 127.0.0.1:9092 with data in ./data
-# (`make run HOST=0.0.0.0 PORT=19092 DATA=/var/lib/eosbroker` to change them);
+# (`make run HOST=0.0.0.0 PORT=19092 DATA=/var/lib/eosbroker` to change them;
+# `make run PROCESSES=4 CLUSTER_URL=postgresql://...` for four broker processes, docs/processes.md);
 # `make install-clients` adds the Python clients for the README's examples;
 # `make test` installs everything the tests need and runs the whole suite.
 
@@ -10,6 +11,8 @@ PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 9092
 DATA ?= ./data
+PROCESSES ?= 1
+CLUSTER_URL ?=
 PYTEST_ARGS ?=
 # pytest-xdist workers for `make test`. Most end-to-end tests wait on clients and brokers, so two at
 # a time took 16.5 min on a 2-core machine where one took 26.5. Each test file stays on one worker,
@@ -51,7 +54,8 @@ compile: $(VENV)/.created
 	$(PY) -m compileall -q -j0 broker coordinator protocol storage pipeline bench tests
 
 run: install compile
-	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA)
+	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA) --processes $(PROCESSES) \
+	  $(if $(CLUSTER_URL),--set cluster.url=$(CLUSTER_URL))
 
 # Extra targets (spark-jars, demo, bench) live in mk/*.mk; test runs after their prerequisites.
 -include mk/*.mk
