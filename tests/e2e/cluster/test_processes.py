@@ -7,6 +7,7 @@ Kafka's CLI tools against it."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import socket
@@ -20,14 +21,16 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.cluster.conftest import CLUSTER_SETTINGS
 from tests.e2e.cluster.test_cluster_coordinators import transactions_read_exactly
 from tests.e2e.cluster.test_failover import Sender, exactly_once_in_order
-from tests.e2e.txn_clients import confluent_read, txn_producer
+from tests.e2e.test_metrics import requests
+from tests.e2e.txn_clients import confluent_read, plain_producer, txn_producer
 from tests.kafka_tools import run_tool
 from tests.kafka_wire import RawClient
-from tests.supervised import REPO, Supervised, wait_until
+from tests.supervised import REPO, Supervised, free_ports, wait_until
 
 pytestmark = pytest.mark.e2e
 WAIT_S = 60.0
@@ -101,6 +104,52 @@ def test_four_processes_are_one_cluster_with_transactions_across_them(four: Supe
     assert four.stop() == 0
     assert len(four.logged(r"INFO node\d broker: stopped cleanly")) == 4
     assert four.logged("every broker process stopped cleanly")
+
+
+def test_each_process_has_its_own_metrics_and_none_outlives_a_killed_supervisor(pg_url: str, tmp_path: Path) -> None:
+    metrics = free_ports(2)
+    procs = start(Supervised(tmp_path, 2, {**CLUSTER_SETTINGS, "cluster.url": pg_url, "metrics.port": str(metrics)}))
+    create_topic(procs.bootstrap, "metered", 2)
+    led = {leader: p for p, leader in spread_two(procs, "metered").items()}
+    producer = plain_producer(procs.bootstrap)  # bootstraps from process 1, produces to process 2
+    for i in range(5):
+        producer.produce("metered", b"%d" % i, partition=led[2])
+    assert producer.flush(WAIT_S) == 0
+    produce_requests = [requests(scrape(metrics + i), "Produce") for i in range(2)]
+    assert produce_requests[0] == 0 and produce_requests[1] >= 1, produce_requests
+    pids = list(procs.pids.values())
+    assert procs.proc is not None
+    procs.proc.kill()  # the supervisor, with SIGKILL: the kernel sends its processes SIGTERM
+    wait_until(lambda: not any(alive(pid) for pid in pids), "the broker processes exiting", WAIT_S)
+    procs.proc.wait()
+    assert len(procs.logged(r"INFO node\d broker: stopped cleanly")) == 2
+    assert not procs.problems(), procs.problems()
+
+
+def spread_two(procs: Supervised, topic: str) -> dict[int, int]:
+    wait_until(lambda: sorted(leaders(procs.bootstrap, topic).values()) == [1, 2], f"{topic} led by both", WAIT_S)
+    return leaders(procs.bootstrap, topic)
+
+
+def scrape(port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_S)
+    try:
+        conn.request("GET", "/metrics")
+        response = conn.getresponse()
+        assert response.status == 200
+        text = response.read().decode()
+    finally:
+        conn.close()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_a_process_that_cannot_start_stops_the_others(pg_url: str, tmp_path: Path) -> None:
