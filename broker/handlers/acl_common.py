@@ -6,6 +6,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeVar
 
 from protocol.errors import KafkaError
+from protocol.request_types.create_acls import AclCreation
+from protocol.request_types.delete_acls import DeleteAclsFilter
+from protocol.request_types.describe_acls import DescribeAclsRequest
 
 from ..authorizer.acl import (
     AclBinding,
@@ -22,9 +25,10 @@ __all__ = ("NO_AUTHORIZER", "binding_fields", "binding_of", "filter_of", "valida
 # Kafka 4.x's wording (AclApis), which kafka-acls --list prints.
 NO_AUTHORIZER: Final = "No Authorizer is configured on the broker"
 V = TypeVar("V", AclBinding, AclBindingFilter)
+W = TypeVar("W")  # a wire item: a creation or a filter
 
 
-def validated(items: Iterable[Any], convert: Callable[[Any], V]) -> list[V | KafkaError]:
+def validated(items: Iterable[W], convert: Callable[[W], V]) -> list[V | KafkaError]:
     """Each wire item as a typed value, or the INVALID_REQUEST it earns on its own (Kafka
     answers per creation and per filter, so one bad item does not fail the others)."""
     out: list[V | KafkaError] = []
@@ -39,7 +43,7 @@ def validated(items: Iterable[Any], convert: Callable[[Any], V]) -> list[V | Kaf
     return out
 
 
-def binding_of(creation: Any) -> AclBinding:
+def binding_of(creation: AclCreation) -> AclBinding:
     return AclBinding(
         resource_type=parse_enum(ResourceType, creation.resource_type), resource_name=creation.resource_name,
         pattern_type=parse_enum(PatternType, creation.resource_pattern_type), principal=creation.principal,
@@ -47,7 +51,7 @@ def binding_of(creation: Any) -> AclBinding:
         permission_type=parse_enum(AclPermissionType, creation.permission_type))
 
 
-def filter_of(request: Any) -> AclBindingFilter:
+def filter_of(request: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilter:
     """A DescribeAclsRequest or one DeleteAclsFilter, which have the same fields."""
     return AclBindingFilter(
         resource_type=parse_enum(ResourceType, request.resource_type_filter),

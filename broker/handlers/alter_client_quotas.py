@@ -13,12 +13,12 @@ configs (the data dir, or PostgreSQL in cluster mode) and apply from the next re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.alter_client_quotas import AlterClientQuotasRequest
+from protocol.request_types.alter_client_quotas import AlterClientQuotasRequest, EntryData, OpData
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -29,7 +29,7 @@ from .create_topics import check_batch_size
 Compute = Callable[[Mapping[str, float]], Mapping[str, float]]
 
 
-def _compute(keys: Mapping[str, str], ops: Any) -> Compute:
+def _compute(keys: Mapping[str, str], ops: Sequence[OpData]) -> Compute:
     changes: dict[str, float | None] = {}
     for op in ops:
         if op.key in changes:
@@ -51,7 +51,7 @@ def _compute(keys: Mapping[str, str], ops: Any) -> Compute:
     return compute
 
 
-def _check(entry: Any, seen: set[Entity]) -> tuple[Entity, Compute]:
+def _check(entry: EntryData, seen: set[Entity]) -> tuple[Entity, Compute]:
     entity, keys = check_entity((e.entity_type, e.entity_name) for e in entry.entity)
     if entity in seen:
         raise invalid(f"Ignoring duplicate entity {dict(entity)}")
@@ -59,7 +59,7 @@ def _check(entry: Any, seen: set[Entity]) -> tuple[Entity, Compute]:
     return entity, _compute(keys, entry.ops)
 
 
-def _answer(entry: Any, error: KafkaError | None) -> dict[str, Any]:
+def _answer(entry: EntryData, error: KafkaError | None) -> dict[str, Any]:
     return {"error_code": ErrorCode.none if error is None else error.code,
             "error_message": None if error is None else error.message,
             "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
@@ -67,12 +67,13 @@ def _answer(entry: Any, error: KafkaError | None) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: AlterClientQuotasRequest) -> object:
     require_cluster(ctx, AclOperation.ALTER_CONFIGS)
-    errors: list[KafkaError | None] = [None] * len(request.entries)
+    entries: Sequence[EntryData] = request.entries  # one type over the versions' tuples
+    errors: list[KafkaError | None] = [None] * len(entries)
     changes: dict[Entity, Compute] = {}
     try:
-        check_batch_size(sum(len(entry.ops) for entry in request.entries))
+        check_batch_size(sum(len(entry.ops) for entry in entries))
         seen: set[Entity] = set()
-        for i, entry in enumerate(request.entries):
+        for i, entry in enumerate(entries):
             try:
                 entity, compute = _check(entry, seen)
             except KafkaError as exc:
@@ -85,7 +86,7 @@ async def handle(ctx: RequestContext, request: AlterClientQuotasRequest) -> obje
     except KafkaError as exc:  # the whole request: every entry not already refused
         errors = [e or exc for e in errors]
     return ctx.respond({"throttle_time": 0,
-                        "entries": [_answer(e, err) for e, err in zip(request.entries, errors, strict=True)]})
+                        "entries": [_answer(e, err) for e, err in zip(entries, errors, strict=True)]})
 
 
 HANDLER = Handler(api_key=ApiKey.ALTER_CLIENT_QUOTAS, min_version=0, max_version=1, handle=handle)

@@ -19,13 +19,13 @@ leave it empty on join and the coordinator picks one).
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Sequence
 
 from coordinator.group.consumer_heartbeat import HeartbeatRequest
 from coordinator.group.consumer_member import Assignment
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.request_types.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, unauthorized
@@ -33,7 +33,7 @@ from ..handler import Handler, RequestContext
 from .group_common import client_host, group_coordinator, ms
 
 
-def _owned(topic_partitions: Any) -> Assignment | None:
+def _owned(topic_partitions: Sequence[TopicPartitions] | None) -> Assignment | None:
     if topic_partitions is None:
         return None
     owned: dict[uuid.UUID, frozenset[int]] = {}
@@ -43,7 +43,7 @@ def _owned(topic_partitions: Any) -> Assignment | None:
     return owned
 
 
-def _request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
+def _request(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> HeartbeatRequest:
     names = request.subscribed_topic_names
     return HeartbeatRequest(
         member_id=request.member_id,

@@ -12,11 +12,12 @@ durably, before the response. Creating an ACL that exists succeeds and keeps one
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.create_acls import CreateAclsRequest
+from protocol.request_types.create_acls import AclCreation, CreateAclsRequest
 
 from ..authorizer.acl import AclBinding, AclOperation
 from ..authorizer.checks import require_cluster
@@ -32,7 +33,8 @@ async def handle(ctx: RequestContext, request: CreateAclsRequest) -> object:
         return ctx.respond({"throttle_time": 0, "results": [
             {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER} for _ in request.creations]})
     require_cluster(ctx, AclOperation.ALTER)
-    outcomes = validated(request.creations, binding_of)
+    creations: Sequence[AclCreation] = request.creations  # one type over the versions' tuples
+    outcomes = validated(creations, binding_of)
     valid = [o for o in outcomes if isinstance(o, AclBinding)]
     if valid:
         try:

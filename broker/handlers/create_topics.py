@@ -20,7 +20,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.create_topics import CreateTopicsRequest
+from protocol.request_types.create_topics import CreatableTopic, CreateTopicsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -80,7 +80,7 @@ def check_batch_size(records: int) -> None:
         raise KafkaError(ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
 
 
-def _records(ctx: RequestContext, topic: Any) -> int:
+def _records(ctx: RequestContext, topic: CreatableTopic) -> int:
     partitions = ctx.broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     return 1 + max(partitions, len(topic.assignments), 0) + len(topic.configs)
 

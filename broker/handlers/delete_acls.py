@@ -10,11 +10,12 @@ is INVALID_REQUEST on its own. The removals are stored together, durably, before
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.delete_acls import DeleteAclsRequest
+from protocol.request_types.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 
 from ..authorizer.acl import AclBindingFilter, AclOperation
 from ..authorizer.checks import require_cluster
@@ -31,7 +32,8 @@ async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> object:
             {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER, "matching_acls": []}
             for _ in request.filters]})
     require_cluster(ctx, AclOperation.ALTER)
-    outcomes = validated(request.filters, filter_of)
+    filters: Sequence[DeleteAclsFilter] = request.filters  # one type over the versions' tuples
+    outcomes = validated(filters, filter_of)
     valid = [o for o in outcomes if isinstance(o, AclBindingFilter)]
     removed = iter(await authorizer.delete_acls(valid)) if valid else iter(())
     results: list[dict[str, Any]] = []

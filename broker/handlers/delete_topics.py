@@ -7,6 +7,7 @@ be deleted. Unknown names give UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_T
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from protocol.api_keys import ApiKey
@@ -21,12 +22,12 @@ from ..handler import Handler, RequestContext
 log = logging.getLogger(__name__)
 
 
-def _targets(ctx: RequestContext, request: Any) -> list[tuple[str | None, Any]]:
-    if ctx.version >= 6:
-        out: list[tuple[str | None, Any]] = []
+def _targets(ctx: RequestContext, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID | None]]:
+    if isinstance(request, DeleteTopicsRequestV6Plus):
+        out: list[tuple[str | None, uuid.UUID | None]] = []
         for t in request.topics:
             if t.name is None:
-                meta = ctx.broker.logs.topic_by_id(t.topic_id)
+                meta = ctx.broker.logs.topic_by_id(t.topic_id) if t.topic_id is not None else None
                 out.append((meta.name if meta else None, t.topic_id))
             else:
                 out.append((t.name, t.topic_id))

@@ -12,7 +12,6 @@ Version notes: v3+ has a top-level error code; v4+ gives the volume's total and 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -24,7 +23,7 @@ from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 
 
-def _wanted(ctx: RequestContext, request: Any) -> dict[str, list[int]]:
+def _wanted(ctx: RequestContext, request: DescribeLogDirsRequest) -> dict[str, list[int]]:
     topics = ctx.broker.logs.topics
     if request.topics is None:
         return {name: list(range(meta.partitions)) for name, meta in topics.items()}

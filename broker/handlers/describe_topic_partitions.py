@@ -11,8 +11,6 @@ request does not list gives INVALID_REQUEST. Java admin clients 3.7+ describe to
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.request_types.describe_topic_partitions import DescribeTopicPartitionsRequest
@@ -25,7 +23,7 @@ from .metadata import error_entry, topic_entry
 MAX_PARTITION_LIMIT = 2000
 
 
-def _names(ctx: RequestContext, request: Any) -> list[str]:
+def _names(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> list[str]:
     requested = {t.name for t in request.topics}
     every = ctx.broker.logs.topics
     # All topics: those the caller may not DESCRIBE are left out (named ones answer the error).

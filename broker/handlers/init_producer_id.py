@@ -13,8 +13,6 @@ versions get INVALID_PRODUCER_EPOCH. v6 (KIP-939's two-phase commit flags) is no
 
 from __future__ import annotations
 
-from typing import Any
-
 from coordinator.transaction.metadata import ProducerIdAndEpoch
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
@@ -27,7 +25,7 @@ from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
 
 
-def _expected(request: Any) -> ProducerIdAndEpoch | None:
+def _expected(request: InitProducerIdRequest) -> ProducerIdAndEpoch | None:
     pid, epoch = field_or(request, "producer_id", -1), field_or(request, "producer_epoch", -1)
     if pid == -1 and epoch == -1:
         return None

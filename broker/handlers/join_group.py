@@ -10,12 +10,10 @@ membership (group.instance.id); v7+ answers protocol_type; v9 skip_assignment (K
 
 from __future__ import annotations
 
-from typing import Any
-
 from coordinator.group.member import JoinParams
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
-from protocol.request_types.join_group import JoinGroupRequest
+from protocol.request_types.join_group import JoinGroupRequest, JoinGroupRequestV1Plus
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -23,14 +21,14 @@ from ..handler import Handler, RequestContext
 from .group_common import client_host, group_coordinator, ms
 
 
-def _params(ctx: RequestContext, request: Any) -> JoinParams:
+def _params(ctx: RequestContext, request: JoinGroupRequest) -> JoinParams:
     session = ms(request.session_timeout)
     return JoinParams(
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
         client_id=ctx.header.client_id or "",
         client_host=client_host(ctx),
-        rebalance_timeout_ms=ms(request.rebalance_timeout) if ctx.version >= 1 else session,
+        rebalance_timeout_ms=ms(request.rebalance_timeout) if isinstance(request, JoinGroupRequestV1Plus) else session,
         session_timeout_ms=session,
         protocol_type=request.protocol_type,
         protocols=tuple((p.name, p.metadata) for p in request.protocols),

@@ -13,7 +13,6 @@ Version notes: v1 (KIP-368) adds session_lifetime_ms: connections.max.reauth.ms 
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -23,7 +22,7 @@ from ..handler import Handler, RequestContext
 from ..security.sasl_errors import AuthenticationFailed
 
 
-def _answer(ctx: RequestContext, code: ErrorCode, message: str | None, token: bytes, lifetime_ms: int) -> Any:
+def _answer(ctx: RequestContext, code: ErrorCode, message: str | None, token: bytes, lifetime_ms: int) -> object:
     return ctx.respond({"error_code": code, "error_message": message, "auth_bytes": token,
                         "session_lifetime": datetime.timedelta(milliseconds=lifetime_ms)})
 

@@ -87,7 +87,7 @@ def share_topics(ctx: RequestContext, topics: Sequence[Any],
     return named, acks
 
 
-def refused(ctx: RequestContext, exc: KafkaError) -> Any:
+def refused(ctx: RequestContext, exc: KafkaError) -> object:
     """A ShareFetch or ShareAcknowledge answered as a whole with one error."""
     return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message,
                         "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []})

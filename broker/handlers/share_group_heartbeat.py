@@ -14,8 +14,6 @@ Version notes: v0 (Kafka 4.0's early access) is not served, as in Kafka 4.1+.
 
 from __future__ import annotations
 
-from typing import Any
-
 from coordinator.share.group import ShareHeartbeat
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -28,7 +26,7 @@ from .group_common import client_host
 from .share_common import share_coordinator
 
 
-def _failed(ctx: RequestContext, exc: KafkaError) -> Any:
+def _failed(ctx: RequestContext, exc: KafkaError) -> object:
     return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message,
                         "member_id": None, "member_epoch": -1, "heartbeat_interval": 0})
 

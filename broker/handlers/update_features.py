@@ -20,7 +20,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.update_features import UpdateFeaturesRequest
+from protocol.request_types.update_features import FeatureUpdateKey, FeatureUpdateKeyV0, UpdateFeaturesRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -28,10 +28,10 @@ from ..features import FinalizedFeatures, UpgradeType
 from ..handler import Handler, RequestContext
 
 
-def _upgrade_type(update: Any) -> int:
-    if field_or(update, "allow_downgrade", None) is not None:  # v0
+def _upgrade_type(update: FeatureUpdateKey) -> int:
+    if isinstance(update, FeatureUpdateKeyV0):
         return UpgradeType.SAFE_DOWNGRADE if update.allow_downgrade else UpgradeType.UPGRADE
-    return int(field_or(update, "upgrade_type", UpgradeType.UPGRADE))
+    return int(update.upgrade_type)
 
 
 async def _result(features: FinalizedFeatures, update: Any, validate_only: bool) -> dict[str, Any]:
@@ -42,7 +42,7 @@ async def _result(features: FinalizedFeatures, update: Any, validate_only: bool)
     return {"feature": update.feature, "error_code": ErrorCode.none, "error_message": None}
 
 
-async def _first_failure(features: FinalizedFeatures, request: Any) -> dict[str, Any] | None:
+async def _first_failure(features: FinalizedFeatures, request: UpdateFeaturesRequest) -> dict[str, Any] | None:
     """Kafka applies all updates or none: the first failure of a dry run, if any."""
     names = [u.feature for u in request.feature_updates]
     if len(set(names)) != len(names):

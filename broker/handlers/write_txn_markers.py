@@ -25,7 +25,7 @@ from coordinator.transaction.outcomes import AbortCause
 from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.write_txn_markers import WriteTxnMarkersRequest
+from protocol.request_types.write_txn_markers import WritableTxnMarker, WriteTxnMarkersRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -35,7 +35,7 @@ from ..handler import Handler, RequestContext
 log = logging.getLogger(__name__)
 
 
-def _entry(marker: Any) -> TxnMarkerEntry:
+def _entry(marker: WritableTxnMarker) -> TxnMarkerEntry:
     partitions = tuple(TopicPartition(t.name, p) for t in marker.topics for p in t.partition_indexes)
     return TxnMarkerEntry(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                           coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,

@@ -15,7 +15,7 @@ from kio.schema.join_group.v7 import request as v7
 from kio.schema.join_group.v8 import request as v8
 from kio.schema.join_group.v9 import request as v9
 
-__all__ = ("JoinGroupRequestProtocol", "JoinGroupRequest")
+__all__ = ("JoinGroupRequestV1Plus", "JoinGroupRequestProtocol", "JoinGroupRequest")
 
 JoinGroupRequestProtocol: TypeAlias = (
     v0.JoinGroupRequestProtocol | v1.JoinGroupRequestProtocol | v2.JoinGroupRequestProtocol
@@ -26,4 +26,17 @@ JoinGroupRequestProtocol: TypeAlias = (
 JoinGroupRequest: TypeAlias = (
     v0.JoinGroupRequest | v1.JoinGroupRequest | v2.JoinGroupRequest | v3.JoinGroupRequest | v4.JoinGroupRequest
     | v5.JoinGroupRequest | v6.JoinGroupRequest | v7.JoinGroupRequest | v8.JoinGroupRequest | v9.JoinGroupRequest
+)
+
+# v1+: rebalance_timeout
+JoinGroupRequestV1Plus: TypeAlias = (
+    v1.JoinGroupRequest
+    | v2.JoinGroupRequest
+    | v3.JoinGroupRequest
+    | v4.JoinGroupRequest
+    | v5.JoinGroupRequest
+    | v6.JoinGroupRequest
+    | v7.JoinGroupRequest
+    | v8.JoinGroupRequest
+    | v9.JoinGroupRequest
 )
