@@ -5,7 +5,8 @@ broker (Kafka's combined node prints the same shape, its controller listener for
 its metadata log's offsets where eosbroker, which has no such log, gives -1); kafka-reassign-
 partitions with log_dirs and AlterReplicaLogDirs get Kafka's per-partition codes; kafka-cluster
 unregister gets Kafka's BROKER_ID_NOT_REGISTERED message, and a refusal for the running broker;
-remove-controller and AddRaftVoter get Kafka's refusals for a quorum of static voters."""
+remove-controller and AddRaftVoter get Kafka's refusals for a quorum of static voters, and
+--bootstrap-controller a Kafka broker's MISMATCHED_ENDPOINT_TYPE."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from kio.schema.alter_replica_log_dirs.v2.request import (
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirTopic,
 )
+from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
-from kio.static.primitive import i32, u16
+from kio.static.primitive import i8, i32, u16
 
 from protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess
@@ -170,3 +172,21 @@ def test_the_quorum_cannot_be_changed(broker: BrokerProcess) -> None:
         (E.unsupported_version, "Cluster doesn't support adding voter because the kraft.version feature is 0"),
         (E.invalid_request, "Add voter request didn't include a valid voter"),
         (E.inconsistent_cluster_id, f'The given id "another" doesn\'t match the cluster id "{cluster_id}"')]
+
+
+def test_describe_cluster_for_controllers_is_answered_as_a_kafka_broker_answers(broker: BrokerProcess) -> None:
+    """kafka-metadata-quorum --bootstrap-controller (and any Admin with bootstrap.controllers) asks a
+    broker listener for controller endpoints: Kafka 4.4's broker answers MISMATCHED_ENDPOINT_TYPE."""
+    answers = []
+    with RawClient(broker.bootstrap) as client:
+        for endpoint_type in (2, 3):
+            r = client.request(DescribeClusterRequest(include_cluster_authorized_operations=False,
+                                                      endpoint_type=i8(endpoint_type)))
+            answers.append((r.error_code, r.error_message, r.endpoint_type))
+    assert answers == [
+        (E.mismatched_endpoint_type,
+         "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER", 1),
+        (E.unsupported_endpoint_type, "Unsupported endpoint type 3", 1)]
+    out = run_tool("kafka-metadata-quorum", "--bootstrap-controller", broker.bootstrap, "describe", "--status")
+    assert out.returncode != 0 and ("MismatchedEndpointTypeException: The request was sent to an endpoint of type "
+                                    "BROKER, but we wanted an endpoint of type CONTROLLER") in out.stdout + out.stderr
