@@ -28,7 +28,7 @@ from .share_common import share_coordinator
 
 def _failed(ctx: RequestContext, exc: KafkaError) -> object:
     return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message,
-                        "member_id": None, "member_epoch": -1, "heartbeat_interval": 0})
+                        "member_id": None, "member_epoch": 0, "heartbeat_interval": 0})
 
 
 async def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> object:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import LogSource, TopicPartition
 
-from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo
+from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo, validate
 from .partitions import FetchedPartition, ShareGroupSettings, SharePartitionManager
 from .sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartitions, ShareSession, ShareSessionCache
 from .state_log import SharePartitionKey, ShareStateLog
@@ -94,11 +94,12 @@ class ShareCoordinator:
         """One ShareGroupHeartbeat: the result and the heartbeat interval to answer with."""
         if not group_id:
             raise KafkaError(ErrorCode.invalid_group_id, "GroupId can't be empty.")
+        validate(hb)  # before a group is made for it
         settings = self.settings(group_id)
         group = self.groups.get(group_id)
         if group is None:
             if hb.member_epoch != 0:
-                raise KafkaError(ErrorCode.unknown_member_id, f"Group {group_id} not found.")
+                raise KafkaError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
             if self.other_group_exists(group_id):
                 raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
             group = self.groups[group_id] = ShareGroup(group_id)

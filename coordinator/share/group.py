@@ -20,7 +20,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from .assignor import Assignment, assign
 
-__all__ = ("HeartbeatResult", "ShareGroup", "ShareHeartbeat", "ShareMember", "TopicInfo")
+__all__ = ("HeartbeatResult", "ShareGroup", "ShareHeartbeat", "ShareMember", "TopicInfo", "validate")
 
 LEAVE_EPOCH: Final = -1
 
@@ -81,7 +81,7 @@ class ShareGroup:
     def heartbeat(self, hb: ShareHeartbeat, topics: Mapping[str, TopicInfo], now_ms: int, session_timeout_ms: int,
                   max_size: int) -> HeartbeatResult:
         """One ShareGroupHeartbeat; KafkaError for a fenced, unknown or refused member."""
-        _validate(hb)
+        validate(hb)
         member = self.members.get(hb.member_id)
         if hb.member_epoch == LEAVE_EPOCH:
             if member is not None:
@@ -97,9 +97,11 @@ class ShareGroup:
             # its subscription (required on joining) bumps the group epoch once, in _update
             member = self.members[hb.member_id] = ShareMember(member_id=hb.member_id)
         elif hb.member_epoch not in (0, member.member_epoch):
+            which = "greater" if hb.member_epoch > member.member_epoch else "smaller"
             raise KafkaError(ErrorCode.fenced_member_epoch,
-                             f"The share group member has a member epoch ({hb.member_epoch}) different from "
-                             f"the one known by the group coordinator ({member.member_epoch}).")
+                             f"The share group member has a {which} member epoch ({hb.member_epoch}) than the one "
+                             f"known by the group coordinator ({member.member_epoch}). The member must abandon all "
+                             "its partitions and rejoin.")
         full = hb.member_epoch == 0
         self._update(member, hb)
         member.deadline_ms = now_ms + session_timeout_ms
@@ -123,9 +125,9 @@ class ShareGroup:
     def _refresh(self, topics: Mapping[str, TopicInfo]) -> None:
         """A new target assignment when the group epoch moved or a subscribed topic changed."""
         seen = {name: info for name in self.subscribed_topics() if (info := topics.get(name)) is not None}
-        if seen != self.topics_seen:
+        if seen != self.topics_seen:  # Kafka bumps the epoch for the subscribed topics' metadata too
             self.topics_seen = seen
-            self.group_epoch += self.assignment_epoch == self.group_epoch
+            self.group_epoch += 1
         if self.assignment_epoch == self.group_epoch:
             return
         subscriptions = {m.member_id: frozenset(seen[n].topic_id for n in m.subscribed_topic_names if n in seen)
@@ -147,7 +149,7 @@ class ShareGroup:
         return min((m.deadline_ms for m in self.members.values()), default=None)
 
 
-def _validate(hb: ShareHeartbeat) -> None:
+def validate(hb: ShareHeartbeat) -> None:
     """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid."""
     if not hb.member_id.strip():
         raise KafkaError(ErrorCode.invalid_request, "MemberId can't be empty.")

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol.errors import ErrorCode, KafkaError
 from storage.api import IsolationLevel, LogSource, TopicPartition
 
 from .log_reads import LogRead, batches_covering, read_batches
@@ -271,7 +270,3 @@ class SharePartitionManager:
             b.last_offset - b.first_offset + 1 for b in stored.batches if b.state.name in ("ACKNOWLEDGED", "ARCHIVED"))
         return max(0, plog.high_watermark - stored.start_offset - done)
 
-
-def check_offset(offset: int) -> None:
-    if offset < 0:
-        raise KafkaError(ErrorCode.invalid_request, f"start offset {offset} is negative")

@@ -34,18 +34,20 @@ def hb(member: str, epoch: int, topics: tuple[str, ...] | None = ("t1",)) -> Sha
 def test_members_join_get_partitions_and_move_to_the_group_epoch() -> None:
     g = ShareGroup("g")
     a = g.heartbeat(hb("a", 0), TOPICS, 0, 45000, 10)
-    assert (a.member_epoch, a.assignment) == (1, {T1: frozenset({0, 1, 2})})
+    # the member and the subscribed topics' metadata each bump the group epoch, as in Kafka
+    assert (a.member_epoch, a.assignment) == (2, {T1: frozenset({0, 1, 2})})
     b = g.heartbeat(hb("b", 0), TOPICS, 0, 45000, 10)
-    assert b.member_epoch == 2 and sum(len(p) for p in (b.assignment or {}).values()) >= 1
-    moved = g.heartbeat(hb("a", 1, None), TOPICS, 0, 45000, 10)
-    assert moved.member_epoch == 2 and moved.assignment is not None
-    assert g.heartbeat(hb("a", 2, None), TOPICS, 0, 45000, 10).assignment is None  # nothing new
+    assert b.member_epoch == 3 and sum(len(p) for p in (b.assignment or {}).values()) >= 1
+    moved = g.heartbeat(hb("a", 2, None), TOPICS, 0, 45000, 10)
+    assert moved.member_epoch == 3 and moved.assignment is not None
+    assert g.heartbeat(hb("a", 3, None), TOPICS, 0, 45000, 10).assignment is None  # nothing new
     assert g.state == "Stable"
 
 
 @pytest.mark.parametrize(("request_", "code"), [
     (hb("", 0), ErrorCode.invalid_request), (hb("a", 0, ()), ErrorCode.invalid_request),
     (hb("x", 5), ErrorCode.unknown_member_id), (hb("a", 7, None), ErrorCode.fenced_member_epoch),
+    (hb("a", 1, None), ErrorCode.fenced_member_epoch),
 ])
 def test_heartbeat_errors(request_: ShareHeartbeat, code: ErrorCode) -> None:
     g = ShareGroup("g")
