@@ -6,9 +6,9 @@ and every listener, advertised listener and metrics port counted up by i (port 0
 binds its own free port), and supervises them:
 - SIGTERM or SIGINT stops them all with SIGTERM (each leaves the cluster cleanly) and exits 0 when
   they all stopped cleanly;
-- a process that exits by itself is started again (after 0.5 s, doubling up to 10 s while it
-  keeps dying within 10 s of its start); one that fails on its first start (a bad setting, a port
-  in use) stops the others and its exit status is the command's;
+- a process that exits by itself is started again: at once if it had run for 10 s, else after
+  0.5 s, doubling up to 10 s while it keeps dying that soon; one that fails on its first start (a
+  bad setting, a port in use) stops the others and its exit status is the command's;
 - a process writes a byte to a pipe the supervisor gave it (HEARTBEAT_FD_ENV) from its event loop
   while it serves; one silent for cluster.lease.ms (paused with SIGSTOP, or its loop stuck) is
   killed with SIGKILL and started again: it is on this machine, and by then the cluster has
@@ -31,7 +31,8 @@ from typing import Final
 from .config import BrokerConfig
 from .listeners import Listener
 
-__all__ = ("HEARTBEAT_FD_ENV", "ChildSpec", "child_specs", "heartbeat_fd", "send_heartbeats", "supervise")
+__all__ = ("HEARTBEAT_FD_ENV", "ChildSpec", "child_specs", "heartbeat_fd", "send_heartbeats", "supervise",
+           "supervise_specs")
 
 log = logging.getLogger("broker.supervisor")
 HEARTBEAT_FD_ENV: Final = "EOSBROKER_HEARTBEAT_FD"
@@ -117,11 +118,17 @@ class _Child:
         return f"broker process {self.spec.index + 1} of {self.count} (node {self.spec.node_id}, pid {pid})"
 
     async def run(self) -> int:
-        """Run it until the supervisor stops; its last exit status."""
+        """Run it until the supervisor stops: the exit status of the run the stop ended (0 when
+        it was waiting to be started again)."""
         failures = 0
         while True:
             began = asyncio.get_running_loop().time()
-            code = await self._run_once()
+            try:
+                code = await self._run_once()
+            except OSError as exc:  # the interpreter cannot be started at all
+                log.error("cannot start %s: %s; stopping the others", self.name, exc)
+                self.stopping.set()
+                return 1
             if self.stopping.is_set():
                 return code
             if not self.started_once:
@@ -135,7 +142,7 @@ class _Child:
                         f" in {delay:.1f} s" if delay else "")
             try:
                 await asyncio.wait_for(self.stopping.wait(), delay)
-                return code
+                return 0
             except TimeoutError:
                 pass
 
@@ -150,6 +157,8 @@ class _Child:
         finally:
             os.close(write_fd)
         log.info("%s started: %s", self.name, self.spec.summary)
+        if self.stopping.is_set():  # the stop came while it was being started
+            self.signal(signal.SIGTERM)
         self._watch_beats(read_fd)
         watchdog = asyncio.get_running_loop().create_task(self._watchdog())
         try:
@@ -217,7 +226,8 @@ def _die_with_parent() -> None:
         pass  # not Linux: the processes outlive a killed supervisor
 
 
-async def _supervise(specs: Sequence[ChildSpec], lease_s: float) -> int:
+async def supervise_specs(specs: Sequence[ChildSpec], lease_s: float) -> int:
+    """Run the processes until SIGTERM or SIGINT (or a failed first start): the exit status."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -256,7 +266,7 @@ def supervise(config: BrokerConfig, args: dict[str, object], count: int) -> int:
     """Run `count` broker processes until SIGTERM; the command's exit status."""
     specs = child_specs(config, args, count)
     log.info("starting %d broker processes (node ids %d-%d)", count, specs[0].node_id, specs[-1].node_id)
-    return asyncio.run(_supervise(specs, config.cluster_lease_ms / 1000))
+    return asyncio.run(supervise_specs(specs, config.cluster_lease_ms / 1000))
 
 
 # -- in a supervised process -------------------------------------------------------------------
