@@ -148,3 +148,11 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 90.0) 
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
         time.sleep(0.1)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

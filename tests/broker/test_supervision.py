@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.supervised import REPO, wait_until
+from tests.supervised import REPO, alive, wait_until
 
 # argv: mode (beat | crash | fail), a file each start appends its pid to
 STAND_IN = """
@@ -72,13 +72,6 @@ def runs(tmp_path: Path) -> Iterator[list[Run]]:
             run.proc.kill()
             run.proc.wait()
 
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_paused_process_is_killed_and_started_again(tmp_path: Path, runs: list[Run]) -> None:

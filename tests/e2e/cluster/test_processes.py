@@ -30,7 +30,7 @@ from tests.e2e.test_metrics import requests
 from tests.e2e.txn_clients import confluent_read, plain_producer, txn_producer
 from tests.kafka_tools import run_tool
 from tests.kafka_wire import RawClient
-from tests.supervised import REPO, Supervised, free_ports, wait_until
+from tests.supervised import REPO, Supervised, alive, free_ports, wait_until
 
 pytestmark = pytest.mark.e2e
 WAIT_S = 60.0
@@ -143,13 +143,6 @@ def scrape(port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     return {(s.name, frozenset(s.labels.items())): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_process_that_cannot_start_stops_the_others(pg_url: str, tmp_path: Path) -> None:
