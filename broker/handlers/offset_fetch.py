@@ -15,12 +15,18 @@ offsets of a topic that has no id (no longer exists), as it could not be written
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from coordinator.group.commands import FetchedOffset
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.offset_fetch import OffsetFetchRequest, OffsetFetchRequestV8Plus
+from protocol.request_types.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+    OffsetFetchRequestV8Plus,
+)
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -64,7 +70,8 @@ def _visible(ctx: RequestContext, wanted: list[TopicPartition] | None,
             if f.topic_partition.topic in refused else f for f in fetched]
 
 
-async def _group(ctx: RequestContext, group_id: str, topics: Any, stable: bool,
+async def _group(ctx: RequestContext, group_id: str,
+                 topics: Sequence[OffsetFetchRequestTopic | OffsetFetchRequestTopics] | None, stable: bool,
                  member: tuple[str | None, int] = (None, -1)) -> dict[str, Any]:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return {"group_id": group_id, "error_code": ErrorCode.group_authorization_failed, "topics": []}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from coordinator.share.coordinator import AckBatches, ShareAckRequest, ShareCoordinator
 from protocol.errors import ErrorCode, KafkaError
+from protocol.request_types import share_acknowledge as acknowledge
+from protocol.request_types import share_fetch as fetch
 from protocol.request_types.share_acknowledge import ShareAcknowledgeRequest
 from protocol.request_types.share_fetch import ShareFetchRequest
 from storage.api import TopicPartition
@@ -51,7 +52,8 @@ def resolve(ctx: RequestContext, topic_id: uuid.UUID | None, partition: int) -> 
     return tp
 
 
-def ack_batches(version: int, batches: Sequence[Any]) -> AckBatches:
+def ack_batches(version: int, batches: Sequence[fetch.AcknowledgementBatch | acknowledge.AcknowledgementBatch],
+                ) -> AckBatches:
     out: AckBatches = []
     for b in batches:
         types = tuple(int(t) for t in b.acknowledge_types)
@@ -64,7 +66,7 @@ def ack_batches(version: int, batches: Sequence[Any]) -> AckBatches:
     return out
 
 
-def share_topics(ctx: RequestContext, topics: Sequence[Any],
+def share_topics(ctx: RequestContext, topics: Sequence[fetch.FetchTopic | acknowledge.AcknowledgeTopic],
                  errors: dict[tuple[uuid.UUID, int], KafkaError]) -> tuple[dict[tuple[uuid.UUID, int],
                                                                                TopicPartition], ShareAckRequest]:
     """The partitions a request names, and their acknowledgements; a partition that fails its
