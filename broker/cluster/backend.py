@@ -19,12 +19,13 @@ from urllib.parse import urlsplit, urlunsplit
 from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ClusterView, ScramCredentials
 from storage.cleaner.log_cleaner import CleanerConfig
 from storage.meta_properties import random_uuid
-from storage.object_store import ObjectStoreError, check_writable, open_object_store
+from storage.object_store import ObjectStore, ObjectStoreError, check_writable, open_object_store
 from storage.pg.broker_config_store import PgBrokerConfigStore
-from storage.pg.cluster_store import ClusterStore, ensure_cluster_id
+from storage.pg.cluster_store import ClusterStore, ensure_cluster_id, ensure_record_storage
 from storage.pg.feature_levels import PgFeatureLevelStore
 from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
+from storage.pg.object_commit import FlushSettings
 from storage.pg.pool import create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.schema import SchemaTooNewError, migrate
@@ -95,8 +96,10 @@ class ClusterBackend:
             config = dataclasses.replace(config, log_dirs=str(self._temp_dir))
         self.config = config
         self.pool = pool = _Pool()
+        self._object_store, self._object_store_error = _open_object_store(config)
         self.logs = PgLogSource(pool, config.node_id, config.data_dir, log_defaults(config),
-                                config.producer_id_expiration_ms)
+                                config.producer_id_expiration_ms, object_store=self._object_store,
+                                flush=FlushSettings(config.cluster_object_flush_ms, config.cluster_object_flush_bytes))
         store = ClusterStore(pool, config.node_id, config.cluster_lease_ms, config.cluster_url or "")
         self.member = ClusterMember(store, endpoint, config.cluster_lease_ms, self.logs)
         self.logs.add_fenced_listener(self.member.lost)
@@ -119,7 +122,7 @@ class ClusterBackend:
         (exit status 1) if the object store or the database cannot be reached."""
         self.config = config
         if config.cluster_object_store_url:
-            await _check_object_store(config)
+            await _check_object_store(config, self._object_store, self._object_store_error)
         url = config.cluster_url or ""
         self.pool.pool = await _connect(url)
         try:
@@ -144,6 +147,12 @@ class ClusterBackend:
         if config.cluster_id is not None and self.cluster_id != config.cluster_id:
             raise StartupError(f"cluster.id {config.cluster_id} does not match the cluster database's "
                                f"{self.cluster_id} ({redacted(url)})")
+        mine = config.cluster_object_store_url or "rows"
+        storage = await ensure_record_storage(self.pool, mine)
+        if storage != mine:
+            raise StartupError(f"the cluster database at {redacted(url)} keeps record data in {_storage(storage)}, "
+                               f"this broker in {_storage(mine)}: give every broker the same "
+                               "cluster.object.store.url")
         await self.logs.load()
         await self.security.refresh()
         await self.broker_configs.refresh()
@@ -211,12 +220,27 @@ async def _cluster_features(store: PgFeatureLevelStore, config: BrokerConfig) ->
     return FinalizedFeatures(start, shared=store, shared_levels=stored)
 
 
-async def _check_object_store(config: BrokerConfig) -> None:
+def _storage(where: str) -> str:
+    return "its rows" if where == "rows" else where
+
+
+def _open_object_store(config: BrokerConfig) -> tuple[ObjectStore | None, Exception | None]:
+    """The store of cluster.object.store.url, or why it cannot be used (said by connect)."""
+    if not config.cluster_object_store_url:
+        return None, None
+    try:
+        return open_object_store(config.cluster_object_store_url, endpoint=config.cluster_object_store_endpoint,
+                                 region=config.cluster_object_store_region), None
+    except (ValueError, OSError) as exc:
+        return None, exc
+
+
+async def _check_object_store(config: BrokerConfig, store: ObjectStore | None, error: Exception | None) -> None:
     """The object store answers and takes this broker's writes, or the broker does not start."""
     url = config.cluster_object_store_url or ""
     try:
-        store = open_object_store(url, endpoint=config.cluster_object_store_endpoint,
-                                  region=config.cluster_object_store_region)
+        if store is None:
+            raise error or ValueError("not configured")
         async with asyncio.timeout(_CONNECT_TIMEOUT_S):
             await check_writable(store, config.node_id)
     except TimeoutError:

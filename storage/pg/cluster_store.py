@@ -31,7 +31,7 @@ import asyncpg  # type: ignore[import-untyped]
 
 from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition, Unregistered
 
-__all__ = ("ClusterStore", "ensure_cluster_id")
+__all__ = ("ClusterStore", "ensure_cluster_id", "ensure_record_storage")
 
 Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
@@ -118,6 +118,13 @@ _CLUSTER_ID: Final = """
 async def ensure_cluster_id(pool: Pool, proposed: str) -> str:
     """The cluster's id: the one stored, else proposed (the first broker's) stored now."""
     value: str = await pool.fetchval(_CLUSTER_ID, proposed)
+    return value
+
+
+async def ensure_record_storage(pool: Pool, proposed: str) -> str:
+    """Where the cluster keeps its record data ('rows', or the object store's URL): the one stored,
+    else proposed (the first broker's) stored now. Brokers of one cluster must agree."""
+    value: str = await pool.fetchval(_CLUSTER_ID.replace("'cluster.id'", "'record.storage'"), proposed)
     return value
 
 

@@ -29,11 +29,13 @@ from protocol.errors import ErrorCode, KafkaError
 from ..api import AbortedTxn
 from .pool import Pool
 
-__all__ = ("BatchRow", "GroupCommitter", "PartitionWrite")
+__all__ = ("FENCE", "BatchRow", "GroupCommitter", "PartitionWrite", "Queued", "fail_all")
 
 log = logging.getLogger(__name__)
 
-_APPEND: Final = """
+# The fence of every partition of a group ($1 the node, $2-$6 one element per write): the CTE
+# `fenced` holds the partitions whose write may go in. storage/pg/object_commit.py shares it.
+FENCE: Final = """
 WITH w AS (
     SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::bigint[], $6::bigint[])
         AS w(topic_id, partition, leader_epoch, expected, next_offset)
@@ -42,7 +44,8 @@ WITH w AS (
     WHERE p.topic_id = w.topic_id AND p.partition = w.partition AND p.leader = $1
       AND p.leader_epoch = w.leader_epoch AND p.next_offset = w.expected
     RETURNING p.topic_id, p.partition
-), b AS (
+)"""
+_APPEND: Final = FENCE + """, b AS (
     INSERT INTO batches (topic_id, partition, base_offset, last_offset, max_timestamp, data)
     SELECT b.* FROM unnest($7::uuid[], $8::int[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[])
         AS b(topic_id, partition, base_offset, last_offset, max_timestamp, data)
@@ -78,7 +81,7 @@ class PartitionWrite:
     aborted: list[AbortedTxn] = field(default_factory=list)
 
 
-_Queued = tuple[PartitionWrite, "asyncio.Future[bool]"]
+Queued = tuple[PartitionWrite, "asyncio.Future[bool]"]
 
 
 class GroupCommitter:
@@ -89,7 +92,7 @@ class GroupCommitter:
         self._pool = pool
         self._node_id = node_id
         self._concurrency = concurrency
-        self._queue: asyncio.Queue[_Queued] = asyncio.Queue()
+        self._queue: asyncio.Queue[Queued] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._failing = False
         self.statements = 0  # committed statements (how well appends are grouped)
@@ -126,19 +129,21 @@ class GroupCommitter:
                 group.append(self._queue.get_nowait())
             await self._commit_group(group)
 
-    async def _commit_group(self, group: list[_Queued]) -> None:
+    async def _commit_group(self, group: list[Queued]) -> None:
+        await self._run_statement(group, _APPEND, self._node_id, *_arguments([w for w, _ in group]))
+
+    async def _run_statement(self, group: list[Queued], statement: str, *arguments: object) -> None:
+        """Run the group's one fenced statement (it returns the partitions that passed) and answer
+        each write: committed, fenced, or KAFKA_STORAGE_ERROR when the outcome is unknown."""
         try:
             async with self._pool.acquire() as conn:
-                rows = await conn.fetch(_APPEND, self._node_id, *_arguments([w for w, _ in group]))
+                rows = await conn.fetch(statement, *arguments)
         except Exception as exc:  # any failure: the outcome is unknown, the logs re-read it
             if not self._failing:
                 log.warning("appends to the cluster database fail, answering KAFKA_STORAGE_ERROR: %r", exc)
             self._failing = True
-            error = KafkaError(ErrorCode.kafka_storage_error, f"the cluster database did not confirm the "
-                               f"append (it may or may not be written; retry): {exc!r}")
-            for _, reply in group:
-                if not reply.done():
-                    reply.set_exception(error)
+            fail_all(group, KafkaError(ErrorCode.kafka_storage_error, f"the cluster database did not confirm "
+                                       f"the append (it may or may not be written; retry): {exc!r}"))
             return
         if self._failing:
             self._failing = False
@@ -148,6 +153,13 @@ class GroupCommitter:
         for write, reply in group:
             if not reply.done():
                 reply.set_result((write.topic_id, write.partition) in passed)
+
+
+def fail_all(group: list[Queued], error: KafkaError) -> None:
+    """Answer every write of the group with error (those not answered yet)."""
+    for _, reply in group:
+        if not reply.done():
+            reply.set_exception(error)
 
 
 def _arguments(writes: list[PartitionWrite]) -> list[list[object]]:

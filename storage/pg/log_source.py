@@ -36,8 +36,11 @@ from ..api import (
     TopicPartition,
 )
 from ..log_config import LogConfig, check_topic_configs, effective_topic_defaults
+from ..object_store import ObjectStore
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
+from .object_commit import DEFAULT_FLUSH, FlushSettings, ObjectGroupCommitter
+from .object_runs import DEFAULT_READ_CACHE_BYTES, ObjectPartitionStore, ObjectReader
 from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BATCHES, PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
 from .partition_store import PartitionStore
 from .pool import Pool
@@ -64,13 +67,20 @@ class PgLogSource:
         snapshot_interval_bytes: int = PRODUCER_SNAPSHOT_INTERVAL_BYTES,
         snapshot_interval_batches: int = PRODUCER_SNAPSHOT_INTERVAL_BATCHES,
         commit_concurrency: int = 2,
+        object_store: ObjectStore | None = None,
+        flush: FlushSettings = DEFAULT_FLUSH,
+        read_cache_bytes: int = DEFAULT_READ_CACHE_BYTES,
     ) -> None:
         self.pool = pool
         self.node_id = node_id
         self._data_dir = data_dir
         self.log_defaults = log_defaults
         self.producer_id_expiration_ms = producer_id_expiration_ms
-        self.committer = GroupCommitter(pool, node_id, concurrency=commit_concurrency)
+        # With an object store, record data goes there (one object per flush) and the database
+        # keeps where each run of batches lies; without, the batches are rows.
+        self.reader = None if object_store is None else ObjectReader(object_store, read_cache_bytes)
+        self.committer = GroupCommitter(pool, node_id, concurrency=commit_concurrency) if object_store is None \
+            else ObjectGroupCommitter(pool, node_id, object_store, flush, concurrency=commit_concurrency)
         self._topic_store = TopicStore(pool)
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id = TopicIdCache()
@@ -138,8 +148,10 @@ class PgLogSource:
         return plog
 
     def _new_log(self, meta: TopicMetadata, tp: TopicPartition, leader_epoch: int) -> PgPartitionLog:
+        store = PartitionStore(self.pool, meta.topic_id, tp.partition) if self.reader is None \
+            else ObjectPartitionStore(self.pool, meta.topic_id, tp.partition, self.reader)
         return PgPartitionLog(
-            tp, PartitionStore(self.pool, meta.topic_id, tp.partition), self.committer, node_id=self.node_id,
+            tp, store, self.committer, node_id=self.node_id,
             leader_epoch=leader_epoch, config=self.log_config(meta),
             producer_id_expiration_ms=self.producer_id_expiration_ms,
             snapshot_interval_bytes=self._snapshot_interval[0], snapshot_interval_batches=self._snapshot_interval[1],

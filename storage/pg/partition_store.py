@@ -50,6 +50,12 @@ class PartitionRow:
 
 
 class PartitionStore:
+    cleanable = True  # the log cleaner may compact its batches (storage/pg/cleaning.py)
+    # Where moving the log start and retention find the stored batches and their sizes: rows of
+    # `batches` here, runs of `batch_runs` for object-stored data (storage/pg/object_runs.py).
+    _table = "batches"
+    _size = "octet_length(data)"
+
     def __init__(self, pool: Pool, topic_id: uuid.UUID, partition: int) -> None:
         self._pool = pool
         self.topic_id = topic_id
@@ -153,7 +159,7 @@ class PartitionStore:
 
     async def size_bytes(self) -> int:
         size: int = await self._pool.fetchval(
-            "SELECT coalesce(sum(octet_length(data)), 0) FROM batches WHERE topic_id = $1 AND partition = $2",
+            f"SELECT coalesce(sum({self._size}), 0) FROM {self._table} WHERE topic_id = $1 AND partition = $2",
             self.topic_id, self.partition)
         return size
 
@@ -175,8 +181,8 @@ class PartitionStore:
         row = await self._pool.fetchrow(
             "WITH f AS (UPDATE partitions SET log_start_offset = greatest(log_start_offset, $5) "
             "  WHERE topic_id = $1 AND partition = $2 AND leader = $3 AND leader_epoch = $4 RETURNING 1), "
-            "d AS (DELETE FROM batches WHERE topic_id = $1 AND partition = $2 AND last_offset < $5 "
-            "  AND EXISTS (SELECT 1 FROM f) RETURNING octet_length(data) AS size), "
+            f"d AS (DELETE FROM {self._table} WHERE topic_id = $1 AND partition = $2 AND last_offset < $5 "
+            f"  AND EXISTS (SELECT 1 FROM f) RETURNING {self._size} AS size), "
             "a AS (DELETE FROM aborted_txns WHERE topic_id = $1 AND partition = $2 AND last_offset < $5 "
             "  AND EXISTS (SELECT 1 FROM f)) "
             "SELECT (SELECT count(*) FROM f) AS fenced_ok, (SELECT coalesce(sum(size), 0) FROM d) AS deleted",
@@ -191,13 +197,13 @@ class PartitionStore:
         targets: list[int] = []
         if cutoff_ms is not None:
             first_kept = await self._pool.fetchval(
-                "SELECT min(base_offset) FROM batches WHERE topic_id = $1 AND partition = $2 "
+                f"SELECT min(base_offset) FROM {self._table} WHERE topic_id = $1 AND partition = $2 "
                 "AND max_timestamp >= $3", self.topic_id, self.partition, cutoff_ms)
             targets.append(high_watermark if first_kept is None else first_kept)
         if retention_bytes is not None:
             kept = await self._pool.fetchval(
-                "SELECT max(base_offset) FROM (SELECT base_offset, sum(octet_length(data)) OVER "
-                "(ORDER BY base_offset DESC) AS suffix FROM batches WHERE topic_id = $1 AND partition = $2) s "
+                f"SELECT max(base_offset) FROM (SELECT base_offset, sum({self._size}) OVER "
+                f"(ORDER BY base_offset DESC) AS suffix FROM {self._table} WHERE topic_id = $1 AND partition = $2) s "
                 "WHERE suffix >= $3", self.topic_id, self.partition, retention_bytes)
             if kept is not None:
                 targets.append(kept)

@@ -122,6 +122,33 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     );
     INSERT INTO cluster_meta (key, value) VALUES ('broker_configs.version', '0') ON CONFLICT (key) DO NOTHING;
     """,
+    # 7: record data in an object store (cluster.object.store.url; storage/pg/object_commit.py): each
+    # flush is one object, each partition's batches in it one run (contiguous offsets and bytes);
+    # flush_objects lists the objects a commit referenced (an object in the store and not here, older
+    # than a grace period, is an orphan of a failed or fenced flush). A database already holding
+    # rows keeps them: cluster_meta's record.storage says which kind of storage the cluster uses.
+    """
+    CREATE TABLE batch_runs (
+        topic_id      uuid NOT NULL,
+        partition     int NOT NULL,
+        base_offset   bigint NOT NULL,
+        last_offset   bigint NOT NULL,
+        max_timestamp bigint NOT NULL,
+        object_key    text NOT NULL,
+        byte_start    bigint NOT NULL,
+        byte_length   int NOT NULL,
+        PRIMARY KEY (topic_id, partition, base_offset)
+    );
+    CREATE INDEX batch_runs_object ON batch_runs (object_key);
+    CREATE TABLE flush_objects (
+        object_key text PRIMARY KEY,
+        node_id    int NOT NULL,
+        size       bigint NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+    );
+    INSERT INTO cluster_meta (key, value) SELECT 'record.storage', 'rows' WHERE EXISTS (SELECT 1 FROM batches)
+    ON CONFLICT (key) DO NOTHING;
+    """,
 )
 
 

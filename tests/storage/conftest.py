@@ -1,5 +1,6 @@
 """The contract of storage/api.py's PartitionLog runs against every backend: a test that takes
-`any_log` runs once with the local segment files and once with the cluster's PostgreSQL."""
+`any_log` runs with the local segment files, with the cluster's PostgreSQL rows, and with PostgreSQL
+holding where the data lies in an object store: a real S3 server (pg-s3) or a directory (pg-file)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import pytest
 
 from storage.api import PartitionLog, TopicPartition
 from storage.log_config import LogConfig
+from storage.object_store import ObjectStore, open_object_store
 from storage.partition_log import LocalPartitionLog
+from tests.s3_server import REGION
 
 
-@pytest.fixture(params=["local", "pg"])
+@pytest.fixture(params=["local", "pg", "pg-s3", "pg-file"])
 async def any_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[PartitionLog]:
     """Partition t-0 with Kafka's default configs, empty and started, on each backend."""
     if request.param == "local":
@@ -33,7 +36,7 @@ async def any_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     pool = await create_pool(request.getfixturevalue("pg_url"), max_size=3)
     async with pool.acquire() as conn:
         await migrate(conn)
-    source = PgLogSource(pool, 1, tmp_path, {})
+    source = PgLogSource(pool, 1, tmp_path, {}, object_store=_object_store(request, tmp_path))
     await source.load()
     source.start()
     await source.create_topic("t", 1)
@@ -41,3 +44,13 @@ async def any_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     yield await take(db, source, TopicPartition("t", 0))
     await source.close()
     await pool.close()
+
+
+def _object_store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore | None:
+    if request.param == "pg-file":
+        return open_object_store(f"file://{tmp_path / 'objects'}")
+    if request.param == "pg-s3":
+        server = request.getfixturevalue("s3_server")
+        return open_object_store(server.url(request.getfixturevalue("s3_bucket")), endpoint=server.endpoint,
+                                 region=REGION)
+    return None

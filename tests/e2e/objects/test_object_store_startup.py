@@ -3,9 +3,13 @@ line naming the store and why, exit status 1, no traceback, nothing written."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import asyncpg
 import pytest
+
+from storage.pg.schema import migrate
 
 from tests.e2e.test_startup import refused, run_broker
 from tests.pg_server import PostgresServer
@@ -47,3 +51,19 @@ def test_a_reachable_store_lets_the_broker_start(tmp_path: Path, pg_url: str, s3
                                                  s3_bucket: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
     broker = broker_factory({"cluster.url": pg_url, **s3_server.broker_settings(s3_bucket)})
     assert broker.proc is not None and broker.proc.poll() is None
+
+
+def test_a_broker_whose_storage_differs_from_the_clusters_is_refused(tmp_path: Path, pg_url: str) -> None:
+    async def rows_cluster() -> None:  # a cluster whose first broker kept record data in rows
+        conn = await asyncpg.connect(pg_url)
+        try:
+            await migrate(conn)
+            await conn.execute("INSERT INTO cluster_meta (key, value) VALUES ('record.storage', 'rows')")
+        finally:
+            await conn.close()
+
+    asyncio.run(rows_cluster())
+    run = tmp_path / "run"  # (the store's directory is outside: the probe object is written first)
+    line = refused(run, *_args(run, pg_url, f"file://{tmp_path}/objects"))
+    assert line.endswith(f"keeps record data in its rows, this broker in file://{tmp_path}/objects: give every "
+                         "broker the same cluster.object.store.url"), line

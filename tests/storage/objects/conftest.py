@@ -1,14 +1,26 @@
 """The object store under test: the session's real S3 server (SeaweedFS, tests/s3_server.py) and a
-local directory (file:///DIR), each as cluster.object.store.url would name it."""
+local directory (file:///DIR), each as cluster.object.store.url would name it; and brokers'
+PgLogSources keeping their record data in it (the fixtures of tests/storage/pg, object-stored)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
+from storage.api import TopicPartition
 from storage.object_store import ObstoreObjectStore, open_object_store
+from storage.pg.log_source import PgLogSource
+from storage.pg.object_commit import FlushSettings
+from storage.pg.partition_log import PgPartitionLog
+from storage.pg.pool import create_pool
 from tests.s3_server import REGION
+from tests.storage.pg.conftest import SourceFactory, db  # noqa: F401  (the migrated database)
+from tests.storage.pg.helpers import take
+
+TP = TopicPartition("t", 0)
 
 
 @pytest.fixture(params=["s3", "file"])
@@ -18,3 +30,42 @@ def object_store(request: pytest.FixtureRequest, tmp_path: Path) -> ObstoreObjec
     server = request.getfixturevalue("s3_server")
     bucket = request.getfixturevalue("s3_bucket")
     return open_object_store(server.url(bucket, "cluster-a"), endpoint=server.endpoint, region=REGION)
+
+
+@pytest.fixture
+def s3_store(s3_server, s3_bucket: str) -> ObstoreObjectStore:  # type: ignore[no-untyped-def]
+    return open_object_store(s3_server.url(s3_bucket), endpoint=s3_server.endpoint, region=REGION)
+
+
+@pytest.fixture
+async def source_factory(pg_url: str, db: asyncpg.Pool, tmp_path: Path,  # noqa: F811
+                         s3_store: ObstoreObjectStore) -> AsyncIterator[SourceFactory]:
+    """source_factory(node_id, **kwargs): a started PgLogSource of broker node_id whose record data
+    goes to the session's S3 server (object_store= another store)."""
+    made: list[tuple[PgLogSource, asyncpg.Pool]] = []
+
+    async def make(node_id: int = 1, **kwargs: object) -> PgLogSource:
+        pool = await create_pool(pg_url, max_size=4, command_timeout=kwargs.pop("command_timeout", 30))
+        kwargs.setdefault("object_store", s3_store)
+        kwargs.setdefault("flush", FlushSettings(flush_ms=2))
+        source = PgLogSource(pool, node_id, tmp_path, {}, **kwargs)  # type: ignore[arg-type]
+        await source.load()
+        source.start()
+        made.append((source, pool))
+        return source
+
+    yield make
+    for source, pool in made:
+        await source.close()
+        await pool.close()
+
+
+@pytest.fixture
+async def source(source_factory: SourceFactory) -> PgLogSource:
+    return await source_factory(1)
+
+
+@pytest.fixture
+async def plog(source: PgLogSource, db: asyncpg.Pool) -> PgPartitionLog:  # noqa: F811
+    await source.create_topic("t", 3)
+    return await take(db, source, TP)

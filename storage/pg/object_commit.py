@@ -1,0 +1,173 @@
+"""Group commit with the record data in an object store (cluster.object.store.url, docs/cluster.md).
+
+The partition logs hand over PartitionWrites as with rows (storage/pg/group_commit.py). The writes
+that arrive within cluster.object.flush.ms of the first, or until cluster.object.flush.bytes are
+buffered, go into ONE object: each partition's batches laid end to end, one run per partition. Once
+the store has the object, ONE statement fences every partition (this broker, its leader epoch, the
+expected next offset), records the runs of the partitions that passed (object key, byte range,
+base/last offset, max timestamp) with their aborted transactions and the object itself, and only
+then are the writes acknowledged.
+
+Outcomes: the PUT fails -> nothing was written anywhere (KAFKA_STORAGE_ERROR; the logs re-read
+their state). The statement fails -> unknown, as with rows. A partition fenced -> its run is not
+recorded; an object no commit recorded is an orphan, deleted after a grace period. A crash between
+the PUT and the commit leaves an orphan and no acknowledgement; the producer's retry is new to the
+next leader, which rebuilt its state from the database, and written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Final
+
+from protocol.errors import ErrorCode, KafkaError
+
+from ..object_store import ObjectStore
+from .group_commit import FENCE, GroupCommitter, PartitionWrite, Queued, fail_all
+from .pool import Pool
+
+__all__ = ("DEFAULT_FLUSH", "FlushSettings", "ObjectGroupCommitter", "flush_object_key")
+
+log = logging.getLogger(__name__)
+# Fault injection for the crash tests: the broker kills itself (SIGKILL) right after the Nth
+# object of this process is stored, before its commit.
+CRASH_AFTER_PUT_ENV: Final = "EOSBROKER_FAULT_KILL_AFTER_OBJECT_PUT"
+
+_COMMIT: Final = FENCE + """, r AS (
+    INSERT INTO batch_runs (topic_id, partition, base_offset, last_offset, max_timestamp, object_key, byte_start,
+                            byte_length)
+    SELECT r.topic_id, r.partition, r.base_offset, r.last_offset, r.max_timestamp, $7, r.byte_start, r.byte_length
+    FROM unnest($9::uuid[], $10::int[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::int[])
+        AS r(topic_id, partition, base_offset, last_offset, max_timestamp, byte_start, byte_length)
+    WHERE (r.topic_id, r.partition) IN (SELECT topic_id, partition FROM fenced)
+), a AS (
+    INSERT INTO aborted_txns (topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
+    SELECT a.* FROM unnest($16::uuid[], $17::int[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[])
+        AS a(topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
+    WHERE (a.topic_id, a.partition) IN (SELECT topic_id, partition FROM fenced)
+), o AS (
+    INSERT INTO flush_objects (object_key, node_id, size) SELECT $7, $1, $8 WHERE EXISTS (SELECT 1 FROM fenced)
+)
+SELECT topic_id, partition FROM fenced
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class FlushSettings:
+    flush_ms: int = 10
+    flush_bytes: int = 4 << 20
+
+
+DEFAULT_FLUSH: Final = FlushSettings()
+
+
+def flush_object_key(node_id: int) -> str:
+    """Keys sort by creation time, so orphan collection and a person listing the store see age."""
+    return f"flush/{int(time.time() * 1000):013d}-{node_id}-{uuid.uuid4().hex[:16]}"
+
+
+def _size(write: PartitionWrite) -> int:
+    return sum(len(b.data) for b in write.batches)
+
+
+class ObjectGroupCommitter(GroupCommitter):
+    def __init__(self, pool: Pool, node_id: int, store: ObjectStore, settings: FlushSettings, *,
+                 concurrency: int = 2) -> None:
+        super().__init__(pool, node_id, concurrency=concurrency)
+        self._store = store
+        self._settings = settings
+        self._put_failing = False
+        self.objects = 0  # objects stored (each is one flush)
+        crash_after = os.environ.get(CRASH_AFTER_PUT_ENV, "")
+        self._crash_after = int(crash_after) if crash_after.isdigit() else None
+
+    async def _worker(self) -> None:
+        while True:
+            await self._commit_group(await self._gather())
+
+    async def _gather(self) -> list[Queued]:
+        """The writes of one flush: from the first, until flush.ms passed or flush.bytes are in."""
+        group = [await self._queue.get()]
+        size = _size(group[0][0])
+        deadline = time.monotonic() + self._settings.flush_ms / 1000
+        while size < self._settings.flush_bytes:
+            if self._queue.empty():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    item = await asyncio.wait_for(self._queue.get(), remaining)
+                except TimeoutError:
+                    break
+            else:
+                item = self._queue.get_nowait()
+            group.append(item)
+            size += _size(item[0])
+        return group
+
+    async def _commit_group(self, group: list[Queued]) -> None:
+        key = flush_object_key(self._node_id)
+        parts, runs, size = _layout([w for w, _ in group])
+        try:
+            await self._store.put(key, parts)
+        except Exception as exc:
+            self._put_failed(group, exc)
+            return
+        if self._put_failing:
+            self._put_failing = False
+            log.info("flushes to the object store succeed again")
+        self.objects += 1
+        if self._crash_after is not None and self.objects >= self._crash_after:
+            log.warning("fault injection: killed after storing object %s, before its commit", key)
+            os.kill(os.getpid(), signal.SIGKILL)
+        await self._run_statement(group, _COMMIT, self._node_id, *_arguments([w for w, _ in group], key, size, runs))
+
+    def _put_failed(self, group: list[Queued], exc: Exception) -> None:
+        if not self._put_failing:
+            log.warning("flushes to the object store fail, answering KAFKA_STORAGE_ERROR: %s", exc)
+        self._put_failing = True
+        fail_all(group, KafkaError(ErrorCode.kafka_storage_error, f"the object store did not take the append "
+                                   f"(nothing was written; retry): {exc}"))
+
+
+_Run = tuple[int, int]  # (byte_start, byte_length) of one write's batches in the object
+
+
+def _layout(writes: list[PartitionWrite]) -> tuple[list[bytes], list[_Run], int]:
+    """The object's parts (every batch, each write's together) and where each write's run lies."""
+    parts: list[bytes] = []
+    runs: list[_Run] = []
+    position = 0
+    for w in writes:
+        length = 0
+        for b in w.batches:
+            parts.append(b.data)
+            length += len(b.data)
+        runs.append((position, length))
+        position += length
+    return parts, runs, position
+
+
+def _arguments(writes: list[PartitionWrite], key: str, size: int, runs: list[_Run]) -> list[object]:
+    """$2..$21: the fence's columns, the key and size, the runs' columns, the aborted ones'."""
+    cols: list[list[object]] = [[] for _ in range(18)]
+    for w, (start, length) in zip(writes, runs, strict=True):
+        for col, value in zip(cols[0:5], (w.topic_id, w.partition, w.leader_epoch, w.expected_offset,
+                                          w.next_offset), strict=True):
+            col.append(value)
+        if w.batches:
+            run = (w.topic_id, w.partition, w.batches[0].base_offset, w.batches[-1].last_offset,
+                   max(b.max_timestamp for b in w.batches), start, length)
+            for col, value in zip(cols[5:12], run, strict=True):
+                col.append(value)
+        for a in w.aborted:
+            for col, value in zip(cols[12:18], (w.topic_id, w.partition, a.producer_id, a.first_offset,
+                                                a.last_offset, a.last_stable_offset), strict=True):
+                col.append(value)
+    return [*cols[0:5], key, size, *cols[5:]]

@@ -1,0 +1,77 @@
+"""Three brokers over PostgreSQL with their record data in a real S3 server (SeaweedFS on loopback):
+the cluster suite's transactions across brokers (read exactly at read_committed by confluent-kafka,
+kafka-python and Java), a leader killed with -9, markers following a killed leader and an
+idempotent retry at the new leader, run again here over objects (imported below); and a broker
+killed between storing a flush's object and committing it, whose producer's retry is written once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from protocol.errors import ErrorCode
+from storage.object_store import open_object_store
+from storage.pg.object_commit import CRASH_AFTER_PUT_ENV
+from tests.e2e.cluster.conftest import wait_until
+from tests.e2e.cluster.test_cluster_coordinators import (  # noqa: F401  (run here over objects)
+    test_markers_follow_a_partition_whose_leader_was_killed_mid_transaction,
+    test_transactions_across_brokers_are_read_exactly,
+)
+from tests.e2e.cluster.test_failover import (  # noqa: F401
+    batch,
+    create_topic,
+    led_by,
+    raw_produce,
+    read_all,
+    test_a_killed_leader_is_replaced_and_its_restart_on_an_empty_dir_loses_nothing,
+    test_an_idempotent_retry_reaching_the_new_leader_is_deduplicated,
+)
+from tests.e2e.objects.conftest import ObjectCluster
+
+pytestmark = pytest.mark.e2e
+
+
+async def _orphans(cluster: ObjectCluster) -> tuple[set[str], int]:
+    """The stored flush objects no commit recorded, and the rows of record data in the database."""
+    settings = cluster.store_settings
+    store = open_object_store(settings["cluster.object.store.url"], endpoint=settings["cluster.object.store.endpoint"],
+                              region=settings["cluster.object.store.region"])
+    stored = {i.key async for chunk in store.list("flush/") for i in chunk}
+    conn = await asyncpg.connect(cluster.url)
+    try:
+        recorded = {r["object_key"] for r in await conn.fetch("SELECT object_key FROM flush_objects")}
+        return stored - recorded, await conn.fetchval("SELECT count(*) FROM batches")
+    finally:
+        await conn.close()
+
+
+def test_a_broker_killed_between_upload_and_commit_acknowledges_nothing_and_the_retry_is_written_once(
+    cluster: ObjectCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster.start(2)
+    with monkeypatch.context() as env:  # broker 1 kills itself right after storing its first object
+        env.setenv(CRASH_AFTER_PUT_ENV, "1")
+        cluster.start(1)
+    create_topic(cluster, "crash", 2)
+    [partition] = led_by(cluster.settled("crash"), 1)
+    first = batch(b"a", b"b", b"c", producer_id=515151, base_sequence=0)
+    with pytest.raises(Exception):  # noqa: B017  the connection drops: no answer, no acknowledgement
+        raw_produce(cluster.brokers[1].bootstrap, "crash", partition, first)
+    cluster.brokers[1].proc.wait(30)  # type: ignore[union-attr]
+    assert cluster.brokers[1].logged("fault injection: killed after storing object")
+    cluster.kill(1)
+    assert cluster.brokers[1].bad_exits == ["the broker exited by itself with code -9"]
+    cluster.brokers[1].bad_exits.clear()  # the exit this test caused
+    wait_until(lambda: cluster.leaders("crash", 2)[partition][0] == 2, "broker 2 taking the partition")
+    retry = raw_produce(cluster.brokers[2].bootstrap, "crash", partition, first)
+    assert (retry.error_code, retry.base_offset) == (ErrorCode.none, 0)  # new here: nothing was committed
+    again = raw_produce(cluster.brokers[2].bootstrap, "crash", partition, first)
+    assert (again.error_code, again.base_offset) == (ErrorCode.none, 0)  # now a duplicate
+    following = batch(b"d", producer_id=515151, base_sequence=3)
+    assert raw_produce(cluster.brokers[2].bootstrap, "crash", partition, following).base_offset == 3
+    rows = read_all(cluster, "crash", 2, 4, 2)
+    assert [v for p, _, v in sorted(rows) if p == partition] == [b"a", b"b", b"c", b"d"]
+    orphans, rows_in_db = asyncio.run(_orphans(cluster))
+    assert len(orphans) == 1 and rows_in_db == 0  # the killed broker's object, never referenced
