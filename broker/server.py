@@ -14,7 +14,7 @@ from typing import Any
 from storage.api import BrokerEndpoint, ScramCredential
 from storage.cleaner.log_cleaner import CleanerConfig, CleanerService  # both backends' cleaners
 from storage.log_dir_lock import LogDirInUseError, LogDirLock
-from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
+from storage.meta_properties import MetaPropertiesError, ensure_meta_properties, kafka_uuid
 
 from .authorizer.standard import StandardAuthorizer
 from .backend import choose_backend
@@ -182,7 +182,7 @@ class Broker:
             cluster_id = self.backend.cluster_id or self.config.cluster_id
             meta = ensure_meta_properties(data_dir, self.config.node_id, cluster_id)
             self.state.cluster_id = meta.cluster_id
-            self.state.directory_id = meta.directory_id
+            self.state.directory_id = kafka_uuid(meta.directory_id)
             self.state.authorizer = self._open_authorizer()
             self.state.features = self.backend.features(self.config)
             self.backend.load(self.config)

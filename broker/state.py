@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,8 @@ class BrokerState:
     handlers: Mapping[ApiKey, Handler]
     # From the data dir's meta.properties (storage/meta_properties.py), read at start-up.
     cluster_id: str = ""
-    directory_id: str = ""  # the data dir's directory.id (DescribeQuorum's replica directory id)
+    # The data dir's directory.id (DescribeQuorum's replica directory id); None: not known.
+    directory_id: uuid.UUID | None = None
     # Where producer-id blocks come from: the data dir's file, or in cluster mode (docs/cluster.md)
     # the cluster-wide counter; server.py sets it.
     producer_id_blocks: ProducerIdBlockSource | None = None

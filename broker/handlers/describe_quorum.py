@@ -24,7 +24,6 @@ from typing import Any, Final
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.request_types.describe_quorum import DescribeQuorumRequest
-from storage.meta_properties import kafka_uuid
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -62,7 +61,7 @@ def _quorum(ctx: RequestContext) -> dict[str, Any]:
     observers = sorted(b.node_id for b in ctx.broker.cluster.live_brokers() if b.node_id != me)
     partition = {"partition_index": 0, "error_code": ErrorCode.none, "error_message": "", "leader_id": me,
                  "leader_epoch": 0, "high_watermark": _UNKNOWN,
-                 "current_voters": [_replica(me, kafka_uuid(ctx.broker.directory_id), now_ms)],
+                 "current_voters": [_replica(me, ctx.broker.directory_id, now_ms)],
                  "observers": [_replica(b, None, _UNKNOWN) for b in observers]}
     listeners = [{"name": listener.name, "host": host, "port": port}
                  for listener in ctx.broker.config.client_listeners for host, port in [listener.advertised]]
