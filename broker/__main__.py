@@ -106,7 +106,11 @@ def _supervise(config: BrokerConfig, args: argparse.Namespace) -> int:
         print(f"eosbroker: broker.processes={config.processes} needs cluster.url for now: processes "
               "sharing one local data dir are not supported yet (docs/processes.md)", file=sys.stderr)
         return EXIT_STARTUP_FAILURE
-    return supervise(config, vars(args), config.processes)
+    try:
+        return supervise(config, vars(args), config.processes)
+    except ConfigError as exc:  # a setting the processes cannot each be given
+        print(f"eosbroker: {exc}", file=sys.stderr)
+        return EXIT_STARTUP_FAILURE
 
 
 def main(argv: list[str] | None = None) -> int:

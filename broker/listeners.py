@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 __all__ = ("EndPoint", "Listener", "ListenerError", "SECURITY_PROTOCOLS", "advertised_endpoints",
-           "client_endpoints", "parse_listeners", "resolve_listeners")
+           "client_endpoints", "default_advertised_host", "parse_listeners", "resolve_listeners")
 
 # Kafka's Endpoint regex: host may be empty (all interfaces) or a bracketed IPv6 address.
 _ENDPOINT: Final = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://\[?(?P<host>[0-9a-zA-Z\-%._:]*)\]?:(?P<port>-?[0-9]+)$")
@@ -166,10 +166,15 @@ def resolve_listeners(listeners: str | None, advertised: str | None, props: Mapp
             "listener_endpoints": (primary, *(_listener(e, p, listed.get(e.name)) for e, p in rest))}
 
 
+def default_advertised_host(host: str) -> str:
+    """What a listener bound to `host` advertises when advertised.listeners does not name it."""
+    return socket.getfqdn() if host in _WILDCARDS else host
+
+
 def _listener(endpoint: EndPoint, protocol: str, advertised: EndPoint | None) -> Listener:
     adv_host = advertised.host if advertised is not None and advertised.host else None
     if adv_host is None:
-        adv_host = socket.getfqdn() if endpoint.host in _WILDCARDS else endpoint.host
+        adv_host = default_advertised_host(endpoint.host)
     return Listener(name=endpoint.name, security_protocol=protocol, host=endpoint.host, port=endpoint.port,
                     advertised_host=adv_host, advertised_port=advertised.port if advertised is not None else None)
 

@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from .config import BrokerConfig
-from .listeners import Listener
+from .config import BrokerConfig, ConfigError
+from .listeners import Listener, default_advertised_host
 
 __all__ = ("HEARTBEAT_FD_ENV", "ChildSpec", "child_specs", "heartbeat_fd", "send_heartbeats", "supervise",
            "supervise_specs")
@@ -93,9 +93,12 @@ def _advertised(li: Listener, config: BrokerConfig, i: int) -> str | None:
     """The listener's advertised.listeners entry for process i (None: it advertises what it binds)."""
     if li.advertised_port is not None:
         return f"{li.name}://{_host(li.advertised_host)}:{li.advertised_port + i}"
-    if li.port and li.advertised_host != li.host:
-        return f"{li.name}://{_host(li.advertised_host)}:{li.port}"
-    return None
+    if li.advertised_host == default_advertised_host(li.host):
+        return None
+    if not li.port:  # advertised.listeners cannot name "the port this process will bind"
+        raise ConfigError(f"listener {li.name} advertises host {li.advertised_host} on the port it binds, and "
+                          "binds port 0: with broker.processes above 1 give it a port, or an advertised port")
+    return f"{li.name}://{_host(li.advertised_host)}:{li.port}"
 
 
 class _Child:

@@ -49,6 +49,17 @@ def test_host_and_port_flags_become_the_processes_listeners() -> None:
     assert "advertised.listeners=PLAINTEXT://proxy:30001" in sets
 
 
+def test_an_advertised_host_on_port_0_is_refused_as_it_cannot_be_counted_up() -> None:
+    """Each process binds its own free port, which advertised.listeners cannot name; the advertised
+    host would be lost, so the command says so."""
+    with pytest.raises(ConfigError, match="advertises host proxy on the port it binds, and binds port 0"):
+        specs("--processes", "2", "--host", "127.0.0.1", "--port", "0", "--advertised-host", "proxy",
+              "--set", "cluster.url=postgresql://u@h/db")
+    # A wildcard host advertises the host's name, which each process works out as well.
+    found = specs("--processes", "2", "--host", "0.0.0.0", "--port", "0", "--set", "cluster.url=postgresql://u@h/db")
+    assert not any(arg.startswith("advertised.listeners=") for arg in found[1].argv)
+
+
 def test_each_process_gets_its_own_data_dir_in_cluster_mode(tmp_path: Path) -> None:
     found = specs("--processes", "2", "--data-dir", str(tmp_path), "--set", "cluster.url=postgresql://u@h/db")
     assert [flag_values(s, "--data-dir") for s in found] == [[str(tmp_path / "node-1")], [str(tmp_path / "node-2")]]
