@@ -260,6 +260,9 @@ class BrokerConfig:
     cluster_object_store_region: str | None = prop(None, STRING)
     cluster_object_flush_ms: int = prop(10, INT, at_least=0, at_most=60000)
     cluster_object_flush_bytes: int = prop(4 << 20, INT, at_least=1)
+    # How old an object no committed run reads must be before it is deleted: an orphan of a failed
+    # flush, or one whose runs retention removed. Longer than any commit can take.
+    cluster_object_orphan_grace_ms: int = prop(600000, INT, at_least=1000)
     # Not a Kafka property: how many broker processes one command starts and supervises
     # (broker/supervisor.py), a number or `auto` (the cores this process may run on).
     broker_processes: str = prop("1", STRING)

@@ -99,7 +99,8 @@ class ClusterBackend:
         self._object_store, self._object_store_error = _open_object_store(config)
         self.logs = PgLogSource(pool, config.node_id, config.data_dir, log_defaults(config),
                                 config.producer_id_expiration_ms, object_store=self._object_store,
-                                flush=FlushSettings(config.cluster_object_flush_ms, config.cluster_object_flush_bytes))
+                                flush=FlushSettings(config.cluster_object_flush_ms, config.cluster_object_flush_bytes),
+                                orphan_grace_ms=config.cluster_object_orphan_grace_ms)
         store = ClusterStore(pool, config.node_id, config.cluster_lease_ms, config.cluster_url or "")
         self.member = ClusterMember(store, endpoint, config.cluster_lease_ms, self.logs)
         self.logs.add_fenced_listener(self.member.lost)

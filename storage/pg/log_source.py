@@ -40,6 +40,7 @@ from ..object_store import ObjectStore
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
 from .object_commit import DEFAULT_FLUSH, FlushSettings, ObjectGroupCommitter
+from .object_gc import DEFAULT_ORPHAN_GRACE_MS, collect_garbage
 from .object_runs import DEFAULT_READ_CACHE_BYTES, ObjectPartitionStore, ObjectReader
 from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BATCHES, PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
 from .partition_store import PartitionStore
@@ -70,15 +71,16 @@ class PgLogSource:
         object_store: ObjectStore | None = None,
         flush: FlushSettings = DEFAULT_FLUSH,
         read_cache_bytes: int = DEFAULT_READ_CACHE_BYTES,
+        orphan_grace_ms: int = DEFAULT_ORPHAN_GRACE_MS,
     ) -> None:
         self.pool = pool
         self.node_id = node_id
         self._data_dir = data_dir
         self.log_defaults = log_defaults
         self.producer_id_expiration_ms = producer_id_expiration_ms
-        # With an object store, record data goes there (one object per flush) and the database
-        # keeps where each run of batches lies; without, the batches are rows.
+        # With an object store record data goes there, the database keeps where; else rows.
         self.reader = None if object_store is None else ObjectReader(object_store, read_cache_bytes)
+        self._orphan_grace_ms = orphan_grace_ms
         self.committer = GroupCommitter(pool, node_id, concurrency=commit_concurrency) if object_store is None \
             else ObjectGroupCommitter(pool, node_id, object_store, flush, concurrency=commit_concurrency)
         self._topic_store = TopicStore(pool)
@@ -90,6 +92,7 @@ class PgLogSource:
         self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._refresher: asyncio.Task[None] | None = None
+        self._collector: asyncio.Task[None] | None = None
         self._changing = asyncio.Lock()  # this broker's topic changes, one at a time
         self._refresh_failing = False
         self._lookup: asyncio.Future[None] | None = None
@@ -105,12 +108,15 @@ class PgLogSource:
     def start(self) -> None:
         self.committer.start()
         self._refresher = asyncio.get_running_loop().create_task(self._refresh_loop(), name="pg-topics")
+        if self.reader is not None:
+            self._collector = asyncio.get_running_loop().create_task(self._collect_loop(self.reader.store),
+                                                                     name="object-gc")
 
     async def close(self) -> None:
         """Close every log (each stores a last producer snapshot), then the writer."""
-        if self._refresher is not None:
-            self._refresher.cancel()
-            await asyncio.gather(self._refresher, return_exceptions=True)
+        for task in (t for t in (self._refresher, self._collector) if t is not None):
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         await self.close_all_partitions()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.committer.close()
@@ -317,6 +323,19 @@ class PgLogSource:
                 self._refresh_failing = True
             else:
                 self._refresh_failing = False
+
+    async def _collect_loop(self, store: ObjectStore) -> None:
+        """Delete unreferenced and orphaned objects (storage/pg/object_gc.py), a few times per grace period."""
+        failing = False
+        while True:
+            await asyncio.sleep(max(self._orphan_grace_ms / 4, 1000) / 1000)
+            try:
+                await collect_garbage(self.pool, store, self._orphan_grace_ms, int(time.time() * 1000))
+                failing = False
+            except Exception as exc:
+                if not failing:
+                    log.warning("cannot delete unreferenced objects (trying again later): %r", exc)
+                failing = True
 
     async def _recover_stale_logs(self) -> None:
         """Logs whose last write's outcome is unknown re-read their state (once the database

@@ -6,6 +6,7 @@ a store that fails, and reads of older data by ranged GETs through a bounded cac
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import asyncpg
@@ -16,6 +17,7 @@ from protocol.record_batch import iter_batches
 from storage.api import TopicPartition
 from storage.object_store import ObjectStore, ObjectStoreError
 from storage.pg.log_source import PgLogSource
+from storage.pg.object_gc import collect_garbage
 from storage.pg.partition_log import PgPartitionLog
 from tests.storage.objects.conftest import TP
 from tests.storage.pg.conftest import SourceFactory
@@ -152,3 +154,28 @@ async def test_delete_records_and_retention_delete_runs(plog: PgPartitionLog, db
     assert await plog.enforce_retention(now_ms=10_000 + 4001) == 6
     assert await db.fetchval("SELECT count(*) FROM batch_runs") == 2
     assert plog.size_bytes == 2 * len(batch(2))
+
+
+async def test_orphans_and_objects_retention_emptied_are_deleted_after_the_grace_period(
+    source_factory: SourceFactory, s3_store: ObjectStore, db: asyncpg.Pool
+) -> None:
+    source = await source_factory(1)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    for i in range(4):
+        await plog.append(batch(2, ts=1000 * (i + 1)))  # four flushes: runs at 0, 2, 4, 6
+    await db.execute("UPDATE partitions SET leader = 2, leader_epoch = leader_epoch + 1 WHERE partition = 0")
+    with pytest.raises(KafkaError):
+        await plog.append(batch(1))  # fenced: its object is an orphan
+    successor = await take(db, await source_factory(2), TP)
+    assert await successor.delete_records_before(4) == 4  # the runs at 0 and 2 go
+    before = await _stored(s3_store)
+    assert len(before) == 5
+    now = int(time.time() * 1000)
+    assert await collect_garbage(source.pool, s3_store, 3_600_000, now) == (0, 0)  # all within the grace
+    await db.execute("UPDATE flush_objects SET created_at = now() - interval '2 hours'")
+    assert await collect_garbage(source.pool, s3_store, 3_600_000, now + 7_200_000) == (2, 1)
+    after = await _stored(s3_store)
+    assert set(after) == {r["object_key"] for r in await db.fetch("SELECT object_key FROM batch_runs")}
+    assert len(after) == 2 and after.keys() < before.keys()
+    assert [o for o, _ in await values(successor, 4)] == [4, 5, 6, 7]  # what is kept still reads
