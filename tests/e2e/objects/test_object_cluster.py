@@ -1,12 +1,14 @@
 """Three brokers over PostgreSQL with their record data in a real S3 server (SeaweedFS on loopback):
 the cluster suite's transactions across brokers (read exactly at read_committed by confluent-kafka,
 kafka-python and Java), a leader killed with -9, markers following a killed leader and an
-idempotent retry at the new leader, run again here over objects (imported below); and a broker
-killed between storing a flush's object and committing it, whose producer's retry is written once."""
+idempotent retry at the new leader, run again here over objects (imported below); a broker killed
+between storing a flush's object and committing it, whose producer's retry is written once; and the
+object store restarted under load."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import asyncpg
 import pytest
@@ -14,14 +16,16 @@ import pytest
 from protocol.errors import ErrorCode
 from storage.object_store import open_object_store
 from storage.pg.object_commit import CRASH_AFTER_PUT_ENV
-from tests.e2e.cluster.conftest import wait_until
+from tests.e2e.cluster.conftest import WAIT_S, wait_until
 from tests.e2e.cluster.test_cluster_coordinators import (  # noqa: F401  (run here over objects)
     test_markers_follow_a_partition_whose_leader_was_killed_mid_transaction,
     test_transactions_across_brokers_are_read_exactly,
 )
 from tests.e2e.cluster.test_failover import (  # noqa: F401
+    Sender,
     batch,
     create_topic,
+    exactly_once_in_order,
     led_by,
     raw_produce,
     read_all,
@@ -29,6 +33,7 @@ from tests.e2e.cluster.test_failover import (  # noqa: F401
     test_an_idempotent_retry_reaching_the_new_leader_is_deduplicated,
 )
 from tests.e2e.objects.conftest import ObjectCluster
+from tests.s3_server import S3Server
 
 pytestmark = pytest.mark.e2e
 
@@ -75,3 +80,40 @@ def test_a_broker_killed_between_upload_and_commit_acknowledges_nothing_and_the_
     assert [v for p, _, v in sorted(rows) if p == partition] == [b"a", b"b", b"c", b"d"]
     orphans, rows_in_db = asyncio.run(_orphans(cluster))
     assert len(orphans) == 1 and rows_in_db == 0  # the killed broker's object, never referenced
+
+
+def test_an_object_store_restart_while_producing_loses_nothing_acknowledged(
+    cluster: ObjectCluster, s3_server: S3Server
+) -> None:
+    """The store killed (-9) and started again on its directory under load: appends and fetches
+    get retriable errors meanwhile, the brokers carry on once it is back, nothing acknowledged is
+    lost or written twice."""
+    cluster.start(1, 2)
+    create_topic(cluster, "store-outage", 2)
+    cluster.settled("store-outage")
+    sender = Sender(cluster.bootstrap())
+    stop = threading.Event()
+    sent = 0
+
+    def produce() -> None:  # without pause, from before the restart until well after it
+        nonlocal sent
+        while not stop.is_set():
+            sender.send("store-outage", range(sent, sent + 50), 2)
+            sent += 50
+            sender.producer.poll(0.02)
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    try:
+        wait_until(lambda: len(sender.acked) >= 300, "the first acknowledgements")
+        s3_server.restart()
+        before = len(sender.acked)
+        wait_until(lambda: len(sender.acked) >= before + 500, "acknowledgements after the restart")
+    finally:
+        stop.set()
+        thread.join(WAIT_S)
+    sender.flush()
+    assert sender.errors == [], sender.errors[:5]  # librdkafka retried whatever was refused
+    assert len(sender.acked) == sent
+    assert any(cluster.brokers[n].logged("flushes to the object store fail") for n in (1, 2))  # it was felt
+    exactly_once_in_order(read_all(cluster, "store-outage", 2, sent, 2), sender.acked, 2)

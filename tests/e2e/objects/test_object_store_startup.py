@@ -10,7 +10,6 @@ import asyncpg
 import pytest
 
 from storage.pg.schema import migrate
-
 from tests.e2e.test_startup import refused, run_broker
 from tests.pg_server import PostgresServer
 from tests.s3_server import REGION, S3Server
