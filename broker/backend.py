@@ -36,6 +36,7 @@ AclRecords = list[dict[str, Any]]  # ACL bindings as JSON (storage/api.py AclSto
 
 
 class StorageBackend(Protocol):
+    # The parts, read-only (an implementation may hold a narrower type):
     @property
     def config(self) -> BrokerConfig:
         """The config the broker runs with: the backend may give it a private data dir."""
@@ -57,7 +58,7 @@ class StorageBackend(Protocol):
 
     @property
     def cluster_id(self) -> str | None:
-        """The cluster id the storage holds (checked against cluster.id); None: the data dir's."""
+        """The cluster id the storage holds (set by connect); None: the data dir's."""
         ...
 
     async def connect(self, config: BrokerConfig) -> None:

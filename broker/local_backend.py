@@ -28,7 +28,7 @@ log = logging.getLogger("broker")
 
 class LocalBackend:
     shared = False
-    cluster_id = None  # meta.properties holds it (or cluster.id makes it)
+    cluster_id: str | None = None  # meta.properties holds it (or cluster.id makes it)
 
     def __init__(self, config: BrokerConfig, endpoint: Callable[[], BrokerEndpoint]) -> None:
         self.config = config

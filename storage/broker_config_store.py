@@ -18,19 +18,50 @@ from typing import Final
 
 from .fs import FileSystem
 
-__all__ = ("BROKER_CONFIGS_FILE", "FileBrokerConfigStore")
+__all__ = ("BROKER_CONFIGS_FILE", "BrokerConfigsInMemory", "FileBrokerConfigStore")
 
 BROKER_CONFIGS_FILE: Final = "dynamic-broker-configs.json"
 
 
-class FileBrokerConfigStore:
+class BrokerConfigsInMemory:
+    """What every BrokerConfigStore (storage/api.py) shares: the configs by entity as last
+    stored, read from memory, and the listeners told of each change. A subclass stores them
+    (replace_many) and sets _entities."""
+
+    def __init__(self) -> None:
+        self._entities: dict[str, dict[str, str]] = {}
+        self._listeners: list[Callable[[], None]] = []
+
+    def configs(self, entity: str) -> Mapping[str, str]:
+        return dict(self._entities.get(entity, {}))
+
+    def entities(self) -> list[str]:
+        """The entities with dynamic configs, sorted."""
+        return sorted(self._entities)
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Called (on the event loop) after each change, whichever broker made it."""
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._listeners:
+            callback()
+
+    async def replace(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Make configs the entity's whole dynamic set, durably, then tell the listeners."""
+        await self.replace_many({entity: configs})
+
+    async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        raise NotImplementedError
+
+
+class FileBrokerConfigStore(BrokerConfigsInMemory):
     """Dynamic broker configs by entity ("" for the cluster default, else a broker id)."""
 
     def __init__(self, data_dir: Path, fs: FileSystem | None = None) -> None:
+        super().__init__()
         self.path = data_dir / BROKER_CONFIGS_FILE
         self.fs = fs or FileSystem()
-        self._entities: dict[str, dict[str, str]] = {}
-        self._listeners: list[Callable[[], None]] = []
 
     def load(self) -> None:
         """Read the file; ValueError if it is not what save wrote."""
@@ -44,21 +75,6 @@ class FileBrokerConfigStore:
                              "dynamic broker configs") from None
         self._entities = entities
 
-    def configs(self, entity: str) -> Mapping[str, str]:
-        return dict(self._entities.get(entity, {}))
-
-    def entities(self) -> list[str]:
-        """The entities with dynamic configs, sorted."""
-        return sorted(self._entities)
-
-    def add_listener(self, callback: Callable[[], None]) -> None:
-        """Called after each change."""
-        self._listeners.append(callback)
-
-    async def replace(self, entity: str, configs: Mapping[str, str]) -> None:
-        """Make configs the entity's whole dynamic set, durably, then tell the listeners."""
-        await self.replace_many({entity: configs})
-
     async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
         """replace for several entities in one write."""
         entities = {**self._entities, **{entity: dict(configs) for entity, configs in changes.items()}}
@@ -68,5 +84,4 @@ class FileBrokerConfigStore:
         data = json.dumps({"entities": entities}, sort_keys=True, indent=1).encode()
         await asyncio.to_thread(self.fs.write_atomically, self.path, data)
         self._entities = entities
-        for callback in self._listeners:
-            callback()
+        self._changed()

@@ -9,6 +9,7 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
+from protocol.control import EndTransactionMarker
 from protocol.errors import ErrorCode, KafkaError, RecordValidationError
 from protocol.record_batch import LOG_OVERHEAD, RecordBatchHeader, check_batch, iter_batches, stamp_log_append_time
 
@@ -17,7 +18,7 @@ from .cleaner.batch_filter import keyless_records
 from .log_config import LogConfig
 from .producer_state import BatchMetadata
 
-__all__ = ("LEADER_EPOCH", "PreparedAppend", "duplicate_info", "prepare_append", "validate_batches")
+__all__ = ("LEADER_EPOCH", "PendingBatch", "PreparedAppend", "duplicate_info", "prepare_append", "validate_batches")
 
 _I64: Final = struct.Struct(">q")
 _I32: Final = struct.Struct(">i")
@@ -59,6 +60,14 @@ def _check_keys(records: bytes | memoryview, headers: list[tuple[int, RecordBatc
                 ErrorCode.invalid_record,
                 f"{len(keyless)} of {header.records_count} records refused (first: record {keyless[0]}): {why}",
                 [(index, why) for index in keyless])
+
+
+@dataclass(frozen=True, slots=True)
+class PendingBatch:
+    """A batch of an append: its header and, for a control batch, its end-txn marker."""
+
+    header: RecordBatchHeader
+    marker: EndTransactionMarker | None
 
 
 @dataclass(frozen=True, slots=True)

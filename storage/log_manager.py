@@ -27,7 +27,6 @@ from protocol.errors import ErrorCode, KafkaError
 from .api import (
     INTERNAL_TOPICS,
     LogSource,
-    OpenTransaction,
     PartitionLog,
     TopicIdCache,
     TopicMetadata,
@@ -35,8 +34,9 @@ from .api import (
     validate_topic_name,
 )
 from .fs import LOCAL_FS, FileSystem
-from .log_config import LogConfig, check_topic_configs, effective_topic_defaults
+from .log_config import check_topic_configs
 from .partition_log import LocalPartitionLog
+from .partition_logs import PartitionLogs
 from .topic_checks import check_new_topic
 
 __all__ = ("LogManager", "TopicMetadata", "validate_topic_name", "INTERNAL_TOPICS")
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 _CLEAN_SHUTDOWN: Final = ".kafka_cleanshutdown"
 
 
-class LogManager:
+class LogManager(PartitionLogs[LocalPartitionLog]):
     def __init__(self, data_dir: Path, log_defaults: Mapping[str, object],
                  producer_id_expiration_ms: int = 86_400_000, fs: FileSystem = LOCAL_FS) -> None:
         self.data_dir = data_dir
@@ -98,13 +98,6 @@ class LogManager:
             log.warning("cannot write the clean-shutdown marker (the next start recovers every log): %s", exc)
 
     # -- topics ----------------------------------------------------------------------------------
-
-    def topic_defaults(self) -> dict[str, str]:
-        """The value every topic config has where the topic sets none."""
-        return effective_topic_defaults(self.log_defaults)
-
-    def log_config(self, meta: TopicMetadata) -> LogConfig:
-        return LogConfig.from_values(self.log_defaults, meta.configs)
 
     def _open_log(self, meta: TopicMetadata, partition: int, clean: bool) -> LocalPartitionLog:
         """Open (at load) a partition log and register it."""
@@ -241,12 +234,6 @@ class LogManager:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist on this broker")
         return plog
 
-    def find_log(self, tp: TopicPartition) -> LocalPartitionLog | None:
-        return self.logs.get(tp)
-
-    def open_transactions(self) -> dict[TopicPartition, list[OpenTransaction]]:
-        return {tp: txns for tp, plog in self.logs.items() if (txns := plog.open_transactions())}
-
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return self._by_id.lookup(self.topics, topic_id)
 
@@ -255,9 +242,8 @@ class LogManager:
 
     async def enforce_retention(self) -> None:
         now = int(time.time() * 1000)
-        for plog in list(self.logs.values()):
-            if "delete" in plog.config.cleanup_policy.split(","):
-                await plog.enforce_retention(now)
+        for plog in self._retained():
+            await plog.enforce_retention(now)
 
 
 if TYPE_CHECKING:  # the local backend is the seam's first implementation (storage/api.py)

@@ -2,7 +2,7 @@
 
 The partition log actor owns one LogTransactions and calls it around every write:
 
-    duplicate = txns.check(batches, origin)      # before the write: raises, or finds a retry
+    (storage/sequenced_log.py checks the batches against txns.state and gives them offsets)
     ... write the batches with assigned offsets ...
     txns.after_write(assigned, now_ms)           # update producer state and the .txnindex
 
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.control import EndTransactionMarker, read_end_txn_marker
-from protocol.record_batch import RecordBatchHeader
+from protocol.control import read_end_txn_marker
 
-from .api import AbortedTxn, AppendOrigin
+from .api import AbortedTxn
 from .fs import LOCAL_FS, FileSystem
+from .log_append import PendingBatch
 from .log_segment import LogSegment
 from .producer_snapshot import (
     delete_snapshots_after,
@@ -34,20 +34,12 @@ from .producer_snapshot import (
     load_latest_snapshot,
     snapshot_path,
 )
-from .producer_state import BatchMetadata, ProducerStateManager, ProducerStateMark
+from .producer_state import ProducerStateManager, ProducerStateMark
 from .transaction_index import TransactionIndexFile, collect_aborted
 
-__all__ = ("LogTransactions", "PendingBatch", "TxnMark")
+__all__ = ("LogTransactions", "TxnMark")
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class PendingBatch:
-    """A batch of an append: its header and, for a control batch, its end-txn marker."""
-
-    header: RecordBatchHeader
-    marker: EndTransactionMarker | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,23 +63,6 @@ class LogTransactions:
         self.recovery_replayed = 0
 
     # -- appends -----------------------------------------------------------------------------
-
-    @staticmethod
-    def pending(
-        view: memoryview, headers: Sequence[tuple[int, RecordBatchHeader]]
-    ) -> list[PendingBatch]:
-        return [
-            PendingBatch(h, read_end_txn_marker(view, pos, h) if h.is_control else None)
-            for pos, h in headers
-        ]
-
-    def check(self, batches: Sequence[PendingBatch], origin: AppendOrigin) -> BatchMetadata | None:
-        """Raise KafkaError for a batch the producer state refuses; a retry's original batch."""
-        for b in batches:
-            duplicate = self.state.check_append(b.header, origin, b.marker)
-            if duplicate is not None:
-                return duplicate
-        return None
 
     def mark(self, batches: Sequence[PendingBatch]) -> TxnMark:
         # after_write changes the producer state and then may fail only on a .txnindex write,

@@ -15,32 +15,23 @@ from typing import Final
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import RecordBatchHeader
 
-from .api import (
-    ActiveProducer,
-    AppendOrigin,
-    FetchDataInfo,
-    IsolationLevel,
-    LogAppendInfo,
-    OpenTransaction,
-    TopicPartition,
-)
+from .api import AppendOrigin, FetchDataInfo, IsolationLevel, LogAppendInfo, TopicPartition
 from .cleaner import swap
 from .cleaner.clean_pass import CleanResult
 from .cleaner.cleanable import CleaningPlan, plan_cleaning, read_checkpoint, swap_in
 from .fs import LOCAL_FS, FileSystem
-from .log_actor import LogActor
-from .log_append import duplicate_info, prepare_append, validate_batches
+from .log_append import PendingBatch
 from .log_config import LogConfig
 from .log_retention import deletable_segments
 from .log_segment import LogSegment
 from .log_start_offset import read_log_start_offset, write_log_start_offset
-from .log_transactions import LogTransactions, PendingBatch
-from .producer_state import ProducerStateEntry
+from .log_transactions import LogTransactions
 from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches, segment_index
+from .sequenced_log import SequencedAppend, SequencedLog
 from .topic_checks import delete_records_target
 from .transaction_index import TransactionIndexFile
 
-__all__ = ("LocalPartitionLog", "active_producer")
+__all__ = ("LocalPartitionLog",)
 
 log = logging.getLogger(__name__)
 # Producer state is snapshotted after this many bytes appended (and at every roll), which bounds
@@ -48,7 +39,7 @@ log = logging.getLogger(__name__)
 PRODUCER_SNAPSHOT_INTERVAL_BYTES: Final = 16 << 20
 
 
-class LocalPartitionLog(LogActor):
+class LocalPartitionLog(SequencedLog):
     """PartitionLog backed by segment files under <log.dirs>/<topic>-<partition>/.
 
     An append is all or nothing: if any write fails (segment, index, time index, .txnindex), every
@@ -76,6 +67,7 @@ class LocalPartitionLog(LogActor):
         self._fs = fs
         # Producer state, LSO and aborted-transaction indexes (storage/log_transactions.py).
         self.txns = LogTransactions(str(tp), directory, producer_id_expiration_ms, fs)
+        self.producer_state = self.txns.state  # the same for the log's life
         self._unflushed = 0
         self._last_flush = time.monotonic()
         self._snapshot_interval = snapshot_interval_bytes
@@ -140,22 +132,8 @@ class LocalPartitionLog(LogActor):
         return self.segments[-1]
 
     @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
     def log_end_offset(self) -> int:
         return self.active.next_offset
-
-    @property
-    def high_watermark(self) -> int:
-        return self.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        # Never below the log start: DeleteRecords may cut into an open transaction (Kafka's
-        # updateFirstUnstableOffset takes the same max).
-        return max(self.txns.last_stable_offset(self.high_watermark), self._log_start_offset)
 
     @property
     def size_bytes(self) -> int:
@@ -163,14 +141,9 @@ class LocalPartitionLog(LogActor):
 
     # -- public face -----------------------------------------------------------------------------
 
-    async def read(
-        self,
-        fetch_offset: int,
-        max_bytes: int,
-        isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-        *,
-        min_one: bool = True,
-    ) -> FetchDataInfo:
+    async def read(self, fetch_offset: int, max_bytes: int,
+                   isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED, *,
+                   min_one: bool = True) -> FetchDataInfo:
         return await self.query(lambda: self.read_sync(fetch_offset, max_bytes, isolation, min_one))
 
     async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
@@ -189,24 +162,6 @@ class LocalPartitionLog(LogActor):
 
     async def offset_for_max_timestamp(self) -> tuple[int, int] | None:
         return await self.call(self.max_timestamp_offset)
-
-    async def update_config(self, config: LogConfig) -> None:
-        """Adopt new topic configs between two commands, never in the middle of one."""
-        await self.call(lambda: self._set_config(config))
-
-    def _set_config(self, config: LogConfig) -> None:
-        self.config = config
-
-    async def active_producers(self) -> list[ActiveProducer]:
-        return await self.call(lambda: [active_producer(e) for e in self.txns.state.producers.values()])
-
-    def open_transactions(self) -> list[OpenTransaction]:
-        return self.txns.state.open_transactions() if self.txns.state.has_open_transactions else []
-
-    def has_open_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
-        entry = self.txns.state.producers.get(producer_id)
-        return (entry is not None and entry.current_txn_first_offset is not None
-                and (producer_epoch is None or entry.producer_epoch == producer_epoch))
 
     # -- cleaning (storage/cleaner/) ---------------------------------------------------------------
 
@@ -248,26 +203,15 @@ class LocalPartitionLog(LogActor):
             await self._snapshot()
 
     def _append(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
-        headers = validate_batches(records, origin, self.config, self.tp)
-        view = memoryview(records)
-        batches = self.txns.pending(view, headers)
-        duplicate = self.txns.check(batches, origin)
-        if duplicate is not None:  # a retry of a written batch: answer as before, write nothing
-            return duplicate_info(duplicate, self.config, self._log_start_offset)
         base = self.log_end_offset
-        now_ms = int(time.time() * 1000)
-        append_time = self.config.message_timestamp_type == "LogAppendTime"
-        prepared = prepare_append(view, headers, base, now_ms if append_time else None)
-        written = [PendingBatch(h, b.marker) for (_, h), b in zip(prepared.assigned, batches, strict=True)]
-        self._write(prepared.parts, prepared.assigned, written, len(records), now_ms)
+        appended = self._sequence(records, origin, base)
+        if not isinstance(appended, SequencedAppend):  # a retry of a written batch: nothing to write
+            return appended
+        prepared = appended.prepared
+        self._write(prepared.parts, prepared.assigned, appended.batches, len(records), appended.now_ms)
         self._unflushed += prepared.next_offset - base
         self._since_snapshot += len(records)
-        return LogAppendInfo(
-            base_offset=base,
-            last_offset=prepared.next_offset - 1,
-            log_append_time=now_ms if append_time else -1,
-            log_start_offset=self._log_start_offset,
-        )
+        return self._append_info(base, appended)
 
     def _write(
         self,
@@ -369,13 +313,6 @@ class LocalPartitionLog(LogActor):
 
     # -- read -----------------------------------------------------------------------------------
 
-    def check_offset(self, fetch_offset: int) -> None:
-        if fetch_offset < self._log_start_offset or fetch_offset > self.log_end_offset:
-            raise KafkaError(
-                ErrorCode.offset_out_of_range,
-                f"offset {fetch_offset} is outside [{self._log_start_offset}, {self.log_end_offset}] of {self.tp}",
-            )
-
     def read_sync(self, fetch_offset: int, max_bytes: int, isolation: IsolationLevel,
                   min_one: bool = True) -> FetchDataInfo:
         self.check_offset(fetch_offset)
@@ -447,14 +384,6 @@ class LocalPartitionLog(LogActor):
             log.warning("%s: deleting old segment files failed (they are no longer used): %s", self.tp, exc)
         for seg in gone:
             log.info("%s: deleted segment %d; log start offset %d", self.tp, seg.base_offset, self._log_start_offset)
-
-
-def active_producer(e: ProducerStateEntry) -> ActiveProducer:
-    return ActiveProducer(
-        producer_id=e.producer_id, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
-        last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
-        current_txn_start_offset=-1 if e.current_txn_first_offset is None else e.current_txn_first_offset,
-    )
 
 
 def _delete_all(segments: list[LogSegment]) -> None:

@@ -104,6 +104,7 @@ class ClusterBackend:
         store = ClusterStore(pool, config.node_id, config.cluster_lease_ms, config.cluster_url or "")
         self.member = ClusterMember(store, endpoint, config.cluster_lease_ms, self.logs)
         self.logs.add_fenced_listener(self.member.lost)
+        self.view: ClusterView = self.member.view
         self.producer_id_blocks = PgProducerIdBlocks(pool)
         self.feature_levels = PgFeatureLevelStore(pool)
         self.security = PgSecurityMetadata(pool)  # SCRAM credentials and ACLs, shared by every broker
@@ -113,10 +114,6 @@ class ClusterBackend:
         self.cluster_id: str | None = None
         self._features: FinalizedFeatures | None = None
         self._tasks: list[asyncio.Task[None]] = []
-
-    @property
-    def view(self) -> ClusterView:
-        return self.member.view
 
     async def connect(self, config: BrokerConfig) -> None:
         """Check the object store (if one is set), connect, migrate, read the topics; StartupError

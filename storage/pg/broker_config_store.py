@@ -10,9 +10,10 @@ The broker that made the change re-reads at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
+from ..broker_config_store import BrokerConfigsInMemory
 from .polling import poll_forever, read_if_moved
 
 __all__ = ("PgBrokerConfigStore",)
@@ -25,23 +26,11 @@ _BUMP_VERSION: Final = """
 """
 
 
-class PgBrokerConfigStore:
+class PgBrokerConfigStore(BrokerConfigsInMemory):
     def __init__(self, pool: Pool) -> None:
+        super().__init__()
         self.pool = pool
         self.version: str | None = None
-        self._entities: dict[str, dict[str, str]] = {}
-        self._listeners: list[Callable[[], None]] = []
-
-    def configs(self, entity: str) -> Mapping[str, str]:
-        return dict(self._entities.get(entity, {}))
-
-    def entities(self) -> list[str]:
-        """The entities with dynamic configs, sorted."""
-        return sorted(self._entities)
-
-    def add_listener(self, callback: Callable[[], None]) -> None:
-        """Called (on the event loop) after each re-read that found a change."""
-        self._listeners.append(callback)
 
     async def refresh(self) -> bool:
         """Re-read the table if the version moved; whether it had."""
@@ -54,17 +43,12 @@ class PgBrokerConfigStore:
         for r in rows:
             entities.setdefault(r["entity"], {})[r["name"]] = r["value"]
         self.version, self._entities = version, entities
-        for callback in self._listeners:
-            callback()
+        self._changed()
         return True
 
     async def run(self, interval_s: float) -> None:
         """Poll until cancelled."""
         await poll_forever(self.refresh, interval_s, "the dynamic broker configs")
-
-    async def replace(self, entity: str, configs: Mapping[str, str]) -> None:
-        """Make configs the entity's whole dynamic set, bump the version, then re-read."""
-        await self.replace_many({entity: configs})
 
     async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
         """replace for several entities in one transaction."""

@@ -29,14 +29,14 @@ from protocol.errors import ErrorCode, KafkaError
 from ..api import (
     LeadershipListener,
     LogSource,
-    OpenTransaction,
     PartitionLog,
     TopicIdCache,
     TopicMetadata,
     TopicPartition,
 )
-from ..log_config import LogConfig, check_topic_configs, effective_topic_defaults
+from ..log_config import check_topic_configs
 from ..object_store import ObjectStore
+from ..partition_logs import PartitionLogs
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
 from .object_commit import DEFAULT_FLUSH, FlushSettings, ObjectGroupCommitter
@@ -55,7 +55,7 @@ _LOOKUP_MIN_INTERVAL_S: Final = 0.1
 DEFAULT_REFRESH_INTERVAL_MS: Final = 1000
 
 
-class PgLogSource:
+class PgLogSource(PartitionLogs[PgPartitionLog]):
     def __init__(
         self,
         pool: Pool,
@@ -208,12 +208,6 @@ class PgLogSource:
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return self._by_id.lookup(self._topics, topic_id)
 
-    def topic_defaults(self) -> dict[str, str]:
-        return effective_topic_defaults(self.log_defaults)
-
-    def log_config(self, meta: TopicMetadata) -> LogConfig:
-        return LogConfig.from_values(self.log_defaults, meta.configs)
-
     def get_log(self, tp: TopicPartition) -> PgPartitionLog:
         plog = self.logs.get(tp)
         if plog is not None:
@@ -223,20 +217,13 @@ class PgLogSource:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker does not lead {tp}")
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
 
-    def find_log(self, tp: TopicPartition) -> PgPartitionLog | None:
-        return self.logs.get(tp)
-
-    def open_transactions(self) -> dict[TopicPartition, list[OpenTransaction]]:
-        return {tp: txns for tp, plog in self.logs.items() if (txns := plog.open_transactions())}
-
     async def enforce_retention(self) -> None:
         now = int(time.time() * 1000)
-        for plog in list(self.logs.values()):
-            if "delete" in plog.config.cleanup_policy.split(","):
-                try:
-                    await plog.enforce_retention(now)
-                except KafkaError as exc:
-                    log.warning("%s: retention check failed: %s", plog.tp, exc)
+        for plog in self._retained():
+            try:
+                await plog.enforce_retention(now)
+            except KafkaError as exc:
+                log.warning("%s: retention check failed: %s", plog.tp, exc)
 
     # -- LogSource: topic changes -----------------------------------------------------------------
 

@@ -24,25 +24,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
-from protocol.control import read_end_txn_marker
 from protocol.errors import ErrorCode, KafkaError
 
-from ..api import (
-    AbortedTxn,
-    ActiveProducer,
-    AppendOrigin,
-    FetchDataInfo,
-    IsolationLevel,
-    LogAppendInfo,
-    OpenTransaction,
-    TopicPartition,
-)
-from ..log_actor import LogActor
-from ..log_append import duplicate_info, prepare_append, validate_batches
+from ..api import AbortedTxn, AppendOrigin, FetchDataInfo, IsolationLevel, LogAppendInfo, TopicPartition
 from ..log_config import LogConfig
-from ..partition_log import active_producer
 from ..producer_snapshot import encode_snapshot
 from ..producer_state import ProducerStateManager
+from ..sequenced_log import SequencedAppend, SequencedLog
 from ..topic_checks import delete_records_target
 from ..transaction_index import TransactionIndex
 from .clean_rows import PgCleanResult
@@ -65,7 +53,7 @@ FINAL_SNAPSHOT_TIMEOUT_S: Final = 2.0
 T = TypeVar("T")
 
 
-class PgPartitionLog(LogActor):
+class PgPartitionLog(SequencedLog):
     def __init__(
         self,
         tp: TopicPartition,
@@ -92,7 +80,7 @@ class PgPartitionLog(LogActor):
         self._snapshot_interval = snapshot_interval_bytes
         self._snapshot_interval_batches = snapshot_interval_batches
         self._on_fenced = on_fenced
-        self.state = ProducerStateManager(str(tp), producer_id_expiration_ms=producer_id_expiration_ms)
+        self.producer_state = ProducerStateManager(str(tp), producer_id_expiration_ms=producer_id_expiration_ms)
         self._aborted = TransactionIndex(0)
         self._log_start_offset = 0
         self._high_watermark = 0  # committed: partitions.next_offset as this leader wrote it
@@ -117,8 +105,8 @@ class PgPartitionLog(LogActor):
         row = await self._store.partition_row()
         if row is None or row.leader != self._node_id or row.leader_epoch != self.leader_epoch:
             raise self._fence("another broker leads it now" if row else "the topic was deleted")
-        self.state = ProducerStateManager(str(self.tp), producer_id_expiration_ms=self._expiration_ms)
-        self._aborted = await rebuild(self._store, self.state, row.log_start_offset, row.next_offset)
+        self.producer_state = ProducerStateManager(str(self.tp), producer_id_expiration_ms=self._expiration_ms)
+        self._aborted = await rebuild(self._store, self.producer_state, row.log_start_offset, row.next_offset)
         self._size = await self._store.size_bytes()
         self._log_start_offset = row.log_start_offset
         self._high_watermark = self._next_offset = row.next_offset
@@ -161,20 +149,8 @@ class PgPartitionLog(LogActor):
         return self._store.topic_id
 
     @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
     def log_end_offset(self) -> int:
-        return self._high_watermark
-
-    @property
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    @property
-    def last_stable_offset(self) -> int:
-        return max(self.state.last_stable_offset(self._high_watermark), self._log_start_offset)
+        return self._high_watermark  # committed: appends of a group in flight are not in the log yet
 
     @property
     def size_bytes(self) -> int:
@@ -185,28 +161,23 @@ class PgPartitionLog(LogActor):
     async def _append_command(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
         self._check_serving()
         await self._reload_if_stale()
-        headers = validate_batches(records, origin, self.config, self.tp)
-        view = memoryview(records)
-        markers = [read_end_txn_marker(view, pos, h) if h.is_control else None for pos, h in headers]
-        for (_, h), marker in zip(headers, markers, strict=True):
-            duplicate = self.state.check_append(h, origin, marker)
-            if duplicate is not None:  # a retry of a written batch: answer as before, write nothing
-                return duplicate_info(duplicate, self.config, self._log_start_offset)
-        now_ms = int(time.time() * 1000)
-        append_time = self.config.message_timestamp_type == "LogAppendTime"
         base = self._next_offset
-        prepared = prepare_append(view, headers, base, now_ms if append_time else None, self.leader_epoch)
-        for i, ((_, h), marker) in enumerate(zip(prepared.assigned, markers, strict=True)):
-            data = b"".join(prepared.parts[4 * i : 4 * i + 4])  # the row's bytes: the one copy
+        appended = self._sequence(records, origin, base)
+        if not isinstance(appended, SequencedAppend):  # a retry of a written batch: nothing to write
+            return appended
+        parts, now_ms = appended.prepared.parts, appended.now_ms
+        for i, b in enumerate(appended.batches):
+            h = b.header
+            data = b"".join(parts[4 * i : 4 * i + 4])  # the row's bytes: the one copy
             self._pending.append(BatchRow(base_offset=h.base_offset, last_offset=h.last_offset,
-                                          max_timestamp=now_ms if append_time else h.max_timestamp, data=data))
-            completed = self.state.update(h, marker, now_ms)
+                                          max_timestamp=now_ms if appended.append_time else h.max_timestamp,
+                                          data=data))
+            completed = self.producer_state.update(h, b.marker, now_ms)
             if completed is not None and completed.is_aborted:
                 self._aborted.append(completed.aborted_txn())
                 self._pending_aborted.append(completed.aborted_txn())
-        self._next_offset = prepared.next_offset
-        return LogAppendInfo(base_offset=base, last_offset=prepared.next_offset - 1,
-                             log_append_time=now_ms if append_time else -1, log_start_offset=self._log_start_offset)
+        self._next_offset = appended.prepared.next_offset
+        return self._append_info(base, appended)
 
     @property
     def stale(self) -> bool:
@@ -266,9 +237,10 @@ class PgPartitionLog(LogActor):
             self._since_snapshot = max(self._since_snapshot, self._snapshot_interval, 1)
             return
         self._since_snapshot = self._batches_since_snapshot = 0
-        self.state.map_end_offset = self._high_watermark
+        state = self.producer_state
+        state.map_end_offset = self._high_watermark
         try:
-            await self._store.write_snapshot(self._high_watermark, encode_snapshot(self.state.producers.values()))
+            await self._store.write_snapshot(self._high_watermark, encode_snapshot(state.producers.values()))
             self._snapshot_offset = self._high_watermark
         except Exception as exc:  # the next leader replays from an older one: slower, not wrong
             log.warning("%s: producer snapshot at offset %d failed: %r", self.tp, self._high_watermark, exc)
@@ -280,10 +252,8 @@ class PgPartitionLog(LogActor):
         *, min_one: bool = True,
     ) -> FetchDataInfo:
         self._check_serving()
+        self.check_offset(fetch_offset)
         hw, lso, start = self._high_watermark, self.last_stable_offset, self._log_start_offset
-        if fetch_offset < start or fetch_offset > hw:
-            raise KafkaError(ErrorCode.offset_out_of_range,
-                             f"offset {fetch_offset} is outside [{start}, {hw}] of {self.tp}")
         limit = lso if isolation is IsolationLevel.READ_COMMITTED else hw
         cached = self._tail.read(fetch_offset, max_bytes, limit, min_one)
         if cached is None:
@@ -316,27 +286,11 @@ class PgPartitionLog(LogActor):
             raise KafkaError(ErrorCode.kafka_storage_error,
                              f"reading {self.tp} from the cluster database failed: {exc!r}") from exc
 
-    # -- producers ------------------------------------------------------------------------------
-
-    async def active_producers(self) -> list[ActiveProducer]:
-        return await self.call(lambda: [active_producer(e) for e in self.state.producers.values()])
-
-    def open_transactions(self) -> list[OpenTransaction]:
-        return self.state.open_transactions() if self.state.has_open_transactions else []
-
-    def has_open_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
-        entry = self.state.producers.get(producer_id)
-        return (entry is not None and entry.current_txn_first_offset is not None
-                and (producer_epoch is None or entry.producer_epoch == producer_epoch))
-
-    async def update_config(self, config: LogConfig) -> None:
-        await self.call(lambda: setattr(self, "config", config))
-
     # -- cleaning (storage/pg/cleaning.py plans, storage/pg/clean_rows.py cleans in a worker) ----------
 
     def _cleaning_state(self) -> CleaningState:
         self._check_serving()
-        producers = {pid: (e.last_data_offset, e.producer_epoch) for pid, e in self.state.producers.items()}
+        producers = {pid: (e.last_data_offset, e.producer_epoch) for pid, e in self.producer_state.producers.items()}
         return CleaningState(leader_epoch=self.leader_epoch, log_start_offset=self._log_start_offset,
                              high_watermark=self._high_watermark, last_stable_offset=self.last_stable_offset,
                              first_dirty_offset=self.first_dirty_offset, producers=producers,
@@ -383,7 +337,7 @@ class PgPartitionLog(LogActor):
         return await self._exclusive(lambda: self._enforce_retention(now_ms))
 
     async def _enforce_retention(self, now_ms: int) -> int:
-        self.state.remove_expired_producers(now_ms)
+        self.producer_state.remove_expired_producers(now_ms)
         cutoff = now_ms - self.config.retention_ms if self.config.retention_ms >= 0 else None
         size = self.config.retention_bytes if self.config.retention_bytes >= 0 else None
         target = await self._guarded(self._store.retention_start(cutoff, size, self._high_watermark))
