@@ -19,14 +19,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-
-from protocol.control import read_end_txn_marker
 
 from .api import AbortedTxn
 from .fs import LOCAL_FS, FileSystem
 from .log_append import PendingBatch
 from .log_segment import LogSegment
+from .producer_recovery import log_recovered, replay_batch, txn_starts_missing
 from .producer_snapshot import (
     delete_snapshots_after,
     delete_snapshots_between,
@@ -171,19 +171,12 @@ class LogTransactions:
         self._restore_txn_start_times(segments)
         self.recovery_start_offset, self.recovery_replayed = start, replayed
         self.state.map_end_offset = log_end_offset
-        level = logging.INFO if replayed or self.state.producers else logging.DEBUG
-        log.log(level, "%s: producer state from offset %d, %d batches replayed, %d producers, "
-                "first unstable offset %s",
-                 self.state.partition, start, replayed, len(self.state.producers),
-                 self.state.first_unstable_offset())
+        log_recovered(self.state, start, replayed)
 
     def _restore_txn_start_times(self, segments: Sequence[LogSegment]) -> None:
         """A snapshot keeps no start time for an open transaction (Kafka's format has no field):
         take the timestamp of the batch that opened it, one index lookup per open transaction."""
-        for entry in self.state.producers.values():
-            first = entry.current_txn_first_offset
-            if first is None or entry.current_txn_start_ms >= 0:
-                continue
+        for entry, first in txn_starts_missing(self.state):
             seg = next((s for s in reversed(segments) if s.base_offset <= first), None)
             loc = None if seg is None else seg.find(first)
             if loc is not None and loc.header.base_offset == first:
@@ -199,11 +192,8 @@ class LogTransactions:
                 h = loc.header
                 if h.last_offset < start:
                     continue
-                marker = None
-                if h.is_control and h.records_count:  # an emptied one: its transaction was cleaned away
-                    marker = read_end_txn_marker(seg.read_range(loc.position, loc.position + h.size))
-                completed = self.state.update(h, marker)
-                if completed is not None and completed.is_aborted:
-                    self.indexes[i].append(completed.aborted_txn())
+                aborted = replay_batch(self.state, h, partial(seg.read_range, loc.position, loc.position + h.size))
+                if aborted is not None:
+                    self.indexes[i].append(aborted)
                 replayed += 1
         return replayed

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 
-from protocol.control import read_end_txn_marker
 from protocol.errors import CorruptRecordError
 from protocol.record_batch import RecordBatchHeader
 
+from ..producer_recovery import log_recovered, replay_batch, txn_starts_missing
 from ..producer_snapshot import decode_snapshot
 from ..producer_state import ProducerStateManager
 from ..transaction_index import TransactionIndex
@@ -34,18 +34,12 @@ async def rebuild(
     state.map_end_offset = start
     replayed = 0
     async for head in store.replay_headers(start, next_offset):
-        header = RecordBatchHeader.parse(head)
-        # A control batch the cleaner emptied (no record) settles nothing: its transaction ended
-        # long before, and is known from a snapshot newer than any cleaned range.
-        marker = read_end_txn_marker(head, 0, header) if header.is_control and header.records_count else None
-        state.update(header, marker)
+        replay_batch(state, RecordBatchHeader.parse(head), head)  # the aborted index is read whole below
         replayed += 1
     state.map_end_offset = next_offset
     await _restore_txn_start_times(store, state)
     index = TransactionIndex(0, await store.aborted_txns(log_start_offset))
-    level = logging.INFO if replayed or state.producers else logging.DEBUG
-    log.log(level, "%s: producer state from offset %d, %d batches replayed, %d producers, first unstable "
-            "offset %s", state.partition, start, replayed, len(state.producers), state.first_unstable_offset())
+    log_recovered(state, start, replayed)
     return index
 
 
@@ -67,10 +61,7 @@ async def _load_snapshot(store: PartitionStore, state: ProducerStateManager, upt
 async def _restore_txn_start_times(store: PartitionStore, state: ProducerStateManager) -> None:
     """A snapshot keeps no start time for an open transaction: take the timestamp of the batch
     that opened it (one lookup per open transaction), as local recovery does."""
-    for entry in state.producers.values():
-        first = entry.current_txn_first_offset
-        if first is None or entry.current_txn_start_ms >= 0:
-            continue
+    for entry, first in txn_starts_missing(state):
         head = await store.batch_at(first)
         if head is not None:
             entry.current_txn_start_ms = RecordBatchHeader.parse(head).base_timestamp
