@@ -59,10 +59,8 @@ class LocalPartitionLog(SequencedLog):
         fs: FileSystem = LOCAL_FS,
         snapshot_interval_bytes: int = PRODUCER_SNAPSHOT_INTERVAL_BYTES,
     ) -> None:
-        super().__init__(str(tp))
-        self.tp = tp
+        super().__init__(tp, config)
         self.directory = directory
-        self.config = config
         self.segments: list[LogSegment] = []
         self._fs = fs
         # Producer state, LSO and aborted-transaction indexes (storage/log_transactions.py).
@@ -72,11 +70,9 @@ class LocalPartitionLog(SequencedLog):
         self._last_flush = time.monotonic()
         self._snapshot_interval = snapshot_interval_bytes
         self._since_snapshot = 0
-        self._log_start_offset = 0
         self._closed = False
         self.closed_cleanly = False
         self._write_failing = False
-        self.first_dirty_offset = 0  # where the cleaner's next pass starts (storage/cleaner/)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

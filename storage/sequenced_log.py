@@ -40,7 +40,13 @@ class SequencedLog(LogActor):
     config: LogConfig
     leader_epoch: int = LEADER_EPOCH  # a log that never changes leader writes epoch 0
     producer_state: ProducerStateManager  # idempotence and transactions, rebuilt by recovery
-    _log_start_offset: int
+
+    def __init__(self, tp: TopicPartition, config: LogConfig) -> None:
+        super().__init__(str(tp))
+        self.tp = tp
+        self.config = config
+        self._log_start_offset = 0
+        self.first_dirty_offset = 0  # where the cleaner's next pass starts (storage/cleaner/)
 
     @property
     def log_end_offset(self) -> int:

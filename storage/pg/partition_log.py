@@ -69,9 +69,7 @@ class PgPartitionLog(SequencedLog):
         on_fenced: Callable[[PgPartitionLog], None] = lambda _: None,
         tail_cache_bytes: int = DEFAULT_TAIL_CACHE_BYTES,
     ) -> None:
-        super().__init__(str(tp))
-        self.tp = tp
-        self.config = config
+        super().__init__(tp, config)
         self.leader_epoch = leader_epoch
         self._store = store
         self._committer = committer
@@ -82,7 +80,6 @@ class PgPartitionLog(SequencedLog):
         self._on_fenced = on_fenced
         self.producer_state = ProducerStateManager(str(tp), producer_id_expiration_ms=producer_id_expiration_ms)
         self._aborted = TransactionIndex(0)
-        self._log_start_offset = 0
         self._high_watermark = 0  # committed: partitions.next_offset as this leader wrote it
         self._next_offset = 0  # the next offset to assign (ahead of the watermark within a group)
         self._pending: list[BatchRow] = []
@@ -93,7 +90,6 @@ class PgPartitionLog(SequencedLog):
         self._stale = False  # a write's outcome is unknown: rebuild before the next append
         self._tail = TailCache(tail_cache_bytes)
         self._snapshot_offset = -1  # the end offset of the newest producer snapshot this leader wrote
-        self.first_dirty_offset = 0  # partitions.cleaner_checkpoint: where the next cleaning pass starts
         self._active = ActiveRange(0)
         self.fenced = False
 
