@@ -1,9 +1,10 @@
-"""Three brokers over PostgreSQL with their record data in a real S3 server (SeaweedFS on loopback):
-the cluster suite's transactions across brokers (read exactly at read_committed by confluent-kafka,
-kafka-python and Java), a leader killed with -9, markers following a killed leader and an
-idempotent retry at the new leader, run again here over objects (imported below); a broker killed
-between storing a flush's object and committing it, whose producer's retry is written once; and the
-object store restarted under load."""
+"""Three brokers over PostgreSQL with their record data in a real S3 server (SeaweedFS on loopback).
+Run again here over objects (imported below): the cluster suite's transactions across brokers (read
+exactly at read_committed by confluent-kafka, kafka-python and Java), a leader killed with -9 or
+paused past its lease, PostgreSQL restarted under load, markers following a killed leader, and an
+idempotent retry at the new leader. Particular to objects: a broker killed between storing a
+flush's object and committing it, whose producer's retry is written once; and the object store
+restarted under load."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ from tests.e2e.cluster.test_failover import (  # noqa: F401
     raw_produce,
     read_all,
     test_a_killed_leader_is_replaced_and_its_restart_on_an_empty_dir_loses_nothing,
+    test_a_leader_paused_past_its_lease_has_its_appends_refused,
+    test_a_postgresql_restart_while_producing_loses_nothing_acknowledged,
     test_an_idempotent_retry_reaching_the_new_leader_is_deduplicated,
 )
 from tests.e2e.objects.conftest import ObjectCluster
