@@ -1,10 +1,10 @@
 """Three brokers over PostgreSQL with their record data in a real S3 server (SeaweedFS on loopback).
 Run again here over objects (imported below): the cluster suite's transactions across brokers (read
 exactly at read_committed by confluent-kafka, kafka-python and Java), a leader killed with -9 or
-paused past its lease, PostgreSQL restarted under load, markers following a killed leader, and an
-idempotent retry at the new leader. Particular to objects: a broker killed between storing a
-flush's object and committing it, whose producer's retry is written once; and the object store
-restarted under load."""
+paused past its lease, the transaction and group coordinators killed, PostgreSQL restarted under
+load, markers following a killed leader, and an idempotent retry at the new leader. Particular to
+objects: a broker killed between storing a flush's object and committing it, whose producer's retry
+is written once; and the object store restarted under load."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from storage.object_store import open_object_store
 from storage.pg.object_commit import CRASH_AFTER_PUT_ENV
 from tests.e2e.cluster.conftest import WAIT_S, wait_until
 from tests.e2e.cluster.test_cluster_coordinators import (  # noqa: F401  (run here over objects)
+    test_committed_offsets_survive_the_loss_of_the_group_coordinator,
     test_markers_follow_a_partition_whose_leader_was_killed_mid_transaction,
+    test_the_next_coordinator_completes_a_commit_whose_coordinator_died,
     test_transactions_across_brokers_are_read_exactly,
 )
 from tests.e2e.cluster.test_failover import (  # noqa: F401
