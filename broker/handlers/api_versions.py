@@ -3,7 +3,7 @@
 Behaviour: answers from the dispatch table, so what is advertised is what is implemented.
 Version notes: the response header is always v0 (kio's schemas encode that). A request at a version
 above 4 gets a v0 body with UNSUPPORTED_VERSION and our ApiVersions range (KIP-511); the connection
-answers that before parsing (see broker/connection.py). v3+ carries client software name/version,
+answers that before parsing (see broker/connection/requests.py). v3+ carries client software name/version,
 which Kafka validates; we accept what clients send and only log it. v3+ carries the supported
 and finalized features of broker/features.py (kafka-features describe prints them) and the
 finalized-features epoch; as Kafka does, v3 leaves out supported features whose minimum version is

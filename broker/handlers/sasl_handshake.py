@@ -3,7 +3,7 @@
 Behaviour: on a SASL listener (SASL_PLAINTEXT, SASL_SSL) the client names its mechanism; the
 answer lists the listener's sasl.enabled.mechanisms, with UNSUPPORTED_SASL_MECHANISM (and the
 connection closed, as Kafka closes it) when the mechanism is not among them. v1 is followed by
-SaslAuthenticate requests, v0 by raw SASL tokens (broker/connection.py). With
+SaslAuthenticate requests, v0 by raw SASL tokens (broker/connection/). With
 connections.max.reauth.ms set, a v1 handshake after authentication starts a re-authentication
 (KIP-368) with the same mechanism. On a listener without SASL it answers ILLEGAL_SASL_STATE, as
 Kafka does, with one log line naming the peer: the API is advertised on every listener (as Kafka

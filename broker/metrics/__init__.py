@@ -27,7 +27,8 @@ _BACKLOG = 64
 
 
 class _Connection(Protocol):
-    session: Session
+    @property
+    def session(self) -> Session: ...
 
 
 def connections_per_listener(state: BrokerState, connections: Collection[_Connection]) -> dict[tuple[str, str], int]:

@@ -13,8 +13,8 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from broker import connection
 from broker.config import build_config
+from broker.connection import requests as connection
 from tests.broker.conftest import serving
 from tests.kafka_wire import RawClient
 

@@ -121,8 +121,8 @@ async def test_reauthentication_kip_368(tmp_path: Path, tls_files: TlsFiles) -> 
         again = await _request(reader, writer, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
         assert again.error_code == 0 and (await _session_after(broker, reader, writer)) == session
         # A session that ends without re-authentication closes the connection at the next request.
-        assert conn._sasl is not None
-        conn._sasl.session_expires = 0.0
+        assert conn.gate.sasl is not None
+        conn.gate.sasl.session_expires = 0.0
         writer.write(frame(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"),
                                           2)))
         assert await reader.read() == b""
