@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from protocol.errors import KafkaError
-from protocol.request_types.create_acls import AclCreation
-from protocol.request_types.delete_acls import DeleteAclsFilter
-from protocol.request_types.describe_acls import DescribeAclsRequest
 
 from ..authorizer.acl import (
     AclBinding,
@@ -19,6 +16,11 @@ from ..authorizer.acl import (
     ResourceType,
     parse_enum,
 )
+
+if TYPE_CHECKING:
+    from protocol.request_types.create_acls import AclCreation
+    from protocol.request_types.delete_acls import DeleteAclsFilter
+    from protocol.request_types.describe_acls import DescribeAclsRequest
 
 __all__ = ("NO_AUTHORIZER", "binding_fields", "binding_of", "filter_of", "validated")
 

@@ -8,13 +8,17 @@ Version notes: v2+ knows PRODUCER_FENCED; v4 TRANSACTION_ABORTABLE is never sent
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
-from protocol.request_types.add_offsets_to_txn import AddOffsetsToTxnRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_outcome
+
+if TYPE_CHECKING:
+    from protocol.request_types.add_offsets_to_txn import AddOffsetsToTxnRequest
 
 
 async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> object:

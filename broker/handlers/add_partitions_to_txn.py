@@ -15,22 +15,31 @@ Version notes: v2+ knows PRODUCER_FENCED; clients use v3 and below.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.add_partitions_to_txn import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnRequestV4Plus,
-    AddPartitionsToTxnTopic,
-    AddPartitionsToTxnTransaction,
-)
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, require_cluster, unauthorized
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code, txn_outcome
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.add_partitions_to_txn import (
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnRequestV4Plus,
+        AddPartitionsToTxnTopic,
+        AddPartitionsToTxnTransaction,
+    )
+
+
+def _is_v4_plus(entity: AddPartitionsToTxnRequest) -> TypeIs[AddPartitionsToTxnRequestV4Plus]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ >= 4
 
 
 def _results(topics: Iterable[AddPartitionsToTxnTopic], code_for: Callable[[TopicPartition], ErrorCode],
@@ -67,7 +76,7 @@ async def _one_transaction(ctx: RequestContext, txn: AddPartitionsToTxnTransacti
 
 
 async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> object:
-    if isinstance(request, AddPartitionsToTxnRequestV4Plus):
+    if _is_v4_plus(request):
         # Kafka: v4+ comes from brokers, whose principal needs CLUSTER_ACTION (or super.users).
         require_cluster(ctx, AclOperation.CLUSTER_ACTION)
         results = [await _one_transaction(ctx, txn) for txn in request.transactions]

@@ -11,14 +11,18 @@ Version notes: v1 adds ack_when_committed, which changes nothing here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.add_raft_voter import AddRaftVoterRequest
-from protocol.request_types.remove_raft_voter import RemoveRaftVoterRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.add_raft_voter import AddRaftVoterRequest
+    from protocol.request_types.remove_raft_voter import RemoveRaftVoterRequest
 
 
 def refuse_voter_change(ctx: RequestContext, request: AddRaftVoterRequest | RemoveRaftVoterRequest, verb: str,

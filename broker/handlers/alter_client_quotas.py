@@ -14,17 +14,19 @@ configs (the data dir, or PostgreSQL in cluster mode) and apply from the next re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.alter_client_quotas import AlterClientQuotasRequest, EntryData, OpData
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from ..quotas.entities import Entity, check_entity, check_value, invalid
 from .create_topics import check_batch_size
+
+if TYPE_CHECKING:
+    from protocol.request_types.alter_client_quotas import AlterClientQuotasRequest, EntryData, OpData
 
 Compute = Callable[[Mapping[str, float]], Mapping[str, float]]
 

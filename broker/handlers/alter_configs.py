@@ -19,17 +19,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.alter_configs import AlterConfigsRequest
 
 from .. import group_configs
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_config_access
 from ..handler import Handler, RequestContext
 from .describe_configs import CLIENT_METRICS, NO_CLIENT_METRICS
+
+if TYPE_CHECKING:
+    from protocol.request_types.alter_configs import AlterConfigsRequest
 
 __all__ = ("HANDLER", "alter_all")
 

@@ -13,16 +13,18 @@ Version notes: v1 adds allow_replication_factor_change, which changes nothing he
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from .replica_assignment import check_replicas
+
+if TYPE_CHECKING:
+    from protocol.request_types.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 
 
 def check_assignment(ctx: RequestContext, topic: str, partition: int, replicas: Sequence[int] | None) -> None:

@@ -14,16 +14,18 @@ Version notes: v0 is gone from Kafka 4; v2 is flexible.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 
 # Kafka's UnifiedLog.logFutureDirName: "<topic>-<partition>.<32 hex digits>-future", at most 255.
 _FUTURE_SUFFIX_CHARS: Final = len(".") + 32 + len("-future")

@@ -11,18 +11,20 @@ Without READ on the group the whole request is GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.share.state_log import SharePartitionKey
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, require
 from ..handler import Handler, RequestContext
 from .share_common import share_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 
 
 def _check(ctx: RequestContext, name: str, partition: int, offset: int) -> KafkaError | None:

@@ -13,21 +13,23 @@ are written together; a write that fails answers UNKNOWN_SERVER_ERROR for them a
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    ScramCredentialDeletion,
-    ScramCredentialUpsertion,
-)
 from storage.api import ScramCredentials
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from ..security.scram import MECHANISMS, credential_from_salted_password
+
+if TYPE_CHECKING:
+    from protocol.request_types.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest,
+        ScramCredentialDeletion,
+        ScramCredentialUpsertion,
+    )
 
 log = logging.getLogger(__name__)
 # Kafka's ScramMechanism type ids, and its ScramControlManager.MAX_ITERATIONS.
@@ -57,7 +59,9 @@ def _check_upsertion(u: ScramCredentialUpsertion) -> tuple[ErrorCode, str] | Non
 
 
 # (deletions, upsertions, errors) by user name
-_Plan = tuple[dict[str, ScramCredentialDeletion], dict[str, ScramCredentialUpsertion], dict[str, tuple[ErrorCode, str]]]
+_Plan: TypeAlias = (
+    "tuple[dict[str, ScramCredentialDeletion], dict[str, ScramCredentialUpsertion], dict[str, tuple[ErrorCode, str]]]"
+)
 
 
 def _plan(request: AlterUserScramCredentialsRequest, store: ScramCredentials) -> _Plan:

@@ -17,15 +17,18 @@ its metadata again from its bootstrap servers.
 from __future__ import annotations
 
 import struct
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.codec import encode_response
 from protocol.errors import ErrorCode
-from protocol.request_types.api_versions import ApiVersionsRequest, ApiVersionsRequestV5
+from protocol.newer_schemas import ApiVersionsRequestV5
 
 from ..features import FEATURES, FinalizedFeatures
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.api_versions import ApiVersionsRequest
 
 
 def api_keys(ctx: RequestContext) -> list[dict[str, int]]:

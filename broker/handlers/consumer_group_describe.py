@@ -10,17 +10,19 @@ a consumer group here).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.group.consumer_persist import ConsumerGroupDescription, MemberDescription
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.consumer_group_describe import ConsumerGroupDescribeRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized_operations, denied, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.consumer_group_describe import ConsumerGroupDescribeRequest
 
 _NO_OPERATIONS = -2147483648
 # ConsumerGroupDescribe v1's MemberType: 0 a classic-protocol member of a converted group, 1 a

@@ -20,17 +20,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from coordinator.group.consumer_heartbeat import HeartbeatRequest
 from coordinator.group.consumer_member import Assignment
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import client_host, group_coordinator, ms
+
+if TYPE_CHECKING:
+    from protocol.request_types.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 
 
 def _owned(topic_partitions: Sequence[TopicPartitions] | None) -> Assignment | None:

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.create_acls import AclCreation, CreateAclsRequest
 
 from ..authorizer.acl import AclBinding, AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from .acl_common import NO_AUTHORIZER, binding_of, validated
+
+if TYPE_CHECKING:
+    from protocol.request_types.create_acls import AclCreation, CreateAclsRequest
 
 log = logging.getLogger(__name__)
 

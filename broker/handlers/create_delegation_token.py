@@ -7,11 +7,15 @@ caller) and, v3, the caller; timestamps -1, empty token id and HMAC.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
-from protocol.request_types.create_delegation_token import CreateDelegationTokenRequest
 
 from ..handler import Handler, RequestContext
 from .delegation_token_common import NO_TIMESTAMP, refusal
+
+if TYPE_CHECKING:
+    from protocol.request_types.create_delegation_token import CreateDelegationTokenRequest
 
 
 async def handle(ctx: RequestContext, request: CreateDelegationTokenRequest) -> object:

@@ -11,15 +11,10 @@ More than 10000 new partitions in one request are refused whole (POLICY_VIOLATIO
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.create_partitions import (
-    CreatePartitionsAssignment,
-    CreatePartitionsRequest,
-    CreatePartitionsTopic,
-)
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -27,6 +22,13 @@ from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .create_topics import LEADERS_WAIT_S, check_batch_size
 from .replica_assignment import check_new_partitions
+
+if TYPE_CHECKING:
+    from protocol.request_types.create_partitions import (
+        CreatePartitionsAssignment,
+        CreatePartitionsRequest,
+        CreatePartitionsTopic,
+    )
 
 
 def _new_partitions(ctx: RequestContext, topic: CreatePartitionsTopic) -> int:

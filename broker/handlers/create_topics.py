@@ -16,11 +16,10 @@ Kafka's controller refuses an operation over MAX_RECORDS_PER_USER_OP records.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.create_topics import CreatableTopic, CreateTopicsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -28,6 +27,9 @@ from ..authorizer.checks import authorized, denied, may_create_topic
 from ..handler import Handler, RequestContext
 from .describe_configs import topic_config_entries
 from .replica_assignment import new_topic_layout
+
+if TYPE_CHECKING:
+    from protocol.request_types.create_topics import CreatableTopic, CreateTopicsRequest
 
 MAX_RECORDS_PER_USER_OP = 10_000
 # The longest a CreateTopics answer waits for the new partitions' leaders (cluster mode).

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 
 from ..authorizer.acl import AclBindingFilter, AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from .acl_common import NO_AUTHORIZER, binding_fields, filter_of, validated
+
+if TYPE_CHECKING:
+    from protocol.request_types.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 
 log = logging.getLogger(__name__)
 

@@ -9,15 +9,19 @@ leaves null and so do we: the error code says it all.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.share.coordinator import ShareCoordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.delete_groups import DeleteGroupsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.delete_groups import DeleteGroupsRequest
 
 
 async def _delete_share_group(share: ShareCoordinator, group_id: str) -> ErrorCode:

@@ -12,16 +12,18 @@ single replica answers at once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.delete_records import DeleteRecordsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.delete_records import DeleteRecordsRequest
 
 
 async def _delete(ctx: RequestContext, tp: TopicPartition, offset: int, allowed: bool) -> dict[str, Any]:

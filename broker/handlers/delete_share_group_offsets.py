@@ -9,16 +9,18 @@ TOPIC_AUTHORIZATION_FAILED (READ on the topic).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, require
 from ..handler import Handler, RequestContext
 from .share_common import share_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 
 
 async def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> object:

@@ -8,22 +8,31 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestV6Plus
 from storage.api import INTERNAL_TOPICS
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestV6Plus
+
+
+def _is_v6_plus(entity: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestV6Plus]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ >= 6
+
 log = logging.getLogger(__name__)
 
 
 def _targets(ctx: RequestContext, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID | None]]:
-    if isinstance(request, DeleteTopicsRequestV6Plus):
+    if _is_v6_plus(request):
         out: list[tuple[str | None, uuid.UUID | None]] = []
         for t in request.topics:
             if t.name is None:
@@ -48,7 +57,7 @@ async def _forget_committed_offsets(ctx: RequestContext, topic: str) -> None:
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> object:
     responses = []
-    if isinstance(request, DeleteTopicsRequestV6Plus):
+    if _is_v6_plus(request):
         named: set[str | None] = {t.name for t in request.topics}
     else:
         named = set(request.topic_names)

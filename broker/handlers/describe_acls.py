@@ -10,16 +10,18 @@ type MATCH finds the ACLs that apply to the named resource (its literal, `*` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.describe_acls import DescribeAclsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from .acl_common import NO_AUTHORIZER, filter_of
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_acls import DescribeAclsRequest
 
 
 async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> object:

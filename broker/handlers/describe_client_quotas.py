@@ -10,14 +10,18 @@ UNSUPPORTED_VERSION.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.describe_client_quotas import DescribeClientQuotasRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from ..quotas.entities import filter_of, matches
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_client_quotas import DescribeClientQuotasRequest
 
 
 async def handle(ctx: RequestContext, request: DescribeClientQuotasRequest) -> object:

@@ -14,16 +14,25 @@ KafkaApis answers, a fenced broker is listed only when asked for, and no broker 
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode
-from protocol.request_types.describe_cluster import DescribeClusterRequest, DescribeClusterRequestV1Plus
 
 from ..authorizer.checks import cluster_operations
 from ..handler import Handler, RequestContext
 from .metadata import live_brokers, on_listener
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.describe_cluster import DescribeClusterRequest, DescribeClusterRequestV1Plus
+
+
+def _is_v1_plus(entity: DescribeClusterRequest) -> TypeIs[DescribeClusterRequestV1Plus]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ >= 1
 
 _BROKERS: Final = 1
 _CONTROLLERS: Final = 2
@@ -48,7 +57,7 @@ def _wrong_endpoint(endpoint_type: int) -> tuple[ErrorCode, str]:
 
 
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> object:
-    if isinstance(request, DescribeClusterRequestV1Plus) and request.endpoint_type != _BROKERS:
+    if _is_v1_plus(request) and request.endpoint_type != _BROKERS:
         code, message = _wrong_endpoint(request.endpoint_type)
         return ctx.respond({"error_code": code, "error_message": message, "cluster_id": "", "controller_id": -1,
                             "brokers": [], "endpoint_type": _BROKERS})

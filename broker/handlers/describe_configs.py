@@ -15,11 +15,10 @@ type, default, allowed values, whether it changes at run time), null for loggers
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.describe_configs import DescribeConfigsRequest
 from storage.api import TOPIC_CONFIG_TYPES, TopicMetadata
 
 from .. import config_docs, group_configs
@@ -36,6 +35,9 @@ from ..broker_configs import (
 from ..config import BrokerConfig
 from ..handler import Handler, RequestContext
 from ..log_levels import current_levels
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_configs import DescribeConfigsRequest
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
 # What a CLIENT_METRICS resource (KIP-714) is answered with, by every config API.

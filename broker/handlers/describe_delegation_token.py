@@ -5,11 +5,15 @@ Behaviour: refused (broker/handlers/delegation_token_common.py) with no tokens, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
-from protocol.request_types.describe_delegation_token import DescribeDelegationTokenRequest
 
 from ..handler import Handler, RequestContext
 from .delegation_token_common import refusal
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_delegation_token import DescribeDelegationTokenRequest
 
 
 async def handle(ctx: RequestContext, request: DescribeDelegationTokenRequest) -> object:

@@ -15,16 +15,18 @@ per-group GROUP_ID_NOT_FOUND above.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.describe_groups import DescribeGroupsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import NOT_REQUESTED, authorized_operations, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_groups import DescribeGroupsRequest
 
 
 def _failed(group_id: str, code: ErrorCode) -> dict[str, Any]:

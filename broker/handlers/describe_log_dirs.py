@@ -12,15 +12,18 @@ Version notes: v3+ has a top-level error code; v4+ gives the volume's total and 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.describe_log_dirs import DescribeLogDirsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_log_dirs import DescribeLogDirsRequest
 
 
 def _wanted(ctx: RequestContext, request: DescribeLogDirsRequest) -> dict[str, list[int]]:

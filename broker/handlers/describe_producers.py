@@ -7,16 +7,18 @@ transaction (-1 if none), which is what holds the partition's last stable offset
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.describe_producers import DescribeProducersRequest
 from storage.api import ActiveProducer, TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import denied, unauthorized
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_producers import DescribeProducersRequest
 
 
 def _producer(p: ActiveProducer) -> dict[str, Any]:

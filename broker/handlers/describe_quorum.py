@@ -19,15 +19,17 @@ listeners, where it answers as the controller.
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.describe_quorum import DescribeQuorumRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_quorum import DescribeQuorumRequest
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 _UNKNOWN: Final = -1

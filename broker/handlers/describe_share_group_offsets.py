@@ -11,19 +11,21 @@ high watermark not yet acknowledged or archived (-1 where there is no state).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.state_log import SharePartitionKey
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, require
 from ..handler import Handler, RequestContext
 from .share_common import share_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 
 
 def _partition(ctx: RequestContext, coordinator: ShareCoordinator, key: SharePartitionKey, name: str) -> dict[str, Any]:

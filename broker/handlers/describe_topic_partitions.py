@@ -11,14 +11,18 @@ request does not list gives INVALID_REQUEST. Java admin clients 3.7+ describe to
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.describe_topic_partitions import DescribeTopicPartitionsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, unauthorized
 from ..handler import Handler, RequestContext
 from .metadata import error_entry, topic_entry
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_topic_partitions import DescribeTopicPartitionsRequest
 
 MAX_PARTITION_LIMIT = 2000
 

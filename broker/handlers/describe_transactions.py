@@ -10,15 +10,17 @@ while its shard loads here), as Kafka answers.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.describe_transactions import DescribeTransactionsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_transactions import DescribeTransactionsRequest
 
 
 def _start_time(ms: int) -> datetime.datetime:

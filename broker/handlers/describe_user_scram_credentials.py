@@ -10,16 +10,18 @@ twice gets DUPLICATE_RESOURCE.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from .alter_user_scram_credentials import MECHANISM_TYPES
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 
 _MECHANISM_IDS = {name: type_id for type_id, name in MECHANISM_TYPES.items()}
 

@@ -11,16 +11,18 @@ Version notes: v0 has no election type (preferred) and no top-level error code.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.elect_leaders import ElectLeadersRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.elect_leaders import ElectLeadersRequest
 
 PREFERRED, UNCLEAN = 0, 1
 _TYPES: Final = {PREFERRED: "preferred", UNCLEAN: "unclean"}

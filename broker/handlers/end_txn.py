@@ -13,14 +13,18 @@ Version notes: v2+ knows PRODUCER_FENCED; v5 adds ProducerId / ProducerEpoch (-1
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.end_txn import EndTxnRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
+
+if TYPE_CHECKING:
+    from protocol.request_types.end_txn import EndTxnRequest
 
 
 async def handle(ctx: RequestContext, request: EndTxnRequest) -> object:

@@ -5,11 +5,15 @@ Behaviour: refused (broker/handlers/delegation_token_common.py), expiry timestam
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
-from protocol.request_types.expire_delegation_token import ExpireDelegationTokenRequest
 
 from ..handler import Handler, RequestContext
 from .delegation_token_common import NO_TIMESTAMP, refusal
+
+if TYPE_CHECKING:
+    from protocol.request_types.expire_delegation_token import ExpireDelegationTokenRequest
 
 
 async def handle(ctx: RequestContext, request: ExpireDelegationTokenRequest) -> object:

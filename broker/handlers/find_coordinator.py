@@ -12,18 +12,27 @@ coordinator_keys and answer one entry per key (Java asks for groups and transact
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.find_coordinator import FindCoordinatorRequest, FindCoordinatorRequestV4Plus
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
 from .metadata import live_brokers
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.find_coordinator import FindCoordinatorRequest, FindCoordinatorRequestV4Plus
+
+
+def _is_v4_plus(entity: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequestV4Plus]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ >= 4
 
 GROUP, TRANSACTION = 0, 1
 
@@ -58,7 +67,7 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> object:
     key_type = int(getattr(request, "key_type", GROUP))
-    if isinstance(request, FindCoordinatorRequestV4Plus):
+    if _is_v4_plus(request):
         entries = [_lookup(ctx, key_type, key) for key in request.coordinator_keys]
         return ctx.respond({"throttle_time": 0, "coordinators": entries})
     entry = _lookup(ctx, key_type, request.key)

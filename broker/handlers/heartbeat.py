@@ -8,14 +8,18 @@ Version notes: v3+ group_instance_id.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
-from protocol.request_types.heartbeat import HeartbeatRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator, member_identity
+
+if TYPE_CHECKING:
+    from protocol.request_types.heartbeat import HeartbeatRequest
 
 
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> object:

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.incremental_alter_configs import IncrementalAlterConfigsRequest
 from storage.api import incremental_alter
 
 from .. import group_configs
@@ -33,6 +32,9 @@ from ..dynamic_keys import incremental_broker_alter
 from ..handler import Handler, RequestContext
 from ..log_levels import apply_change, validate_change
 from .alter_configs import alter_all
+
+if TYPE_CHECKING:
+    from protocol.request_types.incremental_alter_configs import IncrementalAlterConfigsRequest
 
 
 async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> object:

@@ -13,16 +13,20 @@ versions get INVALID_PRODUCER_EPOCH. v6 (KIP-939's two-phase commit flags) is no
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.transaction.metadata import ProducerIdAndEpoch
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.init_producer_id import InitProducerIdRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, require_idempotent_write
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
+
+if TYPE_CHECKING:
+    from protocol.request_types.init_producer_id import InitProducerIdRequest
 
 
 def _expected(request: InitProducerIdRequest) -> ProducerIdAndEpoch | None:

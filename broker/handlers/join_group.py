@@ -10,15 +10,26 @@ membership (group.instance.id); v7+ answers protocol_type; v9 skip_assignment (K
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.group.member import JoinParams
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
-from protocol.request_types.join_group import JoinGroupRequest, JoinGroupRequestV1Plus
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import client_host, group_coordinator, ms
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.join_group import JoinGroupRequest, JoinGroupRequestV1Plus
+
+
+def _is_v1_plus(entity: JoinGroupRequest) -> TypeIs[JoinGroupRequestV1Plus]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ >= 1
 
 
 def _params(ctx: RequestContext, request: JoinGroupRequest) -> JoinParams:
@@ -28,7 +39,7 @@ def _params(ctx: RequestContext, request: JoinGroupRequest) -> JoinParams:
         group_instance_id=getattr(request, "group_instance_id", None),
         client_id=ctx.header.client_id or "",
         client_host=client_host(ctx),
-        rebalance_timeout_ms=ms(request.rebalance_timeout) if isinstance(request, JoinGroupRequestV1Plus) else session,
+        rebalance_timeout_ms=ms(request.rebalance_timeout) if _is_v1_plus(request) else session,
         session_timeout_ms=session,
         protocol_type=request.protocol_type,
         protocols=tuple((p.name, p.metadata) for p in request.protocols),

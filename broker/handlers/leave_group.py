@@ -9,19 +9,30 @@ Version notes: v0-2 name one member and carry its error at the top level; v3+ ba
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.leave_group import LeaveGroupRequest, LeaveGroupRequestV3Plus
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.leave_group import LeaveGroupRequest, LeaveGroupRequestV3Plus
+
+
+def _is_v3_plus(entity: LeaveGroupRequest) -> TypeIs[LeaveGroupRequestV3Plus]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ >= 3
+
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
-    if isinstance(request, LeaveGroupRequestV3Plus):
+    if _is_v3_plus(request):
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]

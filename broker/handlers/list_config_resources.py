@@ -11,11 +11,10 @@ KIP-714), so that type lists none.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.list_config_resources import ListConfigResourcesRequest
 
 from .. import group_configs
 from ..authorizer.acl import AclOperation
@@ -23,6 +22,9 @@ from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
 from .describe_configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, TOPIC
 from .metadata import live_brokers
+
+if TYPE_CHECKING:
+    from protocol.request_types.list_config_resources import ListConfigResourcesRequest
 
 # Kafka's ListConfigResourcesRequest.supportedResourceTypes, per version.
 _V0_TYPES: Final = (CLIENT_METRICS,)

@@ -10,16 +10,20 @@ Stable, a share group's Empty and Stable.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.group.consumer_group import ConsumerGroupState
 from coordinator.group.state import GroupState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.list_groups import ListGroupsRequest
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import authorized
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.list_groups import ListGroupsRequest
 
 
 def _group_type(state: GroupState | ConsumerGroupState) -> str:

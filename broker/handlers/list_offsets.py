@@ -16,16 +16,18 @@ adds a timeout for remote reads, not needed here; v11 (KIP-1023) adds the -6 sen
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.list_offsets import ListOffsetsRequest
 from storage.api import IsolationLevel, PartitionLog, TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import denied, unauthorized
 from ..handler import Handler, RequestContext, check_leader, isolation_level
+
+if TYPE_CHECKING:
+    from protocol.request_types.list_offsets import ListOffsetsRequest
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5, -6
 # The first version that may ask for each sentinel timestamp (Kafka's timestampMinSupportedVersion).

@@ -7,13 +7,17 @@ no reassignment is ever ongoing: the answer lists none, for every topic or the n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.list_partition_reassignments import ListPartitionReassignmentsRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.list_partition_reassignments import ListPartitionReassignmentsRequest
 
 
 async def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> object:

@@ -14,17 +14,20 @@ logged (DEBUG), as Kafka's is not sent either.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from coordinator.re2j import Re2jSyntaxError, compile_re2j
 from coordinator.transaction.state import TxnState
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.list_transactions import ListTransactionsRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.list_transactions import ListTransactionsRequest
 
 
 def _pattern(pattern: str | None) -> re.Pattern[str] | None:

@@ -19,17 +19,19 @@ error there and on every topic, as MetadataRequest.getErrorResponse does (broker
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.metadata_response import NO_OPERATIONS, encode_metadata_response
-from protocol.request_types.metadata import MetadataRequest
 from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, validate_topic_name
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, authorized_operations, cluster_operations, may_create_topic, unauthorized
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.metadata import MetadataRequest
 
 log = logging.getLogger(__name__)
 

@@ -21,15 +21,19 @@ response is written without kio (protocol/offset_commit_response.py).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 from protocol.offset_commit_response import encode_offset_commit_response
-from protocol.request_types.offset_commit import OffsetCommitRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import commit_results, group_coordinator, ms, request_topics, requested_offsets
+
+if TYPE_CHECKING:
+    from protocol.request_types.offset_commit import OffsetCommitRequest
 
 TOPIC_IDS_VERSION = 10
 

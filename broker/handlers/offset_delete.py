@@ -9,15 +9,19 @@ UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.offset_delete import OffsetDeleteRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import by_topic, group_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.offset_delete import OffsetDeleteRequest
 
 
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> object:

@@ -16,23 +16,32 @@ offsets of a topic that has no id (no longer exists), as it could not be written
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.group.commands import FetchedOffset
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.offset_fetch import (
-    OffsetFetchRequest,
-    OffsetFetchRequestTopic,
-    OffsetFetchRequestTopics,
-    OffsetFetchRequestV8Plus,
-)
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import RequestTopic, by_topic, group_coordinator, request_topics
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.offset_fetch import (
+        OffsetFetchRequest,
+        OffsetFetchRequestTopic,
+        OffsetFetchRequestTopics,
+        OffsetFetchRequestV8Plus,
+    )
+
+
+def _is_v8_plus(entity: OffsetFetchRequest) -> TypeIs[OffsetFetchRequestV8Plus]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ >= 8
 
 TOPIC_IDS_VERSION = 10
 
@@ -98,7 +107,7 @@ async def _group(ctx: RequestContext, group_id: str,
 
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> object:
     stable = bool(getattr(request, "require_stable", False))
-    if isinstance(request, OffsetFetchRequestV8Plus):
+    if _is_v8_plus(request):
         groups = [await _group(ctx, g.group_id, g.topics, stable, (getattr(g, "member_id", None),
                                                                      getattr(g, "member_epoch", -1)))
                   for g in request.groups]

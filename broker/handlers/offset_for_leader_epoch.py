@@ -12,16 +12,18 @@ changes (KIP-320).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, unauthorized
 from ..handler import Handler, RequestContext, check_leader
+
+if TYPE_CHECKING:
+    from protocol.request_types.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 
 
 def _answer(ctx: RequestContext, topic: str, p: Any, refused: frozenset[str]) -> dict[str, Any]:

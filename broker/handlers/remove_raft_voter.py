@@ -8,11 +8,15 @@ cluster id and the voter's directory id ("Remove voter request didn't include a 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
-from protocol.request_types.remove_raft_voter import RemoveRaftVoterRequest
 
 from ..handler import Handler, RequestContext
 from .add_raft_voter import refuse_voter_change
+
+if TYPE_CHECKING:
+    from protocol.request_types.remove_raft_voter import RemoveRaftVoterRequest
 
 
 async def handle(ctx: RequestContext, request: RemoveRaftVoterRequest) -> object:

@@ -9,12 +9,15 @@ refuses is refused here with the same error, and one Kafka accepts is accepted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.create_partitions import CreatePartitionsAssignment
-from protocol.request_types.create_topics import CreatableTopic
 
 from ..handler import RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.create_partitions import CreatePartitionsAssignment
+    from protocol.request_types.create_topics import CreatableTopic
 
 
 def _invalid(message: str) -> KafkaError:

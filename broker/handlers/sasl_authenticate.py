@@ -13,13 +13,16 @@ Version notes: v1 (KIP-368) adds session_lifetime_ms: connections.max.reauth.ms 
 from __future__ import annotations
 
 import datetime
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.sasl_authenticate import SaslAuthenticateRequest
 
 from ..handler import Handler, RequestContext
 from ..security.sasl_errors import AuthenticationFailed
+
+if TYPE_CHECKING:
+    from protocol.request_types.sasl_authenticate import SaslAuthenticateRequest
 
 
 def _answer(ctx: RequestContext, code: ErrorCode, message: str | None, token: bytes, lifetime_ms: int) -> object:

@@ -16,12 +16,15 @@ Version notes: v1 (KIP-152) wraps the tokens in SaslAuthenticate.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.sasl_handshake import SaslHandshakeRequest
 
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.sasl_handshake import SaslHandshakeRequest
 
 log = logging.getLogger(__name__)
 

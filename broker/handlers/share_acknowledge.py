@@ -14,14 +14,16 @@ Version notes: v2 (KIP-1222) adds IsRenewAck and the RENEW type.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.share_acknowledge import ShareAcknowledgeRequest
 
 from ..handler import Handler, RequestContext
 from .share_common import leader, open_request, refused, share_topics
+
+if TYPE_CHECKING:
+    from protocol.request_types.share_acknowledge import ShareAcknowledgeRequest
 
 
 async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> object:

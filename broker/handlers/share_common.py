@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from coordinator.share.coordinator import AckBatches, ShareAckRequest, ShareCoordinator
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types import share_acknowledge as acknowledge
-from protocol.request_types import share_fetch as fetch
-from protocol.request_types.share_acknowledge import ShareAcknowledgeRequest
-from protocol.request_types.share_fetch import ShareFetchRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied_message, require
 from ..handler import RequestContext, check_leader
 from .leader_discovery import current_leader
+
+if TYPE_CHECKING:
+    from protocol.request_types import share_acknowledge as acknowledge
+    from protocol.request_types import share_fetch as fetch
+    from protocol.request_types.share_acknowledge import ShareAcknowledgeRequest
+    from protocol.request_types.share_fetch import ShareFetchRequest
 
 __all__ = ("ack_batches", "leader", "open_request", "refused", "resolve", "share_coordinator", "share_topics")
 

@@ -20,18 +20,20 @@ fetches nothing), and the RENEW acknowledge type (4).
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.share.coordinator import ShareFetchParams, ShareFetchResult
 from coordinator.share.partitions import FetchedPartition
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.share_fetch import ShareFetchRequest
 from storage.api import TopicPartition
 
 from ..handler import Handler, RequestContext
 from .group_common import ms
 from .share_common import leader, open_request, refused, share_topics
+
+if TYPE_CHECKING:
+    from protocol.request_types.share_fetch import ShareFetchRequest
 
 _RECORD_LIMIT = 1
 

@@ -9,18 +9,20 @@ Version notes: v0 (Kafka 4.0's early access) is not served, as in Kafka 4.1+.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.share.assignor import ASSIGNOR_NAME, Assignment
 from coordinator.share.group import ShareGroup, ShareMember
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.share_group_describe import ShareGroupDescribeRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized_operations, denied, unauthorized
 from ..handler import Handler, RequestContext
 from .share_common import share_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.share_group_describe import ShareGroupDescribeRequest
 
 _NO_OPERATIONS = -2147483648
 

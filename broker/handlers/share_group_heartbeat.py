@@ -14,16 +14,20 @@ Version notes: v0 (Kafka 4.0's early access) is not served, as in Kafka 4.1+.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.share.group import ShareHeartbeat
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.share_group_heartbeat import ShareGroupHeartbeatRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import denied, require, unauthorized
 from ..handler import Handler, RequestContext
 from .group_common import client_host
 from .share_common import share_coordinator
+
+if TYPE_CHECKING:
+    from protocol.request_types.share_group_heartbeat import ShareGroupHeartbeatRequest
 
 
 def _failed(ctx: RequestContext, exc: KafkaError) -> object:

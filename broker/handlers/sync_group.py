@@ -10,14 +10,18 @@ group's (INCONSISTENT_GROUP_PROTOCOL) and echoed back.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
-from protocol.request_types.sync_group import SyncGroupRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .group_common import group_coordinator, member_identity
+
+if TYPE_CHECKING:
+    from protocol.request_types.sync_group import SyncGroupRequest
 
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> object:

@@ -24,12 +24,13 @@ GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH for those two.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.transaction.metadata import ProducerIdAndEpoch
 from coordinator.transaction.verification import add_offsets_for_txn_offset_commit
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import KafkaError
-from protocol.request_types.txn_offset_commit import TxnOffsetCommitRequest
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
@@ -37,6 +38,9 @@ from ..handler import Handler, RequestContext
 from .group_common import commit_results, group_coordinator, request_topics, requested_offsets
 from .txn_errors import txn_error_code
 from .txn_routing import coordinator_add, remote_verifier
+
+if TYPE_CHECKING:
+    from protocol.request_types.txn_offset_commit import TxnOffsetCommitRequest
 
 TOPIC_IDS_VERSION = 6
 

@@ -11,14 +11,18 @@ process's lease, which its next heartbeat would renew. Needs ALTER on the CLUSTE
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.unregister_broker import UnregisterBrokerRequest
 from storage.api import Unregistered
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.unregister_broker import UnregisterBrokerRequest
 
 
 def _refusal(node_id: int, outcome: Unregistered) -> tuple[ErrorCode, str | None]:

@@ -15,21 +15,30 @@ v2 drops the per-feature results of a success too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
 from protocol.errors import ErrorCode, KafkaError
-from protocol.request_types.update_features import FeatureUpdateKey, FeatureUpdateKeyV0, UpdateFeaturesRequest
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..features import FinalizedFeatures, UpgradeType
 from ..handler import Handler, RequestContext
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from protocol.request_types.update_features import FeatureUpdateKey, FeatureUpdateKeyV0, UpdateFeaturesRequest
+
+
+def _is_v0(entity: FeatureUpdateKey) -> TypeIs[FeatureUpdateKeyV0]:
+    # by the class's version, not isinstance: the union's classes load only for type checking
+    return entity.__version__ == 0
+
 
 def _upgrade_type(update: FeatureUpdateKey) -> int:
-    if isinstance(update, FeatureUpdateKeyV0):
+    if _is_v0(update):
         return UpgradeType.SAFE_DOWNGRADE if update.allow_downgrade else UpgradeType.UPGRADE
     return int(update.upgrade_type)
 

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.outcomes import AbortCause
 from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.request_types.write_txn_markers import WritableTxnMarker, WriteTxnMarkersRequest
 from storage.api import TopicPartition
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import authorized, require_cluster
 from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.write_txn_markers import WritableTxnMarker, WriteTxnMarkersRequest
 
 log = logging.getLogger(__name__)
 
