@@ -107,8 +107,8 @@ def processes_naming(path: Path) -> list[str]:
     return found
 
 
-def transaction_round_trip(bootstrap: str, topic: str) -> list[bytes]:
-    """A committed transaction of 10 records and an aborted one of 5; what read_committed reads."""
+def produce_transactions(bootstrap: str, topic: str) -> None:
+    """A committed transaction of 10 records, then an aborted one of 5."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(60)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
@@ -118,13 +118,18 @@ def transaction_round_trip(bootstrap: str, topic: str) -> list[bytes]:
         for i in range(records):
             producer.produce(topic, f"{records}-{i}".encode(), key=str(i).encode())
         end(60)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
+
+
+def read_committed(bootstrap: str, topic: str) -> list[bytes]:
+    """Every partition read to its end (the LSO) by a new group at read_committed."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
     consumer.subscribe([topic])
     values: list[bytes] = []
     ended: set[int] = set()
     try:
-        while len(ended) < 3:  # every partition read to its end (the LSO, past both transactions)
+        while len(ended) < 3:
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
@@ -147,25 +152,42 @@ def stored_objects(endpoint: str) -> list[str]:
     return [meta["path"] for batch in obstore.list(store, prefix="cluster") for meta in batch]
 
 
-def test_make_cluster_serves_transactions_and_stops_on_sigint(cluster_dir: Path) -> None:
-    run = Running(cluster_dir)
-    try:
-        endpoint = run.wait_for(r"SeaweedFS S3 (http://127\.0\.0\.1:\d+)").group(1)
-        bootstrap = run.wait_for(r"bootstrap servers: (\S+)").group(1)
-        assert len(bootstrap.split(",")) == 3
-        values = transaction_round_trip(bootstrap, f"t-{uuid.uuid4().hex[:8]}")
-        assert sorted(values) == sorted(f"10-{i}".encode() for i in range(10))
-        assert any(key.startswith("cluster/flush/") for key in stored_objects(endpoint))
-        started = [int(pid) for pid in re.findall(r"\(pid (\d+)", "".join(run.lines))]
-        assert len(started) == 5  # PostgreSQL, SeaweedFS, three brokers
-        run.proc.send_signal(signal.SIGINT)
-        assert run.proc.wait(WAIT_S) == 0, "".join(run.lines)
-    finally:
-        run.end()
-    assert "[cluster] stopped\n" in run.lines
+COMMITTED = sorted(f"10-{i}".encode() for i in range(10))
+
+
+def stop_and_check(run: Running, sig: signal.Signals, cluster_dir: Path) -> None:
+    """`sig` ends the run with status 0, and every process it started with it."""
+    started = [int(pid) for pid in re.findall(r"\(pid (\d+)", "".join(run.lines))]
+    assert len(started) == 5  # PostgreSQL, SeaweedFS, three brokers
+    run.proc.send_signal(sig)
+    assert run.proc.wait(WAIT_S) == 0, "".join(run.lines)
+    run.end()
+    assert run.lines[-1] == "[cluster] stopped\n"
     assert [pid for pid in started if alive(pid)] == []
     assert processes_naming(cluster_dir) == []
     for node in (1, 2, 3):
         lines = (cluster_dir / f"broker-{node}.log").read_text().splitlines(keepends=True)
         assert unexpected_problems(lines, []) == [], node
         assert "stopped cleanly" in lines[-1], node
+
+
+def test_make_cluster_serves_transactions_stops_and_restarts(cluster_dir: Path) -> None:
+    """A transaction through the printed bootstrap servers; SIGINT stops everything; started again
+    on the same directory it serves the same records; SIGTERM stops it too."""
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    run = Running(cluster_dir)
+    try:
+        endpoint = run.wait_for(r"SeaweedFS S3 (http://127\.0\.0\.1:\d+)").group(1)
+        bootstrap = run.wait_for(r"bootstrap servers: (\S+)").group(1)
+        assert len(bootstrap.split(",")) == 3
+        produce_transactions(bootstrap, topic)
+        assert sorted(read_committed(bootstrap, topic)) == COMMITTED
+        assert any(key.startswith("cluster/flush/") for key in stored_objects(endpoint))
+        stop_and_check(run, signal.SIGINT, cluster_dir)
+        run = Running(cluster_dir)
+        assert run.wait_for(r"SeaweedFS S3 (http://127\.0\.0\.1:\d+)").group(1) == endpoint
+        bootstrap = run.wait_for(r"bootstrap servers: (\S+)").group(1)
+        assert sorted(read_committed(bootstrap, topic)) == COMMITTED
+        stop_and_check(run, signal.SIGTERM, cluster_dir)
+    finally:
+        run.end()
