@@ -37,7 +37,7 @@ from ..handler import Handler, RequestContext
 from ..log_levels import current_levels
 
 if TYPE_CHECKING:
-    from protocol.request_types.describe_configs import DescribeConfigsRequest
+    from protocol.request_types.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
 # What a CLIENT_METRICS resource (KIP-714) is answered with, by every config API.
@@ -95,48 +95,48 @@ def _documented(result: dict[str, Any]) -> dict[str, Any]:
     return result | {"configs": [c | {"documentation": doc(c["name"])} for c in result["configs"]]}
 
 
-def _describe(ctx: RequestContext, resource: Any, include_synonyms: bool) -> dict[str, Any]:
+def _describe(ctx: RequestContext, resource: DescribeConfigsResource, include_synonyms: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
                              "error_code": ErrorCode.none, "configs": []}
     try:
         require_config_access(ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
+        configs = _configs(ctx, resource.resource_type, resource.resource_name, include_synonyms)
     except KafkaError as exc:
         return entry | {"error_code": exc.code, "error_message": exc.message}
-    if resource.resource_type == TOPIC:
-        meta = ctx.broker.logs.topics.get(resource.resource_name)
-        if meta is None:
-            return entry | {"error_code": ErrorCode.unknown_topic_or_partition,
-                            "error_message": f"topic {resource.resource_name!r} does not exist"}
-        configs = topic_config_entries(ctx, meta, include_synonyms)
-    elif resource.resource_type == BROKER:
-        if resource.resource_name not in ("", str(ctx.broker.node_id)):
-            return entry | {"error_code": ErrorCode.invalid_request, "error_message":
-                            f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but received "
-                            f"{resource.resource_name}"}
-        static, layers = _static_and_dynamic(ctx)
-        configs = broker_config_entries(static, include_synonyms, layers, per_broker=resource.resource_name != "")
-    elif resource.resource_type == BROKER_LOGGER:
-        if resource.resource_name != str(ctx.broker.node_id):
-            return entry | {"error_code": ErrorCode.invalid_request, "error_message":
-                            f"Unexpected broker id, expected {ctx.broker.node_id}, but received "
-                            f"{resource.resource_name}"}
-        configs = logger_config_entries()
-    elif resource.resource_type == group_configs.GROUP:
-        if not resource.resource_name:
-            return entry | {"error_code": ErrorCode.invalid_request, "error_message": "Group name must not be empty"}
-        dynamic = ctx.broker.dynamic_config
-        own = dynamic.group_configs(resource.resource_name) if dynamic is not None else {}
-        configs = group_configs.group_entries(own, ctx.broker.config, include_synonyms)
-    elif resource.resource_type == CLIENT_METRICS:
-        return entry | {"error_code": ErrorCode.invalid_request, "error_message": NO_CLIENT_METRICS}
-    else:
-        return entry | {"error_code": ErrorCode.invalid_request,
-                        "error_message": f"resource type {resource.resource_type} is not supported"}
     # Kafka's ConfigHelper: a null and an empty key list both mean every config.
     keys = resource.configuration_keys
     if keys:
         configs = [c for c in configs if c["name"] in keys]
     return entry | {"configs": configs}
+
+
+def _configs(ctx: RequestContext, kind: int, name: str, include_synonyms: bool) -> list[dict[str, Any]]:
+    """The configs of one resource, or the KafkaError it is answered with."""
+    if kind == TOPIC:
+        meta = ctx.broker.logs.topics.get(name)
+        if meta is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        return topic_config_entries(ctx, meta, include_synonyms)
+    if kind == BROKER:
+        if name not in ("", str(ctx.broker.node_id)):
+            raise KafkaError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker.node_id} or "
+                             f"empty string, but received {name}")
+        static, layers = _static_and_dynamic(ctx)
+        return broker_config_entries(static, include_synonyms, layers, per_broker=name != "")
+    if kind == BROKER_LOGGER:
+        if name != str(ctx.broker.node_id):
+            raise KafkaError(ErrorCode.invalid_request,
+                             f"Unexpected broker id, expected {ctx.broker.node_id}, but received {name}")
+        return logger_config_entries()
+    if kind == group_configs.GROUP:
+        if not name:
+            raise KafkaError(ErrorCode.invalid_request, "Group name must not be empty")
+        dynamic = ctx.broker.dynamic_config
+        own = dynamic.group_configs(name) if dynamic is not None else {}
+        return group_configs.group_entries(own, ctx.broker.config, include_synonyms)
+    if kind == CLIENT_METRICS:
+        raise KafkaError(ErrorCode.invalid_request, NO_CLIENT_METRICS)
+    raise KafkaError(ErrorCode.invalid_request, f"resource type {kind} is not supported")
 
 
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> object:

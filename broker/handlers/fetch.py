@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from typing import TypeAlias
 
 from protocol.api_keys import ApiKey
 from protocol.codec import encode_response
@@ -55,7 +56,7 @@ from storage.api import FetchDataInfo, IsolationLevel, PartitionLog, TopicPartit
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, authorized, denied, unauthorized
-from ..fetch_sessions import CachedPartition, FetchSessionCache, TopicNames
+from ..fetch_sessions import CachedPartition, FetchContext, FetchSessionCache, TopicNames
 from ..handler import Handler, RequestContext, check_leader, isolation_level
 from ..quotas.manager import QuotaKind, now_ms
 from .leader_discovery import LEADER_ERRORS, current_leader, leader_endpoints
@@ -108,9 +109,13 @@ def _unchanged(plog: PartitionLog, p: CachedPartition, committed: bool) -> bool:
             and plog.log_start_offset == p.log_start_sent)
 
 
+# Each partition's response, in the session's order.
+Read: TypeAlias = list[tuple[CachedPartition, FetchPartitionResponse]]
+
+
 async def _read_all(ctx: RequestContext, partitions: list[CachedPartition], max_bytes: int, isolation: IsolationLevel,
                     refused: frozenset[str], incremental: bool,
-                    ) -> tuple[list[tuple[CachedPartition, FetchPartitionResponse]], int, bool]:
+                    ) -> tuple[Read, int, bool]:
     """Each partition's response, the bytes read, and whether the long poll ends now whatever
     min_bytes says: a read failed, or a partition's read stopped at the end of a segment older than
     the one holding its end offset (Kafka's DelayedFetch: "fetching older segments", case F).
@@ -162,8 +167,7 @@ def _failed(ctx: RequestContext, p: CachedPartition, code: ErrorCode, committed:
     return response
 
 
-def _node_endpoints(ctx: RequestContext, read: list[tuple[CachedPartition, FetchPartitionResponse]],
-                    ) -> list[NodeEndpoint]:
+def _node_endpoints(ctx: RequestContext, read: Read) -> list[NodeEndpoint]:
     """v16+: the addresses of the leaders named by current_leader (KIP-951)."""
     leaders = [r.get("current_leader", (-1, -1))[0] for _, r in read if r["error_code"] in LEADER_ERRORS]
     return leader_endpoints(ctx, (n for n in leaders if n >= 0))
@@ -263,6 +267,20 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> object:
     if context.error is not ErrorCode.none:
         return encode_fetch_response(ctx.header.correlation_id, ctx.version, context.error, 0, [])
     quota, max_bytes, min_bytes = _quota(ctx, request)
+    read, total = await _long_poll(ctx, request, context, isolation, max_bytes, min_bytes)
+    if quota is not None and (throttle_ms := _throttled(ctx, quota, total)):
+        return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, [],
+                                     throttle_ms)
+    responses = context.select(read, int(time.time() * 1000))
+    _count_fetch(ctx, responses)
+    endpoints = _node_endpoints(ctx, read) if ctx.version >= 16 else ()
+    return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, responses,
+                                 node_endpoints=endpoints)
+
+
+async def _long_poll(ctx: RequestContext, request: FetchRequest, context: FetchContext, isolation: IsolationLevel,
+                     max_bytes: int, min_bytes: int) -> tuple[Read, int]:
+    """Read; while short of min_bytes and before max_wait_ms, wait for an append and read again."""
     deadline = time.monotonic() + request.max_wait_ms / 1000
     partitions = context.partitions
     refused = _refused_topics(ctx, request, partitions)
@@ -274,7 +292,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> object:
                                                 context.incremental)
             left = deadline - time.monotonic()
             if total >= min_bytes or left <= 0 or done:
-                break
+                return read, total
             if waiter is None or waiter.done():
                 # Watch only once a read came up short (a busy consumer's fetch never does), then
                 # read again: an append between that read and the watch must not be missed.
@@ -283,7 +301,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> object:
                 for plog in logs:
                     plog.add_waiter(waiter)
                 if not logs:
-                    break
+                    return read, total
                 continue
             try:
                 await asyncio.wait_for(waiter, left)
@@ -291,14 +309,6 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> object:
                 pass
     finally:
         _unwatch(logs, waiter)
-    if quota is not None and (throttle_ms := _throttled(ctx, quota, total)):
-        return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, [],
-                                     throttle_ms)
-    responses = context.select(read, int(time.time() * 1000))
-    _count_fetch(ctx, responses)
-    endpoints = _node_endpoints(ctx, read) if ctx.version >= 16 else ()
-    return encode_fetch_response(ctx.header.correlation_id, ctx.version, ErrorCode.none, context.session_id, responses,
-                                 node_endpoints=endpoints)
 
 
 def answer_error(ctx: RequestContext, request: FetchRequest, code: ErrorCode, message: str | None) -> bytes:

@@ -55,6 +55,14 @@ _LOOKUP_MIN_INTERVAL_S: Final = 0.1
 DEFAULT_REFRESH_INTERVAL_MS: Final = 1000
 
 
+def _committer(pool: Pool, node_id: int, store: ObjectStore | None, flush: FlushSettings,
+               concurrency: int) -> GroupCommitter:
+    """With an object store record data goes there, the database keeps where; else rows."""
+    if store is None:
+        return GroupCommitter(pool, node_id, concurrency=concurrency)
+    return ObjectGroupCommitter(pool, node_id, store, flush, concurrency=concurrency)
+
+
 class PgLogSource(PartitionLogs[PgPartitionLog]):
     def __init__(
         self,
@@ -78,11 +86,9 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
         self._data_dir = data_dir
         self.log_defaults = log_defaults
         self.producer_id_expiration_ms = producer_id_expiration_ms
-        # With an object store record data goes there, the database keeps where; else rows.
         self.reader = None if object_store is None else ObjectReader(object_store, read_cache_bytes)
         self._orphan_grace_ms = orphan_grace_ms
-        self.committer = GroupCommitter(pool, node_id, concurrency=commit_concurrency) if object_store is None \
-            else ObjectGroupCommitter(pool, node_id, object_store, flush, concurrency=commit_concurrency)
+        self.committer = _committer(pool, node_id, object_store, flush, commit_concurrency)
         self._topic_store = TopicStore(pool)
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id = TopicIdCache()
