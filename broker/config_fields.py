@@ -128,6 +128,10 @@ class BrokerConfig:
     group_share_max_size: int = prop(200, INT, at_least=1, at_most=1000)
     group_share_max_share_sessions: int = prop(2000, INT, at_least=1)
     share_coordinator_state_topic_num_partitions: int = prop(50, INT, at_least=1)
+    # Dead-letter topics of share groups (KIP-1191, coordinator/share/dead_letters.py), Kafka's
+    # GroupCoordinatorConfig keys: a missing one is created only if enabled; "" allows any name.
+    errors_deadletterqueue_auto_create_topics_enable: bool = prop(False, BOOLEAN)
+    errors_deadletterqueue_topic_name_prefix: str = prop("dlq.", STRING)
     # Connection limits (broker/connection_limits.py), Kafka's SocketServer configs.
     max_connections_per_ip: int = prop((1 << 31) - 1, INT, at_least=0)
     max_connections_per_ip_overrides: str = prop("", STRING)

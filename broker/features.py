@@ -16,8 +16,7 @@ the features Kafka lets an operator change, as `kafka-features upgrade/downgrade
   the level (as Kafka does), so the level only tells clients which protocol to pick.
 - share.version 0..2 (KIP-932, KIP-1191): 1 serves share groups (ShareGroupHeartbeat, ShareFetch,
   ...), 0 refuses them with UNSUPPORTED_VERSION; Kafka 4.4 formats a new cluster at 2, which adds
-  the dead-letter topic (errors.deadletterqueue.topic.name); eosbroker stores that group config
-  but does not yet write dead letters.
+  the dead-letter topic (errors.deadletterqueue.topic.name, coordinator/share/dead_letters.py).
 - Not listed: kraft.version and
   eligible.leader.replicas.version (there is no quorum and no replication).
 

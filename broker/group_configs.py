@@ -10,8 +10,10 @@ group's next request: share.record.lock.duration.ms, share.delivery.count.limit,
 share.partition.max.record.locks, share.isolation.level and share.auto.offset.reset when a share-
 partition is first used after a restart or change, share.session.timeout.ms and
 share.heartbeat.interval.ms at the next heartbeat. The other keys (the assignment intervals and
-offload, share.renew.acknowledge.enable, errors.deadletterqueue.topic.name, and streams.* for the
-streams groups eosbroker does not run) are checked, stored and described only. Checks as Kafka's:
+offload, share.renew.acknowledge.enable, and streams.* for the streams groups eosbroker does not
+run) are checked, stored and described only; errors.deadletterqueue.topic.name and
+errors.deadletterqueue.copy.record.enable name a share group's dead-letter topic (KIP-1191) and
+take effect at the next dead letter. Checks as Kafka's:
 unknown names, values of the wrong type or outside a key's range, and a session timeout not above
 the heartbeat interval are INVALID_CONFIG.
 """
@@ -85,8 +87,9 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
     "share.renew.acknowledge.enable": GroupKey("boolean", _const(True)),
     "share.assignment.interval.ms": _ranged("share", "assignment.interval.ms", 1000, 0, 15000, at_least=0),
     "share.assignor.offload.enable": GroupKey("boolean", _const(True)),
-    # KIP-1191 (share.version 2): stored and described; dead letters are not written yet
+    # KIP-1191 (share.version 2): coordinator/share/dead_letters.py
     "errors.deadletterqueue.topic.name": GroupKey("string", _const("")),
+    "errors.deadletterqueue.copy.record.enable": GroupKey("boolean", _const(False)),
     "streams.session.timeout.ms": _ranged("streams", "session.timeout.ms", 45000, 45000, 60000),
     "streams.heartbeat.interval.ms": _ranged("streams", "heartbeat.interval.ms", 5000, 5000, 15000),
     "streams.num.standby.replicas": GroupKey("int", _const(0), _const((0, 2)),
@@ -126,6 +129,8 @@ def _parse(name: str, raw: str) -> Any:
             raise _invalid(f"Invalid value {raw} for configuration {name}: Invalid value `{raw}` for configuration "
                            f"{name}. The value must be either 'earliest', 'latest' or of the format "
                            "'by_duration:<PnDTnHnMn.nS.>'.")
+        if name == "errors.deadletterqueue.topic.name" and raw.startswith("__"):
+            raise _invalid("errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'")
         return raw
     try:
         value = int(raw.strip())
@@ -230,4 +235,6 @@ def share_settings(own: Mapping[str, str], broker: BrokerConfig) -> dict[str, An
         "auto_offset_reset": value("share.auto.offset.reset"),
         "session_timeout_ms": value("share.session.timeout.ms"),
         "heartbeat_interval_ms": value("share.heartbeat.interval.ms"),
+        "dlq_topic": value("errors.deadletterqueue.topic.name"),
+        "dlq_copy_record": value("errors.deadletterqueue.copy.record.enable"),
     }

@@ -9,6 +9,7 @@ from coordinator.group.config import GroupConfig
 from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.share.coordinator import ShareCoordinator
+from coordinator.share.dead_letters import DeadLetterSettings
 from coordinator.share.partitions import ShareGroupSettings
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
@@ -96,6 +97,8 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator | None:
     def settings(group_id: str) -> ShareGroupSettings:  # read at each use: group configs change at run time
         own = state.dynamic_config.group_configs(group_id) if state.dynamic_config is not None else {}
         values = share_settings(own, state.config)
+        if state.features.level("share.version") < 2:  # dead letters come with share.version 2
+            values["dlq_topic"] = ""
         committed = values.pop("read_committed")
         return ShareGroupSettings(**values, isolation_level=IsolationLevel.READ_COMMITTED if committed
                                   else IsolationLevel.READ_UNCOMMITTED)
@@ -104,8 +107,14 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator | None:
         groups = getattr(state.group_coordinator, "groups", None)
         return groups is not None and group_id in groups
 
+    def dead_letter_settings() -> DeadLetterSettings:  # the broker's, dynamic in Kafka
+        c = state.config
+        return DeadLetterSettings(c.errors_deadletterqueue_topic_name_prefix,
+                                  c.errors_deadletterqueue_auto_create_topics_enable, c.num_partitions)
+
     c = state.config
     coordinator = ShareCoordinator(state.logs, settings, other_group_exists=other_group_exists,
+                                   dead_letter_settings=dead_letter_settings,
                                    state_topic_partitions=c.share_coordinator_state_topic_num_partitions,
                                    max_sessions=c.group_share_max_share_sessions, max_group_size=c.group_share_max_size)
     state.share_coordinator = coordinator

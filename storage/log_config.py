@@ -85,6 +85,7 @@ class LogConfig:
 # that set them work.
 TOPIC_CONFIG_TYPES: Mapping[str, str] = {
     "cleanup.policy": "list", "compression.type": "string", "compression.gzip.level": "int",
+    "errors.deadletterqueue.group.enable": "boolean",
     "compression.lz4.level": "int", "compression.zstd.level": "int", "delete.retention.ms": "long",
     "file.delete.delay.ms": "long", "flush.messages": "long", "flush.ms": "long",
     "follower.replication.throttled.replicas": "list", "index.interval.bytes": "int",
@@ -102,6 +103,7 @@ TOPIC_CONFIG_TYPES: Mapping[str, str] = {
 KAFKA_TOPIC_DEFAULTS: Mapping[str, str] = {
     "cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
     "compression.lz4.level": "9", "compression.zstd.level": "3", "delete.retention.ms": "86400000",
+    "errors.deadletterqueue.group.enable": "false",
     "file.delete.delay.ms": "60000", "flush.messages": str((1 << 63) - 1), "flush.ms": str((1 << 63) - 1),
     "follower.replication.throttled.replicas": "", "index.interval.bytes": "4096",
     "leader.replication.throttled.replicas": "", "local.retention.bytes": "-2", "local.retention.ms": "-2",

@@ -2,7 +2,8 @@
 
 It holds the share groups (group.py), the share sessions (sessions.py) and the share-partitions
 (partitions.py), and runs one timer task: acquisition locks that run out release their records,
-and members not heard from within share.session.timeout.ms leave. A member that leaves, by its
+and members not heard from within share.session.timeout.ms leave; dead letters not yet written
+(restored ARCHIVING, or refused by their topic's log) are tried again. A member that leaves, by its
 heartbeat at epoch -1 or by timing out, has every record it holds released, as Kafka's group
 coordinator tells its share-partitions; one that timed out loses its share session too (one that
 left closes its own with a final ShareAcknowledge). Groups with persisted state and no members are
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import LogSource, TopicPartition
 
+from .dead_letters import DeadLetterSettings, DeadLetterWriter
 from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo, validate
 from .partitions import FetchedPartition, ShareGroupSettings, SharePartitionManager
 from .sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartitions, ShareSession, ShareSessionCache
@@ -62,12 +64,14 @@ class ShareCoordinator:
     def __init__(self, logs: LogSource, settings: Callable[[str], ShareGroupSettings], *,
                  state_topic_partitions: int = 50, max_sessions: int = 2000, max_group_size: int = 200,
                  other_group_exists: Callable[[str], bool] = lambda _: False,
+                 dead_letter_settings: Callable[[], DeadLetterSettings] = DeadLetterSettings,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.logs = logs
         self.settings = settings
         self.groups: dict[str, ShareGroup] = {}
         self.sessions = ShareSessionCache(max_sessions)
-        self.manager = SharePartitionManager(logs, ShareStateLog(logs, state_topic_partitions), settings, clock_ms)
+        self.manager = SharePartitionManager(logs, ShareStateLog(logs, state_topic_partitions), settings, clock_ms,
+                                             DeadLetterWriter(logs, dead_letter_settings, clock_ms))
         self.max_group_size = max_group_size
         self.other_group_exists = other_group_exists
         self._clock_ms = clock_ms
@@ -129,6 +133,7 @@ class ShareCoordinator:
             try:
                 next_lock = await self.manager.expire_locks()
                 await self._expire_members()
+                await self.manager.send_due_dead_letters()
                 wait_s = 1.0 if next_lock is None else min(1.0, next_lock)
             except Exception:  # a failed write: the states stay in memory; try again
                 log.exception("share coordinator timers failed")

@@ -10,12 +10,15 @@ acquired until acknowledgements move the start.
 Acquisition counts a delivery. A release, a lock timeout or the end of the member's session makes a
 record available again, unless it has been delivered `delivery_count_limit` times: then it is
 archived, as Kafka's SharePartition does. ACCEPT acknowledges, REJECT and GAP archive, RELEASE
-releases, RENEW (KIP-1222) restarts the lock. Offsets the log has no deliverable record for
-(control batches, aborted transactions under read_committed, compacted gaps) are archived when
-the window reaches them and never delivered.
+releases, RENEW (KIP-1222) restarts the lock. With a dead-letter queue (`dead_letter_queue`, KIP-1191)
+a REJECT or a delivery limit reached makes the record ARCHIVING instead: it holds the start offset
+until `archive_dead_letters` archives it once its dead letter is written (GAP archives directly).
+Offsets the log has no deliverable record for (control batches, aborted transactions under
+read_committed, compacted gaps) are archived when the window reaches them and never delivered.
 
 What survives a restart is `snapshot()`: the start offset and the window's states, acquired records
-written as available with their delivery count (Kafka's persister writes no ACQUIRED state).
+written as available with their delivery count (Kafka's persister writes no ACQUIRED state), and
+ARCHIVING ones as ARCHIVING, so their dead letters are written after a restart.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from typing import Final, NamedTuple
 
 from protocol.errors import ErrorCode, KafkaError
 
-__all__ = ("AcknowledgeType", "AcquiredRange", "LogBatch", "RecordState", "SharePartitionState", "StateBatch")
+__all__ = ("AcknowledgeType", "AcquiredRange", "DeadLetterRange", "LogBatch", "RecordState", "SharePartitionState",
+           "StateBatch")
 
 _NO_DEADLINE: Final = 1 << 62
 
@@ -39,6 +43,7 @@ class RecordState(IntEnum):
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3  # on its way to the dead-letter topic (KIP-1191), then ARCHIVED
     ARCHIVED = 4
 
 
@@ -70,6 +75,15 @@ class AcquiredRange(NamedTuple):
     delivery_count: int
 
 
+class DeadLetterRange(NamedTuple):
+    """ARCHIVING offsets of one delivery count and cause: rejected by the client, else out of deliveries."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    rejected: bool
+
+
 @dataclass(frozen=True, slots=True)
 class StateBatch:
     """A run of offsets in one state with one delivery count: the persisted form."""
@@ -86,6 +100,7 @@ class _Record:
     delivery_count: int
     member_id: str | None = None
     deadline_ms: int = _NO_DEADLINE
+    rejected: bool = False  # ARCHIVING by a REJECT (not by the delivery limit)
 
 
 class SharePartitionState:
@@ -94,6 +109,7 @@ class SharePartitionState:
         self.end_offset = start_offset
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
+        self.dead_letter_queue = False  # the group has a DLQ topic and share.version is 2
         self._records: dict[int, _Record] = {}  # every offset in [start_offset, end_offset)
         # deliveries and their outcomes since this state was made (metrics): acquired,
         # acknowledged, released (available again) and archived (rejected or out of deliveries)
@@ -179,18 +195,28 @@ class SharePartitionState:
             self.outcomes["acknowledged"] += 1
         elif kind is AcknowledgeType.RELEASE:
             self._release(record)
-        else:  # REJECT, GAP
+        elif kind is AcknowledgeType.REJECT:
+            self._archive(record, rejected=True)
+        else:  # GAP
             self._finish(record, RecordState.ARCHIVED)
             self.outcomes["archived"] += 1
+
+    def _archive(self, record: _Record, *, rejected: bool) -> None:
+        """Rejected or out of deliveries: ARCHIVING while a dead letter is due, else ARCHIVED."""
+        self._finish(record, RecordState.ARCHIVING if self.dead_letter_queue else RecordState.ARCHIVED)
+        record.rejected = rejected
+        self.outcomes["archived"] += 1
 
     @staticmethod
     def _finish(record: _Record, state: RecordState) -> None:
         record.state, record.member_id, record.deadline_ms = state, None, _NO_DEADLINE
 
     def _release(self, record: _Record) -> None:
-        limit_reached = record.delivery_count >= self.delivery_count_limit
-        self._finish(record, RecordState.ARCHIVED if limit_reached else RecordState.AVAILABLE)
-        self.outcomes["archived" if limit_reached else "released"] += 1
+        if record.delivery_count >= self.delivery_count_limit:
+            self._archive(record, rejected=False)
+        else:
+            self._finish(record, RecordState.AVAILABLE)
+            self.outcomes["released"] += 1
 
     def release_member(self, member_id: str) -> int:
         """The member's session ended or it left: its acquired records go back. Returns how many."""
@@ -212,6 +238,30 @@ class SharePartitionState:
     def next_deadline_ms(self) -> int | None:
         deadlines = [r.deadline_ms for r in self._records.values() if r.state is RecordState.ACQUIRED]
         return min(deadlines) if deadlines else None
+
+    # -- dead letters ----------------------------------------------------------------------------
+
+    def dead_letters(self) -> list[DeadLetterRange]:
+        """The ARCHIVING records, as runs of one delivery count and cause."""
+        out: list[DeadLetterRange] = []
+        for offset, record in self._records.items():
+            if record.state is not RecordState.ARCHIVING:
+                continue
+            last = out[-1] if out else None
+            if last is not None and last.last_offset == offset - 1 and \
+                    (last.delivery_count, last.rejected) == (record.delivery_count, record.rejected):
+                out[-1] = last._replace(last_offset=offset)
+            else:
+                out.append(DeadLetterRange(offset, offset, record.delivery_count, record.rejected))
+        return sorted(out)
+
+    def archive_dead_letters(self, first: int, last: int) -> None:
+        """Their dead letters are written (or cannot be): ARCHIVING records in first..last are done."""
+        for offset in range(max(first, self.start_offset), min(last + 1, self.end_offset)):
+            record = self._records[offset]
+            if record.state is RecordState.ARCHIVING:
+                record.state = RecordState.ARCHIVED
+        self._advance()
 
     # -- the window ------------------------------------------------------------------------------
 
@@ -266,17 +316,20 @@ class SharePartitionState:
 
     @classmethod
     def restore(cls, start_offset: int, batches: Iterable[StateBatch], *, delivery_count_limit: int,
-                max_in_flight: int) -> SharePartitionState:
+                max_in_flight: int, dead_letter_queue: bool = False) -> SharePartitionState:
         """The state a snapshot describes; offsets between its batches were never delivered. A
-        record that was held comes back available, or archived once delivered to the limit, as its
-        release would have left it."""
+        record that was held comes back available, or archived (ARCHIVING with a dead-letter
+        queue) once delivered to the limit, as its release would have left it. An ARCHIVING record
+        counts as rejected below the limit, as Kafka's resumed archiving does."""
         state = cls(start_offset, delivery_count_limit=delivery_count_limit, max_in_flight=max_in_flight)
+        state.dead_letter_queue = dead_letter_queue
         for batch in sorted(batches, key=lambda b: b.first_offset):
             persisted = RecordState.AVAILABLE if batch.state is RecordState.ACQUIRED else batch.state
             if persisted is RecordState.AVAILABLE and batch.delivery_count >= delivery_count_limit:
-                persisted = RecordState.ARCHIVED
+                persisted = RecordState.ARCHIVING if dead_letter_queue else RecordState.ARCHIVED
+            rejected = persisted is RecordState.ARCHIVING and batch.delivery_count < delivery_count_limit
             for offset in range(max(batch.first_offset, state.end_offset), batch.last_offset + 1):
-                state._records[offset] = _Record(persisted, batch.delivery_count)
+                state._records[offset] = _Record(persisted, batch.delivery_count, rejected=rejected)
                 state.end_offset = offset + 1
         state._fill_unknown()
         state._advance()

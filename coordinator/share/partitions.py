@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import re
 import time
 from collections import Counter
@@ -20,13 +21,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from protocol.errors import KafkaError
 from storage.api import IsolationLevel, LogSource, TopicPartition
 
+from .dead_letters import DeadLetterSource, DeadLetterTopicError, DeadLetterWriter
 from .log_reads import LogRead, batches_covering, read_batches
-from .partition_state import AcquiredRange, SharePartitionState
+from .partition_state import AcquiredRange, RecordState, SharePartitionState
 from .state_log import SharePartitionKey, ShareStateLog, StoredShareState
 
 __all__ = ("FetchedPartition", "SharePartition", "SharePartitionManager", "ShareGroupSettings")
+
+log = logging.getLogger(__name__)
 
 _READ_CAP: Final = 8 << 20
 _DURATION: Final = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
@@ -43,6 +48,10 @@ class ShareGroupSettings:
     auto_offset_reset: str = "latest"
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 5000
+    # the dead-letter topic while share.version is 2, else "" (KIP-1191), and whether dead letters
+    # carry the record's key and value
+    dlq_topic: str = ""
+    dlq_copy_record: bool = False
 
 
 @dataclass(slots=True)
@@ -64,6 +73,14 @@ class FetchedPartition:
         return sum(len(r) for r in self.records)
 
 
+def _configured(partition: SharePartition, settings: ShareGroupSettings) -> SharePartitionState:
+    """The partition's state under the group's configs as they are now (they change at run time)."""
+    state = partition.state
+    state.delivery_count_limit, state.max_in_flight = settings.delivery_count_limit, settings.max_record_locks
+    state.dead_letter_queue = bool(settings.dlq_topic)
+    return state
+
+
 def by_duration_ms(value: str) -> int:
     """The milliseconds of share.auto.offset.reset's by_duration:<ISO-8601 duration>."""
     match = _DURATION.match(value.removeprefix("by_duration:"))
@@ -75,8 +92,13 @@ def by_duration_ms(value: str) -> int:
 
 class SharePartitionManager:
     def __init__(self, logs: LogSource, state_log: ShareStateLog, settings: Callable[[str], ShareGroupSettings],
-                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 dead_letters: DeadLetterWriter | None = None) -> None:
         self._logs = logs
+        self._dead_letters = dead_letters
+        # share-partitions with ARCHIVING records whose dead letters are still to be written
+        # (loaded so, or their topic's log refused them): the timer task tries them again
+        self.dead_letters_due: set[SharePartitionKey] = set()
         self._state_log = state_log
         self.settings = settings
         self._clock_ms = clock_ms
@@ -87,6 +109,8 @@ class SharePartitionManager:
 
     async def load(self) -> None:
         self._stored = await self._state_log.load()
+        self.dead_letters_due = {key for key, stored in self._stored.items()
+                                 if any(b.state is RecordState.ARCHIVING for b in stored.batches)}
 
     def stored_keys(self) -> set[SharePartitionKey]:
         return set(self._stored) | set(self.partitions)
@@ -107,7 +131,8 @@ class SharePartitionManager:
         if stored is not None:
             state = SharePartitionState.restore(stored.start_offset, stored.batches,
                                                 delivery_count_limit=settings.delivery_count_limit,
-                                                max_in_flight=settings.max_record_locks)
+                                                max_in_flight=settings.max_record_locks,
+                                                dead_letter_queue=bool(settings.dlq_topic))
             epoch = stored.state_epoch
         else:
             start = await self._initial_offset(tp, settings)
@@ -136,9 +161,7 @@ class SharePartitionManager:
         settings = self.settings(partition.key.group_id)
         plog = self._logs.get_log(partition.tp)
         async with partition.lock:
-            state = partition.state
-            # the group's configs as they are now (group configs change at run time)
-            state.delivery_count_limit, state.max_in_flight = settings.delivery_count_limit, settings.max_record_locks
+            state = _configured(partition, settings)
             state.move_start(plog.log_start_offset)
             now = self._clock_ms()
             lock_ms = settings.record_lock_duration_ms
@@ -190,8 +213,10 @@ class SharePartitionManager:
                           batches: Iterable[tuple[int, int, tuple[int, ...]]]) -> None:
         """Apply the batches in order and persist; KafkaError (INVALID_RECORD_STATE...) stops at
         the batch that fails, the earlier ones staying applied and written, as in Kafka."""
-        lock_ms = self.settings(partition.key.group_id).record_lock_duration_ms
+        settings = self.settings(partition.key.group_id)
+        lock_ms = settings.record_lock_duration_ms
         async with partition.lock:
+            _configured(partition, settings)
             try:
                 for first, last, types in batches:
                     partition.state.acknowledge(member_id, first, last, types, self._clock_ms(), lock_ms)
@@ -203,7 +228,7 @@ class SharePartitionManager:
         released = 0
         for partition in [p for p in self.partitions.values() if p.key.group_id == group_id]:
             async with partition.lock:
-                count = partition.state.release_member(member_id)
+                count = _configured(partition, self.settings(group_id)).release_member(member_id)
                 if count:
                     await self._persist(partition)
             released += count
@@ -219,7 +244,8 @@ class SharePartitionManager:
             next_deadline = partition.state.next_deadline_ms()
             if next_deadline is not None and next_deadline <= now:
                 async with partition.lock:
-                    if partition.state.expire_locks(self._clock_ms()):
+                    state = _configured(partition, self.settings(partition.key.group_id))
+                    if state.expire_locks(self._clock_ms()):
                         await self._persist(partition)
                         self._wake()
                 next_deadline = partition.state.next_deadline_ms()
@@ -228,9 +254,56 @@ class SharePartitionManager:
         return max(0.0, (min(deadlines) - self._clock_ms()) / 1000) if deadlines else None
 
     async def _persist(self, partition: SharePartition) -> None:
+        """Write the state; then write the dead letters it holds and the state that archives them.
+        A kill -9 between the two writes makes the restarted broker write those dead letters
+        again, as Kafka's resumed archiving does (at least once, never lost)."""
+        await self._write_state(partition)
+        if await self._send_dead_letters(partition):
+            await self._write_state(partition)
+
+    async def _write_state(self, partition: SharePartition) -> None:
         state = partition.state
         await self._state_log.write(partition.key, StoredShareState(partition.state_epoch, state.start_offset,
                                                                     tuple(state.snapshot())))
+
+    async def _send_dead_letters(self, partition: SharePartition) -> bool:
+        """Write the ARCHIVING records' dead letters and archive them; False if none were due or
+        the topic's log refused them (they stay due)."""
+        state, key = partition.state, partition.key
+        ranges = state.dead_letters()
+        self.dead_letters_due.discard(key)
+        if not ranges:
+            return False
+        settings = self.settings(key.group_id)
+        if settings.dlq_topic and self._dead_letters is not None:
+            source = DeadLetterSource(key.group_id, partition.tp, settings.dlq_topic, settings.dlq_copy_record)
+            try:
+                await self._dead_letters.write(source, ranges)
+            except DeadLetterTopicError as exc:
+                log.warning("%s Archiving %s offsets %d-%d without dead letters.", exc, partition.tp,
+                            ranges[0].first_offset, ranges[-1].last_offset)
+            except KafkaError as exc:
+                log.warning("share group %s: dead letters of %s not written (%s); trying again",
+                            key.group_id, partition.tp, exc)
+                self.dead_letters_due.add(key)
+                return False
+        for r in ranges:
+            state.archive_dead_letters(r.first_offset, r.last_offset)
+        return True
+
+    async def send_due_dead_letters(self) -> None:
+        """The dead letters of partitions restored ARCHIVING, or refused before (the timer's)."""
+        for key in list(self.dead_letters_due):
+            meta = next((m for m in self._logs.topics.values() if m.topic_id == key.topic_id), None)
+            if meta is None or key.partition >= meta.partitions:
+                self.dead_letters_due.discard(key)
+                continue
+            partition = await self.partition(key, TopicPartition(meta.name, key.partition))
+            async with partition.lock:
+                _configured(partition, self.settings(key.group_id))
+                if await self._send_dead_letters(partition):
+                    await self._write_state(partition)
+            self._wake()
 
     # -- administration ------------------------------------------------------------------------
 

@@ -131,7 +131,8 @@ def test_confluent_share_consumer_beside_a_java_member(compiled: str, broker_fac
 
 
 # A member in its own process, so that it can die with the broker: it acknowledges records 0-9 of
-# the 20 it acquires, says so, and holds the rest until it is killed.
+# the 20 it acquires (ACCEPT, or the AcknowledgeType its second argument names), says so once the
+# broker answered, and holds the rest until it is killed.
 MEMBER = """
 import sys, confluent_kafka as ck
 c = ck.ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": "crash", "share.acknowledgement.mode": "explicit"})
@@ -141,7 +142,7 @@ while len(got) < 20:
     got += [m for m in c.poll(0.2) if m.error() is None]
 for m in got:
     if int(m.value()) < 10:
-        c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+        c.acknowledge(m, getattr(ck.AcknowledgeType, sys.argv[2] if len(sys.argv) > 2 else "ACCEPT"))
 print("acquired", len(got), "committed", sorted(tp.error is None for tp in c.commit_sync()), flush=True)
 sys.stdin.read()
 """

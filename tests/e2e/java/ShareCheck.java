@@ -34,6 +34,9 @@ public final class ShareCheck {
             case "lock_timeout" -> configs.put("share.record.lock.duration.ms", "1000");
             case "delivery_limit" -> configs.put("share.delivery.count.limit", "2");
             case "read_committed" -> configs.put("share.isolation.level", "read_committed");
+            case "dead_letters" -> configs.putAll(Map.of("share.delivery.count.limit", "2",
+                "share.record.lock.duration.ms", "1000", "errors.deadletterqueue.topic.name", "dlq." + topic,
+                "errors.deadletterqueue.copy.record.enable", "true"));
             default -> { }
         }
         setGroupConfigs(bootstrap, group, configs);
@@ -43,6 +46,7 @@ public final class ShareCheck {
             case "lock_timeout" -> lockTimeout(bootstrap, topic, group, records);
             case "delivery_limit" -> deliveryLimit(bootstrap, topic, group, records);
             case "read_committed" -> readCommitted(bootstrap, topic, group, records);
+            case "dead_letters" -> deadLetters(bootstrap, topic, group, records);
             case "consume" -> Checks.check("consumed", consumeAll(bootstrap, topic, group, records).size());
             default -> throw new IllegalArgumentException(scenario);
         }
@@ -201,6 +205,37 @@ public final class ShareCheck {
             Checks.check("first", pollAll(c, records, AcknowledgeType.RELEASE).size());
             Checks.check("second", pollAll(c, records, AcknowledgeType.RELEASE).size());
             Checks.check("third", c.poll(Duration.ofMillis(1500)).count());
+        }
+    }
+
+    // Dead letters (KIP-1191; delivery limit 2, lock 1 s): even values are REJECTed, odd ones
+    // RELEASEd; a second member then holds the odd ones (their second delivery) past their lock, so
+    // they reach the limit by timing out. Nothing is delivered after that; the test reads the DLQ.
+    static void deadLetters(String bootstrap, String topic, String group, int records) {
+        try (var c = consumer(bootstrap, group, true)) {
+            c.subscribe(List.of(topic));
+            List<ConsumerRecord<String, String>> first = new ArrayList<>();
+            long end = System.currentTimeMillis() + GIVE_UP_MS;
+            while (first.size() < records && System.currentTimeMillis() < end) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    first.add(r);
+                    c.acknowledge(r, Integer.parseInt(r.value()) % 2 == 0 ? AcknowledgeType.REJECT : AcknowledgeType.RELEASE);
+                }
+            }
+            c.commitSync();
+            Checks.check("first", first.size() + " " + deliveryCounts(first));
+        }
+        try (var holder = consumer(bootstrap, group, true); var other = consumer(bootstrap, group, false)) {
+            holder.subscribe(List.of(topic));
+            List<ConsumerRecord<String, String>> held = new ArrayList<>();
+            long end = System.currentTimeMillis() + GIVE_UP_MS;
+            while (held.size() < records / 2 && System.currentTimeMillis() < end) {
+                holder.poll(Duration.ofMillis(200)).forEach(held::add);
+            }
+            Checks.check("held", held.size() + " " + deliveryCounts(held));
+            other.subscribe(List.of(topic));
+            Checks.check("after", other.poll(Duration.ofMillis(3000)).count());
+            other.commitSync();
         }
     }
 
