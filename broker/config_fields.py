@@ -195,6 +195,12 @@ class BrokerConfig:
     # How old an object no committed run reads must be before it is deleted: an orphan of a failed
     # flush, or one whose runs retention removed. Longer than any commit can take.
     cluster_object_orphan_grace_ms: int = prop(600000, INT, at_least=1000)
+    # Archiving (storage/pg/object_archive.py): every interval each broker rewrites the small runs of
+    # the partitions it leads into per-partition objects of up to archive.bytes, a group once it holds
+    # archive.min.runs runs or is full.
+    cluster_object_archive_bytes: int = prop(64 << 20, INT, at_least=1, at_most=1 << 30)
+    cluster_object_archive_min_runs: int = prop(32, INT, at_least=2)
+    cluster_object_archive_interval_ms: int = prop(10000, INT, at_least=100)
     # Not a Kafka property: how many broker processes one command starts and supervises
     # (broker/supervisor.py), a number or `auto` (the cores this process may run on).
     broker_processes: str = prop("1", STRING)

@@ -25,6 +25,7 @@ from storage.pg.cluster_store import ClusterStore, ensure_cluster_id, ensure_rec
 from storage.pg.feature_levels import PgFeatureLevelStore
 from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
+from storage.pg.object_archive import ArchiveSettings
 from storage.pg.object_commit import FlushSettings
 from storage.pg.pool import create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
@@ -100,7 +101,10 @@ class ClusterBackend:
         self.logs = PgLogSource(pool, config.node_id, config.data_dir, log_defaults(config),
                                 config.producer_id_expiration_ms, object_store=self._object_store,
                                 flush=FlushSettings(config.cluster_object_flush_ms, config.cluster_object_flush_bytes),
-                                orphan_grace_ms=config.cluster_object_orphan_grace_ms)
+                                orphan_grace_ms=config.cluster_object_orphan_grace_ms,
+                                archive=ArchiveSettings(config.cluster_object_archive_bytes,
+                                                        config.cluster_object_archive_min_runs,
+                                                        config.cluster_object_archive_interval_ms))
         store = ClusterStore(pool, config.node_id, config.cluster_lease_ms, config.cluster_url or "")
         self.member = ClusterMember(store, endpoint, config.cluster_lease_ms, self.logs)
         self.logs.add_fenced_listener(self.member.lost)

@@ -39,8 +39,9 @@ from ..object_store import ObjectStore
 from ..partition_logs import PartitionLogs
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
+from .object_archive import DEFAULT_ARCHIVE, ArchivedPartition, ArchiveSettings, archive_loop
 from .object_commit import DEFAULT_FLUSH, FlushSettings, ObjectGroupCommitter
-from .object_gc import DEFAULT_ORPHAN_GRACE_MS, collect_garbage
+from .object_gc import DEFAULT_ORPHAN_GRACE_MS, collect_loop
 from .object_runs import DEFAULT_READ_CACHE_BYTES, ObjectPartitionStore, ObjectReader
 from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BATCHES, PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
 from .partition_store import PartitionStore
@@ -80,6 +81,7 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
         flush: FlushSettings = DEFAULT_FLUSH,
         read_cache_bytes: int = DEFAULT_READ_CACHE_BYTES,
         orphan_grace_ms: int = DEFAULT_ORPHAN_GRACE_MS,
+        archive: ArchiveSettings = DEFAULT_ARCHIVE,
     ) -> None:
         self.pool = pool
         self.node_id = node_id
@@ -88,6 +90,7 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.reader = None if object_store is None else ObjectReader(object_store, read_cache_bytes)
         self._orphan_grace_ms = orphan_grace_ms
+        self.archive = archive
         self.committer = _committer(pool, node_id, object_store, flush, commit_concurrency)
         self._topic_store = TopicStore(pool)
         self._topics: dict[str, TopicMetadata] = {}
@@ -98,7 +101,7 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
         self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._refresher: asyncio.Task[None] | None = None
-        self._collector: asyncio.Task[None] | None = None
+        self._background: list[asyncio.Task[None]] = []  # the object store's collector and archiver
         self._changing = asyncio.Lock()  # this broker's topic changes, one at a time
         self._refresh_failing = False
         self._lookup: asyncio.Future[None] | None = None
@@ -113,14 +116,18 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
 
     def start(self) -> None:
         self.committer.start()
-        self._refresher = asyncio.get_running_loop().create_task(self._refresh_loop(), name="pg-topics")
+        loop = asyncio.get_running_loop()
+        self._refresher = loop.create_task(self._refresh_loop(), name="pg-topics")
         if self.reader is not None:
-            self._collector = asyncio.get_running_loop().create_task(self._collect_loop(self.reader.store),
-                                                                     name="object-gc")
+            store = self.reader.store
+            self._background = [
+                loop.create_task(collect_loop(self.pool, store, self._orphan_grace_ms), name="object-gc"),
+                loop.create_task(archive_loop(self.pool, store, self.node_id, self.archive, self.archived),
+                                 name="object-archive")]
 
     async def close(self) -> None:
         """Close every log (each stores a last producer snapshot), then the writer."""
-        for task in (t for t in (self._refresher, self._collector) if t is not None):
+        for task in [t for t in (self._refresher, *self._background) if t is not None]:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         await self.close_all_partitions()
@@ -317,18 +324,10 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
             else:
                 self._refresh_failing = False
 
-    async def _collect_loop(self, store: ObjectStore) -> None:
-        """Delete unreferenced and orphaned objects (storage/pg/object_gc.py), a few times per grace period."""
-        failing = False
-        while True:
-            await asyncio.sleep(max(self._orphan_grace_ms / 4, 1000) / 1000)
-            try:
-                await collect_garbage(self.pool, store, self._orphan_grace_ms, int(time.time() * 1000))
-                failing = False
-            except Exception as exc:
-                if not failing:
-                    log.warning("cannot delete unreferenced objects (trying again later): %r", exc)
-                failing = True
+    def archived(self) -> list[ArchivedPartition]:
+        """The partitions archiving may rewrite: those this broker leads, at the epoch it leads them."""
+        return [ArchivedPartition(p.topic_id, tp.partition, p.leader_epoch) for tp, p in self.logs.items()
+                if not p.fenced]
 
     async def _recover_stale_logs(self) -> None:
         """Logs whose last write's outcome is unknown re-read their state (once the database

@@ -20,11 +20,11 @@ from typing import Any, Final
 
 from protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, RecordBatchHeader, iter_batches, select_batches
 
-from ..object_store import ObjectStore
+from ..object_store import ObjectNotFoundError, ObjectStore
 from .partition_store import PartitionStore
 from .pool import Pool
 
-__all__ = ("DEFAULT_READ_CACHE_BYTES", "ObjectPartitionStore", "ObjectReader", "Run")
+__all__ = ("DEFAULT_READ_CACHE_BYTES", "ObjectPartitionStore", "ObjectReader", "Run", "run_from_row")
 
 DEFAULT_READ_CACHE_BYTES: Final = 64 << 20
 _RUN_CHUNK: Final = 16  # runs per query of a read; more queries follow while max_bytes allows
@@ -47,7 +47,7 @@ class Run:
     byte_length: int
 
 
-def _run(row: Any) -> Run:
+def run_from_row(row: Any) -> Run:
     return Run(row["base_offset"], row["last_offset"], row["max_timestamp"], row["object_key"],
                row["byte_start"], row["byte_length"])
 
@@ -131,18 +131,28 @@ class ObjectPartitionStore(PartitionStore):
 
     async def _runs(self, start: int, end: int, limit: int = _RUN_CHUNK) -> list[Run]:
         rows = await self._pool.fetch(_RUNS, self.topic_id, self.partition, start, end, limit)
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def _each_run(self, start: int, end: int) -> AsyncGenerator[tuple[Run, bytes], None]:
         """Every run from the one holding start to end, with its bytes, in offset order."""
-        position = start
+        position, retried = start, False
         while position < end:
             runs = await self._runs(position, end)
             for run in runs:
-                yield run, await self._reader.read(run)
-            if len(runs) < _RUN_CHUNK:
-                return
-            position = runs[-1].last_offset + 1
+                try:
+                    data = await self._reader.read(run)
+                except ObjectNotFoundError:
+                    # Rewritten (archived, cleaned) and collected since its row was read, or past
+                    # the grace period: the rows say where the bytes are now. Once; then an error.
+                    if retried:
+                        raise
+                    retried = True
+                    break
+                yield run, data
+                position = run.last_offset + 1
+            else:
+                if len(runs) < _RUN_CHUNK:
+                    return
 
     async def read(self, fetch_offset: int, max_bytes: int, limit: int,
                    min_one: bool = True) -> tuple[list[bytes], int]:
@@ -166,7 +176,7 @@ class ObjectPartitionStore(PartitionStore):
                 f"SELECT {_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 AND last_offset >= $3 "
                 "AND base_offset < $4 AND max_timestamp >= $5 ORDER BY base_offset LIMIT 8",
                 self.topic_id, self.partition, position, limit, timestamp)
-            for run in map(_run, rows):
+            for run in map(run_from_row, rows):
                 data = await self._reader.read(run)
                 for pos, header in _batches(data, min_offset, limit):
                     if header.max_timestamp >= timestamp:
@@ -181,7 +191,7 @@ class ObjectPartitionStore(PartitionStore):
             "ORDER BY max_timestamp DESC, base_offset LIMIT 1", self.topic_id, self.partition, limit)
         if row is None:
             return None
-        data = await self._reader.read(_run(row))
+        data = await self._reader.read(run_from_row(row))
         best: tuple[int, RecordBatchHeader] | None = None
         for pos, header in _batches(data, 0, limit):
             if best is None or header.max_timestamp > best[1].max_timestamp:

@@ -149,6 +149,12 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     INSERT INTO cluster_meta (key, value) SELECT 'record.storage', 'rows' WHERE EXISTS (SELECT 1 FROM batches)
     ON CONFLICT (key) DO NOTHING;
     """,
+    # 8: when the collector (storage/pg/object_gc.py) first found no run reading an object (archiving,
+    # the cleaner, retention): it is deleted a grace period after that, not after its creation, so a
+    # fetch that read the old rows just before they changed still finds its bytes.
+    """
+    ALTER TABLE flush_objects ADD COLUMN unreferenced_since timestamptz;
+    """,
 )
 
 

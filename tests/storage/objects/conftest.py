@@ -4,14 +4,14 @@ PgLogSources keeping their record data in it (the fixtures of tests/storage/pg, 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from storage.api import TopicPartition
-from storage.object_store import ObstoreObjectStore, open_object_store
+from storage.object_store import ObjectInfo, ObjectStore, ObstoreObjectStore, open_object_store
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_commit import FlushSettings
 from storage.pg.partition_log import PgPartitionLog
@@ -21,6 +21,29 @@ from tests.storage.pg.conftest import SourceFactory, db  # noqa: F401  (the migr
 from tests.storage.pg.helpers import take
 
 TP = TopicPartition("t", 0)
+
+
+class StoreWrapper:
+    """The real store, passed through: tests override a call to inject a fault at the seam."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+
+    @property
+    def description(self) -> str:
+        return self.store.description
+
+    async def put(self, key: str, data: bytes | Sequence[bytes | memoryview]) -> None:
+        await self.store.put(key, data)
+
+    async def get_range(self, key: str, start: int, end: int) -> bytes:
+        return await self.store.get_range(key, start, end)
+
+    def list(self, prefix: str = "") -> AsyncIterator[list[ObjectInfo]]:
+        return self.store.list(prefix)
+
+    async def delete(self, keys: Sequence[str]) -> None:
+        await self.store.delete(keys)
 
 
 @pytest.fixture(params=["s3", "file"])

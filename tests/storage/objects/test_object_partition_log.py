@@ -19,7 +19,7 @@ from storage.object_store import ObjectStore, ObjectStoreError
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_gc import collect_garbage
 from storage.pg.partition_log import PgPartitionLog
-from tests.storage.objects.conftest import TP
+from tests.storage.objects.conftest import TP, StoreWrapper
 from tests.storage.pg.conftest import SourceFactory
 from tests.storage.pg.helpers import batch, take, values
 from tests.storage.pg.test_pg_partition_log import (  # noqa: F401  (run here over objects)
@@ -76,30 +76,17 @@ async def test_a_fenced_flush_records_nothing_and_its_object_is_an_orphan(
     assert len(recorded) == 1 and recorded < stored and len(stored - recorded) == 1  # the orphan
 
 
-class _Failing:
+class _Failing(StoreWrapper):
     """The real store, with PUTs refused while `down` (fault injection at the seam)."""
 
     def __init__(self, store: ObjectStore) -> None:
-        self.store = store
+        super().__init__(store)
         self.down = False
-
-    @property
-    def description(self) -> str:
-        return self.store.description
 
     async def put(self, key: str, data: bytes | Sequence[bytes | memoryview]) -> None:
         if self.down:
             raise ObjectStoreError(self.description, key, "connection refused (injected)")
         await self.store.put(key, data)
-
-    async def get_range(self, key: str, start: int, end: int) -> bytes:
-        return await self.store.get_range(key, start, end)
-
-    def list(self, prefix: str = "") -> object:
-        return self.store.list(prefix)
-
-    async def delete(self, keys: Sequence[str]) -> None:
-        await self.store.delete(keys)
 
 
 async def test_a_store_that_refuses_the_flush_fails_the_append_retriably(
@@ -173,7 +160,8 @@ async def test_orphans_and_objects_retention_emptied_are_deleted_after_the_grace
     assert len(before) == 5
     now = int(time.time() * 1000)
     assert await collect_garbage(source.pool, s3_store, 3_600_000, now) == (0, 0)  # all within the grace
-    await db.execute("UPDATE flush_objects SET created_at = now() - interval '2 hours'")
+    await db.execute("UPDATE flush_objects SET created_at = now() - interval '2 hours', "
+                     "unreferenced_since = unreferenced_since - interval '2 hours'")
     assert await collect_garbage(source.pool, s3_store, 3_600_000, now + 7_200_000) == (2, 1)
     after = await _stored(s3_store)
     assert set(after) == {r["object_key"] for r in await db.fetch("SELECT object_key FROM batch_runs")}
