@@ -26,20 +26,37 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
-from typing import Any, TypeVar, assert_never
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, assert_never
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import ClusterView, LogSource, ProducerIdBlockSource, TopicPartition
 
+from ..runtime import CoordinatorRuntime
 from ..shards import CoordinatorShards
-from ..tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
-from .end_txn import decide_end_txn
-from .log import TRANSACTION_STATE_TOPIC, partition_for
+from ..tasks import DEFAULT_BACKOFF, Backoff
+from .log import TRANSACTION_STATE_TOPIC, TxnLogEntry, partition_for
 from .marker_writer import CONSUMER_OFFSETS, GroupTxnParticipant, MarkerWriter, TxnMarker
-from .metadata import ProducerIdAndEpoch, TransactionMetadata, TxnTransition, is_epoch_exhausted
-from .outcomes import AbortCause, TxnOutcomes
+from .messages import (
+    AbortTimedOut,
+    AddPartitions,
+    Barrier,
+    Complete,
+    CompleteTxn,
+    CountOutcome,
+    EndTxn,
+    ExpireIds,
+    InitProducerId,
+    InstallShard,
+    LogLine,
+    SendMarkers,
+    TxnEffect,
+    TxnMessage,
+)
+from .metadata import ProducerIdAndEpoch, TransactionMetadata
+from .outcomes import TxnOutcomes
+from .shard import TxnShard
 from .sharding import TxnShards
 from .state import TxnState
 from .state_store import TransactionStateStore
@@ -49,7 +66,6 @@ from .verification import verify_partitions
 __all__ = ("TransactionCoordinator", "TxnCoordinatorConfig")
 
 log = logging.getLogger(__name__)
-R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,20 +84,8 @@ class TxnCoordinatorConfig:
     retry_backoff: Backoff = DEFAULT_BACKOFF
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """Run a coroutine function inside the actor; its result answers the caller."""
-
-    fn: Callable[[], Coroutine[Any, Any, Any]]
-    reply: asyncio.Future[Any] | None
-
-
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
-
-
-async def _noop() -> None:
-    return None
 
 
 class TransactionCoordinator(TxnShards):
@@ -107,24 +111,19 @@ class TransactionCoordinator(TxnShards):
         self.markers = MarkerWriter(logs, config.coordinator_epoch, group, config.retry_backoff,
                                     cluster=cluster, remote=remote_markers)
         self.shards = CoordinatorShards(TRANSACTION_STATE_TOPIC, "transactional id")
-        self.transactions: dict[str, TransactionMetadata] = {}
+        self.txn_shards: dict[int, TxnShard] = {}  # the loaded shards, by partition
         self.outcomes = TxnOutcomes()
-        self._queue: asyncio.Queue[_Call] = asyncio.Queue()
-        self._tasks = TaskSupervisor("transaction coordinator", config.retry_backoff)
+        self.runtime: CoordinatorRuntime[TxnMessage, TxnLogEntry, TxnEffect] = CoordinatorRuntime(
+            "transaction coordinator", self._execute, self._write, self._run_effect, config.retry_backoff)
         self._marker_tasks: dict[str, asyncio.Task[Any]] = {}
-        self._run_task: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.store.ensure_topic()
-        loop = asyncio.get_running_loop()
-        self._run_task = loop.create_task(self._run(), name="txn-coordinator")
-        self._run_task.add_done_callback(self._on_done)
-        self._tasks.spawn("timed-out transaction scan",
-                          lambda: self._timer(self.config.abort_timed_out_interval_ms, self._abort_timed_out))
-        self._tasks.spawn("transactional id expiration",
-                          lambda: self._timer(self.config.remove_expired_interval_ms, self._expire_ids))
+        self.runtime.start()
+        self.runtime.every("timed-out transaction scan", self.config.abort_timed_out_interval_ms, AbortTimedOut)
+        self.runtime.every("transactional id expiration", self.config.remove_expired_interval_ms, ExpireIds)
         if self.cluster is not None and not self.cluster.leads_everything:
             self.cluster.add_listener(self)
             return
@@ -134,26 +133,12 @@ class TransactionCoordinator(TxnShards):
                 await self._load(partition, self.config.coordinator_epoch)
 
     async def stop(self) -> None:
-        if self._run_task is not None and not self._run_task.done():
+        if self.runtime.running:
             try:  # let markers in flight finish; a restart would resume them anyway
                 await asyncio.wait_for(self.quiesce(), 5)
             except (TimeoutError, KafkaError):
                 log.warning("stopping with transaction markers still in flight")
-        await self._tasks.stop()
-        if self._run_task is not None:
-            self._run_task.cancel()
-            await asyncio.gather(self._run_task, return_exceptions=True)
-
-    def _on_done(self, task: asyncio.Task[None]) -> None:
-        exc = None if task.cancelled() else task.exception()
-        if exc is not None:
-            log.error("transaction coordinator died: %r", exc, exc_info=exc)
-        while not self._queue.empty():
-            reply = self._queue.get_nowait().reply
-            if reply is not None and not reply.done():
-                reply.set_exception(
-                    KafkaError(ErrorCode.coordinator_not_available, "transaction coordinator stopped")
-                )
+        await self.runtime.stop()
 
     async def quiesce(self) -> None:
         """Wait until every marker write in flight has finished and its completion is persisted
@@ -161,41 +146,13 @@ class TransactionCoordinator(TxnShards):
         while self._marker_tasks:
             # wait, not gather: a caller that stops waiting must not cancel the markers
             await asyncio.wait(list(self._marker_tasks.values()))
-            await self._call(_noop)
+            await self.runtime.call(Barrier())
 
     async def abort_timed_out_transactions(self) -> None:
-        await self._call(self._abort_timed_out)
+        await self.runtime.call(AbortTimedOut())
 
     async def expire_transactional_ids(self) -> None:
-        await self._call(self._expire_ids)
-
-    async def _timer(self, interval_ms: int, action: Callable[[], Coroutine[Any, Any, Any]]) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            self._queue.put_nowait(_Call(action, None))
-
-    async def _call(self, fn: Callable[[], Coroutine[Any, Any, R]]) -> R:
-        reply: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Call(fn, reply))
-        return await reply
-
-    async def _run(self) -> None:
-        while True:
-            cmd = await self._queue.get()
-            match cmd:
-                case _Call(fn, reply):
-                    try:
-                        result = await fn()
-                    except Exception as exc:
-                        if reply is None:
-                            log.exception("transaction coordinator task failed")
-                        elif not reply.done():
-                            reply.set_exception(exc)
-                        continue
-                    if reply is not None and not reply.done():
-                        reply.set_result(result)
-                case _:
-                    assert_never(cmd)
+        await self.runtime.call(ExpireIds())
 
     # -- public face ---------------------------------------------------------------------------
 
@@ -210,17 +167,17 @@ class TransactionCoordinator(TxnShards):
         self, transactional_id: str | None, txn_timeout_ms: int,
         expected: ProducerIdAndEpoch | None = None,
     ) -> ProducerIdAndEpoch:
-        return await self._call(lambda: self._init_producer_id(transactional_id, txn_timeout_ms,
-                                                               expected))
+        return await self.runtime.call(InitProducerId(transactional_id=transactional_id,
+                                                      txn_timeout_ms=txn_timeout_ms, expected=expected))
 
     async def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int,
         partitions: Iterable[TopicPartition], tv2: bool = False,
     ) -> None:
         """AddPartitionsToTxn, or (tv2) the implicit add of a V2 Produce / TxnOffsetCommit."""
-        added = frozenset(partitions)
-        await self._call(lambda: self._add_partitions(transactional_id, producer_id,
-                                                      producer_epoch, added, tv2))
+        await self.runtime.call(AddPartitions(transactional_id=transactional_id, producer_id=producer_id,
+                                              producer_epoch=producer_epoch, partitions=frozenset(partitions),
+                                              tv2=tv2))
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         return TopicPartition(CONSUMER_OFFSETS,
@@ -238,8 +195,8 @@ class TransactionCoordinator(TxnShards):
         tv2: bool = False,
     ) -> ProducerIdAndEpoch:
         """Commit or abort; the producer id and epoch to continue with (bumped under tv2)."""
-        return await self._call(lambda: self._end_txn(transactional_id, producer_id,
-                                                      producer_epoch, commit, tv2))
+        return await self.runtime.call(EndTxn(transactional_id=transactional_id, producer_id=producer_id,
+                                              producer_epoch=producer_epoch, commit=commit, tv2=tv2))
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
@@ -258,9 +215,14 @@ class TransactionCoordinator(TxnShards):
         else:
             await asyncio.wait({task}, timeout=timeout_s)
 
+    @property
+    def transactions(self) -> Mapping[str, TransactionMetadata]:
+        """Every id of the shards loaded here (a copy: for metrics and tests)."""
+        return {i: md for shard in self.txn_shards.values() for i, md in shard.transactions.items()}
+
     def describe(self, transactional_id: str) -> TransactionMetadata | None:
-        md = self.transactions.get(transactional_id)
-        return None if md is None or md.state is TxnState.DEAD else md
+        shard = self.txn_shards.get(self.partition_for(transactional_id))
+        return None if shard is None else shard.get(transactional_id)
 
     def list_transactions(
         self, states: frozenset[TxnState] = frozenset(), producer_ids: frozenset[int] = frozenset(),
@@ -277,158 +239,137 @@ class TransactionCoordinator(TxnShards):
             and (transactional_id_pattern is None or transactional_id_pattern.fullmatch(md.transactional_id))
         ]
 
-    # -- commands (run inside the actor) -----------------------------------------------------
+    # -- the actor: messages -------------------------------------------------------------------
 
-    async def _persist(self, md: TransactionMetadata, t: TxnTransition) -> None:
-        md.mark_pending(t)
-        try:
-            await self.store.append(md.transactional_id, t, self.transaction_version())
-        except Exception as exc:
-            md.cancel_pending()
-            # A shard whose log this broker no longer leads: the client must find the new one.
-            moved = isinstance(exc, KafkaError) and exc.code is ErrorCode.not_leader_or_follower
-            raise KafkaError(
-                ErrorCode.not_coordinator if moved else ErrorCode.coordinator_not_available,
-                f"could not persist the transaction state of '{md.transactional_id}': {exc}",
-            ) from exc
-        md.complete_transition(t)
+    async def _execute(self, message: TxnMessage) -> object:
+        match message:
+            case InitProducerId():
+                return await self._init_producer_id(message)
+            case EndTxn():
+                return await self._end_txn(message)
+            case AddPartitions():
+                await self._add_partitions(message)
+            case CompleteTxn():
+                await self._complete(message.transactional_id, message.producer_epoch)
+            case AbortTimedOut():
+                await self._abort_timed_out()
+            case ExpireIds():
+                await self._expire_ids()
+            case InstallShard():
+                self._install(message.partition, message.epoch, message.shard)
+            case Barrier():
+                pass
+            case _:
+                assert_never(message)
+        return None
 
-    def _known(self, transactional_id: str) -> TransactionMetadata:
+    def _shard_of(self, transactional_id: str) -> TxnShard:
         if not transactional_id:
             raise KafkaError(ErrorCode.invalid_request, "the transactional id is empty")
         self.check_coordinator(transactional_id)
-        md = self.transactions.get(transactional_id)
-        if md is None or md.state is TxnState.DEAD:
-            raise KafkaError(
-                ErrorCode.invalid_producer_id_mapping,
-                f"transactional id '{transactional_id}' is unknown to the coordinator; "
-                "call InitProducerId first",
-            )
-        return md
+        return self.txn_shards[self.partition_for(transactional_id)]
 
-    async def _init_producer_id(
-        self, transactional_id: str | None, timeout_ms: int, expected: ProducerIdAndEpoch | None
-    ) -> ProducerIdAndEpoch:
-        if transactional_id is None:  # idempotent producer: always a fresh id
+    async def _new_ids(self, count: int) -> list[int]:
+        # Deciding is synchronous, so the ids a decision may take are allocated (durably) first.
+        return [await self.store.generate_producer_id() for _ in range(count)]
+
+    async def _init_producer_id(self, m: InitProducerId) -> ProducerIdAndEpoch:
+        if m.transactional_id is None:  # idempotent producer: always a fresh id
             return ProducerIdAndEpoch(producer_id=await self.store.generate_producer_id(), epoch=0)
-        if not transactional_id:
-            raise KafkaError(ErrorCode.invalid_request, "the transactional id is empty")
-        self.check_coordinator(transactional_id)
-        if not 0 < timeout_ms <= self.config.max_timeout_ms:
+        shard = self._shard_of(m.transactional_id)
+        if not 0 < m.txn_timeout_ms <= self.config.max_timeout_ms:
             raise KafkaError(
                 ErrorCode.invalid_transaction_timeout,
-                f"transaction.timeout.ms={timeout_ms} of '{transactional_id}' must be in "
+                f"transaction.timeout.ms={m.txn_timeout_ms} of '{m.transactional_id}' must be in "
                 f"(0, {self.config.max_timeout_ms}] (transaction.max.timeout.ms)",
             )
-        md = self.transactions.get(transactional_id)
-        if md is None or md.state is TxnState.DEAD:
-            pid = await self.store.generate_producer_id()
-            md = TransactionMetadata.new(transactional_id, pid, timeout_ms, self._now())
-            self.transactions[transactional_id] = md
-        # Deciding is synchronous, so a rotation's new id is allocated (durably) beforehand.
-        spare = [await self.store.generate_producer_id()] if is_epoch_exhausted(md.producer_epoch) else []
-        old_epoch = md.producer_epoch
-        t = md.prepare_init_producer_id(txn_timeout_ms=timeout_ms, expected=expected,
-                                        now_ms=self._now(), new_producer_id=spare.pop,
-                                        server_tv=self.transaction_version())
-        await self._persist(md, t)
-        if t.state is TxnState.PREPARE_ABORT:
-            self.outcomes.record(False, AbortCause.FENCING)
-            log.warning("'%s': InitProducerId fenced producer %d epoch %d with an open "
-                        "transaction; aborting it with epoch %d", transactional_id,
-                        t.producer_id, old_epoch, t.producer_epoch)
-            self._send_markers(md)
-            raise KafkaError(
-                ErrorCode.concurrent_transactions,
-                f"the open transaction of the previous producer of '{transactional_id}' is being "
-                "aborted; retry InitProducerId",
-            )
-        log.info("'%s': producer id %d epoch %d initialised", transactional_id,
-                 t.producer_id, t.producer_epoch)
-        return ProducerIdAndEpoch(producer_id=t.producer_id, epoch=t.producer_epoch)
+        new_ids = await self._new_ids(shard.producer_ids_for_init(m.transactional_id))
+        return await self.runtime.apply(shard, shard.init_producer_id(
+            m.transactional_id, m.txn_timeout_ms, m.expected, new_ids=new_ids, now_ms=self._now(),
+            server_tv=self.transaction_version()))
 
-    async def _add_partitions(
-        self, transactional_id: str, producer_id: int, epoch: int,
-        partitions: frozenset[TopicPartition], tv2: bool,
-    ) -> None:
-        md = self._known(transactional_id)
-        t = md.prepare_add_partitions(producer_id=producer_id, producer_epoch=epoch,
-                                      partitions=partitions, now_ms=self._now(),
-                                      client_tv=2 if tv2 else 0)
-        if t is not None:
-            await self._persist(md, t)
+    async def _add_partitions(self, m: AddPartitions) -> None:
+        shard = self._shard_of(m.transactional_id)
+        await self.runtime.apply(shard, shard.add_partitions(m.transactional_id, m.producer_id, m.producer_epoch,
+                                                             m.partitions, tv2=m.tv2, now_ms=self._now()))
 
-    async def _end_txn(self, transactional_id: str, producer_id: int, epoch: int,
-                       commit: bool, tv2: bool) -> ProducerIdAndEpoch:
-        md = self._known(transactional_id)
-        # Deciding is synchronous, so the id an exhausted epoch moves to is allocated beforehand.
-        spare = ([await self.store.generate_producer_id()]
-                 if tv2 and is_epoch_exhausted(md.producer_epoch) and md.state is TxnState.ONGOING else [])
-        decision = decide_end_txn(md, producer_id=producer_id, producer_epoch=epoch, commit=commit,
-                                  tv2=tv2, now_ms=self._now(), new_producer_id=spare.pop)
-        if decision.transition is None:
-            return decision.result  # a retry of a completed EndTxn
-        await self._persist(md, decision.transition)
-        self.outcomes.record(commit)
-        if md.topic_partitions:
-            self._send_markers(md)
-        else:  # a V2 abort with nothing added: no marker to write, complete it now
-            await self._persist(md, md.prepare_complete(self._now()))
-        return decision.result
+    async def _end_txn(self, m: EndTxn) -> ProducerIdAndEpoch:
+        shard = self._shard_of(m.transactional_id)
+        new_ids = await self._new_ids(shard.producer_ids_for_end_txn(m.transactional_id, m.tv2))
+        return await self.runtime.apply(shard, shard.end_txn(
+            m.transactional_id, m.producer_id, m.producer_epoch, commit=m.commit, tv2=m.tv2, new_ids=new_ids,
+            now_ms=self._now()))
 
-    def _send_markers(self, md: TransactionMetadata) -> None:
-        """Write the markers, then persist COMPLETE_*: supervised, so a failure of either is
-        logged and tried again; the id answers CONCURRENT_TRANSACTIONS until both are done."""
-        partition = self.partition_for(md.transactional_id)
-        if self.shards.status(partition) is None:
-            # The shard moved while the decision was being written: the decision is durable, and
-            # the next coordinator completes it when it loads the shard.
-            log.info("'%s': %s-%d is no longer coordinated here; its new coordinator writes the markers",
-                     md.transactional_id, TRANSACTION_STATE_TOPIC, partition)
-            return
-        txn = TxnMarker(transactional_id=md.transactional_id, producer_id=md.producer_id,
-                        producer_epoch=md.producer_epoch, commit=md.state is TxnState.PREPARE_COMMIT,
-                        partitions=md.topic_partitions,
-                        coordinator_epoch=self.shards.epoch(partition))
-        written: set[TopicPartition] = set()  # kept across reruns: a rerun skips them
-
-        async def write_then_complete() -> None:
-            await self.markers.write(txn, written)
-            await self._call(lambda: self._complete(txn.transactional_id, txn.producer_epoch))
-
-        task = self._tasks.spawn(f"markers of '{txn.transactional_id}'", write_then_complete)
-        self._marker_tasks[txn.transactional_id] = task
-        task.add_done_callback(lambda t: self._marker_tasks.pop(txn.transactional_id, None)
-                               if self._marker_tasks.get(txn.transactional_id) is t else None)
-
-    async def _complete(self, transactional_id: str, epoch: int) -> None:
-        md = self.transactions.get(transactional_id)
-        if md is None or not md.state.is_preparing or md.producer_epoch != epoch:
-            return
-        await self._persist(md, md.prepare_complete(self._now()))
-        log.debug("'%s': %s", transactional_id, md.state.display_name)
+    async def _complete(self, transactional_id: str, producer_epoch: int) -> None:
+        shard = self.txn_shards.get(self.partition_for(transactional_id))
+        if shard is not None:  # else resigned: the next coordinator completes it
+            await self.runtime.apply(shard, shard.complete(transactional_id, producer_epoch, now_ms=self._now()))
 
     async def _abort_timed_out(self) -> None:
         now = self._now()
-        for md in [md for md in self.transactions.values() if md.is_timed_out(now)]:
-            old_epoch = md.producer_epoch
-            t = md.prepare_timeout_abort(now, self.transaction_version())
-            try:
-                await self._persist(md, t)
-            except KafkaError:
-                log.exception("could not abort timed-out transaction of '%s'", md.transactional_id)
-                continue
-            log.warning("transaction of '%s' (producer %d epoch %d) timed out after %d ms; "
-                        "aborting it, producer epoch is now %d", md.transactional_id,
-                        md.producer_id, old_epoch, md.txn_timeout_ms, md.producer_epoch)
-            self.outcomes.record(False, AbortCause.TIMEOUT)
-            self._send_markers(md)
+        for shard in list(self.txn_shards.values()):
+            for transactional_id in shard.timed_out(now):
+                try:
+                    await self.runtime.apply(shard, shard.abort_timed_out(
+                        transactional_id, now_ms=now, server_tv=self.transaction_version()))
+                except KafkaError:
+                    log.exception("could not abort timed-out transaction of '%s'", transactional_id)
 
     async def _expire_ids(self) -> None:
         now = self._now()
         expiration = self.config.transactional_id_expiration_ms
-        for md in [md for md in self.transactions.values() if md.is_expired(now, expiration)]:
-            await self._persist(md, md.prepare_dead())
-            del self.transactions[md.transactional_id]
-            log.info("transactional id '%s' expired after %d ms idle", md.transactional_id,
-                     expiration)
+        for shard in list(self.txn_shards.values()):
+            for transactional_id in shard.expired(now, expiration):
+                await self.runtime.apply(shard, shard.expire(transactional_id, expiration_ms=expiration))
+
+    # -- the actor: writes and effects -----------------------------------------------------------
+
+    async def _write(self, records: Sequence[TxnLogEntry]) -> None:
+        for record in records:
+            assert record.transition is not None, "a live write always carries a transition"
+            try:
+                await self.store.append(record.transactional_id, record.transition, self.transaction_version())
+            except Exception as exc:
+                # A shard whose log this broker no longer leads: the client must find the new one.
+                moved = isinstance(exc, KafkaError) and exc.code is ErrorCode.not_leader_or_follower
+                raise KafkaError(
+                    ErrorCode.not_coordinator if moved else ErrorCode.coordinator_not_available,
+                    f"could not persist the transaction state of '{record.transactional_id}': {exc}",
+                ) from exc
+
+    async def _run_effect(self, effect: TxnEffect) -> None:
+        match effect:
+            case SendMarkers(marker):
+                self._send_markers(marker)
+            case Complete(transactional_id, producer_epoch):
+                await self._complete(transactional_id, producer_epoch)
+            case CountOutcome(commit, cause):
+                self.outcomes.record(commit, cause)
+            case LogLine(level, message):
+                log.log(level, "%s", message)
+            case _:
+                assert_never(effect)
+
+    def _send_markers(self, marker: TxnMarker) -> None:
+        """Write the markers, then persist COMPLETE_*: supervised, so a failure of either is
+        logged and tried again; the id answers CONCURRENT_TRANSACTIONS until both are done."""
+        transactional_id = marker.transactional_id
+        partition = self.partition_for(transactional_id)
+        if self.shards.status(partition) is None:
+            # The shard moved while the decision was being written: the decision is durable, and
+            # the next coordinator completes it when it loads the shard.
+            log.info("'%s': %s-%d is no longer coordinated here; its new coordinator writes the markers",
+                     transactional_id, TRANSACTION_STATE_TOPIC, partition)
+            return
+        txn = replace(marker, coordinator_epoch=self.shards.epoch(partition))
+        written: set[TopicPartition] = set()  # kept across reruns: a rerun skips them
+
+        async def write_then_complete() -> None:
+            await self.markers.write(txn, written)
+            await self.runtime.call(CompleteTxn(transactional_id=transactional_id,
+                                                producer_epoch=txn.producer_epoch))
+
+        task = self.runtime.tasks.spawn(f"markers of '{transactional_id}'", write_then_complete)
+        self._marker_tasks[transactional_id] = task
+        task.add_done_callback(lambda t: self._marker_tasks.pop(transactional_id, None)
+                               if self._marker_tasks.get(transactional_id) is t else None)

@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 from storage.api import TopicPartition
 
+from ..runtime import CoordinatorRuntime
 from ..shards import CoordinatorShards
-from ..tasks import TaskSupervisor
-from .log import TRANSACTION_STATE_TOPIC
-from .metadata import TransactionMetadata
+from .log import TRANSACTION_STATE_TOPIC, TxnLogEntry
+from .marker_writer import TxnMarker
+from .messages import InstallShard, TxnEffect, TxnMessage
+from .shard import TxnShard, markers_of
 from .state_store import TransactionStateStore
 
 __all__ = ("TxnShards",)
 
 log = logging.getLogger(__name__)
-R = TypeVar("R")
 
 
 class TxnShards:
@@ -35,33 +35,27 @@ class TxnShards:
 
     shards: CoordinatorShards
     store: TransactionStateStore
-    transactions: dict[str, TransactionMetadata]
-    _tasks: TaskSupervisor
+    txn_shards: dict[int, TxnShard]
+    runtime: CoordinatorRuntime[TxnMessage, TxnLogEntry, TxnEffect]
     _marker_tasks: dict[str, asyncio.Task[Any]]
 
-    def partition_for(self, transactional_id: str) -> int:
-        raise NotImplementedError
-
-    async def _call(self, fn: Callable[[], Coroutine[Any, Any, R]]) -> R:
-        raise NotImplementedError
-
-    def _send_markers(self, md: TransactionMetadata) -> None:
+    def _send_markers(self, marker: TxnMarker) -> None:
         raise NotImplementedError
 
     async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
         """Become the coordinator of tp's ids: load the shard in the background (its ids answer
         COORDINATOR_LOAD_IN_PROGRESS meanwhile) so the caller is not held up."""
         if tp.topic == TRANSACTION_STATE_TOPIC and self.shards.elect(tp.partition, leader_epoch):
-            self.shards.track_load(tp.partition, self._tasks.spawn(
+            self.shards.track_load(tp.partition, self.runtime.tasks.spawn(
                 f"loading {tp}", lambda: self._load(tp.partition, leader_epoch)))
 
     async def on_resigned(self, tp: TopicPartition) -> None:
         """Stop coordinating tp's ids at once (no queue: a new leader may already serve them)."""
         if tp.topic != TRANSACTION_STATE_TOPIC or not self.shards.resign(tp.partition):
             return
-        gone = [i for i in self.transactions if self.partition_for(i) == tp.partition]
+        shard = self.txn_shards.pop(tp.partition, None)
+        gone = [] if shard is None else list(shard.transactions)
         for transactional_id in gone:
-            del self.transactions[transactional_id]
             task = self._marker_tasks.pop(transactional_id, None)
             if task is not None:
                 task.cancel()
@@ -70,18 +64,18 @@ class TxnShards:
     async def _load(self, partition: int, epoch: int) -> None:
         if not self.shards.is_current(partition, epoch):
             return  # resigned (or elected again) before the load began
-        loaded = await self.store.load_partition(partition)
-        await self._call(lambda: self._install(partition, epoch, loaded))
+        shard = TxnShard(partition)
+        records = await self.store.load_partition(partition, shard.replay)
+        log.log(logging.INFO if records else logging.DEBUG, "loaded %d transactional ids from %d records of %s-%d",
+                len(shard.transactions), records, TRANSACTION_STATE_TOPIC, partition)
+        await self.runtime.call(InstallShard(partition=partition, epoch=epoch, shard=shard))
 
-    async def _install(self, partition: int, epoch: int, loaded: dict[str, TransactionMetadata]) -> None:
+    def _install(self, partition: int, epoch: int, shard: TxnShard) -> None:
         if not self.shards.finish_loading(partition, epoch):
             return
-        for transactional_id in [i for i in self.transactions if self.partition_for(i) == partition]:
-            del self.transactions[transactional_id]  # stale entries of an earlier term
-        self.transactions.update(loaded)
-        for md in loaded.values():
+        self.txn_shards[partition] = shard  # replaces the ids of an earlier term, if any
+        for md in shard.transactions.values():
             if md.state.is_preparing:  # the last coordinator stopped while markers were being written
                 log.info("resuming %s of '%s' (coordinator epoch %d)", md.state.display_name,
                          md.transactional_id, epoch)
-                self._send_markers(md)
-
+                self._send_markers(markers_of(md.transactional_id, md.current))

@@ -1,7 +1,7 @@
 """The coordinator's durable side: __transaction_state and producer-id blocks.
 
 append() writes one transaction record to the partition of its id; load_partition() replays one
-partition (a coordinator shard) into TransactionMetadata (the last record of an id wins, a
+partition (a coordinator shard) into its TxnShard (the last record of an id wins, a
 tombstone removes it). Records are written as ordinary batches through the partition log actor.
 
 Producer ids come in blocks from a ProducerIdBlockSource (storage/api.py): a file in the data dir
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import Record, build_batch, read_records
@@ -28,7 +29,7 @@ from .log import (
     transaction_key,
     transaction_value,
 )
-from .metadata import TransactionMetadata, TxnTransition
+from .metadata import TxnTransition
 from .producer_id_manager import ProducerIdBlock, ProducerIdManager
 
 __all__ = ("TransactionStateStore",)
@@ -99,10 +100,10 @@ class TransactionStateStore:
 
     # -- loading -------------------------------------------------------------------------------
 
-    async def load_partition(self, partition: int) -> dict[str, TransactionMetadata]:
-        """Replay one shard (and honour any producer-id block records of earlier versions)."""
+    async def load_partition(self, partition: int, replay: Callable[[TxnLogEntry], None]) -> int:
+        """Replay one shard's records, in order, into replay (and honour any producer-id block
+        records of earlier versions); how many records it read."""
         legacy_next = 0
-        transactions: dict[str, TransactionMetadata] = {}
         plog = self._log(partition)
         offset, records = plog.log_start_offset, 0
         while offset < plog.log_end_offset:
@@ -117,23 +118,9 @@ class TransactionStateStore:
                         if isinstance(entry, ProducerIdBlock):  # an earlier version's block record
                             legacy_next = max(legacy_next, entry.last_producer_id + 1)
                         else:
-                            self._apply(transactions, entry)
+                            replay(entry)
                         records += 1
                 offset = header.last_offset + 1
         if legacy_next:
             await self.blocks.honour(legacy_next)
-        log.log(logging.INFO if records else logging.DEBUG, "loaded %d transactional ids from %d records of %s-%d",
-                len(transactions), records, TRANSACTION_STATE_TOPIC, partition)
-        return transactions
-
-    def _apply(self, transactions: dict[str, TransactionMetadata], entry: TxnLogEntry) -> None:
-        if entry.transition is None:
-            transactions.pop(entry.transactional_id, None)
-            return
-        md = transactions.get(entry.transactional_id)
-        if md is None:
-            transactions[entry.transactional_id] = TransactionMetadata(
-                entry.transactional_id, entry.transition
-            )
-        else:
-            md.load(entry.transition)
+        return records

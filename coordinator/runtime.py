@@ -1,0 +1,177 @@
+"""The coordinator runtime: one actor that runs a coordinator's typed messages over its shards.
+
+As Kafka's CoordinatorRuntime and CoordinatorShard (coordinator-common): a shard is a pure state
+machine. An operation on it decides and returns a CoordinatorResult (the records to persist, the
+response, and the effects to run once the records are durable) without changing anything; the
+runtime writes the records, then has the shard replay them (the same replay that loading a
+shard at start-up or on election uses), then runs the effects and answers. A write that fails
+leaves the shard as it was (revert drops what begin marked as pending).
+
+The runtime owns what every coordinator needs around its shards: the queue of messages served
+one at a time by one task (so shard state needs no locks), supervision (a dead actor fails every
+waiting caller with COORDINATOR_NOT_AVAILABLE), the periodic timers that queue a message, and the
+write path. What a message does is the coordinator's: it gives the runtime an execute function
+that matches on the message type.
+
+Errors are one kind of value, ApiError (Kafka's error code and message, as Kafka's ApiError): a
+shard returns it as its response, and the runtime turns it into the KafkaError the caller's
+handler answers with, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+from protocol.errors import ErrorCode, KafkaError
+
+from .tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
+
+__all__ = ("ApiError", "CoordinatorResult", "CoordinatorRuntime", "Message", "Shard")
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+R = TypeVar("R")  # a shard's record
+R_contra = TypeVar("R_contra", contravariant=True)
+E = TypeVar("E")  # a coordinator's effect
+M = TypeVar("M", bound="Message[Any]")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """A refusal as a value: the error code a response carries and its error_message."""
+
+    code: ErrorCode
+    message: str | None = None
+
+    @classmethod
+    def of(cls, exc: KafkaError) -> ApiError:
+        return cls(exc.code, exc.message)
+
+    def exception(self) -> KafkaError:
+        return KafkaError(self.code, self.message)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoordinatorResult(Generic[R, E, T]):
+    """What a shard operation decided: persist records, then answer response and run effects
+    (Kafka's CoordinatorResult). An ApiError with records is a refusal that still changes state:
+    InitProducerId fencing an open transaction answers CONCURRENT_TRANSACTIONS and aborts it."""
+
+    response: T | ApiError
+    records: tuple[R, ...] = ()
+    effects: tuple[E, ...] = ()
+
+
+class Shard(Protocol[R_contra]):
+    def begin(self, records: Sequence[R_contra]) -> None:
+        """The records are being written: mark what they change as pending."""
+
+    def revert(self, records: Sequence[R_contra]) -> None:
+        """Their write failed: drop the pending marks, the state stays as it was."""
+
+    def replay(self, record: R_contra) -> None:
+        """Apply a persisted record (after a write, and when loading the shard)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message(Generic[T]):
+    """Base of a coordinator's typed messages; T is what the caller gets back."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Envelope(Generic[M]):
+    message: M
+    reply: asyncio.Future[Any] | None  # None: a timer's message, nobody waits
+
+
+class CoordinatorRuntime(Generic[M, R, E]):
+    def __init__(
+        self, name: str, execute: Callable[[M], Awaitable[object]],
+        write: Callable[[Sequence[R]], Awaitable[None]], run_effect: Callable[[E], Awaitable[None]],
+        backoff: Backoff = DEFAULT_BACKOFF,
+    ) -> None:
+        self.name = name
+        self._execute = execute
+        self._write = write
+        self._run_effect = run_effect
+        self._queue: asyncio.Queue[_Envelope[M]] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.tasks = TaskSupervisor(name, backoff)  # the timers and the coordinator's background work
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+        self._task.add_done_callback(self._on_done)
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        await self.tasks.stop()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def call(self, message: Message[T]) -> T:
+        """Queue message and wait for its answer (a KafkaError for a refusal)."""
+        if self._task is not None and self._task.done():
+            raise KafkaError(ErrorCode.coordinator_not_available, f"{self.name} stopped")
+        reply: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Envelope(cast(M, message), reply))
+        return await reply
+
+    def every(self, what: str, interval_ms: int, make: Callable[[], M]) -> None:
+        """Queue make() every interval_ms (Kafka's CoordinatorTimer, periodic)."""
+
+        async def timer() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                self._queue.put_nowait(_Envelope(make(), None))
+
+        self.tasks.spawn(what, timer)
+
+    async def apply(self, shard: Shard[R], result: CoordinatorResult[R, E, T]) -> T:
+        """Persist the result's records, replay them into shard, run its effects, and answer:
+        the one place a shard's decision becomes state and an ApiError becomes a KafkaError."""
+        if result.records:
+            shard.begin(result.records)
+            try:
+                await self._write(result.records)
+            except BaseException:
+                shard.revert(result.records)
+                raise
+            for record in result.records:
+                shard.replay(record)
+        for effect in result.effects:
+            await self._run_effect(effect)
+        if isinstance(result.response, ApiError):
+            raise result.response.exception()
+        return result.response
+
+    async def _run(self) -> None:
+        while True:
+            envelope = await self._queue.get()
+            reply = envelope.reply
+            try:
+                result = await self._execute(envelope.message)
+            except Exception as exc:
+                if reply is None:
+                    log.exception("%s: %s failed", self.name, type(envelope.message).__name__)
+                elif not reply.done():
+                    reply.set_exception(exc)
+                continue
+            if reply is not None and not reply.done():
+                reply.set_result(result)
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            log.error("%s died: %r", self.name, exc, exc_info=exc)
+        while not self._queue.empty():
+            reply = self._queue.get_nowait().reply
+            if reply is not None and not reply.done():
+                reply.set_exception(KafkaError(ErrorCode.coordinator_not_available, f"{self.name} stopped"))
