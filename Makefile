@@ -1,6 +1,7 @@
 # eosbroker: `make run` starts the broker on 127.0.0.1:9092 with data in ./data
 # (`make run HOST=0.0.0.0 PORT=19092 DATA=/var/lib/eosbroker` to change them;
-# `make run PROCESSES=4 CLUSTER_URL=postgresql://...` for four broker processes, docs/processes.md);
+# `make run PROCESSES=4` for four broker processes sharing ./data, with CLUSTER_URL=postgresql://...
+# over a cluster database, docs/processes.md);
 # `make install-clients` adds the Python clients for the README's examples;
 # `make test` installs everything the tests need and runs the whole suite.
 

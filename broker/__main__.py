@@ -102,10 +102,6 @@ async def _serve(broker: Broker) -> None:
 
 
 def _supervise(config: BrokerConfig, args: argparse.Namespace) -> int:
-    if config.cluster_url is None:
-        print(f"eosbroker: broker.processes={config.processes} needs cluster.url for now: processes "
-              "sharing one local data dir are not supported yet (docs/processes.md)", file=sys.stderr)
-        return EXIT_STARTUP_FAILURE
     try:
         return supervise(config, vars(args), config.processes)
     except ConfigError as exc:  # a setting the processes cannot each be given

@@ -2,8 +2,9 @@
 
 A backend gives the broker its parts behind storage/api.py: the partition logs (LogSource), who
 leads what (ClusterView), producer-id blocks, and the stores of ACLs, SCRAM credentials, dynamic
-configs and feature levels. Local files (broker/local_backend.py) or PostgreSQL rows shared by a
-cluster (broker/cluster/backend.py); the next one (an object store) implements the same protocol.
+configs and feature levels. Local files (broker/local_backend.py), PostgreSQL rows shared by a
+cluster (broker/cluster/backend.py), or local files shared by the processes of one set on this
+machine (broker/cluster/local_set.py).
 broker/server.py calls these in order and never asks which backend runs:
 
     connect -> (data dir locked) load -> join -> ... serving ... -> leave -> close
@@ -13,6 +14,7 @@ and abandon() instead of close() when start-up fails part way.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -29,6 +31,7 @@ from storage.cleaner.log_cleaner import CleanerConfig, CleanerService  # both ba
 
 from .config import BrokerConfig
 from .features import FinalizedFeatures
+from .supervisor import LOCAL_SET_ENV
 
 __all__ = ("AclRecords", "StorageBackend", "choose_backend")
 
@@ -105,11 +108,17 @@ class StorageBackend(Protocol):
 
 
 def choose_backend(config: BrokerConfig, endpoint: Callable[[], BrokerEndpoint]) -> StorageBackend:
-    """The backend config asks for: cluster.url names a cluster database, else the data dir."""
+    """The backend config asks for: cluster.url names a cluster database; else the data dir, shared
+    with the other processes of a set when the supervisor started this one as one of them
+    (broker/supervisor.py's LOCAL_SET_ENV), or this broker's alone."""
     if config.cluster_url:
         from .cluster.backend import ClusterBackend
 
         return ClusterBackend(config, endpoint)
+    if os.environ.get(LOCAL_SET_ENV):
+        from .cluster.local_set import LocalSetBackend
+
+        return LocalSetBackend(config, endpoint)
     from .local_backend import LocalBackend
 
     return LocalBackend(config, endpoint)

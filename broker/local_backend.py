@@ -10,6 +10,7 @@ from storage.acl_store import AclFileStore
 from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ScramCredentials, ScramCredentialStore
 from storage.broker_config_store import FileBrokerConfigStore
 from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner
+from storage.embedded.db import DB_FILE as SET_DATABASE
 from storage.feature_levels import FileFeatureLevelStore
 from storage.log_manager import LogManager
 from storage.producer_id_blocks import LocalProducerIdBlocks
@@ -40,6 +41,9 @@ class LocalBackend:
 
     async def connect(self, config: BrokerConfig) -> None:
         self.config = config
+        if (config.data_dir / SET_DATABASE).exists():
+            raise StartupError(f"{config.data_dir} is the data dir of a set of broker processes ({SET_DATABASE}): "
+                               "start it with the --processes it was started with")
 
     def load(self, config: BrokerConfig) -> None:
         self.logs.load()

@@ -31,11 +31,15 @@ from typing import Final
 from .config import BrokerConfig, ConfigError
 from .listeners import Listener, default_advertised_host
 
-__all__ = ("HEARTBEAT_FD_ENV", "ChildSpec", "child_specs", "heartbeat_fd", "send_heartbeats", "supervise",
+__all__ = ("HEARTBEAT_FD_ENV", "LOCAL_SET_ENV", "ChildSpec", "child_specs", "heartbeat_fd", "send_heartbeats",
+           "supervise",
            "supervise_specs")
 
 log = logging.getLogger("broker.supervisor")
 HEARTBEAT_FD_ENV: Final = "EOSBROKER_HEARTBEAT_FD"
+# Set (to "index/count") for the processes of a set without cluster.url: they share one data dir
+# (broker/cluster/local_set.py); broker/backend.py reads it.
+LOCAL_SET_ENV: Final = "EOSBROKER_LOCAL_SET"
 _STOP_TIMEOUT_S: Final = 60.0  # then SIGKILL: a process that cannot stop cleanly must not hang the command
 _STABLE_S: Final = 10.0  # a process that ran this long before dying is restarted at once again
 _BACKOFF_S: Final = (0.5, 10.0)
@@ -47,6 +51,7 @@ class ChildSpec:
     node_id: int
     argv: tuple[str, ...]
     summary: str  # what the start line says about where it listens
+    env: tuple[tuple[str, str], ...] = ()  # set in its environment
 
 
 def child_specs(config: BrokerConfig, args: dict[str, object], count: int) -> list[ChildSpec]:
@@ -63,9 +68,11 @@ def _spec(config: BrokerConfig, args: dict[str, object], i: int) -> ChildSpec:
         argv += ["--config", str(args["config"])]
     for item in args.get("set") or ():  # type: ignore[attr-defined]
         argv += ["--set", str(item)]
+    local_set = config.cluster_url is None
     if "log.dirs" in config.static_keys:
-        # Cluster mode keeps nothing that matters in the data dir, but each broker needs its own.
-        argv += ["--data-dir", str(Path(config.log_dirs) / f"node-{node_id}")]
+        # Cluster mode keeps nothing that matters in the data dir, but each broker needs its own;
+        # a local set shares it (each process keeps its own node-<id> inside).
+        argv += ["--data-dir", config.log_dirs if local_set else str(Path(config.log_dirs) / f"node-{node_id}")]
     argv += ["--node-id", str(node_id), "--set", "listeners=" + ",".join(_bind(li) for li in listeners)]
     advertised = [_advertised(li, config, i) for li in listeners]
     if any(advertised):
@@ -74,7 +81,8 @@ def _spec(config: BrokerConfig, args: dict[str, object], i: int) -> ChildSpec:
         argv += ["--set", f"metrics.port={config.metrics_port + i}"]
     argv += ["--set", "broker.processes=1"]
     where = ", ".join(f"{li.name} on {_host(li.host or '*')}:{li.port or 'any free port'}" for li in listeners)
-    return ChildSpec(i, node_id, tuple(argv), where)
+    env = ((LOCAL_SET_ENV, f"{i}/{config.processes}"),) if local_set else ()
+    return ChildSpec(i, node_id, tuple(argv), where, env)
 
 
 def _up(port: int, i: int) -> int:
@@ -152,7 +160,7 @@ class _Child:
     async def _run_once(self) -> int:
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
-        env = dict(os.environ, **{HEARTBEAT_FD_ENV: str(write_fd)})
+        env = dict(os.environ, **dict(self.spec.env), **{HEARTBEAT_FD_ENV: str(write_fd)})
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.spec.argv, env=env, pass_fds=(write_fd,), start_new_session=True,

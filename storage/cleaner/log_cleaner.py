@@ -32,8 +32,8 @@ from .cleanable import CleaningPlan, dirty_ratio, first_uncleanable_offset
 from .throttler import UNLIMITED
 
 if TYPE_CHECKING:
-    from ..log_manager import LogManager
     from ..partition_log import LocalPartitionLog
+    from ..partition_logs import PartitionLogs
 
 __all__ = ("CleanerConfig", "CleanerService", "CleanerStats", "LogCleaner", "PassStats", "log_pass", "process_executor",
            "stop_executor")
@@ -211,7 +211,7 @@ class CleanerService:
 
 
 class LogCleaner(CleanerService):
-    def __init__(self, logs: LogManager, config: CleanerConfig, *,
+    def __init__(self, logs: PartitionLogs[LocalPartitionLog], config: CleanerConfig, *,
                  executor: Callable[[], Executor] | None = None) -> None:
         super().__init__(config, executor=executor)
         self.logs = logs

@@ -10,7 +10,7 @@ import pytest
 
 from broker.__main__ import load_config, main, parse_args
 from broker.config import ConfigError
-from broker.supervisor import ChildSpec, child_specs
+from broker.supervisor import LOCAL_SET_ENV, ChildSpec, child_specs
 
 
 def specs(*argv: str) -> list[ChildSpec]:
@@ -64,6 +64,15 @@ def test_each_process_gets_its_own_data_dir_in_cluster_mode(tmp_path: Path) -> N
     found = specs("--processes", "2", "--data-dir", str(tmp_path), "--set", "cluster.url=postgresql://u@h/db")
     assert [flag_values(s, "--data-dir") for s in found] == [[str(tmp_path / "node-1")], [str(tmp_path / "node-2")]]
     assert "--data-dir" not in specs("--processes", "2", "--set", "cluster.url=postgresql://u@h/db")[0].argv
+    assert [s.env for s in found] == [(), ()]
+
+
+def test_a_local_set_shares_the_data_dir(tmp_path: Path) -> None:
+    """Without cluster.url the processes share the data dir (each keeps node-<id> inside it
+    itself) and are told they are one of a set."""
+    found = specs("--processes", "2", "--data-dir", str(tmp_path))
+    assert [flag_values(s, "--data-dir") for s in found] == [[str(tmp_path)], [str(tmp_path)]]
+    assert [dict(s.env) for s in found] == [{LOCAL_SET_ENV: "0/2"}, {LOCAL_SET_ENV: "1/2"}]
 
 
 def test_auto_is_the_cores_this_process_may_use() -> None:
@@ -82,8 +91,9 @@ def test_a_bad_count_is_refused(value: str) -> None:
 def test_the_command_says_what_is_wrong_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--processes", "0", "--data-dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
-    assert main(["--processes", "2", "--data-dir", str(tmp_path)]) == 2
+    assert main(["--processes", "2", "--host", "127.0.0.1", "--port", "0", "--advertised-host", "proxy",
+                 "--data-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("eosbroker: broker.processes=2 needs cluster.url") and err.count("\n") == 1
+    assert err.startswith("eosbroker: listener PLAINTEXT advertises host proxy") and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []  # nothing created
 

@@ -1,5 +1,6 @@
-"""`python -m broker --processes 4` over cluster mode (docs/processes.md): four broker processes
-on consecutive ports from one command, reached from the first port, sharing partitions and both
+"""`python -m broker --processes 4` (docs/processes.md), as a local set sharing one data dir with
+no other service and over cluster mode (PostgreSQL): four broker processes on consecutive ports
+from one command, reached from the first port, sharing partitions and both
 coordinators' shards; transactions across processes read exactly by confluent-kafka, kafka-python
 and Java; kill -9 and SIGSTOP of one process under load (the supervisor starts it again; nothing
 acknowledged lost, nothing written twice); the whole set stopped with SIGTERM and started again;
@@ -36,10 +37,18 @@ pytestmark = pytest.mark.e2e
 WAIT_S = 60.0
 
 
+@pytest.fixture(params=["local", "cluster"])
+def settings(request: pytest.FixtureRequest) -> dict[str, str]:
+    """A local set (one shared data dir, SQLite inside it) or cluster mode over a fresh database."""
+    if request.param == "local":
+        return dict(CLUSTER_SETTINGS)  # cluster.lease.ms: the leases in the data dir's database
+    return {**CLUSTER_SETTINGS, "cluster.url": request.getfixturevalue("pg_url")}
+
+
 @pytest.fixture
-def four(pg_url: str, tmp_path: Path) -> Iterator[Supervised]:
-    """Four supervised processes over a fresh database, not started yet."""
-    procs = Supervised(tmp_path, 4, {**CLUSTER_SETTINGS, "cluster.url": pg_url, "request.timeout.ms": "2000"})
+def four(settings: dict[str, str], tmp_path: Path) -> Iterator[Supervised]:
+    """Four supervised processes over fresh storage, not started yet."""
+    procs = Supervised(tmp_path, 4, {**settings, "request.timeout.ms": "2000"})
     yield procs
     assert procs.stop() in (0, None)
     assert not procs.problems(), "a process misbehaved:\n" + "\n".join(procs.problems())
@@ -106,9 +115,10 @@ def test_four_processes_are_one_cluster_with_transactions_across_them(four: Supe
     assert four.logged("every broker process stopped cleanly")
 
 
-def test_each_process_has_its_own_metrics_and_none_outlives_a_killed_supervisor(pg_url: str, tmp_path: Path) -> None:
+def test_each_process_has_its_own_metrics_and_none_outlives_a_killed_supervisor(settings: dict[str, str],
+                                                                                 tmp_path: Path) -> None:
     metrics = free_ports(2)
-    procs = start(Supervised(tmp_path, 2, {**CLUSTER_SETTINGS, "cluster.url": pg_url, "metrics.port": str(metrics)}))
+    procs = start(Supervised(tmp_path, 2, {**settings, "metrics.port": str(metrics)}))
     create_topic(procs.bootstrap, "metered", 2)
     led = {leader: p for p, leader in spread_two(procs, "metered").items()}
     producer = plain_producer(procs.bootstrap)  # bootstraps from process 1, produces to process 2
@@ -145,8 +155,8 @@ def scrape(port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
 
 
 
-def test_a_process_that_cannot_start_stops_the_others(pg_url: str, tmp_path: Path) -> None:
-    procs = Supervised(tmp_path, 2, {**CLUSTER_SETTINGS, "cluster.url": pg_url})
+def test_a_process_that_cannot_start_stops_the_others(settings: dict[str, str], tmp_path: Path) -> None:
+    procs = Supervised(tmp_path, 2, settings)
     with socket.create_server(("127.0.0.1", procs.base_port + 1)):  # the second process's port is taken
         done = subprocess.run(procs.command(), capture_output=True, text=True, timeout=120,
                               env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -209,7 +219,7 @@ def test_the_whole_set_restarts_and_kafka_tools_see_it(four: Supervised) -> None
     producer.commit_transaction(WAIT_S)
     consume_and_commit(four.bootstrap, "auditors", "events", 8)
     assert four.stop() == 0
-    start(four)  # the same command again: same ports, same node ids, same database
+    start(four)  # the same command again: same ports, same node ids, same data dir or database
     spread_evenly(four, "events", 8)
     assert "events-tx" in tool("kafka-transactions", "list")
     groups = tool("kafka-consumer-groups", "--describe", "--group", "auditors")

@@ -1,8 +1,8 @@
 """The history workload (tests/history) against four broker processes of one `--processes 4`
-command over PostgreSQL: transactional and idempotent producers run while, in turn, a process is
-killed with -9, a process is paused with SIGSTOP (the supervisor kills it once its lease ran out),
-each started again by the supervisor, and the database is restarted. `make chaos` runs it with the
-other history tests."""
+command, over PostgreSQL and as a local set sharing one data dir: transactional and idempotent
+producers run while, in turn, a process is killed with -9, a process is paused with SIGSTOP (the
+supervisor kills it once its lease ran out), each started again by the supervisor, and (over
+PostgreSQL) the database is restarted. `make chaos` runs both with the other history tests."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.e2e.cluster.conftest import CLUSTER_SETTINGS, LEASE_MS
 from tests.e2e.cluster.test_cluster_history import RestartDatabase
 from tests.e2e.cluster.test_processes import start
 from tests.history.checker import check
-from tests.history.workload import WorkloadConfig, run
+from tests.history.workload import Fault, WorkloadConfig, run
 from tests.pg_server import PostgresServer
 from tests.supervised import Supervised
 
@@ -78,9 +78,19 @@ class PauseProcess:
 def test_history_across_process_kills_pauses_and_a_database_restart(
         pg_url: str, pg_server: PostgresServer, tmp_path: Path) -> None:
     procs = Supervised(tmp_path, 4, {**CLUSTER_SETTINGS, "cluster.url": pg_url})
+    run_history(procs, [KillProcess(2), PauseProcess(3), RestartDatabase(pg_server), KillProcess(1), PauseProcess(4)])
+
+
+@pytest.mark.timeout(400 + 90 * CYCLES)
+def test_history_of_a_local_set_across_process_kills_and_pauses(tmp_path: Path) -> None:
+    """No database: the processes share the data dir, a partition's files fenced by their lock."""
+    procs = Supervised(tmp_path, 4, dict(CLUSTER_SETTINGS))
+    run_history(procs, [KillProcess(2), PauseProcess(3), KillProcess(1), PauseProcess(4)])
+
+
+def run_history(procs: Supervised, faults: list[Fault]) -> None:
     try:
         start(procs)
-        faults = [KillProcess(2), PauseProcess(3), RestartDatabase(pg_server), KillProcess(1), PauseProcess(4)]
         # Four partitions a topic, so each process leads two: a reader meets a partition's end (its
         # EOF) in a fetch that another partition's append woke; a process leading one partition
         # that the writers append to without pause answers every fetch with new records.

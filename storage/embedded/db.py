@@ -1,0 +1,147 @@
+"""The SQLite database (WAL) that the processes of one `--processes N` set share in their data
+dir, <data dir>/cluster.db: membership and partition leases (lease_store.py), topics, and the small
+stores (stores.py). It plays the part PostgreSQL plays in cluster mode, for one machine.
+
+Every change is one transaction (BEGIN IMMEDIATE: writers queue on the database lock, up to
+busy_timeout) run on a worker thread, so the event loop never waits on the disk; each bumps a
+version row of `meta` that the other processes poll (one row read every poll), as the PostgreSQL
+stores poll cluster_meta (storage/pg/polling.py). synchronous=NORMAL in WAL mode never tears the
+database; a power loss may undo the last changes, which the segment files would lose too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, TypeVar
+
+__all__ = ("DB_FILE", "SharedDb", "bump")
+
+DB_FILE: Final = "cluster.db"
+T = TypeVar("T")
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS brokers (
+    node_id INTEGER PRIMARY KEY, incarnation TEXT NOT NULL, boot_id TEXT NOT NULL,
+    lease_expires_at REAL NOT NULL, host TEXT NOT NULL, port INTEGER NOT NULL, rack TEXT,
+    listeners TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS topics (
+    name TEXT PRIMARY KEY, topic_id TEXT NOT NULL, partitions INTEGER NOT NULL,
+    replication_factor INTEGER NOT NULL, configs TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS partitions (
+    topic TEXT NOT NULL REFERENCES topics(name) ON DELETE CASCADE, partition INTEGER NOT NULL,
+    leader INTEGER, leader_epoch INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (topic, partition));
+CREATE TABLE IF NOT EXISTS acls (binding TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS scram_credentials (
+    username TEXT NOT NULL, mechanism TEXT NOT NULL, salt BLOB NOT NULL, stored_key BLOB NOT NULL,
+    server_key BLOB NOT NULL, iterations INTEGER NOT NULL, PRIMARY KEY (username, mechanism));
+CREATE TABLE IF NOT EXISTS broker_configs (
+    entity TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (entity, name));
+CREATE TABLE IF NOT EXISTS finalized_features (
+    name TEXT PRIMARY KEY, level INTEGER NOT NULL, epoch INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('leadership.version', '0'), ('topics.version', '0'),
+    ('security.version', '0'), ('broker_configs.version', '0');
+"""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class SharedDb:
+    """One process's connections to cluster.db: one for changes, one for reads (the polls)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / DB_FILE
+        self._conn: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._reading = threading.Lock()  # the polls' connection: one snapshot at a time
+        self._lock = asyncio.Lock()  # one transaction at a time on the writing connection
+
+    def open(self) -> None:
+        """Connect, creating the database and its tables if this is the set's first start."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = connect(self.path)
+        try:  # processes starting together create the tables once
+            conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._reader = conn, connect(self.path)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise sqlite3.ProgrammingError(f"{self.path} is not open")
+        return self._conn
+
+    @property
+    def reader(self) -> sqlite3.Connection:
+        if self._reader is None:
+            raise sqlite3.ProgrammingError(f"{self.path} is not open")
+        return self._reader
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """work(connection) in one write transaction, on a worker thread."""
+        def transaction() -> T:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(self.conn)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+            return result
+
+        async with self._lock:
+            return await asyncio.to_thread(transaction)
+
+    def run_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """The same, on the caller's thread (start-up, before the event loop serves)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(self.conn)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        return result
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """work(connection) in one read snapshot, on a worker thread."""
+        def snapshot() -> T:
+            with self._reading:
+                self.reader.execute("BEGIN")
+                try:
+                    return work(self.reader)
+                finally:
+                    self.reader.execute("COMMIT")
+
+        return await asyncio.to_thread(snapshot)
+
+    def version(self, key: str) -> str | None:
+        """One version row (any thread)."""
+        with self._reading:
+            row = self.reader.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def close(self) -> None:
+        for conn in (self._conn, self._reader):
+            if conn is not None:
+                conn.close()
+        self._conn = self._reader = None
+
+
+def bump(c: sqlite3.Connection, *keys: str) -> None:
+    """Move the version rows the other processes poll (inside the change's transaction)."""
+    for key in keys:
+        c.execute("INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE "
+                  "SET value = CAST(value AS INTEGER) + 1", (key,))

@@ -1,0 +1,334 @@
+"""The LogSource of a local set: processes sharing one data dir, each serving the partitions it
+leads from the same segment files a single broker keeps (LocalPartitionLog, the hot path
+unchanged), the topics in cluster.db (topic_store.py).
+
+Leadership: the member (broker/cluster/member.py) calls on_elected(tp, epoch) once it has taken
+a partition in cluster.db. The log is opened only under the partition's exclusive flock
+(partition_lock.py); when another process still holds it (a paused or dying leader) the election
+fails and the member hands the partition back. A clean close leaves `.clean` in the partition
+dir; without it the log is recovered as after a crash (its newest segment scanned, a torn tail cut),
+so offsets are never reused. `partition.metadata` (as Kafka's) names the topic id: a directory
+left by a deleted topic of the same name is removed before a new topic's log opens there.
+
+Topics: every process polls `topics.version` and re-reads the topics when it moved, at once
+after its own changes and when asked for a topic it does not know.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from protocol.errors import ErrorCode, KafkaError
+
+from ..api import LeadershipListener, LogSource, TopicIdCache, TopicMetadata, TopicPartition
+from ..log_config import check_topic_configs
+from ..partition_log import LocalPartitionLog
+from ..partition_logs import PartitionLogs
+from ..topic_checks import check_new_topic
+from .partition_lock import PartitionLock
+from .topic_store import EmbeddedTopicStore
+
+__all__ = ("EmbeddedLogSource",)
+
+log = logging.getLogger(__name__)
+_CLEAN: Final = ".clean"
+_PARTITION_METADATA: Final = "partition.metadata"
+_POLL_S: Final = 0.1
+_LOOKUP_MIN_INTERVAL_S: Final = 0.05
+
+
+class EmbeddedLogSource(PartitionLogs[LocalPartitionLog]):
+    def __init__(self, store: EmbeddedTopicStore, data_dir: Path, log_defaults: Mapping[str, object],
+                 producer_id_expiration_ms: int = 86_400_000) -> None:
+        self.store = store
+        self._data_dir = data_dir
+        self.log_defaults = log_defaults
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._topics: dict[str, TopicMetadata] = {}
+        self._by_id = TopicIdCache()
+        self.logs: dict[TopicPartition, LocalPartitionLog] = {}
+        self._locks: dict[TopicPartition, PartitionLock] = {}
+        self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
+        self._changing = asyncio.Lock()
+        self._refresher: asyncio.Task[None] | None = None
+        self._version: str | None = None
+        self._looked_up_at = 0.0
+
+    @property
+    def data_dir(self) -> Path:
+        return self._data_dir
+
+    @property
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        return self._topics
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        self._version = self.store.version()
+        self._topics = self.store.load_now()
+        for leftover in self._data_dir.glob("*-delete"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        log.info("the set's data dir %s holds %d topics", self._data_dir, len(self._topics))
+
+    def start(self) -> None:
+        self._refresher = asyncio.get_running_loop().create_task(self._refresh_loop(), name="embedded-topics")
+
+    async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            await asyncio.gather(self._refresher, return_exceptions=True)
+        await asyncio.gather(*(self.close_partition(tp) for tp in list(self.logs)))
+
+    # -- leadership (the member calls these) ----------------------------------------------------
+
+    async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+        meta = self._topics.get(tp.topic)
+        if meta is None or tp.partition >= meta.partitions:
+            meta = (await self.refresh_topics()).get(tp.topic)
+        if meta is None or tp.partition >= meta.partitions:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
+        lock = PartitionLock(self._data_dir, str(tp))
+        if not await asyncio.to_thread(lock.acquire):
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"another process still holds {tp}'s files")
+        try:
+            plog = await asyncio.to_thread(self._open, meta, tp)
+        except BaseException:
+            lock.release()
+            raise
+        old = self.logs.pop(tp, None)
+        if old is not None:  # cannot be: a partition is opened once per lock
+            await old.close()
+        plog.start()
+        self.logs[tp], self._locks[tp] = plog, lock
+        log.info("%s: leading at epoch %d from offset %d (log start %d)", tp, leader_epoch, plog.log_end_offset,
+                 plog.log_start_offset)
+
+    def _open(self, meta: TopicMetadata, tp: TopicPartition) -> LocalPartitionLog:
+        """Open the log's files (worker thread, the lock held)."""
+        directory = self._data_dir / str(tp)
+        _claim(directory, meta.topic_id)
+        marker = directory / _CLEAN
+        clean = marker.exists()
+        marker.unlink(missing_ok=True)
+        plog = LocalPartitionLog(tp, directory, self.log_config(meta),
+                                 producer_id_expiration_ms=self.producer_id_expiration_ms)
+        try:
+            plog.open(clean_shutdown=clean)
+        except BaseException:
+            plog.close_files()
+            raise
+        return plog
+
+    async def on_resigned(self, tp: TopicPartition) -> None:
+        await self.close_partition(tp)
+
+    async def close_partition(self, tp: TopicPartition) -> None:
+        """Close tp's log, then drop its lock (idempotent)."""
+        plog, lock = self.logs.pop(tp, None), self._locks.pop(tp, None)
+        try:
+            if plog is not None:
+                await plog.close()
+                if plog.closed_cleanly:
+                    await asyncio.to_thread((plog.directory / _CLEAN).touch)
+        except OSError as exc:
+            log.warning("%s: no clean-close marker (the next leader recovers it): %s", tp, exc)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def add_fenced_listener(self, listener: Callable[[TopicPartition], None]) -> None:
+        """listener(tp) runs when this process stops leading tp unasked (its topic was deleted)."""
+        self._fenced_listeners.append(listener)
+
+    # -- LogSource: logs -------------------------------------------------------------------------
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return self._by_id.lookup(self._topics, topic_id)
+
+    def get_log(self, tp: TopicPartition) -> LocalPartitionLog:
+        plog = self.logs.get(tp)
+        if plog is not None:
+            return plog
+        meta = self._topics.get(tp.topic)
+        if meta is not None and 0 <= tp.partition < meta.partitions:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker does not lead {tp}")
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
+
+    async def lookup_topic(self, name: str) -> TopicMetadata | None:
+        """A topic not known here may have been created by another process since the last poll."""
+        if name not in self._topics and time.monotonic() - self._looked_up_at >= _LOOKUP_MIN_INTERVAL_S:
+            self._looked_up_at = time.monotonic()
+            await self.refresh_topics()
+        return self._topics.get(name)
+
+    async def enforce_retention(self) -> None:
+        now = int(time.time() * 1000)
+        for plog in self._retained():
+            try:
+                await plog.enforce_retention(now)
+            except KafkaError:
+                if self.logs.get(plog.tp) is plog:
+                    raise  # else resigned meanwhile: its next leader enforces it
+
+    # -- LogSource: topic changes -----------------------------------------------------------------
+
+    async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                           validate_only: bool = False, *, replication_factor: int = 1) -> TopicMetadata:
+        configs = check_new_topic(name, partitions, configs, self.log_defaults)
+        async with self._changing:
+            if name in self._topics:
+                raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+            meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
+            if validate_only:
+                return meta
+            try:
+                await self.store.create(meta, replication_factor)
+            finally:
+                await self.refresh_topics()  # also when another process created it first
+        log.info("created topic %s with %d partitions (id %s)", name, partitions, meta.topic_id)
+        return meta
+
+    async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        async with self._changing:
+            meta = self._existing(name)
+            if count <= meta.partitions:
+                raise KafkaError(ErrorCode.invalid_partitions, f"topic {name!r} has {meta.partitions} "
+                                 f"partitions; the new count {count} must be larger")
+            if validate_only:
+                return
+            await self.store.create_partitions(name, count)
+            await self.refresh_topics()
+
+    async def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
+        async with self._changing:
+            self._existing(name)
+            check_topic_configs(self.log_defaults, configs)
+            if validate_only:
+                return
+            await self.store.alter_configs(name, dict(configs))
+            await self.refresh_topics()
+
+    async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
+        async with self._changing:
+            self.log_defaults = dict(log_defaults)
+        for tp, plog in list(self.logs.items()):
+            meta = self._topics.get(tp.topic)
+            if meta is not None:
+                await self._update_config(tp, plog, meta)
+
+    async def _update_config(self, tp: TopicPartition, plog: LocalPartitionLog, meta: TopicMetadata) -> None:
+        try:
+            await plog.update_config(self.log_config(meta))
+        except KafkaError:
+            if self.logs.get(tp) is plog:
+                raise
+            # resigned meanwhile: the next leader opens it with the configs of then
+
+    async def delete_topic(self, name: str) -> None:
+        async with self._changing:
+            self._existing(name)
+            await self.store.delete(name)
+            await self.refresh_topics()
+        log.info("deleted topic %s", name)
+
+    def _existing(self, name: str) -> TopicMetadata:
+        meta = self._topics.get(name)
+        if meta is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        return meta
+
+    # -- the other processes' changes ----------------------------------------------------------------
+
+    async def _refresh_loop(self) -> None:
+        failing = False
+        while True:
+            await asyncio.sleep(_POLL_S)
+            try:
+                if await asyncio.to_thread(self.store.version) != self._version:
+                    await self.refresh_topics()
+                failing = False
+            except Exception as exc:
+                if not failing:
+                    log.warning("cannot re-read the topics from the set's database: %r", exc)
+                failing = True
+
+    async def refresh_topics(self) -> Mapping[str, TopicMetadata]:
+        version = await asyncio.to_thread(self.store.version)
+        topics = await self.store.load()
+        self._version = version
+        await self._adopt(topics)
+        return self._topics
+
+    async def _adopt(self, topics: dict[str, TopicMetadata]) -> None:
+        """Take topics as the current set: a deleted topic's logs close and its directories go,
+        logs whose topic configs changed adopt them."""
+        old, self._topics = self._topics, topics
+        for tp, plog in list(self.logs.items()):
+            meta = topics.get(tp.topic)
+            if meta is None or meta.topic_id != old.get(tp.topic, meta).topic_id:
+                await self.close_partition(tp)
+                for listener in self._fenced_listeners:
+                    listener(tp)
+            elif meta.configs != old.get(tp.topic, meta).configs:
+                await self._update_config(tp, plog, meta)
+        gone = [m for name, m in old.items() if name not in topics or topics[name].topic_id != m.topic_id]
+        if gone:
+            await asyncio.to_thread(self._remove_deleted, gone)
+
+    def _remove_deleted(self, gone: list[TopicMetadata]) -> None:
+        """Remove the directories of deleted topics that no process holds (worker thread); one held
+        elsewhere is removed by its holder, or when a new topic of the name is led there."""
+        for meta in gone:
+            for p in range(meta.partitions):
+                tp = TopicPartition(meta.name, p)
+                directory = self._data_dir / str(tp)
+                lock = PartitionLock(self._data_dir, str(tp))
+                if not directory.exists() or tp in self.logs or not lock.acquire():
+                    continue
+                try:
+                    if _topic_id(directory) in (None, meta.topic_id):
+                        _remove(directory, meta.topic_id)
+                finally:
+                    lock.release()
+
+
+def _topic_id(directory: Path) -> uuid.UUID | None:
+    try:
+        text = (directory / _PARTITION_METADATA).read_text()
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            return uuid.UUID(value.strip())
+    return None
+
+
+def _claim(directory: Path, topic_id: uuid.UUID) -> None:
+    """Make directory topic_id's: a deleted topic's files under the same name are removed first."""
+    found = _topic_id(directory) if directory.exists() else None
+    if found is not None and found != topic_id:
+        _remove(directory, found)
+    if found != topic_id:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / _PARTITION_METADATA).write_text(f"version: 0\ntopic_id: {topic_id}\n")
+
+
+def _remove(directory: Path, topic_id: uuid.UUID) -> None:
+    """Rename aside (a crash midway leaves a "-delete" dir that load removes), then remove."""
+    target = directory.with_name(f"{directory.name}.{topic_id.hex}-delete")
+    directory.rename(target)
+    shutil.rmtree(target, ignore_errors=True)
+
+
+if TYPE_CHECKING:  # the local set's backend implements the seam (storage/api.py)
+    _source: type[LogSource] = EmbeddedLogSource
+    _listener: type[LeadershipListener] = EmbeddedLogSource

@@ -1,0 +1,227 @@
+"""The small stores every process of a local set shares, in cluster.db (db.py), as cluster mode
+keeps them in PostgreSQL (storage/pg/security_store.py, broker_config_store.py, feature_levels.py,
+producer_ids.py): SCRAM credentials and ACLs, dynamic broker configs, the finalized feature levels
+and the producer-id counter.
+
+Credentials, ACLs and broker configs are read from memory; each change bumps a version row in its
+own transaction, every process polls that row and re-reads the small tables when it moved (the
+process that made the change at once), then tells its listeners.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from ..broker_config_store import BrokerConfigsInMemory
+from ..feature_levels import StoredFeatureLevels
+from ..pg.polling import poll_forever
+from ..scram_credentials import ScramCredential
+from .db import SharedDb, bump
+
+__all__ = ("EmbeddedAclStore", "EmbeddedBrokerConfigStore", "EmbeddedFeatureLevels", "EmbeddedProducerIdBlocks",
+           "EmbeddedScramCredentialStore", "EmbeddedSecurity")
+
+Statement = tuple[str, tuple[Any, ...]]
+_SECURITY: Final = "security.version"
+_BROKER_CONFIGS: Final = "broker_configs.version"
+_PRODUCER_ID_NEXT: Final = "producer.id.next"
+
+
+async def _read_if_moved(db: SharedDb, key: str, known: str | None,
+                         *queries: str) -> tuple[str | None, list[list[Any]]] | None:
+    """The version row and the queries' rows in one snapshot, unless the version is `known`."""
+    def work(c: sqlite3.Connection) -> tuple[str | None, list[list[Any]]] | None:
+        row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        version = None if row is None else str(row[0])
+        if version == known and known is not None:
+            return None
+        return version, [c.execute(q).fetchall() for q in queries]
+
+    return await db.read(work)
+
+
+class EmbeddedSecurity:
+    """What this process last read of the shared credentials and ACLs (PgSecurityMetadata's part)."""
+
+    def __init__(self, db: SharedDb) -> None:
+        self.db = db
+        self.version: str | None = None
+        self.acl_records: list[dict[str, Any]] = []
+        self.credentials: dict[str, dict[str, ScramCredential]] = {}
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        self._listeners.append(callback)
+
+    async def refresh(self) -> bool:
+        found = await _read_if_moved(self.db, _SECURITY, self.version, "SELECT binding FROM acls ORDER BY binding",
+                                     "SELECT username, mechanism, salt, stored_key, server_key, iterations "
+                                     "FROM scram_credentials ORDER BY username, mechanism")
+        if found is None:
+            return False
+        self.version, (acls, creds) = found[0] or "0", found[1]
+        self.acl_records = [json.loads(binding) for (binding,) in acls]
+        users: dict[str, dict[str, ScramCredential]] = {}
+        for user, mechanism, salt, stored_key, server_key, iterations in creds:
+            users.setdefault(user, {})[mechanism] = ScramCredential(
+                salt=bytes(salt), stored_key=bytes(stored_key), server_key=bytes(server_key), iterations=iterations)
+        self.credentials = users
+        for callback in self._listeners:
+            callback()
+        return True
+
+    async def run(self, interval_s: float) -> None:
+        await poll_forever(self.refresh, interval_s, "SCRAM credentials and ACLs")
+
+    async def write(self, statements: Iterable[Statement]) -> None:
+        """The statements and the version bump in one transaction, then a re-read."""
+        todo = list(statements)
+
+        def work(c: sqlite3.Connection) -> None:
+            for sql, args in todo:
+                c.execute(sql, args)
+            bump(c, _SECURITY)
+
+        await self.db.run(work)
+        await self.refresh()
+
+
+def _acl_key(record: Mapping[str, Any]) -> str:
+    """An ACL's row key: its fields in one canonical order, so equal bindings are one row."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+
+class EmbeddedAclStore:
+    """The authorizer's AclStore: only the change is written, so the other processes' changes stay."""
+
+    def __init__(self, security: EmbeddedSecurity) -> None:
+        self.security = security
+
+    def load(self) -> list[dict[str, Any]]:
+        return list(self.security.acl_records)
+
+    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
+                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        await self.security.write([*(("DELETE FROM acls WHERE binding = ?", (_acl_key(r),)) for r in removed),
+                                   *(("INSERT OR IGNORE INTO acls (binding) VALUES (?)", (_acl_key(r),))
+                                     for r in added)])
+        return self.load()
+
+
+class EmbeddedScramCredentialStore:
+    def __init__(self, security: EmbeddedSecurity) -> None:
+        self.security = security
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.security.credentials.get(user, {}).get(mechanism)
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]:
+        return {user: dict(mechs) for user, mechs in self.security.credentials.items()}
+
+    async def alter(self, upsertions: Iterable[tuple[str, str, ScramCredential]],
+                    deletions: Iterable[tuple[str, str]]) -> None:
+        """All of them in one transaction: all or nothing."""
+        await self.security.write([
+            *(("DELETE FROM scram_credentials WHERE username = ? AND mechanism = ?", (user, mechanism))
+              for user, mechanism in deletions),
+            *(("INSERT OR REPLACE INTO scram_credentials VALUES (?, ?, ?, ?, ?, ?)",
+               (user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations))
+              for user, mechanism, c in upsertions)])
+
+
+class EmbeddedBrokerConfigStore(BrokerConfigsInMemory):
+    """Dynamic broker configs by entity ("" for the default, else a node id), shared."""
+
+    def __init__(self, db: SharedDb) -> None:
+        super().__init__()
+        self.db = db
+        self.version: str | None = None
+
+    async def refresh(self) -> bool:
+        found = await _read_if_moved(self.db, _BROKER_CONFIGS, self.version,
+                                     "SELECT entity, name, value FROM broker_configs")
+        if found is None:
+            return False
+        entities: dict[str, dict[str, str]] = {}
+        for entity, name, value in found[1][0]:
+            entities.setdefault(entity, {})[name] = value
+        self.version, self._entities = found[0] or "0", entities
+        self._changed()
+        return True
+
+    async def run(self, interval_s: float) -> None:
+        await poll_forever(self.refresh, interval_s, "the dynamic broker configs")
+
+    async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        def work(c: sqlite3.Connection) -> None:
+            c.executemany("DELETE FROM broker_configs WHERE entity = ?", [(e,) for e in changes])
+            c.executemany("INSERT INTO broker_configs (entity, name, value) VALUES (?, ?, ?)",
+                          [(e, k, v) for e, configs in changes.items() for k, v in configs.items()])
+            bump(c, _BROKER_CONFIGS)
+
+        await self.db.run(work)
+        await self.refresh()
+
+
+class EmbeddedFeatureLevels:
+    """The finalized feature levels; each row carries the epoch of the change that set it."""
+
+    def __init__(self, db: SharedDb) -> None:
+        self.db = db
+
+    def seed(self, start_levels: Mapping[str, int]) -> StoredFeatureLevels:
+        """Write the start levels where the set has none yet (the first process to start); the levels."""
+        def work(c: sqlite3.Connection) -> StoredFeatureLevels:
+            c.executemany("INSERT OR IGNORE INTO finalized_features VALUES (?, ?, 0)", sorted(start_levels.items()))
+            return _stored(c)
+
+        return self.db.run_now(work)
+
+    async def load(self) -> StoredFeatureLevels:
+        return await self.db.read(_stored)
+
+    async def compare_and_set(self, name: str, level: int, expected: int) -> StoredFeatureLevels | None:
+        """Set name's level if it is still expected (the write lock serialises the processes)."""
+        def work(c: sqlite3.Connection) -> StoredFeatureLevels | None:
+            changed = c.execute("UPDATE finalized_features SET level = ?, epoch = (SELECT max(epoch) + 1 FROM "
+                                "finalized_features) WHERE name = ? AND level = ?", (level, name, expected)).rowcount
+            return _stored(c) if changed == 1 else None
+
+        return await self.db.run(work)
+
+
+def _stored(c: sqlite3.Connection) -> StoredFeatureLevels:
+    rows = c.execute("SELECT name, level, epoch FROM finalized_features").fetchall()
+    return StoredFeatureLevels(epoch=max((int(epoch) for _, _, epoch in rows), default=0),
+                               levels={str(name): int(level) for name, level, _ in rows})
+
+
+class EmbeddedProducerIdBlocks:
+    """storage/api.py's ProducerIdBlockSource: a counter row; the write lock serialises the
+    processes and the commit makes a block durable before any id of it is used."""
+
+    def __init__(self, db: SharedDb) -> None:
+        self.db = db
+
+    async def honour(self, next_id: int) -> None:
+        def work(c: sqlite3.Connection) -> None:
+            c.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+                      "SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                      (_PRODUCER_ID_NEXT, str(next_id)))
+
+        await self.db.run(work)
+
+    async def allocate_producer_ids(self, count: int) -> int:
+        if count < 1:
+            raise ValueError(f"a producer-id block holds at least one id, not {count}")
+
+        def work(c: sqlite3.Connection) -> int:
+            c.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, '0')", (_PRODUCER_ID_NEXT,))
+            row = c.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = ? "
+                            "RETURNING CAST(value AS INTEGER) - ?", (count, _PRODUCER_ID_NEXT, count)).fetchone()
+            return int(row[0])
+
+        return await self.db.run(work)
