@@ -23,8 +23,8 @@ import obstore
 from obstore.exceptions import NotFoundError
 from obstore.store import LocalStore, S3Store
 
-__all__ = ("ObjectInfo", "ObjectNotFoundError", "ObjectStore", "ObjectStoreError", "ObstoreObjectStore",
-           "check_writable", "open_object_store")
+__all__ = ("ObjectInfo", "ObjectNotFoundError", "ObjectStore", "ObjectStoreError", "ObjectStoreSettings",
+           "ObstoreObjectStore", "check_writable", "open_object_store")
 
 _REQUEST_TIMEOUT: Final = "30s"
 _CONNECT_TIMEOUT: Final = "5s"
@@ -144,6 +144,19 @@ def open_object_store(url: str, *, endpoint: str | None = None, region: str | No
             raise ValueError(f"{url}: an s3:// URL names a bucket (s3://BUCKET/PREFIX)")
         return ObstoreObjectStore(_s3_store(parts.netloc, parts.path.strip("/"), endpoint, region), url)
     raise ValueError(f"{url}: cluster.object.store.url must be s3://BUCKET/PREFIX or file:///DIR")
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectStoreSettings:
+    """cluster.object.store.url, .endpoint and .region: what a process (the cleaner's worker) needs
+    to open the store itself; credentials come from its environment."""
+
+    url: str
+    endpoint: str | None = None
+    region: str | None = None
+
+    def open(self) -> ObstoreObjectStore:
+        return open_object_store(self.url, endpoint=self.endpoint, region=self.region)
 
 
 def _s3_store(bucket: str, prefix: str, endpoint: str | None, region: str | None) -> S3Store:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ClusterView, ScramCredentials
 from storage.cleaner.log_cleaner import CleanerConfig
 from storage.meta_properties import random_uuid
-from storage.object_store import ObjectStore, ObjectStoreError, check_writable, open_object_store
+from storage.object_store import ObjectStore, ObjectStoreError, ObjectStoreSettings, check_writable, open_object_store
 from storage.pg.broker_config_store import PgBrokerConfigStore
 from storage.pg.cluster_store import ClusterStore, ensure_cluster_id, ensure_record_storage
 from storage.pg.feature_levels import PgFeatureLevelStore
@@ -178,7 +178,11 @@ class ClusterBackend:
         return self.broker_configs
 
     def new_cleaner(self, config: CleanerConfig) -> PgLogCleaner:
-        return PgLogCleaner(self.logs, self.config.cluster_url or "", config)  # each broker cleans what it leads
+        url = self.config.cluster_object_store_url
+        objects = None if url is None else ObjectStoreSettings(url, self.config.cluster_object_store_endpoint,
+                                                               self.config.cluster_object_store_region)
+        # Each broker cleans what it leads.
+        return PgLogCleaner(self.logs, self.config.cluster_url or "", config, objects=objects)
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""

@@ -35,12 +35,12 @@ from ..cleaner.transactions import CleanedTransactions
 from .cleaning import PgCleanTask, dirty_bytes
 from .partition_store import _CONTAINING
 
-__all__ = ("PgCleanResult", "clean_partition", "run_pg_clean_pass")
+__all__ = ("FENCE", "PgCleanResult", "build_offset_map", "clean_partition", "connect", "rules", "run_pg_clean_pass")
 
 _CHUNK: Final = 256
 _STATEMENT_TIMEOUT_S: Final = 300.0
 
-_FENCE: Final = """
+FENCE: Final = """
 UPDATE partitions SET cleaner_checkpoint = greatest(cleaner_checkpoint, $5)
 WHERE topic_id = $1 AND partition = $2 AND leader = $3 AND leader_epoch = $4
   AND EXISTS (SELECT 1 FROM producer_snapshots s WHERE s.topic_id = $1 AND s.partition = $2 AND s.end_offset >= $6)
@@ -71,8 +71,13 @@ def run_pg_clean_pass(task: PgCleanTask) -> PgCleanResult:
     return asyncio.run(_run(task))
 
 
+async def connect(task: PgCleanTask) -> Any:
+    """The worker's own connection to the cluster database."""
+    return await asyncpg.connect(task.url, command_timeout=_STATEMENT_TIMEOUT_S)
+
+
 async def _run(task: PgCleanTask) -> PgCleanResult:
-    conn = await asyncpg.connect(task.url, command_timeout=_STATEMENT_TIMEOUT_S)
+    conn = await connect(task)
     try:
         return await clean_partition(conn, task)
     finally:
@@ -101,14 +106,16 @@ def _header(data: bytes) -> RecordBatchHeader:
     return next(iter_batches(data, verify_crc=True))[1]
 
 
-async def build_offset_map(conn: Any, task: PgCleanTask) -> tuple[dict[bytes, int], int]:
+async def build_offset_map(batches: AsyncIterator[tuple[int, bytes]],
+                           task: PgCleanTask) -> tuple[dict[bytes, int], int]:
     """Each key's latest offset in the dirty section (aborted records and markers left out), and the
-    last offset mapped (the map may fill up first: the pass then ends there)."""
+    last offset mapped (the map may fill up first: the pass then ends there). batches: (base
+    offset, bytes) of each batch of the dirty section, from the one holding its first offset."""
     keys: dict[bytes, int] = {}
     txns = CleanedTransactions()
     txns.add_aborted(task.aborted)
     latest = task.first_dirty_offset - 1
-    async for _, data in _rows(conn, task, task.first_dirty_offset, task.first_uncleanable_offset):
+    async for _, data in batches:
         h = _header(data)
         if h.is_control:
             txns.on_marker(h, _control_type(h, memoryview(data)))
@@ -122,7 +129,7 @@ async def build_offset_map(conn: Any, task: PgCleanTask) -> tuple[dict[bytes, in
     return keys, latest
 
 
-def _rules(task: PgCleanTask, keys: dict[bytes, int], latest: int) -> _Filter:
+def rules(task: PgCleanTask, keys: dict[bytes, int], latest: int) -> _Filter:
     """The local cleaner's RecordFilter: its task carries only the fields the rules read."""
     rules = CleanTask(directory="", segments=(), first_dirty_offset=task.first_dirty_offset,
                       first_uncleanable_offset=task.first_uncleanable_offset, aborted=task.aborted,
@@ -162,9 +169,10 @@ async def _filter_rows(conn: Any, task: PgCleanTask, filt: _Filter, latest: int,
 
 async def clean_partition(conn: Any, task: PgCleanTask) -> PgCleanResult:
     """Clean and commit (fenced); the result says what was done."""
-    keys, latest = await build_offset_map(conn, task)
+    keys, latest = await build_offset_map(_rows(conn, task, task.first_dirty_offset, task.first_uncleanable_offset),
+                                          task)
     result = PgCleanResult(end_offset=latest + 1)
-    filt = _rules(task, keys, latest)
+    filt = rules(task, keys, latest)
     changes = await _filter_rows(conn, task, filt, latest, result)
     kept = {a.last_offset for a in filt.txns.kept_aborted}
     result.removed_aborted = [a.last_offset for a in task.aborted
@@ -199,7 +207,7 @@ async def _commit(conn: Any, task: PgCleanTask, changes: _Changes, result: PgCle
                 await conn.execute("DELETE FROM aborted_txns WHERE topic_id = $1 AND partition = $2 "
                                    "AND last_offset = ANY($3::bigint[])", t, p, result.removed_aborted)
             fenced_at = time.monotonic()
-            if await conn.fetchval(_FENCE, t, p, task.node_id, task.leader_epoch, result.end_offset,
+            if await conn.fetchval(FENCE, t, p, task.node_id, task.leader_epoch, result.end_offset,
                                    task.first_uncleanable_offset) is None:
                 raise _Fenced
     except _Fenced:

@@ -22,6 +22,7 @@ from protocol.record_batch import RecordBatchHeader
 
 from ..api import AbortedTxn
 from ..log_config import LogConfig
+from ..object_store import ObjectStoreSettings
 from .partition_store import PartitionStore
 
 __all__ = ("ActiveRange", "CleaningState", "PgCleanTask", "PgCleaningPlan", "dirty_bytes", "plan_cleaning")
@@ -59,6 +60,8 @@ class PgCleanTask:
     delete_retention_ms: int
     map_capacity: int
     now_ms: int
+    # The object store of object-stored data (storage/pg/object_clean.py cleans its runs); None: rows.
+    objects: ObjectStoreSettings | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,10 +71,11 @@ class PgCleaningPlan:
     forced: bool  # max.compaction.lag.ms passed
 
 
+# Rows of `batches`, or runs of `batch_runs` for object-stored data (counted a run at a time).
 _BYTES: Final = """
-SELECT coalesce(sum(octet_length(data)) FILTER (WHERE base_offset < $3), 0) AS clean,
-       coalesce(sum(octet_length(data)) FILTER (WHERE base_offset >= $3), 0) AS dirty
-FROM batches WHERE topic_id = $1 AND partition = $2 AND base_offset < $4
+SELECT coalesce(sum({size}) FILTER (WHERE base_offset < $3), 0) AS clean,
+       coalesce(sum({size}) FILTER (WHERE base_offset >= $3), 0) AS dirty
+FROM {table} WHERE topic_id = $1 AND partition = $2 AND base_offset < $4
 """
 
 
@@ -97,17 +101,19 @@ async def first_uncleanable_offset(pool: Any, store: PartitionStore, state: Clea
     lag = state.config.min_compaction_lag_ms
     if lag > 0:
         recent = await pool.fetchval(
-            "SELECT min(base_offset) FROM batches WHERE topic_id = $1 AND partition = $2 AND base_offset < $3 "
-            "AND max_timestamp > $4", store.topic_id, store.partition, bound, now_ms - lag)
+            f"SELECT min(base_offset) FROM {store.table} WHERE topic_id = $1 AND partition = $2 "
+            "AND base_offset < $3 AND max_timestamp > $4", store.topic_id, store.partition, bound, now_ms - lag)
         if recent is not None:
             bound = min(bound, recent)
     return bound
 
 
 async def dirty_bytes(db: Any, topic_id: uuid.UUID, partition: int, first_dirty: int,
-                      first_uncleanable: int) -> tuple[int, int]:
+                      first_uncleanable: int, *, objects: bool = False) -> tuple[int, int]:
     """(clean bytes, dirty bytes) below first_uncleanable; db is a pool or a connection."""
-    row = await db.fetchrow(_BYTES, topic_id, partition, first_dirty, first_uncleanable)
+    sql = _BYTES.format(table="batch_runs", size="byte_length") if objects else \
+        _BYTES.format(table="batches", size="octet_length(data)")
+    row = await db.fetchrow(sql, topic_id, partition, first_dirty, first_uncleanable)
     return int(row["clean"]), int(row["dirty"])
 
 
@@ -117,9 +123,7 @@ async def _overdue(pool: Any, store: PartitionStore, config: LogConfig, first_di
     lag = config.max_compaction_lag_ms
     if lag >= now_ms:
         return False
-    head = await pool.fetchval(
-        "SELECT substring(data FROM 1 FOR 61) FROM batches WHERE topic_id = $1 AND partition = $2 "
-        "AND base_offset >= $3 ORDER BY base_offset LIMIT 1", store.topic_id, store.partition, first_dirty)
+    head = await store.first_header(first_dirty)
     return head is not None and 0 <= RecordBatchHeader.parse(head).base_timestamp < now_ms - lag
 
 
@@ -131,7 +135,8 @@ async def plan_cleaning(store: PartitionStore, state: CleaningState, *, url: str
     first_uncleanable = await first_uncleanable_offset(pool, store, state, now_ms)
     if first_uncleanable <= first_dirty:
         return None
-    clean, dirty = await dirty_bytes(pool, store.topic_id, store.partition, first_dirty, first_uncleanable)
+    clean, dirty = await dirty_bytes(pool, store.topic_id, store.partition, first_dirty, first_uncleanable,
+                                     objects=store.table == "batch_runs")
     if dirty == 0:
         return None
     ratio = dirty / (clean + dirty)

@@ -13,13 +13,16 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
+from dataclasses import replace
 
 from protocol.errors import CorruptRecordError, KafkaError
 
 from ..cleaner.log_cleaner import CleanerConfig, CleanerService, PassStats, log_pass
+from ..object_store import ObjectStoreSettings
 from .clean_rows import PgCleanResult, run_pg_clean_pass
 from .cleaning import PgCleaningPlan
 from .log_source import PgLogSource
+from .object_clean import run_object_clean_pass
 from .partition_log import PgPartitionLog
 
 __all__ = ("PgLogCleaner",)
@@ -29,10 +32,11 @@ log = logging.getLogger(__name__)
 
 class PgLogCleaner(CleanerService):
     def __init__(self, source: PgLogSource, url: str, config: CleanerConfig, *,
-                 executor: Callable[[], Executor] | None = None) -> None:
+                 executor: Callable[[], Executor] | None = None, objects: ObjectStoreSettings | None = None) -> None:
         super().__init__(config, executor=executor)
         self.source = source
         self.url = url
+        self.objects = objects  # record data in an object store: passes over its runs (object_clean.py)
 
     async def _dirtiest(self, now_ms: int) -> tuple[PgPartitionLog, PgCleaningPlan] | None:
         return await self.dirtiest(list(self.source.logs.values()), lambda plog: plog.plan_cleaning(
@@ -80,4 +84,6 @@ class PgLogCleaner(CleanerService):
         return stats
 
     async def _clean(self, plan: PgCleaningPlan) -> PgCleanResult:
-        return await self.in_worker(run_pg_clean_pass, plan.task)
+        if self.objects is None:
+            return await self.in_worker(run_pg_clean_pass, plan.task)
+        return await self.in_worker(run_object_clean_pass, replace(plan.task, objects=self.objects))

@@ -24,16 +24,17 @@ from ..object_store import ObjectNotFoundError, ObjectStore
 from .partition_store import PartitionStore
 from .pool import Pool
 
-__all__ = ("DEFAULT_READ_CACHE_BYTES", "ObjectPartitionStore", "ObjectReader", "Run", "run_from_row")
+__all__ = ("DEFAULT_READ_CACHE_BYTES", "ObjectPartitionStore", "ObjectReader", "CONTAINING_RUN", "Run", "run_from_row")
 
 DEFAULT_READ_CACHE_BYTES: Final = 64 << 20
+_NO_END: Final = (1 << 63) - 1  # the largest offset
 _RUN_CHUNK: Final = 16  # runs per query of a read; more queries follow while max_bytes allows
 _COLUMNS: Final = "base_offset, last_offset, max_timestamp, object_key, byte_start, byte_length"
 # The run holding offset $3: the newest run that starts at or before it.
-_CONTAINING: Final = ("coalesce((SELECT max(base_offset) FROM batch_runs WHERE topic_id = $1 AND partition = $2 "
+CONTAINING_RUN: Final = ("coalesce((SELECT max(base_offset) FROM batch_runs WHERE topic_id = $1 AND partition = $2 "
                       "AND base_offset <= $3), $3)")
 _RUNS: Final = (f"SELECT {_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 "
-                f"AND base_offset >= {_CONTAINING} AND base_offset < $4 AND last_offset >= $3 "
+                f"AND base_offset >= {CONTAINING_RUN} AND base_offset < $4 AND last_offset >= $3 "
                 "ORDER BY base_offset LIMIT $5")
 
 
@@ -121,8 +122,7 @@ class ObjectPartitionStore(PartitionStore):
     """Batches read from runs; size, DeleteRecords and retention over runs, a run at a time (as
     Kafka deletes a segment at a time: a run holding the new log start stays)."""
 
-    cleanable = False  # log compaction of object-stored data is not done yet (docs/cluster.md)
-    _table = "batch_runs"
+    table = "batch_runs"
     _size = "byte_length"
 
     def __init__(self, pool: Pool, topic_id: uuid.UUID, partition: int, reader: ObjectReader) -> None:
@@ -203,6 +203,14 @@ class ObjectPartitionStore(PartitionStore):
             async for _, data in runs:
                 for pos, header in _batches(data, offset, offset + 1):
                     if header.base_offset == offset:
+                        return data[pos:pos + HEADER_SIZE]
+        return None
+
+    async def first_header(self, offset: int) -> bytes | None:
+        async with aclosing(self._each_run(offset, _NO_END)) as runs:
+            async for _, data in runs:
+                for pos, header in _batches(data, offset, _NO_END):
+                    if header.base_offset >= offset:
                         return data[pos:pos + HEADER_SIZE]
         return None
 

@@ -296,8 +296,6 @@ class PgPartitionLog(SequencedLog):
     async def plan_cleaning(self, url: str, now_ms: int, map_capacity: int) -> PgCleaningPlan | None:
         """A pass if one is due. A pass commits only over a range a producer snapshot covers (a new
         leader never replays a cleaned range), so one is written here when the newest is older."""
-        if not self._store.cleanable:
-            return None
         state = await self.call(self._cleaning_state)
         plan = await self._guarded(plan_cleaning(self._store, state, url=url, node_id=self._node_id, now_ms=now_ms,
                                                  map_capacity=map_capacity))

@@ -50,10 +50,9 @@ class PartitionRow:
 
 
 class PartitionStore:
-    cleanable = True  # the log cleaner may compact its batches (storage/pg/cleaning.py)
     # Where moving the log start and retention find the stored batches and their sizes: rows of
     # `batches` here, runs of `batch_runs` for object-stored data (storage/pg/object_runs.py).
-    _table = "batches"
+    table = "batches"
     _size = "octet_length(data)"
 
     def __init__(self, pool: Pool, topic_id: uuid.UUID, partition: int) -> None:
@@ -118,6 +117,13 @@ class PartitionStore:
             "ORDER BY max_timestamp DESC, base_offset LIMIT 1", self.topic_id, self.partition, limit)
         return data
 
+    async def first_header(self, offset: int) -> bytes | None:
+        """The header of the first batch starting at or after offset."""
+        data: bytes | None = await self._pool.fetchval(
+            "SELECT substring(data FROM 1 FOR 61) FROM batches WHERE topic_id = $1 AND partition = $2 "
+            "AND base_offset >= $3 ORDER BY base_offset LIMIT 1", self.topic_id, self.partition, offset)
+        return data
+
     async def batch_at(self, offset: int) -> bytes | None:
         """The header (first 61 bytes) of the batch starting at offset."""
         data: bytes | None = await self._pool.fetchval(
@@ -159,7 +165,7 @@ class PartitionStore:
 
     async def size_bytes(self) -> int:
         size: int = await self._pool.fetchval(
-            f"SELECT coalesce(sum({self._size}), 0) FROM {self._table} WHERE topic_id = $1 AND partition = $2",
+            f"SELECT coalesce(sum({self._size}), 0) FROM {self.table} WHERE topic_id = $1 AND partition = $2",
             self.topic_id, self.partition)
         return size
 
@@ -181,7 +187,7 @@ class PartitionStore:
         row = await self._pool.fetchrow(
             "WITH f AS (UPDATE partitions SET log_start_offset = greatest(log_start_offset, $5) "
             "  WHERE topic_id = $1 AND partition = $2 AND leader = $3 AND leader_epoch = $4 RETURNING 1), "
-            f"d AS (DELETE FROM {self._table} WHERE topic_id = $1 AND partition = $2 AND last_offset < $5 "
+            f"d AS (DELETE FROM {self.table} WHERE topic_id = $1 AND partition = $2 AND last_offset < $5 "
             f"  AND EXISTS (SELECT 1 FROM f) RETURNING {self._size} AS size), "
             "a AS (DELETE FROM aborted_txns WHERE topic_id = $1 AND partition = $2 AND last_offset < $5 "
             "  AND EXISTS (SELECT 1 FROM f)) "
@@ -197,13 +203,13 @@ class PartitionStore:
         targets: list[int] = []
         if cutoff_ms is not None:
             first_kept = await self._pool.fetchval(
-                f"SELECT min(base_offset) FROM {self._table} WHERE topic_id = $1 AND partition = $2 "
+                f"SELECT min(base_offset) FROM {self.table} WHERE topic_id = $1 AND partition = $2 "
                 "AND max_timestamp >= $3", self.topic_id, self.partition, cutoff_ms)
             targets.append(high_watermark if first_kept is None else first_kept)
         if retention_bytes is not None:
             kept = await self._pool.fetchval(
                 f"SELECT max(base_offset) FROM (SELECT base_offset, sum({self._size}) OVER "
-                f"(ORDER BY base_offset DESC) AS suffix FROM {self._table} WHERE topic_id = $1 AND partition = $2) s "
+                f"(ORDER BY base_offset DESC) AS suffix FROM {self.table} WHERE topic_id = $1 AND partition = $2) s "
                 "WHERE suffix >= $3", self.topic_id, self.partition, retention_bytes)
             if kept is not None:
                 targets.append(kept)

@@ -47,6 +47,23 @@ async def rows(db: asyncpg.Pool) -> list[int]:
     return [r["base_offset"] for r in await db.fetch("SELECT base_offset FROM batches ORDER BY base_offset")]
 
 
+async def write_transactions(plog: PgPartitionLog) -> None:
+    """A committed and an aborted transaction, a plain record, then the aborted producer goes on."""
+    await plog.append(kv(b"a", b"committed", pid=1, epoch=0, seq=0, txn=True))  # 0
+    await plog.append(kv(b"a", b"aborted", pid=2, epoch=0, seq=0, txn=True))  # 1
+    await plog.append(end_txn(1, commit=True), AppendOrigin.COORDINATOR)  # 2
+    await plog.append(end_txn(2, commit=False), AppendOrigin.COORDINATOR)  # 3
+    await plog.append(kv(b"b", b"plain"))  # 4
+    await plog.append(kv(b"c", b"next", pid=2, epoch=0, seq=1, txn=True))  # 5: producer 2 goes on
+    await plog.append(end_txn(2, commit=True), AppendOrigin.COORDINATOR)  # 6
+
+
+async def dirt(plog: PgPartitionLog, tag: bytes) -> None:
+    """Twelve more keys: enough dirty bytes for a pass."""
+    for i in range(12):
+        await plog.append(kv(b"f%d" % i, tag + b"%d" % i))
+
+
 async def test_latest_value_of_each_key_stays_at_its_offset_and_the_active_range_is_untouched(
     db, source, source_factory: SourceFactory, pg_url
 ) -> None:
@@ -115,19 +132,8 @@ async def test_aborted_records_go_and_markers_and_the_aborted_index_stay_consist
     db, source, source_factory: SourceFactory, pg_url
 ) -> None:
     plog = await open_compacted(db, source, **{"delete.retention.ms": "1000"})
-    await plog.append(kv(b"a", b"committed", pid=1, epoch=0, seq=0, txn=True))  # 0
-    await plog.append(kv(b"a", b"aborted", pid=2, epoch=0, seq=0, txn=True))  # 1
-    await plog.append(end_txn(1, commit=True), AppendOrigin.COORDINATOR)  # 2
-    await plog.append(end_txn(2, commit=False), AppendOrigin.COORDINATOR)  # 3
-    await plog.append(kv(b"b", b"plain"))  # 4
-    await plog.append(kv(b"c", b"next", pid=2, epoch=0, seq=1, txn=True))  # 5: producer 2 goes on
-    await plog.append(end_txn(2, commit=True), AppendOrigin.COORDINATOR)  # 6
-
-    async def dirt(tag: bytes) -> None:
-        for i in range(12):
-            await plog.append(kv(b"f%d" % i, tag + b"%d" % i))
-
-    await dirt(b"filler")
+    await write_transactions(plog)
+    await dirt(plog, b"filler")
     assert (1, b"a", b"aborted") not in await records(plog, IsolationLevel.READ_COMMITTED)
     assert await db.fetchval("SELECT count(*) FROM aborted_txns") == 1
     assert (await clean(plog, pg_url, now_ms=10_000)).committed
@@ -138,14 +144,14 @@ async def test_aborted_records_go_and_markers_and_the_aborted_index_stay_consist
     assert 1 not in await rows(db)
     # its batch was read in this pass: the ABORT marker and its index entry stay for now
     assert await db.fetchval("SELECT count(*) FROM aborted_txns") == 1
-    await dirt(b"again")
+    await dirt(plog, b"again")
     assert (await clean(plog, pg_url, now_ms=10_500)).committed
     # no data of the aborted transaction is left: the index entry goes (database and memory) and
     # the marker waits delete.retention.ms
     assert await db.fetchval("SELECT count(*) FROM aborted_txns") == 0
     assert (await plog.read(0, 1 << 20, IsolationLevel.READ_COMMITTED)).aborted_transactions == []
     assert 3 in await rows(db)
-    await dirt(b"more")
+    await dirt(plog, b"more")
     assert (await clean(plog, pg_url, now_ms=11_501)).committed
     assert 3 not in await rows(db)
     successor = await take(db, await source_factory(2), TP)

@@ -1,0 +1,145 @@
+"""Log compaction of object-stored partitions over the real S3 server: the cleaner's rules (keys,
+transactions, its fence) applied to the batches of the runs, the cleaned section written into new
+objects and switched in one transaction, and the old objects collected once no run reads them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import asyncpg
+import pytest
+
+from storage.api import IsolationLevel
+from storage.cleaner.log_cleaner import CleanerConfig
+from storage.object_store import ObjectStore, ObjectStoreSettings
+from storage.pg.clean_rows import PgCleanResult
+from storage.pg.log_cleaner import PgLogCleaner
+from storage.pg.log_source import PgLogSource
+from storage.pg.object_clean import run_object_clean_pass
+from storage.pg.object_gc import collect_garbage
+from storage.pg.partition_log import PgPartitionLog
+from tests.s3_server import REGION, S3Server
+from tests.storage.cleaner.helpers import kv, latest, records
+from tests.storage.objects.conftest import TP
+from tests.storage.pg.conftest import SourceFactory
+from tests.storage.pg.helpers import take
+from tests.storage.pg.test_pg_cleaning import dirt, open_compacted, write_transactions
+
+
+@pytest.fixture
+def settings(s3_server: S3Server, s3_bucket: str) -> ObjectStoreSettings:
+    return ObjectStoreSettings(s3_server.url(s3_bucket), s3_server.endpoint, REGION)
+
+
+async def clean(plog: PgPartitionLog, pg_url: str, settings: ObjectStoreSettings,
+                now_ms: int = 10_000) -> PgCleanResult | None:
+    """One pass as the broker's cleaner runs it (the worker's part on a thread here)."""
+    plan = await plog.plan_cleaning(pg_url, now_ms, 1 << 20)
+    if plan is None:
+        return None
+    result = await asyncio.to_thread(run_object_clean_pass, replace(plan.task, objects=settings))
+    if result.committed:
+        await plog.cleaned(result)
+    return result
+
+
+async def _keys(store: ObjectStore) -> set[str]:
+    return {i.key async for chunk in store.list() for i in chunk if not i.key.startswith("probe/")}
+
+
+async def test_latest_value_of_each_key_stays_and_old_objects_go_once_unread(
+    db: asyncpg.Pool, source: PgLogSource, source_factory: SourceFactory, pg_url: str,
+    settings: ObjectStoreSettings, s3_store: ObjectStore,
+) -> None:
+    plog = await open_compacted(db, source)
+    writes = []
+    for i in range(60):
+        key = b"k%d" % (i % 7)
+        info = await plog.append(kv(key, b"v%d" % i))
+        writes.append((info.base_offset, key, b"v%d" % i))
+    before = await db.fetchval("SELECT sum(byte_length) FROM batch_runs")
+    flushed = await _keys(s3_store)
+    result = await clean(plog, pg_url, settings)
+    assert result is not None and result.committed
+    end = result.end_offset
+    want = latest([w for w in writes if w[0] < end])
+    expect = sorted([(o, k, v) for k, (o, v) in want.items()] + [w for w in writes if w[0] >= end])
+    assert 50 < end < 60  # the active range rolls at segment.bytes (300): its newest batches stay
+    assert await records(plog) == expect
+    assert plog.size_bytes == await db.fetchval("SELECT sum(byte_length) FROM batch_runs") < before
+    assert await db.fetchval("SELECT cleaner_checkpoint FROM partitions WHERE partition = 0") == end
+    assert await db.fetchval("SELECT count(*) FROM batch_runs WHERE object_key LIKE 'archive/%'") == 1
+    successor = await take(db, await source_factory(2), TP)  # reads from the store only
+    assert await records(successor) == expect
+    now = int(time.time() * 1000)
+    await collect_garbage(source.pool, s3_store, 3_600_000, now)  # marks the objects no run reads
+    await db.execute("UPDATE flush_objects SET unreferenced_since = now() - interval '2 hours'")
+    deleted, _ = await collect_garbage(source.pool, s3_store, 3_600_000, now)
+    assert deleted > 40 and len(flushed - await _keys(s3_store)) == deleted
+    assert await records(await take(db, await source_factory(3), TP)) == expect
+
+
+async def test_aborted_records_go_and_markers_and_the_aborted_index_stay_consistent(
+    db: asyncpg.Pool, source: PgLogSource, source_factory: SourceFactory, pg_url: str,
+    settings: ObjectStoreSettings,
+) -> None:
+    plog = await open_compacted(db, source, **{"delete.retention.ms": "1000"})
+    await write_transactions(plog)
+    await dirt(plog, b"filler")
+    assert (await clean(plog, pg_url, settings, now_ms=10_000)).committed
+    for level in IsolationLevel:
+        got = await records(plog, level)
+        assert (0, b"a", b"committed") in got and (4, b"b", b"plain") in got and (5, b"c", b"next") in got
+        assert all(r[2] != b"aborted" for r in got)
+    await dirt(plog, b"again")
+    assert (await clean(plog, pg_url, settings, now_ms=10_500)).committed
+    assert await db.fetchval("SELECT count(*) FROM aborted_txns") == 0  # no data of it left
+    assert (await plog.read(0, 1 << 20, IsolationLevel.READ_COMMITTED)).aborted_transactions == []
+    successor = await take(db, await source_factory(2), TP)
+    for level in IsolationLevel:
+        assert await records(successor, level) == await records(plog, level)
+    assert successor.last_stable_offset == successor.high_watermark
+
+
+async def test_a_deposed_leaders_pass_commits_nothing_and_leaves_orphans(
+    db: asyncpg.Pool, source: PgLogSource, source_factory: SourceFactory, pg_url: str,
+    settings: ObjectStoreSettings, s3_store: ObjectStore,
+) -> None:
+    plog = await open_compacted(db, source)
+    for i in range(40):
+        await plog.append(kv(b"a", b"%d" % i))
+    plan = await plog.plan_cleaning(pg_url, 10_000, 1 << 20)
+    assert plan is not None
+    before = await db.fetch("SELECT * FROM batch_runs ORDER BY base_offset")
+    stored = await _keys(s3_store)
+    await take(db, await source_factory(2), TP)  # a new epoch: the pass's fence fails
+    result = await asyncio.to_thread(run_object_clean_pass, replace(plan.task, objects=settings))
+    assert not result.committed
+    assert await db.fetch("SELECT * FROM batch_runs ORDER BY base_offset") == before
+    assert await db.fetchval("SELECT cleaner_checkpoint FROM partitions WHERE partition = 0") == 0
+    orphans = await _keys(s3_store) - stored
+    assert len(orphans) == 1
+    later = int(time.time() * 1000) + 7_200_000
+    assert await collect_garbage(source.pool, s3_store, 3_600_000, later) == (0, 1)
+
+
+async def test_the_cleaner_cleans_object_stored_partitions_led_here_in_a_worker(
+    db: asyncpg.Pool, source: PgLogSource, pg_url: str, settings: ObjectStoreSettings,
+) -> None:
+    plog = await open_compacted(db, source)
+    for i in range(40):
+        await plog.append(kv(b"k%d" % (i % 3), b"%d" % i))
+    cleaner = PgLogCleaner(source, pg_url, CleanerConfig(backoff_ms=10, dedupe_buffer_size=1 << 20),
+                           executor=lambda: ThreadPoolExecutor(1), objects=settings)
+    stats = await cleaner.clean_dirtiest()
+    assert stats is not None and stats.bytes_written < stats.bytes_read
+    assert stats.dirty_ratio_after < stats.dirty_ratio_before
+    assert await cleaner.clean_dirtiest() is None
+    await cleaner.stop()
+    got = await records(plog)
+    cleaned = [k for o, k, _ in got if o < plog.first_dirty_offset]
+    assert 0 < len(cleaned) == len(set(cleaned)) and len(got) < 40  # one record per key in the cleaned section
+    assert {k: v for _, k, v in got} == {b"k0": b"39", b"k1": b"37", b"k2": b"38"}
