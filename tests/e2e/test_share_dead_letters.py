@@ -57,11 +57,11 @@ def letter(m: ck.Message) -> tuple[str, int, dict[str, str]]:
             {k: v.decode() for k, v in m.headers() or []})
 
 
-def expected_letter(i: int, dlq_partitions: int) -> tuple[str, int, dict[str, str]]:
-    """Record i was produced to partition i % 2 at offset i // 2 (produce()); even ones were rejected,
-    odd ones ran out of deliveries (limit 2)."""
-    return (str(i), (i % 2) % dlq_partitions, {
-        "__dlq.errors.topic": "st", "__dlq.errors.partition": str(i % 2), "__dlq.errors.offset": str(i // 2),
+def expected_letter(i: int) -> tuple[str, int, dict[str, str]]:
+    """Record i is at offset i of partition 0 (so in the DLQ topic's partition 0); even ones were
+    rejected, odd ones ran out of deliveries (limit 2)."""
+    return (str(i), 0, {
+        "__dlq.errors.topic": "st", "__dlq.errors.partition": "0", "__dlq.errors.offset": str(i),
         "__dlq.errors.group": "sg", "__dlq.errors.delivery.count": "1" if i % 2 == 0 else "2",
         "__dlq.errors.message": REJECTED if i % 2 == 0 else EXCEEDED})
 
@@ -71,14 +71,13 @@ def test_java_rejected_and_timed_out_records_reach_the_dlq_topic(compiled: str, 
                                                                  auto_create: bool) -> None:
     broker = broker_factory(SETTINGS | ({"errors.deadletterqueue.auto.create.topics.enable": "true"}
                                         if auto_create else {}))
-    produce(broker.bootstrap, 20, 2)
+    produce(broker.bootstrap, 20, 1)
     if not auto_create:
         create_dlq(broker.bootstrap, "dlq.st", 3)
     assert run_check(compiled, broker.bootstrap, "dead_letters", 20) == {
-        "first": "20 [1]", "held": "10 [2]", "after": "0"}
-    dlq_partitions = 1 if auto_create else 3  # created with num.partitions (1)
+        "first": "20 [1]", "held": "10 [2]", "late_ack_failed": "true", "after": "0"}
     letters = sorted((letter(m) for m in read_topic(broker.bootstrap, "dlq.st", 20)), key=lambda x: int(x[0]))
-    assert letters == [expected_letter(i, dlq_partitions) for i in range(20)]
+    assert letters == [expected_letter(i) for i in range(20)]
     if auto_create:
         described = tool(broker, "kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", "dlq.st")
         assert "errors.deadletterqueue.group.enable=true" in described.stdout

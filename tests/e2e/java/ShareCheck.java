@@ -208,11 +208,12 @@ public final class ShareCheck {
         }
     }
 
-    // Dead letters (KIP-1191; delivery limit 2, lock 1 s): even values are REJECTed, odd ones
-    // RELEASEd; a second member then holds the odd ones (their second delivery) past their lock, so
-    // they reach the limit by timing out. Nothing is delivered after that; the test reads the DLQ.
-    static void deadLetters(String bootstrap, String topic, String group, int records) {
-        try (var c = consumer(bootstrap, group, true)) {
+    // Dead letters (KIP-1191; delivery limit 2, lock 1 s; one partition, so that each round comes in
+    // one fetch): even values are REJECTed, odd ones RELEASEd; the member then holds the odd ones
+    // (their second delivery) past their lock, so they reach the limit by timing out; its late
+    // ACCEPT fails and nothing is delivered after that. The test reads the DLQ topic.
+    static void deadLetters(String bootstrap, String topic, String group, int records) throws Exception {
+        try (var c = consumer(bootstrap, group, true); var other = consumer(bootstrap, group, false)) {
             c.subscribe(List.of(topic));
             List<ConsumerRecord<String, String>> first = new ArrayList<>();
             long end = System.currentTimeMillis() + GIVE_UP_MS;
@@ -224,15 +225,15 @@ public final class ShareCheck {
             }
             c.commitSync();
             Checks.check("first", first.size() + " " + deliveryCounts(first));
-        }
-        try (var holder = consumer(bootstrap, group, true); var other = consumer(bootstrap, group, false)) {
-            holder.subscribe(List.of(topic));
             List<ConsumerRecord<String, String>> held = new ArrayList<>();
-            long end = System.currentTimeMillis() + GIVE_UP_MS;
-            while (held.size() < records / 2 && System.currentTimeMillis() < end) {
-                holder.poll(Duration.ofMillis(200)).forEach(held::add);
+            end = System.currentTimeMillis() + GIVE_UP_MS;
+            while (held.isEmpty() && System.currentTimeMillis() < end) {
+                c.poll(Duration.ofMillis(200)).forEach(held::add);
             }
             Checks.check("held", held.size() + " " + deliveryCounts(held));
+            Thread.sleep(3000);  // the lock (1 s) runs out meanwhile
+            held.forEach(r -> c.acknowledge(r, AcknowledgeType.ACCEPT));
+            Checks.check("late_ack_failed", c.commitSync().values().stream().anyMatch(java.util.Optional::isPresent));
             other.subscribe(List.of(topic));
             Checks.check("after", other.poll(Duration.ofMillis(3000)).count());
             other.commitSync();
