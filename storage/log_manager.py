@@ -36,7 +36,7 @@ from .api import (
 from .fs import LOCAL_FS, FileSystem
 from .log_config import check_topic_configs
 from .partition_log import LocalPartitionLog
-from .partition_logs import PartitionLogs
+from .partition_logs import PartitionLogs, check_more_partitions, existing_topic
 from .topic_checks import check_new_topic
 
 __all__ = ("LogManager", "TopicMetadata", "validate_topic_name", "INTERNAL_TOPICS")
@@ -174,10 +174,7 @@ class LogManager(PartitionLogs[LocalPartitionLog]):
         check_topic_configs(self.log_defaults, configs)
 
     def _existing(self, name: str) -> TopicMetadata:
-        meta = self.topics.get(name)
-        if meta is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        return meta
+        return existing_topic(self.topics, name)
 
     async def delete_topic(self, name: str) -> None:
         # The directories are renamed under the lock too: a topic created again under the name
@@ -195,11 +192,7 @@ class LogManager(PartitionLogs[LocalPartitionLog]):
     async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         async with self._changing:
             meta = self._existing(name)
-            if count <= meta.partitions:
-                raise KafkaError(
-                    ErrorCode.invalid_partitions,
-                    f"topic {name!r} has {meta.partitions} partitions; the new count {count} must be larger",
-                )
+            check_more_partitions(meta, count)
             if validate_only:
                 return
             new = replace(meta, partitions=count)

@@ -1,16 +1,21 @@
 """What every backend's LogSource (storage/api.py) shares: the partition logs this broker serves,
-by partition, and the topic configs they run with (the broker's defaults under each topic's own)."""
+by partition, and the topic configs they run with (the broker's defaults under each topic's own);
+and what those share where the brokers share the topics and each leads some partitions (cluster
+mode, a local set of processes)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Generic, TypeVar
 
-from .api import OpenTransaction, TopicMetadata, TopicPartition
+from protocol.errors import ErrorCode, KafkaError
+
+from .api import OpenTransaction, TopicIdCache, TopicMetadata, TopicPartition
 from .log_config import LogConfig, effective_topic_defaults
 from .sequenced_log import SequencedLog
 
-__all__ = ("PartitionLogs",)
+__all__ = ("LedPartitionLogs", "PartitionLogs", "check_more_partitions", "existing_topic")
 
 L = TypeVar("L", bound=SequencedLog)
 
@@ -35,3 +40,44 @@ class PartitionLogs(Generic[L]):
     def _retained(self) -> list[L]:
         """The logs retention.ms / retention.bytes apply to (cleanup.policy has delete)."""
         return [plog for plog in list(self.logs.values()) if "delete" in plog.config.cleanup_policy.split(",")]
+
+
+class LedPartitionLogs(PartitionLogs[L]):
+    """Topics every broker shares, of which this broker serves the partitions it leads."""
+
+    _topics: dict[str, TopicMetadata]
+    _by_id: TopicIdCache
+
+    @property
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        return self._topics
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return self._by_id.lookup(self._topics, topic_id)
+
+    def get_log(self, tp: TopicPartition) -> L:
+        """The log of tp if led here; NOT_LEADER_OR_FOLLOWER if another broker leads it."""
+        plog = self.logs.get(tp)
+        if plog is not None:
+            return plog
+        meta = self._topics.get(tp.topic)
+        if meta is not None and 0 <= tp.partition < meta.partitions:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker does not lead {tp}")
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
+
+    def _existing(self, name: str) -> TopicMetadata:
+        return existing_topic(self._topics, name)
+
+
+def existing_topic(topics: Mapping[str, TopicMetadata], name: str) -> TopicMetadata:
+    meta = topics.get(name)
+    if meta is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+    return meta
+
+
+def check_more_partitions(meta: TopicMetadata, count: int) -> None:
+    """CreatePartitions' count must be above the topic's."""
+    if count <= meta.partitions:
+        raise KafkaError(ErrorCode.invalid_partitions,
+                         f"topic {meta.name!r} has {meta.partitions} partitions; the new count {count} must be larger")

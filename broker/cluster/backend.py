@@ -30,7 +30,7 @@ from storage.pg.object_commit import FlushSettings
 from storage.pg.pool import create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.schema import SchemaTooNewError, migrate
-from storage.pg.security_store import PgAclStore, PgScramCredentialStore, PgSecurityMetadata
+from storage.pg.security_store import PgSecurityMetadata, SharedAclStore, SharedScramCredentialStore
 
 from ..backend import AclRecords
 from ..config import BrokerConfig
@@ -169,10 +169,10 @@ class ClusterBackend:
     def acl_store(self, reload: Callable[[AclRecords], None]) -> AclStore:
         shared = self.security
         shared.add_listener(lambda: reload(shared.acl_records))  # changed through another broker
-        return PgAclStore(shared)
+        return SharedAclStore(shared)
 
     def scram_credentials(self) -> ScramCredentials:
-        return PgScramCredentialStore(self.security)
+        return SharedScramCredentialStore(self.security)
 
     def broker_config_store(self) -> BrokerConfigStore:
         return self.broker_configs

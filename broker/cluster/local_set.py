@@ -27,15 +27,14 @@ from storage.embedded.db import SharedDb
 from storage.embedded.lease_store import EmbeddedLeaseStore
 from storage.embedded.log_source import EmbeddedLogSource
 from storage.embedded.stores import (
-    EmbeddedAclStore,
     EmbeddedBrokerConfigStore,
     EmbeddedFeatureLevels,
     EmbeddedProducerIdBlocks,
-    EmbeddedScramCredentialStore,
     EmbeddedSecurity,
 )
 from storage.embedded.topic_store import EmbeddedTopicStore
 from storage.meta_properties import random_uuid
+from storage.pg.security_store import SharedAclStore, SharedScramCredentialStore
 
 from ..backend import AclRecords
 from ..config import BrokerConfig
@@ -111,10 +110,10 @@ class LocalSetBackend:
     def acl_store(self, reload: Callable[[AclRecords], None]) -> AclStore:
         security = self.security
         security.add_listener(lambda: reload(security.acl_records))  # changed through another process
-        return EmbeddedAclStore(security)
+        return SharedAclStore(security)
 
     def scram_credentials(self) -> ScramCredentials:
-        return EmbeddedScramCredentialStore(self.security)
+        return SharedScramCredentialStore(self.security)
 
     def broker_config_store(self) -> BrokerConfigStore:
         return self.broker_configs

@@ -64,7 +64,8 @@ class SharedDb:
         self._conn: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._reading = threading.Lock()  # the polls' connection: one snapshot at a time
-        self._lock = asyncio.Lock()  # one transaction at a time on the writing connection
+        self._writing = threading.Lock()  # the changes' connection: one transaction at a time
+        self._lock = asyncio.Lock()  # queued on the event loop, not in worker threads
 
     def open(self) -> None:
         """Connect, creating the database and its tables if this is the set's first start."""
@@ -91,7 +92,12 @@ class SharedDb:
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """work(connection) in one write transaction, on a worker thread."""
-        def transaction() -> T:
+        async with self._lock:
+            return await asyncio.to_thread(self.run_now, work)
+
+    def run_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """The same on the caller's thread (start-up, before the event loop serves)."""
+        with self._writing:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 result = work(self.conn)
@@ -100,20 +106,6 @@ class SharedDb:
                 raise
             self.conn.execute("COMMIT")
             return result
-
-        async with self._lock:
-            return await asyncio.to_thread(transaction)
-
-    def run_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """The same, on the caller's thread (start-up, before the event loop serves)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(self.conn)
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-        return result
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """work(connection) in one read snapshot, on a worker thread."""

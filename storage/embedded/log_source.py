@@ -30,7 +30,7 @@ from protocol.errors import ErrorCode, KafkaError
 from ..api import LeadershipListener, LogSource, TopicIdCache, TopicMetadata, TopicPartition
 from ..log_config import check_topic_configs
 from ..partition_log import LocalPartitionLog
-from ..partition_logs import PartitionLogs
+from ..partition_logs import LedPartitionLogs, check_more_partitions
 from ..topic_checks import check_new_topic
 from .partition_lock import PartitionLock
 from .topic_store import EmbeddedTopicStore
@@ -44,7 +44,7 @@ _POLL_S: Final = 0.1
 _LOOKUP_MIN_INTERVAL_S: Final = 0.05
 
 
-class EmbeddedLogSource(PartitionLogs[LocalPartitionLog]):
+class EmbeddedLogSource(LedPartitionLogs[LocalPartitionLog]):
     def __init__(self, store: EmbeddedTopicStore, data_dir: Path, log_defaults: Mapping[str, object],
                  producer_id_expiration_ms: int = 86_400_000) -> None:
         self.store = store
@@ -64,10 +64,6 @@ class EmbeddedLogSource(PartitionLogs[LocalPartitionLog]):
     @property
     def data_dir(self) -> Path:
         return self._data_dir
-
-    @property
-    def topics(self) -> Mapping[str, TopicMetadata]:
-        return self._topics
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -150,18 +146,6 @@ class EmbeddedLogSource(PartitionLogs[LocalPartitionLog]):
 
     # -- LogSource: logs -------------------------------------------------------------------------
 
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
-        return self._by_id.lookup(self._topics, topic_id)
-
-    def get_log(self, tp: TopicPartition) -> LocalPartitionLog:
-        plog = self.logs.get(tp)
-        if plog is not None:
-            return plog
-        meta = self._topics.get(tp.topic)
-        if meta is not None and 0 <= tp.partition < meta.partitions:
-            raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker does not lead {tp}")
-        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
-
     async def lookup_topic(self, name: str) -> TopicMetadata | None:
         """A topic not known here may have been created by another process since the last poll."""
         if name not in self._topics and time.monotonic() - self._looked_up_at >= _LOOKUP_MIN_INTERVAL_S:
@@ -198,10 +182,7 @@ class EmbeddedLogSource(PartitionLogs[LocalPartitionLog]):
 
     async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         async with self._changing:
-            meta = self._existing(name)
-            if count <= meta.partitions:
-                raise KafkaError(ErrorCode.invalid_partitions, f"topic {name!r} has {meta.partitions} "
-                                 f"partitions; the new count {count} must be larger")
+            check_more_partitions(self._existing(name), count)
             if validate_only:
                 return
             await self.store.create_partitions(name, count)
@@ -238,12 +219,6 @@ class EmbeddedLogSource(PartitionLogs[LocalPartitionLog]):
             await self.store.delete(name)
             await self.refresh_topics()
         log.info("deleted topic %s", name)
-
-    def _existing(self, name: str) -> TopicMetadata:
-        meta = self._topics.get(name)
-        if meta is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        return meta
 
     # -- the other processes' changes ----------------------------------------------------------------
 

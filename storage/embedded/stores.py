@@ -21,8 +21,7 @@ from ..pg.polling import poll_forever
 from ..scram_credentials import ScramCredential
 from .db import SharedDb, bump
 
-__all__ = ("EmbeddedAclStore", "EmbeddedBrokerConfigStore", "EmbeddedFeatureLevels", "EmbeddedProducerIdBlocks",
-           "EmbeddedScramCredentialStore", "EmbeddedSecurity")
+__all__ = ("EmbeddedBrokerConfigStore", "EmbeddedFeatureLevels", "EmbeddedProducerIdBlocks", "EmbeddedSecurity")
 
 Statement = tuple[str, tuple[Any, ...]]
 _SECURITY: Final = "security.version"
@@ -44,7 +43,13 @@ async def _read_if_moved(db: SharedDb, key: str, known: str | None,
 
 
 class EmbeddedSecurity:
-    """What this process last read of the shared credentials and ACLs (PgSecurityMetadata's part)."""
+    """What this process last read of the shared credentials and ACLs (storage/pg/security_store.py's
+    SecurityTables: its SharedAclStore and SharedScramCredentialStore run on it)."""
+
+    UPSERT_CREDENTIAL = "INSERT OR REPLACE INTO scram_credentials VALUES (?, ?, ?, ?, ?, ?)"
+    DELETE_CREDENTIAL = "DELETE FROM scram_credentials WHERE username = ? AND mechanism = ?"
+    INSERT_ACL = "INSERT OR IGNORE INTO acls (binding) VALUES (?)"
+    DELETE_ACL = "DELETE FROM acls WHERE binding = ?"
 
     def __init__(self, db: SharedDb) -> None:
         self.db = db
@@ -87,49 +92,6 @@ class EmbeddedSecurity:
 
         await self.db.run(work)
         await self.refresh()
-
-
-def _acl_key(record: Mapping[str, Any]) -> str:
-    """An ACL's row key: its fields in one canonical order, so equal bindings are one row."""
-    return json.dumps(record, sort_keys=True, separators=(",", ":"))
-
-
-class EmbeddedAclStore:
-    """The authorizer's AclStore: only the change is written, so the other processes' changes stay."""
-
-    def __init__(self, security: EmbeddedSecurity) -> None:
-        self.security = security
-
-    def load(self) -> list[dict[str, Any]]:
-        return list(self.security.acl_records)
-
-    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
-                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        await self.security.write([*(("DELETE FROM acls WHERE binding = ?", (_acl_key(r),)) for r in removed),
-                                   *(("INSERT OR IGNORE INTO acls (binding) VALUES (?)", (_acl_key(r),))
-                                     for r in added)])
-        return self.load()
-
-
-class EmbeddedScramCredentialStore:
-    def __init__(self, security: EmbeddedSecurity) -> None:
-        self.security = security
-
-    def get(self, user: str, mechanism: str) -> ScramCredential | None:
-        return self.security.credentials.get(user, {}).get(mechanism)
-
-    def users(self) -> dict[str, dict[str, ScramCredential]]:
-        return {user: dict(mechs) for user, mechs in self.security.credentials.items()}
-
-    async def alter(self, upsertions: Iterable[tuple[str, str, ScramCredential]],
-                    deletions: Iterable[tuple[str, str]]) -> None:
-        """All of them in one transaction: all or nothing."""
-        await self.security.write([
-            *(("DELETE FROM scram_credentials WHERE username = ? AND mechanism = ?", (user, mechanism))
-              for user, mechanism in deletions),
-            *(("INSERT OR REPLACE INTO scram_credentials VALUES (?, ?, ?, ?, ?, ?)",
-               (user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations))
-              for user, mechanism, c in upsertions)])
 
 
 class EmbeddedBrokerConfigStore(BrokerConfigsInMemory):

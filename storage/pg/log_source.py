@@ -36,7 +36,7 @@ from ..api import (
 )
 from ..log_config import check_topic_configs
 from ..object_store import ObjectStore
-from ..partition_logs import PartitionLogs
+from ..partition_logs import LedPartitionLogs, check_more_partitions
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
 from .object_archive import DEFAULT_ARCHIVE, ArchivedPartition, ArchiveSettings, archive_loop
@@ -64,7 +64,7 @@ def _committer(pool: Pool, node_id: int, store: ObjectStore | None, flush: Flush
     return ObjectGroupCommitter(pool, node_id, store, flush, concurrency=concurrency)
 
 
-class PgLogSource(PartitionLogs[PgPartitionLog]):
+class PgLogSource(LedPartitionLogs[PgPartitionLog]):
     def __init__(
         self,
         pool: Pool,
@@ -214,22 +214,6 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
 
     # -- LogSource: logs -------------------------------------------------------------------------
 
-    @property
-    def topics(self) -> Mapping[str, TopicMetadata]:
-        return self._topics
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
-        return self._by_id.lookup(self._topics, topic_id)
-
-    def get_log(self, tp: TopicPartition) -> PgPartitionLog:
-        plog = self.logs.get(tp)
-        if plog is not None:
-            return plog
-        meta = self._topics.get(tp.topic)
-        if meta is not None and 0 <= tp.partition < meta.partitions:
-            raise KafkaError(ErrorCode.not_leader_or_follower, f"this broker does not lead {tp}")
-        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
-
     async def enforce_retention(self) -> None:
         now = int(time.time() * 1000)
         for plog in self._retained():
@@ -262,9 +246,7 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
     async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         async with self._changing:
             meta = self._existing(name)
-            if count <= meta.partitions:
-                raise KafkaError(ErrorCode.invalid_partitions, f"topic {name!r} has {meta.partitions} "
-                                 f"partitions; the new count {count} must be larger")
+            check_more_partitions(meta, count)
             if validate_only:
                 return
             await self._write(self._topic_store.create_partitions(name, count))
@@ -293,12 +275,6 @@ class PgLogSource(PartitionLogs[PgPartitionLog]):
             await self._write(self._topic_store.delete(name))
             await self._adopt({n: m for n, m in self._topics.items() if n != name})
         log.info("deleted topic %s", name)
-
-    def _existing(self, name: str) -> TopicMetadata:
-        meta = self._topics.get(name)
-        if meta is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        return meta
 
     async def _write(self, change: Awaitable[object]) -> None:
         try:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ..scram_credentials import ScramCredential
 from .polling import poll_forever, read_if_moved
 
-__all__ = ("PgAclStore", "PgScramCredentialStore", "PgSecurityMetadata")
+__all__ = ("PgSecurityMetadata", "SecurityTables", "SharedAclStore", "SharedScramCredentialStore")
 
 log = logging.getLogger(__name__)
 Pool = Any  # asyncpg.Pool
@@ -32,16 +32,6 @@ _BUMP_VERSION: Final = """
     INSERT INTO cluster_meta (key, value) VALUES ('security.version', '1')
     ON CONFLICT (key) DO UPDATE SET value = (cluster_meta.value::bigint + 1)::text
 """
-_UPSERT_CREDENTIAL: Final = """
-    INSERT INTO scram_credentials (username, mechanism, salt, stored_key, server_key, iterations)
-    VALUES ($1, $2, $3, $4, $5, $6)
-    ON CONFLICT (username, mechanism) DO UPDATE
-        SET salt = excluded.salt, stored_key = excluded.stored_key, server_key = excluded.server_key,
-            iterations = excluded.iterations
-"""
-_DELETE_CREDENTIAL: Final = "DELETE FROM scram_credentials WHERE username = $1 AND mechanism = $2"
-_INSERT_ACL: Final = "INSERT INTO acls (binding) VALUES ($1) ON CONFLICT DO NOTHING"
-_DELETE_ACL: Final = "DELETE FROM acls WHERE binding = $1"
 
 
 def _key(record: Mapping[str, Any]) -> str:
@@ -49,8 +39,35 @@ def _key(record: Mapping[str, Any]) -> str:
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
+class SecurityTables(Protocol):
+    """The shared credentials and ACLs as last read, and how to change them (in PostgreSQL here,
+    in a local set's SQLite in storage/embedded/stores.py): the same statements in each one's SQL."""
+
+    acl_records: list[dict[str, Any]]
+    credentials: dict[str, dict[str, ScramCredential]]
+    UPSERT_CREDENTIAL: str  # (username, mechanism, salt, stored_key, server_key, iterations)
+    DELETE_CREDENTIAL: str  # (username, mechanism)
+    INSERT_ACL: str  # (binding key,)
+    DELETE_ACL: str  # (binding key,)
+
+    async def write(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
+        """Apply the statements in one transaction that also tells the others, then re-read."""
+        ...
+
+
 class PgSecurityMetadata:
     """What this broker last read of the shared credentials and ACLs, kept fresh by run()."""
+
+    UPSERT_CREDENTIAL = """
+        INSERT INTO scram_credentials (username, mechanism, salt, stored_key, server_key, iterations)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (username, mechanism) DO UPDATE
+            SET salt = excluded.salt, stored_key = excluded.stored_key, server_key = excluded.server_key,
+                iterations = excluded.iterations
+    """
+    DELETE_CREDENTIAL = "DELETE FROM scram_credentials WHERE username = $1 AND mechanism = $2"
+    INSERT_ACL = "INSERT INTO acls (binding) VALUES ($1) ON CONFLICT DO NOTHING"
+    DELETE_ACL = "DELETE FROM acls WHERE binding = $1"
 
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
@@ -95,11 +112,11 @@ class PgSecurityMetadata:
         await self.refresh()
 
 
-class PgAclStore:
-    """The authorizer's AclStore in cluster mode: only the change is written, so ACLs changed at
-    the same time through other brokers are kept."""
+class SharedAclStore:
+    """The authorizer's AclStore where brokers share the ACLs: only the change is written, so ACLs
+    changed at the same time through other brokers are kept."""
 
-    def __init__(self, metadata: PgSecurityMetadata) -> None:
+    def __init__(self, metadata: SecurityTables) -> None:
         self.metadata = metadata
 
     def load(self) -> list[dict[str, Any]]:
@@ -107,15 +124,15 @@ class PgAclStore:
 
     async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
                      removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        await self.metadata.write([*((_DELETE_ACL, (_key(r),)) for r in removed),
-                                   *((_INSERT_ACL, (_key(r),)) for r in added)])
+        await self.metadata.write([*((self.metadata.DELETE_ACL, (_key(r),)) for r in removed),
+                                   *((self.metadata.INSERT_ACL, (_key(r),)) for r in added)])
         return self.load()
 
 
-class PgScramCredentialStore:
+class SharedScramCredentialStore:
     """ScramCredentialStore's interface over the shared table."""
 
-    def __init__(self, metadata: PgSecurityMetadata) -> None:
+    def __init__(self, metadata: SecurityTables) -> None:
         self.metadata = metadata
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -128,6 +145,6 @@ class PgScramCredentialStore:
                     deletions: Iterable[tuple[str, str]]) -> None:
         """All of them in one transaction: all or nothing."""
         await self.metadata.write([
-            *((_DELETE_CREDENTIAL, (user, mechanism)) for user, mechanism in deletions),
-            *((_UPSERT_CREDENTIAL, (user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations))
+            *((self.metadata.DELETE_CREDENTIAL, (user, mechanism)) for user, mechanism in deletions),
+            *((self.metadata.UPSERT_CREDENTIAL, (user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations))
               for user, mechanism, c in upsertions)])

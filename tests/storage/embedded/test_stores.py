@@ -10,13 +10,13 @@ import pytest
 
 from storage.embedded.db import SharedDb
 from storage.embedded.stores import (
-    EmbeddedAclStore,
     EmbeddedBrokerConfigStore,
     EmbeddedFeatureLevels,
     EmbeddedProducerIdBlocks,
-    EmbeddedScramCredentialStore,
     EmbeddedSecurity,
 )
+from storage.pg.security_store import SharedAclStore as EmbeddedAclStore
+from storage.pg.security_store import SharedScramCredentialStore as EmbeddedScramCredentialStore
 from storage.scram_credentials import ScramCredential
 
 ACL = {"resource_type": 2, "name": "orders", "pattern_type": 3, "principal": "User:alice", "host": "*",

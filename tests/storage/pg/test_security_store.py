@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from storage.pg.security_store import PgAclStore, PgScramCredentialStore, PgSecurityMetadata
+from storage.pg.security_store import PgSecurityMetadata, SharedAclStore, SharedScramCredentialStore
 from storage.scram_credentials import ScramCredential
 
 CRED = ScramCredential(salt=b"salt", stored_key=b"stored", server_key=b"server", iterations=4096)
@@ -29,28 +29,28 @@ async def test_credentials_altered_through_one_broker_reach_another(db: asyncpg.
     one, two = await broker(db), await broker(db)
     changed: list[int] = []
     two.add_listener(lambda: changed.append(len(two.credentials)))
-    await PgScramCredentialStore(one).alter([("alice", "SCRAM-SHA-256", CRED), ("bob", "SCRAM-SHA-512", CRED)], [])
-    assert PgScramCredentialStore(one).get("alice", "SCRAM-SHA-256") == CRED  # the writer sees it at once
-    assert PgScramCredentialStore(two).get("alice", "SCRAM-SHA-256") is None  # the other at its next poll
+    await SharedScramCredentialStore(one).alter([("alice", "SCRAM-SHA-256", CRED), ("bob", "SCRAM-SHA-512", CRED)], [])
+    assert SharedScramCredentialStore(one).get("alice", "SCRAM-SHA-256") == CRED  # the writer sees it at once
+    assert SharedScramCredentialStore(two).get("alice", "SCRAM-SHA-256") is None  # the other at its next poll
     assert await two.refresh() and changed == [2]
     assert not await two.refresh()  # nothing new: one row read, no reload
-    assert PgScramCredentialStore(two).users() == {"alice": {"SCRAM-SHA-256": CRED}, "bob": {"SCRAM-SHA-512": CRED}}
-    await PgScramCredentialStore(two).alter([], [("alice", "SCRAM-SHA-256")])
+    assert SharedScramCredentialStore(two).users() == {"alice": {"SCRAM-SHA-256": CRED}, "bob": {"SCRAM-SHA-512": CRED}}
+    await SharedScramCredentialStore(two).alter([], [("alice", "SCRAM-SHA-256")])
     assert await one.refresh()
-    assert PgScramCredentialStore(one).users() == {"bob": {"SCRAM-SHA-512": CRED}}
+    assert SharedScramCredentialStore(one).users() == {"bob": {"SCRAM-SHA-512": CRED}}
     assert "password" not in str(await db.fetch("SELECT * FROM scram_credentials"))
 
 
 async def test_acl_changes_made_at_once_through_two_brokers_are_both_kept(db: asyncpg.Pool) -> None:
     one, two = await broker(db), await broker(db)
-    stored_one = await PgAclStore(one).update([acl("a")], [acl("a")], [])
-    stored_two = await PgAclStore(two).update([acl("b")], [acl("b")], [])  # two had not seen "a" yet
+    stored_one = await SharedAclStore(one).update([acl("a")], [acl("a")], [])
+    stored_two = await SharedAclStore(two).update([acl("b")], [acl("b")], [])  # two had not seen "a" yet
     assert stored_one == [acl("a")]
     assert sorted(r["resource_name"] for r in stored_two or []) == ["a", "b"]
     assert await one.refresh()
-    assert PgAclStore(one).load() == PgAclStore(two).load()
-    await PgAclStore(one).update([acl("b")], [], [acl("a")])
+    assert SharedAclStore(one).load() == SharedAclStore(two).load()
+    await SharedAclStore(one).update([acl("b")], [], [acl("a")])
     later = await broker(db)  # a broker started afterwards
-    assert PgAclStore(later).load() == [acl("b")]
-    await PgAclStore(one).update([acl("b")], [acl("b")], [])  # adding what exists changes nothing
+    assert SharedAclStore(later).load() == [acl("b")]
+    await SharedAclStore(one).update([acl("b")], [acl("b")], [])  # adding what exists changes nothing
     assert await db.fetchval("SELECT count(*) FROM acls") == 1
