@@ -4,15 +4,18 @@ exactly at read_committed by confluent-kafka, kafka-python and Java), a leader k
 paused past its lease, the transaction and group coordinators killed, PostgreSQL restarted under
 load, markers following a killed leader, and an idempotent retry at the new leader. Particular to
 objects: a broker killed between storing a flush's object and committing it, whose producer's retry
-is written once; and the object store restarted under load."""
+is written once; the object store restarted under load; and the store stopped while old data is
+fetched and new data produced (retriable errors, both carry on once it is back)."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import threading
 
 import asyncpg
 import pytest
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 
 from protocol.errors import ErrorCode
 from storage.object_store import open_object_store
@@ -38,6 +41,7 @@ from tests.e2e.cluster.test_failover import (  # noqa: F401
     test_an_idempotent_retry_reaching_the_new_leader_is_deduplicated,
 )
 from tests.e2e.objects.conftest import ObjectCluster
+from tests.kafka_wire import RawClient
 from tests.s3_server import S3Server
 
 pytestmark = pytest.mark.e2e
@@ -122,3 +126,47 @@ def test_an_object_store_restart_while_producing_loses_nothing_acknowledged(
     assert len(sender.acked) == sent
     assert any(cluster.brokers[n].logged("flushes to the object store fail") for n in (1, 2))  # it was felt
     exactly_once_in_order(read_all(cluster, "store-outage", 2, sent, 2), sender.acked, 2)
+
+
+def _fetch_from_start(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(error code, bytes of records) of a Fetch of the partition from offset 0."""
+    fetch = FetchRequest(
+        replica_id=-1, max_wait=datetime.timedelta(milliseconds=100), min_bytes=1, max_bytes=1 << 20,
+        isolation_level=0, session_id=0, session_epoch=-1,
+        topics=(FetchTopic(topic=topic, partitions=(FetchPartition(
+            partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
+            partition_max_bytes=1 << 20),)),),
+        forgotten_topics_data=(), rack_id="")
+    with RawClient(bootstrap, timeout=WAIT_S) as client:
+        [topic_response] = client.request(fetch).responses
+    [part] = topic_response.partitions
+    return part.error_code, len(part.records or b"")
+
+
+def test_a_store_down_makes_old_fetches_and_appends_retriable_and_both_carry_on_when_it_returns(
+    cluster: ObjectCluster, s3_server: S3Server
+) -> None:
+    cluster.start(1)
+    create_topic(cluster, "store-down", 1)
+    cluster.settled("store-down")
+    sender = Sender(cluster.bootstrap())
+    sender.send("store-down", range(0, 300), 1)
+    sender.flush()
+    cluster.brokers[1].stop()  # started again: its tail and read caches are empty, old data is in the store
+    cluster.ended.add(1)
+    cluster.start(1)
+    cluster.settled("store-down")
+    s3_server.stop()
+    try:
+        assert _fetch_from_start(cluster.bootstrap(), "store-down") == (ErrorCode.kafka_storage_error, 0)
+        sender.send("store-down", range(300, 400), 1)  # refused meanwhile; librdkafka retries them
+        sender.producer.poll(1.0)
+        assert len(sender.acked) == 300 and sender.errors == []
+    finally:
+        s3_server.start()
+    sender.flush()
+    assert sender.errors == [] and len(sender.acked) == 400
+    code, size = _fetch_from_start(cluster.bootstrap(), "store-down")
+    assert code == ErrorCode.none and size > 0
+    assert cluster.brokers[1].logged("flushes to the object store fail")
+    exactly_once_in_order(read_all(cluster, "store-down", 1, 400), sender.acked, 1)
