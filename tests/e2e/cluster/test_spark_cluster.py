@@ -1,6 +1,7 @@
 """Spark Structured Streaming at read_committed over a three-broker cluster (issue 10), and over
-four processes of one `--processes 4` command (issue 34): the pipeline's job reads while a broker
-is killed with -9 and later restarted; its output holds exactly the committed events, once each."""
+four processes of one `--processes 4` command (issue 34), a local set and over PostgreSQL: the
+pipeline's job reads while a broker is killed with -9 and later restarted; its output holds
+exactly the committed events, once each."""
 
 from __future__ import annotations
 
@@ -69,11 +70,16 @@ def test_streaming_query_reads_exactly_the_commits_across_a_broker_kill_and_rest
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", ["local", "cluster"])
 def test_streaming_query_reads_exactly_the_commits_of_four_processes_across_a_process_kill(
-        spark, pg_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The same over `--processes 4` (docs/processes.md): process 3 is killed with -9 while the
-    query runs, and the supervisor starts it again."""
-    procs = start_processes(Supervised(tmp_path, 4, {**CLUSTER_SETTINGS, "cluster.url": pg_url}))
+        spark, mode: str, request: pytest.FixtureRequest, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The same over `--processes 4` (docs/processes.md), as a local set sharing one data dir and
+    over PostgreSQL: process 3 is killed with -9 while the query runs, and the supervisor starts it
+    again."""
+    settings = dict(CLUSTER_SETTINGS)
+    if mode == "cluster":
+        settings["cluster.url"] = request.getfixturevalue("pg_url")
+    procs = start_processes(Supervised(tmp_path, 4, settings))
     bs = ",".join(f"127.0.0.1:{procs.port_of(n)}" for n in procs.node_ids)
     try:
         topic = new_topic(bs, "procs-stream", partitions=8)
