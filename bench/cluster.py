@@ -1,12 +1,16 @@
-"""eosbroker in cluster mode for the harness: one PostgreSQL server and N brokers over it.
+"""eosbroker in cluster mode for the harness: one PostgreSQL server and N brokers over it, and
+for the object-store cases (eosbroker-os1/os3) a real S3 server on loopback (SeaweedFS,
+tests/s3_server.py) holding the record data.
 
 A ClusterRunning stands where a Running does (bootstrap, CPU, RSS, stop): its CPU and memory are
 the brokers' and the database's together, since in cluster mode PostgreSQL does the storage work
-that the local broker does itself.
+that the local broker does itself. The object store's CPU is counted apart (store_cpu_s), since in
+production it is a separate service.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -16,6 +20,7 @@ import psutil
 
 from bench.servers import HOST, REPO_DIR, Running, _spawn_and_wait, free_port
 from tests.pg_server import PostgresServer
+from tests.s3_server import S3Server, s3_environment
 
 __all__ = ("ClusterRunning", "start_cluster")
 
@@ -31,6 +36,7 @@ class ClusterRunning:
     brokers: dict[int, Running] = field(default_factory=dict)
     startup_s: float = 0.0
     metrics_port: int | None = None
+    store: S3Server | None = None  # record data in this object store (eosbroker-os*)
 
     @property
     def bootstrap(self) -> str:
@@ -57,15 +63,19 @@ class ClusterRunning:
                 pass
         return procs + self._pg_processes()
 
+    def store_cpu_s(self) -> float | None:
+        """The object store's CPU seconds so far (None without one)."""
+        pid = None if self.store is None or self.store.proc is None else self.store.proc.pid
+        if pid is None:
+            return None
+        try:
+            root = psutil.Process(pid)
+            return _cpu([root, *root.children(recursive=True)])
+        except psutil.Error:
+            return 0.0
+
     def cpu_s(self) -> float:
-        total = 0.0
-        for p in self._processes():
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.Error:
-                pass
-        return total
+        return _cpu(self._processes())
 
     def rss_mb(self) -> float:
         total = 0
@@ -83,8 +93,13 @@ class ClusterRunning:
         argv = [sys.executable, "-m", "broker", "--node-id", str(node_id), "--host", HOST,
                 "--port", str(port), "--data-dir", str(data),
                 "--set", f"cluster.url={self.url}", "--set", f"cluster.lease.ms={LEASE_MS}"]
+        env = None
+        if self.store is not None:
+            for key, value in self.store.broker_settings("bench").items():
+                argv += ["--set", f"{key}={value}"]
+            env = {**os.environ, **s3_environment()}  # the store's credentials, and no cloud lookup
         running = _spawn_and_wait(f"{self.name}-{node_id}", argv, port,
-                                  self.workdir / f"broker-{node_id}.log", REPO_DIR)
+                                  self.workdir / f"broker-{node_id}.log", REPO_DIR, env=env)
         self.brokers[node_id] = running
         return running
 
@@ -104,16 +119,33 @@ class ClusterRunning:
         for running in self.brokers.values():
             running.stop()
         self.pg.cleanup()
+        if self.store is not None:
+            self.store.cleanup()
 
 
-def start_cluster(workdir: Path, brokers: int, name: str) -> ClusterRunning:
-    """A fresh PostgreSQL server and `brokers` brokers over one new database."""
+def _cpu(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for p in processes:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def start_cluster(workdir: Path, brokers: int, name: str, *, objects: bool = False) -> ClusterRunning:
+    """A fresh PostgreSQL server and `brokers` brokers over one new database (with objects, their
+    record data in a fresh SeaweedFS under workdir)."""
     pg = PostgresServer()
     t0 = time.perf_counter()
     pg.init()
     pg.start()
     cluster = ClusterRunning(name=name, pg=pg, url=pg.create_database("bench"), workdir=workdir)
     try:
+        if objects:
+            cluster.store = S3Server(workdir / "objects")
+            cluster.store.start()
         for node_id in range(1, brokers + 1):
             cluster.start_broker(node_id)
     except BaseException:

@@ -84,10 +84,11 @@ def run_load(load: str, params: dict, broker: Running | ClusterRunning, log_path
 
 def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning) -> dict | None:
     sampler, cpu0, wall0, result = None, 0.0, 0.0, None
+    store0: float | None = None
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("MARK start"):
-            cpu0, wall0 = broker.cpu_s(), time.perf_counter()
+            cpu0, wall0, store0 = broker.cpu_s(), time.perf_counter(), _store_cpu_s(broker)
             sampler = RssSampler(broker.rss_mb)
             sampler.start()
         elif line.startswith("PROGRESS "):
@@ -98,6 +99,9 @@ def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning) -> dict | 
             result = json.loads(line.removeprefix("RESULT "))
             broker_cpu = broker.cpu_s() - cpu0
             result["broker_cores"] = broker_cpu / wall if wall > 0 else 0.0
+            store = _store_cpu_s(broker)
+            if store is not None and store0 is not None and wall > 0:
+                result["store_cores"] = (store - store0) / wall  # beside broker_cores, not in it
             moved = result.get("info", {}).get("bytes")
             if moved:
                 result["metrics"][CPU_PER_GB] = broker_cpu / (moved / 1e9)
@@ -106,3 +110,9 @@ def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning) -> dict | 
     if sampler is not None:
         sampler.stop()
     return result
+
+
+def _store_cpu_s(broker: Running | ClusterRunning) -> float | None:
+    """The object store's CPU seconds (eosbroker-os*), None for brokers without one."""
+    measure = getattr(broker, "store_cpu_s", None)
+    return None if measure is None else measure()

@@ -47,6 +47,7 @@ def cpu_note(client: dict | None, main_thread: dict | None, broker: dict | None)
 
 
 CLUSTER3 = "eosbroker-pg3"
+OBJECTS3 = "eosbroker-os3"
 
 
 def summarize(entries: list[dict], brokers: list[str]) -> list[dict]:
@@ -60,6 +61,8 @@ def summarize(entries: list[dict], brokers: list[str]) -> list[dict]:
             main_thread = spread(_values(entries, b, case, "client_main_thread_cores"))
             row[f"{b} client cores"] = client and client["median"]
             row[f"{b} broker cores"] = broker_cpu and broker_cpu["median"]
+            store_cpu = spread(_values(entries, b, case, "store_cores"))
+            row[f"{b} store cores"] = store_cpu and store_cpu["median"]
             row[f"{b} client main thread cores"] = main_thread and main_thread["median"]
             row[f"{b} note"] = cpu_note(client, main_thread, broker_cpu)
             row[f"{b} errors"] = sum(1 for e in entries
@@ -77,7 +80,9 @@ def summarize(entries: list[dict], brokers: list[str]) -> list[dict]:
 def compared(brokers: list[str]) -> tuple[str, str]:
     """The pair the ratio compares: eosbroker over Kafka, or the first broker over the second
     (eosbroker with metrics on over off)."""
-    if CLUSTER3 in brokers and OURS in brokers:  # --cluster: three brokers over PostgreSQL / local disk
+    if OBJECTS3 in brokers and OURS in brokers:  # --cluster: three brokers over the object store / local disk
+        return OBJECTS3, OURS
+    if CLUSTER3 in brokers and OURS in brokers:  # three brokers over PostgreSQL rows / local disk
         return CLUSTER3, OURS
     if set(brokers) == {OURS, THEIRS} or len(brokers) != 2:
         return OURS, THEIRS
@@ -93,7 +98,7 @@ def _fmt(stats: dict | None, errors: int) -> str:
 
 
 def _cores(row: dict, brokers: list[str], kind: str) -> str:
-    return "/".join("-" if row[f"{b} {kind} cores"] is None else f"{row[f'{b} {kind} cores']:.2f}"
+    return "/".join("-" if row.get(f"{b} {kind} cores") is None else f"{row[f'{b} {kind} cores']:.2f}"
                     for b in brokers)
 
 
@@ -102,15 +107,20 @@ def table(rows: list[dict], brokers: list[str]) -> str:
     head = ["case", "metric", *brokers, "ours/kafka" if theirs == THEIRS else f"{ours}/{theirs}", "better",
             "client cores",
             "broker cores", "note"]
+    stores = any(row.get(f"{b} store cores") is not None for row in rows for b in brokers)
+    if stores:  # the object store's own CPU, beside the brokers' (and PostgreSQL's)
+        head.insert(-1, "store cores")
     lines = [head]
     for row in rows:
         ratio = row.get("ratio")
         mark = "" if ratio is None else (" ok" if row["favours_ours"] else " !!")
         notes = "; ".join(f"{b}: {row[f'{b} note']}" for b in brokers if row[f"{b} note"])
+        cores = [_cores(row, brokers, "client"), _cores(row, brokers, "broker")]
+        if stores:
+            cores.append(_cores(row, brokers, "store"))
         lines.append([row["case"], row["metric"],
                       *(_fmt(row[b], row[f"{b} errors"]) for b in brokers),
-                      "-" if ratio is None else f"{ratio:.2f}{mark}", row["better"],
-                      _cores(row, brokers, "client"), _cores(row, brokers, "broker"), notes])
+                      "-" if ratio is None else f"{ratio:.2f}{mark}", row["better"], *cores, notes])
     widths = [max(len(str(r[i])) for r in lines) for i in range(len(head))]
     text = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             for r in lines]

@@ -52,8 +52,9 @@ from bench.servers import (
 )
 
 BROKERS = ("eosbroker", "kafka")
-# --cluster: the local-disk broker, one broker over PostgreSQL, three brokers over one PostgreSQL.
-CLUSTER_BROKERS = {"eosbroker": 0, "eosbroker-pg1": 1, "eosbroker-pg3": 3}
+# --cluster: the local-disk broker, one and three brokers over one PostgreSQL with record data in its
+# rows (pg) or in a real S3 server on loopback (os, bench/cluster.py).
+CLUSTER_BROKERS = {"eosbroker": 0, "eosbroker-pg1": 1, "eosbroker-pg3": 3, "eosbroker-os1": 1, "eosbroker-os3": 3}
 # --metrics-on-off: eosbroker with its Prometheus endpoint on, beside eosbroker with it off.
 METRICS_ON, METRICS_OFF = "eosbroker+metrics", "eosbroker"
 SCRAPE_INTERVAL_S = 5.0
@@ -67,7 +68,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--size", choices=sorted(SIZES), default="small")
     p.add_argument("--rounds", type=int, help="override the size's number of rounds")
-    p.add_argument("--only", choices=BROKERS, help="run against one broker only")
+    p.add_argument("--only", choices=(*BROKERS, *CLUSTER_BROKERS),
+                   help="run against one broker only (with --cluster, one of its brokers)")
     p.add_argument("--cases", help="comma-separated case keys (default: all), e.g. w1-p1,w6")
     p.add_argument("--out", type=Path, default=BENCH_DIR / "results")
     p.add_argument("--kafka-heap", default="512m")
@@ -114,7 +116,7 @@ def select_cases(spec: str | None, scale: bool = False) -> tuple[Case, ...]:
 def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
           rnd: int) -> Running | ClusterRunning:
     if CLUSTER_BROKERS.get(name):
-        return start_cluster(workdir, CLUSTER_BROKERS[name], name)
+        return start_cluster(workdir, CLUSTER_BROKERS[name], name, objects=name.startswith("eosbroker-os"))
     secure = any(c.load == "handshake" or "listener" in c.params(SIZES["tiny"], "") for c in args.selected)
     if name == "kafka":
         return start_kafka(workdir, heap=args.kafka_heap, secure=secure)
@@ -147,16 +149,17 @@ def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int,
         progress(f"  {case.key:<11} FAILED after {time.perf_counter() - t0:.1f} s "
                  f"(see {logs})")
         return entry
-    entry.update({k: result[k] for k in ("metrics", "wall_s", "client_cores", "broker_cores",
-                                          "broker_rss_peak_mb", "client_main_thread_cores", "info")})
+    entry.update({k: result[k] for k in ("metrics", "wall_s", "client_cores", "broker_cores", "store_cores",
+                                          "broker_rss_peak_mb", "client_main_thread_cores", "info") if k in result})
     if PEAK_RSS in case.metrics:
         entry["metrics"][PEAK_RSS] = result["broker_rss_peak_mb"]
     if case.load == "fill_segments" and isinstance(broker, Running):
         # The fill is set-up; the figures are the two restarts on its data.
         entry["metrics"] = {CLEAN_START: broker.restart(unclean=False), UNCLEAN_START: broker.restart(unclean=True)}
     shown = ", ".join(f"{v:,.1f} {k}" for k, v in result["metrics"].items())
+    store = f", store {result['store_cores']:.2f} cores" if "store_cores" in result else ""
     progress(f"  {case.key:<11} {shown}  (client {result['client_cores']:.2f} cores, "
-             f"broker {result['broker_cores']:.2f} cores, {result['wall_s']:.1f} s)")
+             f"broker {result['broker_cores']:.2f} cores{store}, {result['wall_s']:.1f} s)")
     return entry
 
 
@@ -235,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = select_cases(args.cases or (",".join(CLUSTER_CASE_KEYS) if args.cluster else None), args.scale)
     args.selected = cases  # start() gives the brokers SSL and SASL_SSL listeners when a t case needs them
     if args.cluster:
-        brokers = tuple(CLUSTER_BROKERS)
+        brokers = (args.only,) if args.only else tuple(CLUSTER_BROKERS)
         cases = (*cases, FAILOVER)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = args.out / f"{stamp}-{args.size}"

@@ -97,11 +97,11 @@ class Running:
 
 
 def _spawn_and_wait(name: str, argv: list[str], port: int, log_path: Path, cwd: Path,
-                    append: bool = False) -> Running:
+                    append: bool = False, env: dict[str, str] | None = None) -> Running:
     with open(log_path, "ab" if append else "wb") as log:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, env=env)
     running = Running(name, proc, port, 0.0, log_path, argv=argv, cwd=cwd)
     try:
         wait_answering(proc, HOST, port, START_TIMEOUT_S)

@@ -89,3 +89,14 @@ def test_profile_summary_sets_imports_apart_and_ranks_project_frames() -> None:
     assert project.index("broker/connection.py") < project.index("storage/log.py")
     assert " 60.0   handle (broker/connection.py:9)" in project
     assert "exec (x.py:2)" not in text
+
+
+def test_object_store_cases_show_store_cores_beside_broker_cores_and_compare_to_local_disk() -> None:
+    brokers = ["eosbroker", "eosbroker-pg3", "eosbroker-os3"]
+    entries = [entry("eosbroker", "w1-p6", **{"MB/s": 100.0}), entry("eosbroker-pg3", "w1-p6", **{"MB/s": 20.0}),
+               {**entry("eosbroker-os3", "w1-p6", **{"MB/s": 60.0}), "store_cores": 0.25}]
+    rows = [r for r in summarize(entries, brokers) if r["case"] == "w1-p6" and r["metric"] == "MB/s"]
+    assert rows[0]["ratio"] == 0.6  # os3 over the local-disk broker
+    head, _, line = table(rows, brokers).splitlines()[:3]
+    assert "eosbroker-os3/eosbroker" in head and "store cores" in head
+    assert line.split()[-1] == "-/-/0.25"  # store cores: only os3 has a store
