@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -29,6 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 from protocol.errors import ErrorCode, KafkaError
 
 from .tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
+from .timer import CoordinatorTimer
 
 __all__ = ("ApiError", "CoordinatorResult", "CoordinatorRuntime", "Message", "Shard")
 
@@ -37,7 +39,7 @@ T = TypeVar("T")
 R = TypeVar("R")  # a shard's record
 R_contra = TypeVar("R_contra", contravariant=True)
 E = TypeVar("E")  # a coordinator's effect
-M = TypeVar("M", bound="Message[Any]")
+M = TypeVar("M")  # a coordinator's message type
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,25 +84,54 @@ class Message(Generic[T]):
     """Base of a coordinator's typed messages; T is what the caller gets back."""
 
 
+async def _no_write(records: Sequence[object]) -> None:
+    raise AssertionError("this coordinator's runtime was given no write")
+
+
+async def _no_effect(effect: object) -> None:
+    raise AssertionError("this coordinator's runtime was given no effects to run")
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
 @dataclass(frozen=True, slots=True)
 class _Envelope(Generic[M]):
     message: M
-    reply: asyncio.Future[Any] | None  # None: a timer's message, nobody waits
+    reply: asyncio.Future[Any] | None  # None: nobody waits (a timer's), or the message carries its own
 
 
 class CoordinatorRuntime(Generic[M, R, E]):
+    """The actor. execute runs one message; for messages that batchable() accepts, the ones
+    queued back to back run together through execute_batch (OffsetCommits share one append).
+    Deadlines (timer) run between messages, before and after each; periodic work (every) is
+    queued as a message. on_stopped gets the messages left unserved when the actor ends, to fail
+    whatever replies they carry themselves."""
+
     def __init__(
-        self, name: str, execute: Callable[[M], Awaitable[object]],
-        write: Callable[[Sequence[R]], Awaitable[None]], run_effect: Callable[[E], Awaitable[None]],
+        self, name: str, execute: Callable[[M], Awaitable[object]], *,
+        write: Callable[[Sequence[R]], Awaitable[None]] = _no_write,
+        run_effect: Callable[[E], Awaitable[None]] = _no_effect,
+        execute_batch: Callable[[list[M]], Awaitable[None]] | None = None,
+        batchable: Callable[[M], bool] = lambda message: False,
+        on_stopped: Callable[[list[M]], None] = lambda messages: None,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
         backoff: Backoff = DEFAULT_BACKOFF,
     ) -> None:
         self.name = name
         self._execute = execute
         self._write = write
         self._run_effect = run_effect
+        self._execute_batch = execute_batch
+        self._batchable = batchable
+        self._on_stopped = on_stopped
+        self._clock_ms = clock_ms
         self._queue: asyncio.Queue[_Envelope[M]] = asyncio.Queue()
+        self._held: _Envelope[M] | None = None  # taken from the queue behind a batch, served next
         self._task: asyncio.Task[None] | None = None
-        self.tasks = TaskSupervisor(name, backoff)  # the timers and the coordinator's background work
+        self.timer: CoordinatorTimer[M] = CoordinatorTimer()
+        self.tasks = TaskSupervisor(name, backoff)  # periodic timers and the coordinator's background work
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
@@ -124,8 +155,12 @@ class CoordinatorRuntime(Generic[M, R, E]):
         self._queue.put_nowait(_Envelope(cast(M, message), reply))
         return await reply
 
+    def submit(self, message: M) -> None:
+        """Queue a message that carries its own reply (a parked JoinGroup is answered later)."""
+        self._queue.put_nowait(_Envelope(message, None))
+
     def every(self, what: str, interval_ms: int, make: Callable[[], M]) -> None:
-        """Queue make() every interval_ms (Kafka's CoordinatorTimer, periodic)."""
+        """Queue make() every interval_ms."""
 
         async def timer() -> None:
             while True:
@@ -152,26 +187,78 @@ class CoordinatorRuntime(Generic[M, R, E]):
             raise result.response.exception()
         return result.response
 
+    # -- the owner task ------------------------------------------------------------------------
+
     async def _run(self) -> None:
         while True:
-            envelope = await self._queue.get()
-            reply = envelope.reply
+            batch = await self._next()
+            # Deadlines due first: a message arriving late must see the expiry.
+            await self._fire_due()
+            if batch and self._execute_batch is not None and self._batchable(batch[0].message):
+                await self._serve_batch(batch)
+            elif batch:
+                await self._serve(batch[0])
+            await self._fire_due()
+
+    async def _next(self) -> list[_Envelope[M]]:
+        """The next message (none if a deadline comes first), with the batchable ones queued right
+        behind a batchable one. The first other message waits for the next turn, so every
+        message is still served in arrival order."""
+        if self._held is not None:
+            first, self._held = self._held, None
+        elif not self._queue.empty():
+            first = self._queue.get_nowait()  # busy: no wait to arm a timeout for
+        else:
+            deadline = self.timer.next_deadline_ms()
+            timeout = None if deadline is None else max(deadline - self._clock_ms(), 0) / 1000
             try:
-                result = await self._execute(envelope.message)
-            except Exception as exc:
-                if reply is None:
-                    log.exception("%s: %s failed", self.name, type(envelope.message).__name__)
-                elif not reply.done():
-                    reply.set_exception(exc)
-                continue
-            if reply is not None and not reply.done():
-                reply.set_result(result)
+                first = await asyncio.wait_for(self._queue.get(), timeout)
+            except TimeoutError:
+                return []
+        batch = [first]
+        while self._batchable(first.message) and not self._queue.empty():
+            following = self._queue.get_nowait()
+            if not self._batchable(following.message):
+                self._held = following
+                break
+            batch.append(following)
+        return batch
+
+    async def _serve(self, envelope: _Envelope[M]) -> None:
+        reply = envelope.reply
+        try:
+            result = await self._execute(envelope.message)
+        except Exception as exc:
+            if reply is None:
+                log.exception("%s: %s failed", self.name, type(envelope.message).__name__)
+            elif not reply.done():
+                reply.set_exception(exc)
+            return
+        if reply is not None and not reply.done():
+            reply.set_result(result)
+
+    async def _serve_batch(self, batch: list[_Envelope[M]]) -> None:
+        assert self._execute_batch is not None
+        try:
+            await self._execute_batch([envelope.message for envelope in batch])
+        except Exception:
+            log.exception("%s: %d %s failed", self.name, len(batch), type(batch[0].message).__name__)
+
+    async def _fire_due(self) -> None:
+        for message in self.timer.pop_due(self._clock_ms()):
+            await self._serve(_Envelope(message, None))
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
+        # Supervision: nobody may wait forever on a dead actor.
         exc = None if task.cancelled() else task.exception()
         if exc is not None:
             log.error("%s died: %r", self.name, exc, exc_info=exc)
+        left = [] if self._held is None else [self._held]
+        self._held = None
         while not self._queue.empty():
-            reply = self._queue.get_nowait().reply
-            if reply is not None and not reply.done():
-                reply.set_exception(KafkaError(ErrorCode.coordinator_not_available, f"{self.name} stopped"))
+            left.append(self._queue.get_nowait())
+        error = KafkaError(ErrorCode.coordinator_not_available, f"{self.name} stopped")
+        for envelope in left:
+            if envelope.reply is not None and not envelope.reply.done():
+                envelope.reply.set_exception(error)
+        self._on_stopped([envelope.message for envelope in left])

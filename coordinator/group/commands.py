@@ -7,7 +7,6 @@ parked request is answered by whichever later command or timer completes the reb
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from storage.api import TopicPartition
 from ..transaction.metadata import ProducerIdAndEpoch
 from .consumer_heartbeat import HeartbeatRequest
 from .member import JoinParams
+from .metadata import GroupMetadata
 from .offsets import OffsetAndMetadata
 
 __all__ = (
@@ -35,7 +35,10 @@ __all__ = (
     "JoinGroup",
     "LeaveGroup",
     "ListGroups",
-    "RunInActor",
+    "GroupDeadline",
+    "GroupMessage",
+    "InstallShard",
+    "RetentionCheck",
     "SyncGroup",
     "TopicsDeleted",
 )
@@ -170,11 +173,28 @@ class ConsumerGroupDescribe:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunInActor:
-    """Work that must see group state between commands (installing a loaded shard)."""
+class InstallShard:
+    """A __consumer_offsets partition replayed in the background: serve its groups, if its
+    election (epoch) is still current."""
 
-    fn: Callable[[], Coroutine[Any, Any, None]]
+    partition: int
+    epoch: int
+    groups: dict[str, GroupMetadata]
+    records: int
+    seconds: float
     reply: _Reply
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeadline:
+    """A group's session, join or sync deadline is due (the runtime's timer, keyed by group)."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionCheck:
+    """offsets.retention.check.interval.ms has passed: expire old offsets and empty groups."""
 
 
 Command = (
@@ -192,5 +212,7 @@ Command = (
     | CompleteTxn
     | ConsumerGroupHeartbeat
     | ConsumerGroupDescribe
-    | RunInActor
+    | InstallShard
 )
+# What the actor runs: the commands, and the timer's messages (no reply).
+GroupMessage = Command | GroupDeadline | RetentionCheck

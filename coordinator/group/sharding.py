@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
@@ -44,7 +43,7 @@ def fail_waiters(group: GroupMetadata, error: KafkaError) -> None:
 
 
 class ShardedGroups(AdminOperations):
-    """GroupCoordinator's shard bookkeeping; the actor supplies _in_actor and _schedule."""
+    """GroupCoordinator's shard bookkeeping; the actor supplies _install_in_actor and _schedule."""
 
     shards: CoordinatorShards
     cluster: ClusterView | None
@@ -54,7 +53,9 @@ class ShardedGroups(AdminOperations):
         self.shards = CoordinatorShards(CONSUMER_OFFSETS_TOPIC, "group")
         self._loads = TaskSupervisor("group coordinator")
 
-    async def _in_actor(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    async def _install_in_actor(self, partition: int, epoch: int, loaded: dict[str, GroupMetadata],
+                                records: int, seconds: float) -> None:
+        """Run _install inside the actor, between commands."""
         raise NotImplementedError
 
     def _schedule(self, group_id: str) -> None:
@@ -107,9 +108,9 @@ class ShardedGroups(AdminOperations):
         started = time.monotonic()
         records = await PartitionLoader(loaded, self.config, self._clock_ms()).load(self._logs.get_log(tp))
         seconds = time.monotonic() - started
-        await self._in_actor(lambda: self._install(partition, epoch, loaded, records, seconds))
+        await self._install_in_actor(partition, epoch, loaded, records, seconds)
 
-    async def _install(self, partition: int, epoch: int, loaded: dict[str, GroupMetadata],
+    def _install(self, partition: int, epoch: int, loaded: dict[str, GroupMetadata],
                        records: int, seconds: float) -> None:
         if not self.shards.finish_loading(partition, epoch):
             return

@@ -114,7 +114,8 @@ class TransactionCoordinator(TxnShards):
         self.txn_shards: dict[int, TxnShard] = {}  # the loaded shards, by partition
         self.outcomes = TxnOutcomes()
         self.runtime: CoordinatorRuntime[TxnMessage, TxnLogEntry, TxnEffect] = CoordinatorRuntime(
-            "transaction coordinator", self._execute, self._write, self._run_effect, config.retry_backoff)
+            "transaction coordinator", self._execute, write=self._write, run_effect=self._run_effect,
+            clock_ms=clock, backoff=config.retry_backoff)
         self._marker_tasks: dict[str, asyncio.Task[Any]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------

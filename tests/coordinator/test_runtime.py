@@ -42,7 +42,7 @@ class Coordinator:
     def __init__(self):
         self.shard, self.ticks, self.fail = Shard(), 0, False
         self.ticked_twice = asyncio.Event()
-        self.runtime = CoordinatorRuntime("test coordinator", self.execute, self.write, self.effect)
+        self.runtime = CoordinatorRuntime("test coordinator", self.execute, write=self.write, run_effect=self.effect)
 
     async def execute(self, message):
         match message:
