@@ -46,7 +46,7 @@ from .member import ClusterMember
 __all__ = ("LocalSetBackend",)
 
 log = logging.getLogger(__name__)
-_POLL_S: Final = 0.1  # ACLs, credentials and broker configs changed through another process
+_POLL_S: Final = 0.05  # ACLs, credentials and broker configs changed through another process
 
 
 class LocalSetBackend:

@@ -20,7 +20,19 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -247,3 +259,62 @@ def consume_and_commit(bootstrap: str, group: str, topic: str, count: int) -> No
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()
+
+
+def set_config(admin: AdminClient, kind: ResourceType, name: str, key: str, value: str) -> None:
+    resource = ConfigResource(kind, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(WAIT_S)
+
+
+def described(admin: AdminClient, kind: ResourceType, name: str, key: str) -> str:
+    [future] = admin.describe_configs([ConfigResource(kind, name)]).values()
+    return str(future.result(WAIT_S)[key].value)
+
+
+def test_a_local_sets_acls_configs_and_deleted_topics_are_seen_by_every_process(tmp_path: Path) -> None:
+    """What one process of a local set changes, the others answer within a poll: an ACL, a topic
+    config and a broker config; a topic deleted through one and created again through another
+    starts empty."""
+    authorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    procs = start(Supervised(tmp_path, 2, {**CLUSTER_SETTINGS, "super.users": "User:ANONYMOUS",
+                                           "authorizer.class.name": authorizer}))
+    try:
+        first, second = (f"127.0.0.1:{procs.port_of(n)}" for n in procs.node_ids)
+        one, two = AdminClient({"bootstrap.servers": first}), AdminClient({"bootstrap.servers": second})
+        create_topic(first, "shared", 2)
+        binding = AclBinding(ResourceType.TOPIC, "shared", ResourcePatternType.LITERAL, "User:alice", "*",
+                             AclOperation.READ, AclPermissionType.ALLOW)
+        for future in one.create_acls([binding]).values():
+            future.result(WAIT_S)
+        # As Kafka's brokers replay the metadata log, the other process reads the change at its next
+        # poll of cluster.db (50 ms).
+        every_acl = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                     AclPermissionType.ANY)
+        wait_until(lambda: two.describe_acls(every_acl).result(WAIT_S) == [binding], "the ACL seen by process 2")
+        set_config(one, ResourceType.TOPIC, "shared", "retention.ms", "123456")
+        wait_until(lambda: described(two, ResourceType.TOPIC, "shared", "retention.ms") == "123456",
+                   "the topic config seen by process 2")
+        run_tool("kafka-configs", "--bootstrap-server", first, "--alter", "--entity-type", "brokers",
+                 "--entity-default", "--add-config", "log.retention.ms=7200000", check=True)
+        wait_until(lambda: described(two, ResourceType.BROKER, "2", "log.retention.ms") == "7200000",
+                   "the broker config default seen by process 2")
+        producer = plain_producer(first)
+        for p in range(2):
+            producer.produce("shared", b"old", partition=p)
+        assert producer.flush(WAIT_S) == 0
+        for future in two.delete_topics(["shared"]).values():
+            future.result(WAIT_S)
+        wait_until(lambda: "shared" not in one.list_topics(timeout=WAIT_S).topics, "the deletion seen by process 1",
+                   WAIT_S)
+        create_topic(second, "shared", 2)
+        spread_two(procs, "shared")
+        assert confluent_read(first, {"shared": 2}, "read_uncommitted", 0) == []
+        for p in range(2):
+            producer.produce("shared", b"new", partition=p)
+        assert producer.flush(WAIT_S) == 0
+        rows = confluent_read(first, {"shared": 2}, "read_uncommitted", 2)
+        assert sorted((p, o, v) for _, p, o, v in rows) == [(0, 0, b"new"), (1, 0, b"new")]
+    finally:
+        assert procs.stop() == 0
+    assert not procs.problems(), procs.problems()
