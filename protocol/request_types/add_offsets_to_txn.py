@@ -1,6 +1,4 @@
-"""AddOffsetsToTxn requests v0-4 as kio reads them, for broker/handlers/add_offsets_to_txn.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AddOffsetsToTxn requests v0-4 as kio reads them, for broker/handlers/add_offsets_to_txn.py."""
 
 from typing import TypeAlias
 

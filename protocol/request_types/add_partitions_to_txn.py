@@ -1,6 +1,4 @@
-"""AddPartitionsToTxn requests v0-5 as kio reads them, for broker/handlers/add_partitions_to_txn.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AddPartitionsToTxn requests v0-5 as kio reads them, for broker/handlers/add_partitions_to_txn.py."""
 
 from typing import TypeAlias
 

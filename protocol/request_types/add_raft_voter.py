@@ -1,6 +1,4 @@
-"""AddRaftVoter requests v0-1 as kio reads them, for broker/handlers/add_raft_voter.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AddRaftVoter requests v0-1 as kio reads them, for broker/handlers/add_raft_voter.py."""
 
 from typing import TypeAlias
 

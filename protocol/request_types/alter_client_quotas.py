@@ -1,6 +1,4 @@
-"""AlterClientQuotas requests v0-1 as kio reads them, for broker/handlers/alter_client_quotas.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AlterClientQuotas requests v0-1 as kio reads them, for broker/handlers/alter_client_quotas.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""AlterConfigs requests v0-2 as kio reads them, for broker/handlers/alter_configs.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AlterConfigs requests v0-2 as kio reads them, for broker/handlers/alter_configs.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""AlterPartitionReassignments requests v0-1 as kio reads them, for broker/handlers/alter_partition_reassignments.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AlterPartitionReassignments requests v0-1 as kio reads them, for broker/handlers/alter_partition_reassignments.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""AlterReplicaLogDirs requests v1-2 as kio reads them, for broker/handlers/alter_replica_log_dirs.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AlterReplicaLogDirs requests v1-2 as kio reads them, for broker/handlers/alter_replica_log_dirs.py."""
 
 from typing import TypeAlias
 

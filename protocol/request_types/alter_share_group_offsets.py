@@ -1,6 +1,4 @@
-"""AlterShareGroupOffsets requests v0-0 as kio reads them, for broker/handlers/alter_share_group_offsets.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""AlterShareGroupOffsets requests v0-0 as kio reads them, for broker/handlers/alter_share_group_offsets.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""ApiVersions requests v0-5 as kio reads them, for broker/handlers/api_versions.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ApiVersions requests v0-5 as kio reads them, for broker/handlers/api_versions.py."""
 
 from typing import TypeAlias
 

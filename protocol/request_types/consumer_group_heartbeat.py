@@ -1,6 +1,4 @@
-"""ConsumerGroupHeartbeat requests v0-1 as kio reads them, for broker/handlers/consumer_group_heartbeat.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ConsumerGroupHeartbeat requests v0-1 as kio reads them, for broker/handlers/consumer_group_heartbeat.py."""
 
 from typing import TypeAlias
 

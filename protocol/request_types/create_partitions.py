@@ -1,6 +1,4 @@
-"""CreatePartitions requests v0-3 as kio reads them, for broker/handlers/create_partitions.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""CreatePartitions requests v0-3 as kio reads them, for broker/handlers/create_partitions.py."""
 
 from typing import TypeAlias
 

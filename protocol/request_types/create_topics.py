@@ -1,6 +1,4 @@
-"""CreateTopics requests v2-7 as kio reads them, for broker/handlers/create_topics.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""CreateTopics requests v2-7 as kio reads them, for broker/handlers/create_topics.py."""
 
 from typing import TypeAlias
 

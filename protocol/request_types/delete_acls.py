@@ -1,6 +1,4 @@
-"""DeleteAcls requests v1-3 as kio reads them, for broker/handlers/delete_acls.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DeleteAcls requests v1-3 as kio reads them, for broker/handlers/delete_acls.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""DeleteGroups requests v0-3 as kio reads them, for broker/handlers/delete_groups.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DeleteGroups requests v0-3 as kio reads them, for broker/handlers/delete_groups.py."""
 
 from typing import TypeAlias
 

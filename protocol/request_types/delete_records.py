@@ -1,6 +1,4 @@
-"""DeleteRecords requests v0-2 as kio reads them, for broker/handlers/delete_records.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DeleteRecords requests v0-2 as kio reads them, for broker/handlers/delete_records.py."""
 
 from typing import TypeAlias
 

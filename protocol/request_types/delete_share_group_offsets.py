@@ -1,6 +1,4 @@
-"""DeleteShareGroupOffsets requests v0-0 as kio reads them, for broker/handlers/delete_share_group_offsets.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DeleteShareGroupOffsets requests v0-0 as kio reads them, for broker/handlers/delete_share_group_offsets.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""DeleteTopics requests v1-6 as kio reads them, for broker/handlers/delete_topics.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DeleteTopics requests v1-6 as kio reads them, for broker/handlers/delete_topics.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""DescribeCluster requests v0-2 as kio reads them, for broker/handlers/describe_cluster.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeCluster requests v0-2 as kio reads them, for broker/handlers/describe_cluster.py."""
 
 from typing import TypeAlias
 

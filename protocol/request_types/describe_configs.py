@@ -1,6 +1,4 @@
-"""DescribeConfigs requests v1-4 as kio reads them, for broker/handlers/describe_configs.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeConfigs requests v1-4 as kio reads them, for broker/handlers/describe_configs.py."""
 
 from typing import TypeAlias
 

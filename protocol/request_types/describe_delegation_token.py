@@ -1,6 +1,4 @@
-"""DescribeDelegationToken requests v1-3 as kio reads them, for broker/handlers/describe_delegation_token.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeDelegationToken requests v1-3 as kio reads them, for broker/handlers/describe_delegation_token.py."""
 
 from typing import TypeAlias
 

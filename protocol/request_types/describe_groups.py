@@ -1,6 +1,4 @@
-"""DescribeGroups requests v0-6 as kio reads them, for broker/handlers/describe_groups.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeGroups requests v0-6 as kio reads them, for broker/handlers/describe_groups.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""DescribeLogDirs requests v1-5 as kio reads them, for broker/handlers/describe_log_dirs.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeLogDirs requests v1-5 as kio reads them, for broker/handlers/describe_log_dirs.py."""
 
 from typing import TypeAlias
 

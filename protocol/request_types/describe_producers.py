@@ -1,6 +1,4 @@
-"""DescribeProducers requests v0-0 as kio reads them, for broker/handlers/describe_producers.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeProducers requests v0-0 as kio reads them, for broker/handlers/describe_producers.py."""
 
 from typing import TypeAlias
 

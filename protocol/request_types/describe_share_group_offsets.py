@@ -1,6 +1,4 @@
-"""DescribeShareGroupOffsets requests v0-1 as kio reads them, for broker/handlers/describe_share_group_offsets.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeShareGroupOffsets requests v0-1 as kio reads them, for broker/handlers/describe_share_group_offsets.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""DescribeTopicPartitions requests v0-0 as kio reads them, for broker/handlers/describe_topic_partitions.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeTopicPartitions requests v0-0 as kio reads them, for broker/handlers/describe_topic_partitions.py."""
 
 from typing import TypeAlias
 

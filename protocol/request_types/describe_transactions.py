@@ -1,6 +1,4 @@
-"""DescribeTransactions requests v0-0 as kio reads them, for broker/handlers/describe_transactions.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeTransactions requests v0-0 as kio reads them, for broker/handlers/describe_transactions.py."""
 
 from typing import TypeAlias
 

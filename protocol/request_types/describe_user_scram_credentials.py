@@ -1,6 +1,5 @@
-"""DescribeUserScramCredentials requests v0-0 as kio reads them, for broker/handlers/describe_user_scram_credentials.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""DescribeUserScramCredentials requests v0-0 as kio reads them, for
+broker/handlers/describe_user_scram_credentials.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""ElectLeaders requests v0-2 as kio reads them, for broker/handlers/elect_leaders.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ElectLeaders requests v0-2 as kio reads them, for broker/handlers/elect_leaders.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""EndTxn requests v0-5 as kio reads them, for broker/handlers/end_txn.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""EndTxn requests v0-5 as kio reads them, for broker/handlers/end_txn.py."""
 
 from typing import TypeAlias
 

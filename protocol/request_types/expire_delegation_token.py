@@ -1,6 +1,4 @@
-"""ExpireDelegationToken requests v1-2 as kio reads them, for broker/handlers/expire_delegation_token.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ExpireDelegationToken requests v1-2 as kio reads them, for broker/handlers/expire_delegation_token.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""FindCoordinator requests v0-6 as kio reads them, for broker/handlers/find_coordinator.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""FindCoordinator requests v0-6 as kio reads them, for broker/handlers/find_coordinator.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""Heartbeat requests v0-4 as kio reads them, for broker/handlers/heartbeat.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""Heartbeat requests v0-4 as kio reads them, for broker/handlers/heartbeat.py."""
 
 from typing import TypeAlias
 

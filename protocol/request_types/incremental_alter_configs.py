@@ -1,6 +1,4 @@
-"""IncrementalAlterConfigs requests v0-1 as kio reads them, for broker/handlers/incremental_alter_configs.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""IncrementalAlterConfigs requests v0-1 as kio reads them, for broker/handlers/incremental_alter_configs.py."""
 
 from typing import TypeAlias
 

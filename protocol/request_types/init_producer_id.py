@@ -1,6 +1,4 @@
-"""InitProducerId requests v0-5 as kio reads them, for broker/handlers/init_producer_id.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""InitProducerId requests v0-5 as kio reads them, for broker/handlers/init_producer_id.py."""
 
 from typing import TypeAlias
 

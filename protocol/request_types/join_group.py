@@ -1,6 +1,4 @@
-"""JoinGroup requests v0-9 as kio reads them, for broker/handlers/join_group.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""JoinGroup requests v0-9 as kio reads them, for broker/handlers/join_group.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""LeaveGroup requests v0-5 as kio reads them, for broker/handlers/leave_group.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""LeaveGroup requests v0-5 as kio reads them, for broker/handlers/leave_group.py."""
 
 from typing import TypeAlias
 

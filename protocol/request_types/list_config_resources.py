@@ -1,6 +1,4 @@
-"""ListConfigResources requests v0-1 as kio reads them, for broker/handlers/list_config_resources.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ListConfigResources requests v0-1 as kio reads them, for broker/handlers/list_config_resources.py."""
 
 from typing import TypeAlias
 

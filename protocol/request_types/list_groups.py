@@ -1,6 +1,4 @@
-"""ListGroups requests v0-5 as kio reads them, for broker/handlers/list_groups.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ListGroups requests v0-5 as kio reads them, for broker/handlers/list_groups.py."""
 
 from typing import TypeAlias
 

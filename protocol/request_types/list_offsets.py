@@ -1,6 +1,4 @@
-"""ListOffsets requests v1-11 as kio reads them, for broker/handlers/list_offsets.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ListOffsets requests v1-11 as kio reads them, for broker/handlers/list_offsets.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""ListPartitionReassignments requests v0-0 as kio reads them, for broker/handlers/list_partition_reassignments.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ListPartitionReassignments requests v0-0 as kio reads them, for broker/handlers/list_partition_reassignments.py."""
 
 from typing import TypeAlias
 

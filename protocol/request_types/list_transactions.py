@@ -1,6 +1,4 @@
-"""ListTransactions requests v0-2 as kio reads them, for broker/handlers/list_transactions.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ListTransactions requests v0-2 as kio reads them, for broker/handlers/list_transactions.py."""
 
 from typing import TypeAlias
 

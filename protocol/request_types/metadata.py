@@ -1,6 +1,4 @@
-"""Metadata requests v0-13 as kio reads them, for broker/handlers/metadata.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""Metadata requests v0-13 as kio reads them, for broker/handlers/metadata.py."""
 
 from typing import TypeAlias
 

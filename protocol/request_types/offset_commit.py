@@ -1,6 +1,4 @@
-"""OffsetCommit requests v2-10 as kio reads them, for broker/handlers/offset_commit.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""OffsetCommit requests v2-10 as kio reads them, for broker/handlers/offset_commit.py."""
 
 from typing import TypeAlias
 

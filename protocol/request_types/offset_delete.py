@@ -1,6 +1,4 @@
-"""OffsetDelete requests v0-0 as kio reads them, for broker/handlers/offset_delete.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""OffsetDelete requests v0-0 as kio reads them, for broker/handlers/offset_delete.py."""
 
 from typing import TypeAlias
 

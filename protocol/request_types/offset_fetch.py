@@ -1,6 +1,4 @@
-"""OffsetFetch requests v1-10 as kio reads them, for broker/handlers/offset_fetch.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""OffsetFetch requests v1-10 as kio reads them, for broker/handlers/offset_fetch.py."""
 
 from typing import TypeAlias
 

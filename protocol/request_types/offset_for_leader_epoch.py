@@ -1,6 +1,4 @@
-"""OffsetForLeaderEpoch requests v2-4 as kio reads them, for broker/handlers/offset_for_leader_epoch.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""OffsetForLeaderEpoch requests v2-4 as kio reads them, for broker/handlers/offset_for_leader_epoch.py."""
 
 from typing import TypeAlias
 

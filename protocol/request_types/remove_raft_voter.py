@@ -1,6 +1,4 @@
-"""RemoveRaftVoter requests v0-0 as kio reads them, for broker/handlers/remove_raft_voter.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""RemoveRaftVoter requests v0-0 as kio reads them, for broker/handlers/remove_raft_voter.py."""
 
 from typing import TypeAlias
 

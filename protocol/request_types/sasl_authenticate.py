@@ -1,6 +1,4 @@
-"""SaslAuthenticate requests v0-2 as kio reads them, for broker/handlers/sasl_authenticate.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""SaslAuthenticate requests v0-2 as kio reads them, for broker/handlers/sasl_authenticate.py."""
 
 from typing import TypeAlias
 

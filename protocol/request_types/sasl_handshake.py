@@ -1,6 +1,4 @@
-"""SaslHandshake requests v0-1 as kio reads them, for broker/handlers/sasl_handshake.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""SaslHandshake requests v0-1 as kio reads them, for broker/handlers/sasl_handshake.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""ShareAcknowledge requests v1-2 as kio reads them, for broker/handlers/share_acknowledge.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ShareAcknowledge requests v1-2 as kio reads them, for broker/handlers/share_acknowledge.py."""
 
 from typing import TypeAlias
 

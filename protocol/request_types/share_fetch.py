@@ -1,6 +1,4 @@
-"""ShareFetch requests v1-2 as kio reads them, for broker/handlers/share_fetch.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ShareFetch requests v1-2 as kio reads them, for broker/handlers/share_fetch.py."""
 
 from typing import TypeAlias
 

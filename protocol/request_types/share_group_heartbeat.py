@@ -1,6 +1,4 @@
-"""ShareGroupHeartbeat requests v1-1 as kio reads them, for broker/handlers/share_group_heartbeat.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""ShareGroupHeartbeat requests v1-1 as kio reads them, for broker/handlers/share_group_heartbeat.py."""
 
 from typing import TypeAlias
 

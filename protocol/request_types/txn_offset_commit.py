@@ -1,6 +1,4 @@
-"""TxnOffsetCommit requests v0-6 as kio reads them, for broker/handlers/txn_offset_commit.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""TxnOffsetCommit requests v0-6 as kio reads them, for broker/handlers/txn_offset_commit.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""UnregisterBroker requests v0-0 as kio reads them, for broker/handlers/unregister_broker.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""UnregisterBroker requests v0-0 as kio reads them, for broker/handlers/unregister_broker.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""UpdateFeatures requests v0-2 as kio reads them, for broker/handlers/update_features.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""UpdateFeatures requests v0-2 as kio reads them, for broker/handlers/update_features.py."""
 
 from typing import TypeAlias
 

@@ -1,6 +1,4 @@
-"""WriteTxnMarkers requests v1-2 as kio reads them, for broker/handlers/write_txn_markers.py:
-one union per entity over the versions served (tests/broker/test_request_types.py checks them
-against the dispatch table)."""
+"""WriteTxnMarkers requests v1-2 as kio reads them, for broker/handlers/write_txn_markers.py."""
 
 from typing import TypeAlias
 
