@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.server_dirs import free_ports, log_tail, orphaned_dirs
+
 __all__ = ("PostgresServer", "find_pg_bin")
 
 
@@ -34,36 +36,14 @@ def find_pg_bin() -> Path | None:
     return Path(found).resolve().parent if found else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_orphans() -> None:
     """Stop and remove the servers of test runs that died without cleaning up (a killed pytest
     leaves its server running): each server's directory names the process that owns it."""
-    for owner in Path(tempfile.gettempdir()).glob("eos-pg-*/owner.pid"):
-        try:
-            pid = int(owner.read_text())
-        except (OSError, ValueError):
-            continue
-        if _alive(pid):
-            continue
+    for root in orphaned_dirs("eos-pg-"):
         orphan = PostgresServer.__new__(PostgresServer)
-        orphan.bin, orphan.root = find_pg_bin() or Path("/nonexistent"), owner.parent
-        orphan.data, orphan._as_postgres = owner.parent / "data", os.geteuid() == 0
+        orphan.bin, orphan.root = find_pg_bin() or Path("/nonexistent"), root
+        orphan.data, orphan._as_postgres = root / "data", os.geteuid() == 0
         orphan.cleanup()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PostgresServer:
@@ -82,7 +62,7 @@ class PostgresServer:
         self.bin = bin_dir
         self.root = Path(root or tempfile.mkdtemp(prefix="eos-pg-"))
         self.data = self.root / "data"
-        self.port = _free_port()
+        self.port = free_ports(1)[0]
         self.user = "postgres"
         self._as_postgres = os.geteuid() == 0
 
@@ -143,10 +123,7 @@ class PostgresServer:
         return self.url(name)
 
     def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join((self.root / "server.log").read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return log_tail(self.root / "server.log", lines)
 
     def cleanup(self) -> None:
         self.stop("immediate")

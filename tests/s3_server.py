@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from typing import Final
 
 import obstore
 from obstore.store import S3Store
+
+from tests.server_dirs import free_ports, log_tail, orphaned_dirs
 
 __all__ = ("ACCESS_KEY", "REGION", "SECRET_KEY", "S3Server", "find_weed", "s3_environment")
 
@@ -52,38 +53,11 @@ def s3_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**env, **(extra or {})}
 
 
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_orphans() -> None:
     """Stop the servers of test runs that died without cleaning up, and remove their files."""
-    for owner in Path(tempfile.gettempdir()).glob("eos-s3-*/owner.pid"):
-        try:
-            owner_pid = int(owner.read_text())
-        except (OSError, ValueError):
-            continue
-        if _alive(owner_pid):
-            continue
+    for root in orphaned_dirs("eos-s3-"):
         orphan = S3Server.__new__(S3Server)
-        orphan.root, orphan.proc = owner.parent, None
+        orphan.root, orphan.proc = root, None
         orphan.cleanup()
 
 
@@ -99,7 +73,7 @@ class S3Server:
         self.weed = weed
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="eos-s3-"))
         self.root.mkdir(parents=True, exist_ok=True)
-        self.ports = self._saved_ports() or dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
+        self.ports = self._saved_ports() or dict(zip(_PORTS, free_ports(len(_PORTS)), strict=True))
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _saved_ports(self) -> dict[str, int] | None:
@@ -203,10 +177,7 @@ class S3Server:
                 path.unlink(missing_ok=True)
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join((self.root / "server.log").read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return log_tail(self.root / "server.log", lines)
 
     def shutdown(self) -> None:
         """Stop the server cleanly and keep its data (`make cluster`; cleanup() removes it)."""

@@ -15,9 +15,8 @@ from storage.object_store import ObjectInfo, ObjectStore, ObstoreObjectStore, op
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_commit import FlushSettings
 from storage.pg.partition_log import PgPartitionLog
-from storage.pg.pool import create_pool
 from tests.s3_server import REGION
-from tests.storage.pg.conftest import SourceFactory, db  # noqa: F401  (the migrated database)
+from tests.storage.pg.conftest import SourceFactory, db, started_sources  # noqa: F401  (db: the migrated database)
 from tests.storage.pg.helpers import take
 
 TP = TopicPartition("t", 0)
@@ -65,22 +64,8 @@ async def source_factory(pg_url: str, db: asyncpg.Pool, tmp_path: Path,  # noqa:
                          s3_store: ObstoreObjectStore) -> AsyncIterator[SourceFactory]:
     """source_factory(node_id, **kwargs): a started PgLogSource of broker node_id whose record data
     goes to the session's S3 server (object_store= another store)."""
-    made: list[tuple[PgLogSource, asyncpg.Pool]] = []
-
-    async def make(node_id: int = 1, **kwargs: object) -> PgLogSource:
-        pool = await create_pool(pg_url, max_size=4, command_timeout=kwargs.pop("command_timeout", 30))
-        kwargs.setdefault("object_store", s3_store)
-        kwargs.setdefault("flush", FlushSettings(flush_ms=2))
-        source = PgLogSource(pool, node_id, tmp_path, {}, **kwargs)  # type: ignore[arg-type]
-        await source.load()
-        source.start()
-        made.append((source, pool))
-        return source
-
-    yield make
-    for source, pool in made:
-        await source.close()
-        await pool.close()
+    async with started_sources(pg_url, tmp_path, object_store=s3_store, flush=FlushSettings(flush_ms=2)) as make:
+        yield make
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ test, brokers' PgLogSources over it, and taking a partition as the lease layer d
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -26,12 +27,14 @@ async def db(pg_url: str) -> AsyncIterator[asyncpg.Pool]:
     await pool.close()
 
 
-@pytest.fixture
-async def source_factory(pg_url: str, db: asyncpg.Pool, tmp_path: Path) -> AsyncIterator[SourceFactory]:
-    """source_factory(node_id, **kwargs): a started PgLogSource of broker node_id."""
+@contextlib.asynccontextmanager
+async def started_sources(pg_url: str, tmp_path: Path, **defaults: object) -> AsyncIterator[SourceFactory]:
+    """make(node_id, **kwargs): a started PgLogSource of broker node_id, each on its own pool,
+    kwargs over `defaults`; all closed on leaving."""
     made: list[tuple[PgLogSource, asyncpg.Pool]] = []
 
     async def make(node_id: int = 1, **kwargs: object) -> PgLogSource:
+        kwargs = defaults | kwargs
         pool = await create_pool(pg_url, max_size=4, command_timeout=kwargs.pop("command_timeout", 30))
         source = PgLogSource(pool, node_id, tmp_path, {}, **kwargs)  # type: ignore[arg-type]
         await source.load()
@@ -43,6 +46,13 @@ async def source_factory(pg_url: str, db: asyncpg.Pool, tmp_path: Path) -> Async
     for source, pool in made:
         await source.close()
         await pool.close()
+
+
+@pytest.fixture
+async def source_factory(pg_url: str, db: asyncpg.Pool, tmp_path: Path) -> AsyncIterator[SourceFactory]:
+    """source_factory(node_id, **kwargs): a started PgLogSource of broker node_id."""
+    async with started_sources(pg_url, tmp_path) as make:
+        yield make
 
 
 @pytest.fixture
