@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 # Before kio: its phantom types register Hypothesis strategies whenever Hypothesis is importable. A
 # broker has no use for them, and the import costs ~0.1 s, or ~1.5 s and a .hypothesis/ directory
@@ -79,7 +79,7 @@ def load_config(args: argparse.Namespace) -> tuple[BrokerConfig, list[str]]:
     return config, unknown + check_overrides(config)
 
 
-def _run(main: Coroutine[Any, Any, None]) -> None:
+def _run(main: Coroutine[object, None, None]) -> None:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it

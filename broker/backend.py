@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from storage.api import (
+    AclRecord,
     AclStore,
     BrokerConfigStore,
     BrokerEndpoint,
@@ -35,7 +36,7 @@ from .supervisor import LOCAL_SET_ENV
 
 __all__ = ("AclRecords", "StorageBackend", "choose_backend")
 
-AclRecords = list[dict[str, Any]]  # ACL bindings as JSON (storage/api.py AclStore)
+AclRecords = list[AclRecord]  # ACL bindings as stored (storage/api.py AclStore)
 
 
 class StorageBackend(Protocol):

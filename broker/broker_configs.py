@@ -16,14 +16,15 @@ only the configs that default sets, as Kafka does. Topic configs add their own o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final, NotRequired, TypedDict
 
 from storage.api import KAFKA_TOPIC_DEFAULTS, TOPIC_CONFIG_DEFAULTS_FROM_BROKER
 
 from .config import PROPERTY_FIELDS, BrokerConfig
 from .dynamic_keys import DYNAMIC_CONFIGS, LIST_CONFIGS, base_name
 
-__all__ = ("DEFAULT_CONFIG", "DYNAMIC_TOPIC_CONFIG", "NO_DYNAMIC", "STATIC_BROKER_CONFIG", "broker_config_entries",
+__all__ = ("ConfigEntry", "ConfigSynonym", "DEFAULT_CONFIG",
+           "DYNAMIC_TOPIC_CONFIG", "NO_DYNAMIC", "STATIC_BROKER_CONFIG", "broker_config_entries",
            "broker_synonyms", "kafka_defaults", "render", "topic_default_synonyms")
 
 # Kafka's ConfigSource ids (DescribeConfigs v1+)
@@ -32,6 +33,29 @@ STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 # (this broker's dynamic configs, the cluster default's)
 Layers = tuple[Mapping[str, str], Mapping[str, str]]
 NO_DYNAMIC: Final[Layers] = ({}, {})
+
+
+class ConfigSynonym(TypedDict):
+    """One DescribeConfigs synonym (v1+)."""
+
+    name: str
+    value: str | None
+    source: int
+
+
+class ConfigEntry(TypedDict):
+    """One config of a DescribeConfigs result (config_type v3+, documentation when asked)."""
+
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+    synonyms: list[ConfigSynonym]
+    config_type: int
+    documentation: NotRequired[str | None]
+
+
 # Kafka's PASSWORD-typed dynamic configs: a name ending in one is sensitive (isPasswordConfig).
 _PASSWORDS: Final = ("ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
                      "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
@@ -109,13 +133,13 @@ def _static_values(config: BrokerConfig) -> dict[str, str | None]:
 
 
 def broker_synonyms(name: str, static: Mapping[str, str | None], defaults: Mapping[str, str | None],
-                    dynamic: Layers = NO_DYNAMIC) -> list[dict[str, Any]]:
+                    dynamic: Layers = NO_DYNAMIC) -> list[ConfigSynonym]:
     group = next((g for g in SYNONYM_GROUPS if name in g), (name,))
     if name != base_name(name):  # listener.name.<l>.<key>: the base key is its synonym (Kafka's)
         group = (name, base_name(name))
     layers = ((dynamic[0], DYNAMIC_BROKER_CONFIG), (dynamic[1], DYNAMIC_DEFAULT_BROKER_CONFIG),
               (static, STATIC_BROKER_CONFIG))
-    found = [{"name": n, "value": None if _sensitive(n) else values[n], "source": source}
+    found: list[ConfigSynonym] = [{"name": n, "value": None if _sensitive(n) else values[n], "source": source}
              for values, source in layers for n in group if n in values]
     found += [{"name": n, "value": defaults[n], "source": DEFAULT_CONFIG}
               for n in group if defaults.get(n) is not None]
@@ -132,11 +156,11 @@ def _config_type(key: str) -> int:
 
 
 def broker_config_entries(config: BrokerConfig, include_synonyms: bool, dynamic: Layers = NO_DYNAMIC,
-                          per_broker: bool = True) -> list[dict[str, Any]]:
+                          per_broker: bool = True) -> list[ConfigEntry]:
     """config: the static config (what server.properties and --set gave)."""
     static, defaults = _static_values(config), _default_values()
     names = PROPERTY_FIELDS.keys() | dynamic[0].keys() | dynamic[1].keys() if per_broker else dynamic[1].keys()
-    out = []
+    out: list[ConfigEntry] = []
     for key in sorted(names):
         synonyms = broker_synonyms(key, static, defaults, dynamic)
         if not per_broker:  # Kafka describes the default entity with its own entries only
@@ -150,7 +174,7 @@ def broker_config_entries(config: BrokerConfig, include_synonyms: bool, dynamic:
 
 
 def topic_default_synonyms(config: BrokerConfig, topic_key: str, default: object,
-                           dynamic: Layers = NO_DYNAMIC) -> list[dict[str, Any]]:
+                           dynamic: Layers = NO_DYNAMIC) -> list[ConfigSynonym]:
     """The synonyms a topic config inherits from the broker property behind its default (Kafka's
     LogConfig synonyms); a property eosbroker does not read shows its dynamic values, if set, then
     Kafka's default, the topic's."""
@@ -159,7 +183,7 @@ def topic_default_synonyms(config: BrokerConfig, topic_key: str, default: object
         return []
     if broker_key not in PROPERTY_FIELDS:
         layers = ((dynamic[0], DYNAMIC_BROKER_CONFIG), (dynamic[1], DYNAMIC_DEFAULT_BROKER_CONFIG))
-        found = [{"name": broker_key, "value": values[broker_key], "source": source}
+        found: list[ConfigSynonym] = [{"name": broker_key, "value": values[broker_key], "source": source}
                  for values, source in layers if broker_key in values]
         kafka_default = KAFKA_TOPIC_DEFAULTS.get(topic_key) if found else render(default)
         return [*found, {"name": broker_key, "value": kafka_default, "source": DEFAULT_CONFIG}]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
-from .config_def import BOOLEAN, HOUR_MS, LONG, STRING, ConfigError, Spec
+from .config_def import BOOLEAN, HOUR_MS, LONG, STRING, ConfigError, FieldValues, Spec
 from .config_fields import PROPERTY_FIELDS, BrokerConfig
-from .listeners import ListenerError, resolve_listeners
+from .listeners import CommandLine, ListenerError, resolve_listeners
 
 __all__ = ("CONFIG_ALIASES", "IGNORED_PROPERTIES", "LISTENER_PREFIX", "PROPERTY_FIELDS", "BrokerConfig",
            "ConfigError", "Spec", "build_config", "load_properties", "parse_sets")
@@ -23,7 +23,7 @@ AUTHORIZER_CLASS_NAMES: Final = ("org.apache.kafka.metadata.authorizer.StandardA
                                  "kafka.security.authorizer.AclAuthorizer")
 
 
-def _default(name: str) -> Any:
+def _default(name: str) -> Any:  # the default of the field `name`: its own type
     return BrokerConfig.__dataclass_fields__[name].default
 
 
@@ -95,7 +95,7 @@ def parse_sets(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConfig, list[str]]:
+def build_config(props: Mapping[str, str], **overrides: Unpack[CommandLine]) -> tuple[BrokerConfig, list[str]]:
     """BrokerConfig from properties and the command line (overrides: host, port, log_dirs,
     advertised_host, advertised_port; None means not given). Returns it with the unknown keys."""
     values, unknown = _typed_values(props)
@@ -116,7 +116,7 @@ def build_config(props: Mapping[str, str], **overrides: Any) -> tuple[BrokerConf
     return BrokerConfig(**values, static_keys=_static_keys(props, overrides)), unknown
 
 
-def _static_keys(props: Mapping[str, str], cli: Mapping[str, Any]) -> frozenset[str]:
+def _static_keys(props: Mapping[str, str], cli: CommandLine) -> frozenset[str]:
     keys = {CONFIG_ALIASES.get(k, k) for k in props} & PROPERTY_FIELDS.keys()
     if cli.get("log_dirs") is not None:
         keys.add("log.dirs")
@@ -127,8 +127,8 @@ def _static_keys(props: Mapping[str, str], cli: Mapping[str, Any]) -> frozenset[
     return frozenset(keys)
 
 
-def _typed_values(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
-    values: dict[str, Any] = {}
+def _typed_values(props: Mapping[str, str]) -> tuple[FieldValues, list[str]]:
+    values: FieldValues = {}
     unknown: list[str] = []
     for key, raw in props.items():
         if key == "log.dir" and "log.dirs" in props:
@@ -147,7 +147,7 @@ def _typed_values(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
     return values, unknown
 
 
-def _resolve_log_dirs(values: dict[str, Any]) -> None:
+def _resolve_log_dirs(values: FieldValues) -> None:
     given = values.get("log_dirs", _default("log_dirs"))
     dirs = [d.strip() for d in given.split(",") if d.strip()]
     if not dirs:
@@ -157,7 +157,7 @@ def _resolve_log_dirs(values: dict[str, Any]) -> None:
     values["log_dirs"] = dirs[0]
 
 
-def _resolve_times(values: dict[str, Any], props: Mapping[str, str]) -> None:
+def _resolve_times(values: FieldValues, props: Mapping[str, str]) -> None:
     """Kafka's KafkaConfig.logRetentionTimeMillis and logRollTimeMillis: ms > minutes > hours;
     a negative retention means unlimited (-1)."""
     source = next((k for k in ("log.retention.ms", "log.retention.minutes", "log.retention.hours") if k in props),
@@ -178,7 +178,7 @@ def _resolve_times(values: dict[str, Any], props: Mapping[str, str]) -> None:
                           "log.roll.ms must be greater than or equal to 1")
 
 
-def _check_socket_buffers(values: dict[str, Any]) -> None:
+def _check_socket_buffers(values: FieldValues) -> None:
     """-1 keeps the OS's buffers; 0 is what Java's setReceiveBufferSize refuses at start-up."""
     for name in ("socket_send_buffer_bytes", "socket_receive_buffer_bytes"):
         if values.get(name) == 0:
@@ -193,7 +193,7 @@ def _check_processes(raw: str) -> None:
                           "(at least 1) or auto")
 
 
-def _check_object_store(values: dict[str, Any]) -> None:
+def _check_object_store(values: FieldValues) -> None:
     url = values.get("cluster_object_store_url")
     if url is None:
         return
@@ -221,7 +221,7 @@ def _check_authorizer(class_name: str, super_users: str) -> None:
 _CONSUMER_ASSIGNORS: Final = ("uniform", "range")
 
 
-def _check_assignors(values: dict[str, Any]) -> None:
+def _check_assignors(values: FieldValues) -> None:
     raw = values.get("group_consumer_assignors", _default("group_consumer_assignors"))
     names = [n.strip() for n in raw.split(",") if n.strip()]
     unknown = [n for n in names if n not in _CONSUMER_ASSIGNORS]

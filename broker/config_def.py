@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
-__all__ = ("BOOLEAN", "DOUBLE", "HOUR_MS", "INT", "LONG", "PASSWORD", "STRING", "WEEK_MS", "ConfigError", "Spec",
-           "prop")
+__all__ = ("BOOLEAN", "DOUBLE", "HOUR_MS", "INT", "LONG", "PASSWORD", "STRING", "WEEK_MS", "ConfigError", "FieldValues",
+           "Parsed", "Spec", "prop")
 
 T = TypeVar("T")
+# A property's value as Spec.parse gives it, by its kind.
+Parsed: TypeAlias = bool | int | float | str
+# BrokerConfig field name -> a value of that field's type: which type depends on the name, which no
+# static type follows, so the values are dynamic until BrokerConfig(**values) checks them.
+FieldValues: TypeAlias = dict[str, Any]
 
 INT, LONG, BOOLEAN, STRING, DOUBLE, PASSWORD = "INT", "LONG", "BOOLEAN", "STRING", "DOUBLE", "PASSWORD"
 _BOUNDS: Final = {INT: (-(1 << 31), (1 << 31) - 1), LONG: (-(1 << 63), (1 << 63) - 1)}
@@ -35,7 +40,7 @@ class Spec:
     at_most: int | None = None
     choices: tuple[str, ...] = ()
 
-    def parse(self, key: str, raw: str) -> Any:
+    def parse(self, key: str, raw: str) -> Parsed:
         value = raw.strip()
         if self.kind == BOOLEAN:
             if value.lower() not in ("true", "false"):

@@ -19,11 +19,11 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, BrokerConfigStore
 
 from .config import PROPERTY_FIELDS, BrokerConfig, ConfigError, Spec
+from .config_def import FieldValues
 from .dynamic_keys import validate_dynamic, validate_thread_counts
 from .group_configs import entity as group_entity
 
@@ -37,7 +37,7 @@ Apply = Callable[[BrokerConfig, Mapping[str, object]], Awaitable[None]]
 
 def effective_config(static: BrokerConfig, default: Mapping[str, str], mine: Mapping[str, str]) -> BrokerConfig:
     """static with the dynamic values of eosbroker's properties laid over it (mine over default)."""
-    values: dict[str, Any] = {}
+    values: FieldValues = {}
     for key, raw in {**default, **mine}.items():
         field = PROPERTY_FIELDS.get(key)
         spec: Spec | None = BrokerConfig.__dataclass_fields__[field].metadata.get("kafka") if field else None

@@ -103,10 +103,10 @@ def _item(cls: type[Any], source: Any, source_type: str | None, code: ErrorCode,
     return data
 
 
-def _mirror(cls: type[Any], source: Any, code: ErrorCode, message: str | None, *, keys: bool) -> dict[str, Any]:
+def _mirror(cls: type[Any], source: Any, code: ErrorCode, message: str | None, *, keys: bool) -> dict[str, object]:
     """`keys`: copy the item's scalar keys; never at the top, where a copied session id or member
     id would tell the client something the broker did not grant."""
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     for f in schema_fields(cls):
         if f.kafka_type == "error_code":
             data[f.name] = code

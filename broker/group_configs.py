@@ -20,12 +20,15 @@ the heartbeat interval are INVALID_CONFIG.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from coordinator.share.partitions import ShareGroupSettings
 from protocol.errors import ErrorCode, KafkaError
+from storage.api import IsolationLevel
 
+from .broker_configs import ConfigEntry, ConfigSynonym
 from .config import BrokerConfig
 
 __all__ = ("GROUP", "GROUP_KEYS", "entity", "group_entries", "incremental", "replace", "validate")
@@ -174,7 +177,7 @@ def replace(group_id: str, new: Mapping[str, str | None], broker: BrokerConfig) 
     return validate(group_id, new, broker)
 
 
-def incremental(group_id: str, current: Mapping[str, str], changes: list[tuple[str, int, str | None]],
+def incremental(group_id: str, current: Mapping[str, str], changes: Sequence[tuple[str, int, str | None]],
                 broker: BrokerConfig) -> dict[str, str]:
     """IncrementalAlterConfigs: SET (0) and DELETE (1); APPEND (2) and SUBTRACT (3) are refused,
     no group config being a list."""
@@ -199,14 +202,14 @@ def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def group_entries(own: Mapping[str, str], broker: BrokerConfig, include_synonyms: bool) -> list[dict[str, Any]]:
+def group_entries(own: Mapping[str, str], broker: BrokerConfig, include_synonyms: bool) -> list[ConfigEntry]:
     """DescribeConfigs entries of every group config: the group's own value (GROUP_CONFIG) or the
     default the broker gives (DEFAULT_CONFIG), as Kafka's ConfigHelper.createGroupConfigEntry."""
-    out = []
+    out: list[ConfigEntry] = []
     for name, key in GROUP_KEYS.items():
         value = own[name] if name in own else _text(key.default(broker))
         source = DYNAMIC_GROUP_CONFIG if name in own else DEFAULT_CONFIG
-        synonym = {"name": name, "value": value, "source": source}
+        synonym: ConfigSynonym = {"name": name, "value": value, "source": source}
         out.append({"name": name, "value": value, "read_only": False, "config_source": source,
                     "is_sensitive": False, "synonyms": [synonym] if include_synonyms else [],
                     "config_type": _CONFIG_TYPES[key.kind]})
@@ -223,18 +226,19 @@ def consumer_overrides(own: Mapping[str, str]) -> dict[str, int]:
     return out
 
 
-def share_settings(own: Mapping[str, str], broker: BrokerConfig) -> dict[str, Any]:
+def share_settings(own: Mapping[str, str], broker: BrokerConfig) -> ShareGroupSettings:
     """A share group's settings in force: its own share.* configs, else the defaults."""
-    def value(name: str) -> Any:
+    def value(name: str) -> Any:  # a group config's value: its type is its key's (GROUP_KEYS)
         return _parse(name, own[name]) if name in own else GROUP_KEYS[name].default(broker)
-    return {
-        "record_lock_duration_ms": value("share.record.lock.duration.ms"),
-        "delivery_count_limit": value("share.delivery.count.limit"),
-        "max_record_locks": value("share.partition.max.record.locks"),
-        "read_committed": value("share.isolation.level") == "read_committed",
-        "auto_offset_reset": value("share.auto.offset.reset"),
-        "session_timeout_ms": value("share.session.timeout.ms"),
-        "heartbeat_interval_ms": value("share.heartbeat.interval.ms"),
-        "dlq_topic": value("errors.deadletterqueue.topic.name"),
-        "dlq_copy_record": value("errors.deadletterqueue.copy.record.enable"),
-    }
+    committed = value("share.isolation.level") == "read_committed"
+    return ShareGroupSettings(
+        record_lock_duration_ms=value("share.record.lock.duration.ms"),
+        delivery_count_limit=value("share.delivery.count.limit"),
+        max_record_locks=value("share.partition.max.record.locks"),
+        isolation_level=IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED,
+        auto_offset_reset=value("share.auto.offset.reset"),
+        session_timeout_ms=value("share.session.timeout.ms"),
+        heartbeat_interval_ms=value("share.heartbeat.interval.ms"),
+        dlq_topic=value("errors.deadletterqueue.topic.name"),
+        dlq_copy_record=value("errors.deadletterqueue.copy.record.enable"),
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.build import build
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ("CloseConnection", "Handler", "RequestContext", "NO_RESPONSE", "check_leader", "isolation_level")
 
 # A handler returns this when the protocol wants no answer (Produce with acks=0).
-NO_RESPONSE: Any = object()
+NO_RESPONSE: Final = object()
 
 
 class CloseConnection(KafkaError):
@@ -49,7 +49,7 @@ class RequestContext:
     def version(self) -> int:
         return self.header.api_version
 
-    def respond(self, data: Mapping[str, Any]) -> Any:
+    def respond(self, data: Mapping[str, object]) -> object:
         """The response entity of this request's API and version, built from plain values; a key
         no version of the response has raises protocol.build.UnknownFieldError (a misspelt field)."""
         return build(response_schema(self.header.api_key, self.header.api_version), data)

@@ -12,9 +12,9 @@ import re
 import socket
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple, TypedDict
 
-__all__ = ("EndPoint", "Listener", "ListenerError", "SECURITY_PROTOCOLS", "advertised_endpoints",
+__all__ = ("CommandLine", "EndPoint", "Listener", "ListenerError", "SECURITY_PROTOCOLS", "advertised_endpoints",
            "client_endpoints", "default_advertised_host", "parse_listeners", "resolve_listeners")
 
 # Kafka's Endpoint regex: host may be empty (all interfaces) or a bracketed IPv6 address.
@@ -128,6 +128,16 @@ def advertised_endpoints(advertised: str, names: Collection[str], controller_nam
     return out
 
 
+class CommandLine(TypedDict, total=False):
+    """What the command line overrides (None or absent: not given)."""
+
+    host: str | None
+    port: int | None
+    log_dirs: str | None
+    advertised_host: str | None
+    advertised_port: int | None
+
+
 def _check_port(flag: str, port: int, low: int) -> int:
     if not low <= port <= PORT_MAX:
         raise ListenerError(f"Invalid value {port} for {flag}: a port must be between {low} and {PORT_MAX}")
@@ -135,7 +145,7 @@ def _check_port(flag: str, port: int, low: int) -> int:
 
 
 def resolve_listeners(listeners: str | None, advertised: str | None, props: Mapping[str, str],
-                      cli: Mapping[str, Any], default: tuple[str, int]) -> dict[str, Any]:
+                      cli: CommandLine, default: tuple[str, int]) -> dict[str, object]:
     """BrokerConfig's host, port, advertised_* (the first listener's) and listener_endpoints (all):
     every client listener with its bind and advertised address, from listeners /
     advertised.listeners; the command-line flags, when given, override their part of the first.
@@ -146,8 +156,10 @@ def resolve_listeners(listeners: str | None, advertised: str | None, props: Mapp
     listed = (advertised_endpoints(advertised, [e.name for e, _ in found], props.get("controller.listener.names"))
               if advertised else {})
     (first, protocol), rest = found[0], found[1:]
-    host = cli["host"] if cli.get("host") is not None else first.host
-    port = _check_port("--port", cli["port"], 0) if cli.get("port") is not None else first.port
+    given_host = cli.get("host")
+    host = given_host if given_host is not None else first.host
+    given_port = cli.get("port")
+    port = _check_port("--port", given_port, 0) if given_port is not None else first.port
     mine = listed.get(first.name)
     adv_host = cli.get("advertised_host") or (mine.host if mine else None) or None
     adv_port = cli.get("advertised_port")

@@ -9,7 +9,7 @@ import logging
 import signal
 import socket
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from storage.api import BrokerEndpoint, ScramCredential
 from storage.cleaner.log_cleaner import CleanerConfig, CleanerService  # both backends' cleaners
@@ -31,6 +31,9 @@ from .security.listener_security import ListenerSecurity, build_listener_securit
 from .security.tls_acceptor import tls_protocol_factory
 from .startup import StartupError, bind_listener, check_data_dir
 from .state import BrokerState, endpoint_of
+
+if TYPE_CHECKING:
+    from .services import Service
 
 __all__ = ("Broker",)
 
@@ -59,8 +62,8 @@ class Broker:
         self.memory_pool = MemoryPool(config.queued_max_request_bytes)
         self._servers: list[asyncio.Server] = []
         self._security: list[ListenerSecurity] = []
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._services: list[Any] = []
+        self._tasks: list[asyncio.Task[object]] = []
+        self._services: list[Service] = []
         self._lock = LogDirLock(config.data_dir)
         self.port = config.port
         self.stopped = asyncio.Event()
@@ -126,7 +129,7 @@ class Broker:
         self._security = [build_listener_security(self.config, listener, self._scram_credential)
                           for listener in self.config.client_listeners]
         if self.backend.shared:  # how to reach and log in to the other brokers
-            self.state.extras["inter_broker_security"] = build_inter_broker_security(self.config)
+            self.state.inter_broker_security = build_inter_broker_security(self.config)
         socks: list[tuple[ListenerSecurity, socket.socket]] = []
         try:
             for security in self._security:
@@ -218,7 +221,7 @@ class Broker:
         if not config.log_cleaner_enable or config.log_cleaner_threads <= 0:
             return None
         cleaner = self.backend.new_cleaner(cleaner_config(config))
-        self.state.extras["log_cleaner"] = cleaner.stats  # for broker/metrics
+        self.state.cleaner_stats = cleaner.stats  # for broker/metrics
         return cleaner
 
     def _open_authorizer(self) -> StandardAuthorizer | None:
@@ -237,7 +240,7 @@ class Broker:
             raise StartupError(f"cannot load the ACLs: {exc}") from None
         return authorizer
 
-    def _build_services(self) -> list[Any]:
+    def _build_services(self) -> list[Service]:
         """Coordinators and other services with async start()/stop(), in start order."""
         from .services import build_services
 

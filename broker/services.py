@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
-from typing import Any
+from typing import Protocol
 
 from coordinator.group.config import GroupConfig
 from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
@@ -13,12 +14,19 @@ from coordinator.share.dead_letters import DeadLetterSettings
 from coordinator.share.partitions import ShareGroupSettings
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
-from storage.api import IsolationLevel
 
 from .features import FeatureLevelWatcher
 from .group_configs import consumer_overrides, share_settings
 from .inter_broker import InterBrokerClient, TxnMarkerChannel
 from .state import BrokerState
+
+
+class Service(Protocol):
+    """What the broker starts after the backend joins and stops in reverse order at shutdown."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class InterBrokerService:
@@ -45,7 +53,7 @@ def transaction_coordinator(state: BrokerState) -> TransactionCoordinator:
         offsets_num_partitions=c.offsets_topic_num_partitions,
         segment_bytes=c.transaction_state_log_segment_bytes,
     )
-    client = state.extras.get("inter_broker")
+    client = state.inter_broker
     assert state.producer_id_blocks is not None, "server.py gives every broker a producer-id block source"
     coordinator = TransactionCoordinator(
         state.logs, config, group=lambda: state.group_coordinator, cluster=state.cluster,
@@ -96,12 +104,10 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator | None:
 
     def settings(group_id: str) -> ShareGroupSettings:  # read at each use: group configs change at run time
         own = state.dynamic_config.group_configs(group_id) if state.dynamic_config is not None else {}
-        values = share_settings(own, state.config)
+        settings = share_settings(own, state.config)
         if state.features.level("share.version") < 2:  # dead letters come with share.version 2
-            values["dlq_topic"] = ""
-        committed = values.pop("read_committed")
-        return ShareGroupSettings(**values, isolation_level=IsolationLevel.READ_COMMITTED if committed
-                                  else IsolationLevel.READ_UNCOMMITTED)
+            settings = dataclasses.replace(settings, dlq_topic="")
+        return settings
 
     def other_group_exists(group_id: str) -> bool:
         groups = getattr(state.group_coordinator, "groups", None)
@@ -130,25 +136,25 @@ def lso_monitor(state: BrokerState) -> LsoMonitor:
                       coordinator=lambda: state.txn_coordinator)
 
 
-def inter_broker(state: BrokerState) -> list[Any]:
+def inter_broker(state: BrokerState) -> list[Service]:
     """The client the transaction coordinator sends markers to other leaders with (where other
     brokers lead partitions)."""
     if state.cluster.leads_everything:
         return []
     client = InterBrokerClient(state.cluster, client_id=f"eosbroker-{state.node_id}",
                                request_timeout_ms=state.config.request_timeout_ms,
-                               security=state.extras.get("inter_broker_security"))
-    state.extras["inter_broker"] = client
+                               security=state.inter_broker_security)
+    state.inter_broker = client
     return [InterBrokerService(client)]
 
 
-def feature_levels(state: BrokerState) -> list[Any]:
+def feature_levels(state: BrokerState) -> list[Service]:
     """Cluster mode: follow the cluster's finalized feature levels (broker/features.py)."""
     if state.features.shared is None:
         return []
     return [FeatureLevelWatcher(state.features, state.config.cluster_lease_ms / 4000)]
 
 
-def build_services(state: BrokerState) -> list[Any]:
+def build_services(state: BrokerState) -> list[Service]:
     return [*inter_broker(state), *feature_levels(state), group_coordinator(state), transaction_coordinator(state),
             *filter(None, [share_coordinator(state)]), lso_monitor(state)]

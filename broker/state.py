@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from storage.api import BrokerEndpoint, ClusterView, LogSource, ProducerIdBlockSource, ScramCredentials
@@ -14,13 +14,20 @@ from .config import BrokerConfig
 from .features import FinalizedFeatures
 
 if TYPE_CHECKING:
+    from coordinator.group.coordinator import GroupCoordinator
+    from coordinator.share.coordinator import ShareCoordinator
+    from coordinator.transaction.coordinator import TransactionCoordinator
+    from storage.api import CleanerStats
+
     from .authorizer.standard import StandardAuthorizer
     from .connection_limits import ConnectionLimits
     from .dynamic_config import DynamicBrokerConfig
     from .fetch_sessions import FetchSessionCache
     from .handler import Handler
+    from .inter_broker import InterBrokerClient
     from .metrics.counters import BrokerMetrics
     from .quotas.manager import ClientQuotas
+    from .security.inter_broker_auth import InterBrokerSecurity
 
 __all__ = ("BrokerState", "endpoint_of")
 
@@ -47,9 +54,9 @@ class BrokerState:
     # The feature levels in force (ApiVersions, UpdateFeatures); server.py loads the stored ones.
     features: FinalizedFeatures = field(default_factory=FinalizedFeatures)
     # Coordinators plug in here as they are built (group, transaction).
-    group_coordinator: Any = None
-    txn_coordinator: Any = None
-    share_coordinator: Any = None  # share groups (KIP-932): coordinator/share
+    group_coordinator: GroupCoordinator | None = None
+    txn_coordinator: TransactionCoordinator | None = None
+    share_coordinator: ShareCoordinator | None = None  # share groups (KIP-932): coordinator/share
     # The request path's counters while metrics.port is set; None keeps that path free of them.
     metrics: BrokerMetrics | None = None
     # Set when authorizer.class.name names one; None keeps every request path free of ACL checks.
@@ -63,7 +70,13 @@ class BrokerState:
     quotas: ClientQuotas | None = None
     # max.connections, max.connections.per.ip, ...: counted at accept (broker/connection_limits.py).
     connection_limits: ConnectionLimits | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    # Cluster mode: how to log in to the other brokers (server.py) and the client that reaches
+    # them (broker/services.py inter_broker); None on a broker on its own.
+    inter_broker_security: InterBrokerSecurity | None = None
+    inter_broker: InterBrokerClient | None = None
+    # Who sent WriteTxnMarkers, each (principal, listener) logged once (broker/handlers/write_txn_markers.py).
+    marker_senders: set[tuple[str, str]] = field(default_factory=set)
+    cleaner_stats: CleanerStats | None = None  # while the log cleaner runs, for broker/metrics
     # Who is alive and who leads what: the storage backend's view (broker/backend.py).
     cluster: ClusterView
 

@@ -182,7 +182,7 @@ def _tagged_fields(tags: Mapping[int, Walk]) -> Walk:
     return walk
 
 
-_NAMESPACE: Final[Mapping[str, Any]] = {
+_NAMESPACE: Final[Mapping[str, object]] = {
     "_overrun": _overrun, "_too_many": _too_many, "_past": _past, "_compact_length": _compact_length,
     "_legacy16": _legacy_length(2), "_legacy32": _legacy_length(4),
 }
@@ -234,7 +234,7 @@ class _Source:
 
     def __init__(self) -> None:
         self.lines: list[str] = ["def walk(buf, pos, end):"]
-        self.namespace: dict[str, Any] = dict(_NAMESPACE)
+        self.namespace: dict[str, Any] = dict(_NAMESPACE)  # exec's globals: what the generated source names
         self._names = 0
 
     def line(self, depth: int, text: str) -> None:

@@ -179,7 +179,7 @@ def known_fields(cls: type[Any]) -> frozenset[str]:
     return _family_fields(api_key, direction)[name]
 
 
-def _refuse_unknown(cls: type[Any], data: Mapping[str, Any]) -> None:
+def _refuse_unknown(cls: type[Any], data: Mapping[str, object]) -> None:
     known = known_fields(cls)
     if not known.issuperset(data):
         unknown = sorted(set(data) - known)
@@ -187,7 +187,7 @@ def _refuse_unknown(cls: type[Any], data: Mapping[str, Any]) -> None:
                                 f"its fields are {', '.join(sorted(known))}")
 
 
-def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+def build(cls: type[Any], data: Mapping[str, object]) -> Any:
     _refuse_unknown(cls, data)
     kwargs = {}
     for name, kafka_type, nested, default, _nullable in _plan(cls):

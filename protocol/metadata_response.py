@@ -11,12 +11,38 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final, NotRequired, TypedDict
 
 from .fast_responses import count_prefix, framed, string
 
-__all__ = ("NO_OPERATIONS", "encode_metadata_response")
+__all__ = ("NO_OPERATIONS", "MetadataBroker", "MetadataPartition", "MetadataTopic", "encode_metadata_response")
+
+
+class MetadataBroker(TypedDict):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class MetadataPartition(TypedDict):
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: list[int]
+    isr_nodes: list[int]
+    offline_replicas: list[int]
+
+
+class MetadataTopic(TypedDict):
+    error_code: int
+    name: str | None
+    topic_id: uuid.UUID | None
+    partitions: list[MetadataPartition]
+    is_internal: NotRequired[bool]
+    topic_authorized_operations: NotRequired[int]
 
 _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")
@@ -28,8 +54,8 @@ _FLEXIBLE: Final = 9
 NO_OPERATIONS: Final = -2147483648  # authorized operations not asked for
 
 
-def encode_metadata_response(correlation_id: int, version: int, *, brokers: Sequence[Mapping[str, Any]],
-                             cluster_id: str | None, controller_id: int, topics: Sequence[Mapping[str, Any]],
+def encode_metadata_response(correlation_id: int, version: int, *, brokers: Sequence[MetadataBroker],
+                             cluster_id: str | None, controller_id: int, topics: Sequence[MetadataTopic],
                              cluster_authorized_operations: int = NO_OPERATIONS, throttle_ms: int = 0,
                              error_code: int = 0) -> bytes:
     """The framed response; brokers of node_id, host, port, rack; topics as the Metadata handler
@@ -60,10 +86,10 @@ def encode_metadata_response(correlation_id: int, version: int, *, brokers: Sequ
     return framed(correlation_id, flexible, parts)
 
 
-def _topic(parts: list[bytes], topic: Mapping[str, Any], version: int, flexible: bool) -> None:
+def _topic(parts: list[bytes], topic: MetadataTopic, version: int, flexible: bool) -> None:
     parts += (_I16.pack(topic["error_code"]), string(topic["name"], flexible))
     if version >= 10:
-        topic_id: uuid.UUID | None = topic.get("topic_id")
+        topic_id = topic["topic_id"]
         parts.append(_NO_UUID if topic_id is None else topic_id.bytes)
     if version >= 1:
         parts.append(b"\x01" if topic.get("is_internal") else b"\x00")

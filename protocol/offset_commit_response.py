@@ -10,12 +10,26 @@ version byte for byte against kio's encoder.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+import uuid
+from collections.abc import Sequence
+from typing import Final, TypedDict
 
 from .fast_responses import count_prefix, framed, string
 
-__all__ = ("encode_offset_commit_response",)
+__all__ = ("CommittedPartition", "CommittedTopic", "encode_offset_commit_response")
+
+
+class CommittedPartition(TypedDict):
+    partition_index: int
+    error_code: int
+
+
+class CommittedTopic(TypedDict):
+    """A topic by name (v2-9) or topic_id (v10)."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+    partitions: list[CommittedPartition]
 
 _I32: Final = struct.Struct(">i")
 _PARTITION: Final = struct.Struct(">ih")  # partition_index, error_code
@@ -26,7 +40,7 @@ _TOPIC_IDS: Final = 10
 _NO_UUID: Final = bytes(16)
 
 
-def encode_offset_commit_response(correlation_id: int, version: int, topics: Sequence[Mapping[str, Any]],
+def encode_offset_commit_response(correlation_id: int, version: int, topics: Sequence[CommittedTopic],
                                   throttle_ms: int = 0) -> bytes:
     """The framed response; topics of name (v2-9) or topic_id (v10, a UUID) and partitions
     (partition_index, error_code)."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
+from .cluster_api import AclRecord
 from .fs import FileSystem
 
 __all__ = ("AclFileStore", "ACLS_FILE")
@@ -20,7 +21,7 @@ class AclFileStore:
         self.path = data_dir / ACLS_FILE
         self._fs = fs or FileSystem()
 
-    def load(self) -> list[dict[str, Any]]:
+    def load(self) -> list[AclRecord]:
         """The stored records; none when the file does not exist yet. Raises ValueError when the
         file is not what save wrote (the broker refuses to start rather than drop ACLs)."""
         try:
@@ -33,15 +34,15 @@ class AclFileStore:
             raise ValueError(f"{self.path} is not valid JSON: {exc}") from None
         if not isinstance(doc, dict) or doc.get("version") != _VERSION or not isinstance(doc.get("acls"), list):
             raise ValueError(f"{self.path} is not an ACL file of version {_VERSION}")
-        acls: list[dict[str, Any]] = doc["acls"]
+        acls: list[AclRecord] = doc["acls"]
         return acls
 
-    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
-                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    async def update(self, records: list[AclRecord], added: list[AclRecord],
+                     removed: list[AclRecord]) -> list[AclRecord] | None:
         """Store the whole new set (this broker is the only writer of its data dir)."""
         self.save(records)
         return None
 
-    def save(self, records: list[dict[str, Any]]) -> None:
+    def save(self, records: list[AclRecord]) -> None:
         data = json.dumps({"version": _VERSION, "acls": records}, indent=1).encode()
         self._fs.write_atomically(self.path, data)

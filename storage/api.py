@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from pathlib import Path
-from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
+from typing import Final, NamedTuple, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from protocol.errors import ErrorCode, KafkaError
 
 # Who leads what and the shared stores (storage/cluster_api.py): callers import them from here.
 from .cluster_api import (
+    AclRecord,
     AclStore,
     BrokerConfigStore,
     BrokerEndpoint,
@@ -45,7 +46,10 @@ from .log_config import (
 from .scram_credentials import ScramCredential, ScramCredentialStore
 
 __all__ = (
+    "CleanerStats",
+    "PassStats",
     "AbortedTxn",
+    "AclRecord",
     "AclStore",
     "ActiveProducer",
     "AppendOrigin",
@@ -168,6 +172,15 @@ class OpenTransaction:
     last_timestamp: int
 
 
+class TopicJson(TypedDict):
+    """A topic as topics.json keeps it."""
+
+    name: str
+    topic_id: str
+    partitions: int
+    configs: NotRequired[dict[str, str]]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicMetadata:
     name: str
@@ -179,12 +192,12 @@ class TopicMetadata:
     def internal(self) -> bool:
         return self.name in INTERNAL_TOPICS
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TopicJson:
         return {"name": self.name, "topic_id": str(self.topic_id), "partitions": self.partitions,
                 "configs": dict(self.configs)}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> TopicMetadata:
+    def from_json(cls, d: TopicJson) -> TopicMetadata:
         return cls(name=d["name"], topic_id=uuid.UUID(d["topic_id"]), partitions=d["partitions"],
                    configs=d.get("configs", {}))
 
@@ -345,3 +358,29 @@ class LogSource(Protocol):
     async def enforce_retention(self) -> None:
         """Delete what retention.ms / retention.bytes let go, in the logs this broker leads."""
         ...
+
+
+# What the log cleaner (storage/cleaner/log_cleaner.py, every backend's) reports to broker/metrics.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PassStats:
+    partition: str
+    bytes_read: int
+    bytes_written: int
+    dirty_ratio_before: float
+    dirty_ratio_after: float
+    seconds: float
+    throttled_s: float = 0.0  # slept to stay under log.cleaner.io.max.bytes.per.second
+    cpu_s: float = 0.0  # the worker's CPU time for the pass
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    """Totals since start, for broker/metrics."""
+
+    passes: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+    failures: int = 0
+    last: PassStats | None = None
+    by_partition: dict[str, PassStats] = field(default_factory=dict)  # the last pass of each

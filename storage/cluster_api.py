@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 from .scram_credentials import ScramCredential
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .api import TopicPartition
 
 __all__ = (
+    "AclRecord",
     "AclStore",
     "BrokerConfigStore",
     "BrokerEndpoint",
@@ -147,14 +148,26 @@ class ClusterView(Protocol):
         ...
 
 
+class AclRecord(TypedDict):
+    """One ACL binding as stored (JSON): Kafka's enum names for the types, operation and permission."""
+
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    principal: str
+    host: str
+    operation: str
+    permission_type: str
+
+
 class AclStore(Protocol):
     """Where the authorizer keeps its ACLs: in the data dir (storage/acl_store.py), or in cluster
-    mode shared by every broker (storage/pg/security_store.py). Records are plain JSON-able dicts."""
+    mode shared by every broker (storage/pg/security_store.py)."""
 
-    def load(self) -> list[dict[str, Any]]: ...
+    def load(self) -> list[AclRecord]: ...
 
-    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
-                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    async def update(self, records: list[AclRecord], added: list[AclRecord],
+                     removed: list[AclRecord]) -> list[AclRecord] | None:
         """Store a change durably: records is the whole new set as this broker sees it, added and
         removed what changed. A shared store returns every record it now holds (others' changes
         included); None: records is the stored set."""

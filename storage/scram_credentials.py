@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, TypedDict
 
 __all__ = ("CREDENTIALS_FILE", "ScramCredential", "ScramCredentialStore")
 
@@ -30,13 +30,22 @@ class ScramCredential:
     iterations: int
 
 
-def _encode(c: ScramCredential) -> dict[str, Any]:
+class _StoredCredential(TypedDict):
+    """A credential as the file keeps it (base64 bytes)."""
+
+    salt: str
+    stored_key: str
+    server_key: str
+    iterations: int
+
+
+def _encode(c: ScramCredential) -> _StoredCredential:
     b64 = base64.b64encode
     return {"salt": b64(c.salt).decode(), "stored_key": b64(c.stored_key).decode(),
             "server_key": b64(c.server_key).decode(), "iterations": c.iterations}
 
 
-def _decode(raw: Mapping[str, Any]) -> ScramCredential:
+def _decode(raw: _StoredCredential) -> ScramCredential:
     b64 = base64.b64decode
     return ScramCredential(salt=b64(raw["salt"]), stored_key=b64(raw["stored_key"]),
                            server_key=b64(raw["server_key"]), iterations=int(raw["iterations"]))

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from protocol.errors import ErrorCode, KafkaError
+from storage.api import AclRecord
 
 __all__ = ("CLUSTER_NAME", "WILDCARD", "WILDCARD_PRINCIPAL", "AclBinding", "AclBindingFilter", "AclOperation",
            "AclPermissionType", "PatternType", "ResourceType", "parse_enum")
@@ -123,13 +124,13 @@ class AclBinding:
         if not sep or not kind or not name:
             raise _invalid(f"Could not parse principal {self.principal!r}: expected Type:name, as in User:alice")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AclRecord:
         return {"resource_type": self.resource_type.name, "resource_name": self.resource_name,
                 "pattern_type": self.pattern_type.name, "principal": self.principal, "host": self.host,
                 "operation": self.operation.name, "permission_type": self.permission_type.name}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> AclBinding:
+    def from_json(cls, d: AclRecord) -> AclBinding:
         return cls(resource_type=ResourceType[d["resource_type"]], resource_name=d["resource_name"],
                    pattern_type=PatternType[d["pattern_type"]], principal=d["principal"], host=d["host"],
                    operation=AclOperation[d["operation"]], permission_type=AclPermissionType[d["permission_type"]])

@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import Final
 
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import AclStore
+from storage.api import AclRecord, AclStore
 
 from ..principal import canonical_host
 from .acl import (
@@ -169,7 +169,7 @@ class StandardAuthorizer:
                                 removed=list(gone))
         return matched
 
-    def reload(self, records: Iterable[dict[str, Any]]) -> None:
+    def reload(self, records: Iterable[AclRecord]) -> None:
         """The stored ACLs changed elsewhere (cluster mode: through another broker)."""
         self._index = _AclIndex(AclBinding.from_json(d) for d in records)
 

@@ -27,7 +27,7 @@ from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_archive import ArchiveSettings
 from storage.pg.object_commit import FlushSettings
-from storage.pg.pool import create_pool
+from storage.pg.pool import Pool, create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.schema import SchemaTooNewError, migrate
 from storage.pg.security_store import PgSecurityMetadata, SharedAclStore, SharedScramCredentialStore
@@ -75,9 +75,9 @@ class _Pool:
     the broker, before it may reach the database (each call goes to the pool connect opened)."""
 
     def __init__(self) -> None:
-        self.pool: Any = None  # asyncpg.Pool
+        self.pool: Pool | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # forwards to the pool: whatever its attribute is
         if self.pool is None:
             raise RuntimeError("the cluster database is not connected yet")
         return getattr(self.pool, name)
@@ -259,7 +259,7 @@ async def _check_object_store(config: BrokerConfig, store: ObjectStore | None, e
                            EXIT_DATABASE_UNREACHABLE) from None
 
 
-async def _connect(url: str) -> Any:
+async def _connect(url: str) -> Pool:
     try:
         async with asyncio.timeout(_CONNECT_TIMEOUT_S):
             return await create_pool(url)

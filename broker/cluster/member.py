@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from storage.api import BrokerEndpoint, ClusterSnapshot, LeadershipListener, TopicPartition, Unregistered
 
@@ -70,8 +70,8 @@ class ClusterMember:
         self._registered = False
         self._generation = 0  # bumped on each loss of the lease: elections begun before it are void
         self._deadline: asyncio.TimerHandle | None = None
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._side_tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: list[asyncio.Task[object]] = []
+        self._side_tasks: set[asyncio.Task[object]] = set()
         self._db_down = False
         self._lease_left_ms: Mapping[int, int] = {}
 
@@ -277,7 +277,7 @@ class ClusterMember:
         await notify(self._logs.on_resigned(tp), "resignation", tp)
         return epoch
 
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Coroutine[object, None, object]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)

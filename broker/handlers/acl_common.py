@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from protocol.errors import KafkaError
 
@@ -63,7 +63,7 @@ def filter_of(request: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilt
         permission_type=parse_enum(AclPermissionType, request.permission_type))
 
 
-def binding_fields(acl: AclBinding) -> dict[str, Any]:
+def binding_fields(acl: AclBinding) -> dict[str, object]:
     """A DeleteAclsMatchingAcl's ACL fields (DescribeAcls groups the same ones by resource)."""
     return {"resource_type": acl.resource_type, "resource_name": acl.resource_name, "pattern_type": acl.pattern_type,
             "principal": acl.principal, "host": acl.host, "operation": acl.operation,

@@ -16,6 +16,7 @@ from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_outcome
+from .txn_routing import txn_coordinator
 
 if TYPE_CHECKING:
     from protocol.request_types.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> object:
     require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
-    call = ctx.broker.txn_coordinator.add_offsets(
+    call = txn_coordinator(ctx).add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
     code = await txn_outcome(call, ctx.version, 2, "AddOffsetsToTxn", request.transactional_id)
     return ctx.respond({"throttle_time": 0, "error_code": code})

@@ -15,7 +15,7 @@ Version notes: v2+ knows PRODUCER_FENCED; clients use v3 and below.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -25,6 +25,7 @@ from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, require_cluster, unauthorized
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code, txn_outcome
+from .txn_routing import txn_coordinator
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -43,7 +44,7 @@ def _is_v4_plus(entity: AddPartitionsToTxnRequest) -> TypeIs[AddPartitionsToTxnR
 
 
 def _results(topics: Iterable[AddPartitionsToTxnTopic], code_for: Callable[[TopicPartition], ErrorCode],
-             ) -> list[dict[str, Any]]:
+             ) -> list[dict[str, object]]:
     return [
         {"name": t.name, "results_by_partition": [
             {"partition_index": p, "partition_error_code": code_for(TopicPartition(t.name, p))}
@@ -55,19 +56,19 @@ def _results(topics: Iterable[AddPartitionsToTxnTopic], code_for: Callable[[Topi
 def _verify(ctx: RequestContext, txn: AddPartitionsToTxnTransaction, partitions: list[TopicPartition],
             ) -> dict[TopicPartition, ErrorCode]:
     try:
-        codes: dict[TopicPartition, ErrorCode] = ctx.broker.txn_coordinator.verify_partitions(
+        codes: dict[TopicPartition, ErrorCode] = txn_coordinator(ctx).verify_partitions(
             txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions)
     except KafkaError as exc:
         return dict.fromkeys(partitions, txn_error_code(exc, 5, 2, "AddPartitionsToTxn", txn.transactional_id))
     return codes
 
 
-async def _one_transaction(ctx: RequestContext, txn: AddPartitionsToTxnTransaction) -> dict[str, Any]:
+async def _one_transaction(ctx: RequestContext, txn: AddPartitionsToTxnTransaction) -> dict[str, object]:
     partitions = [TopicPartition(t.name, p) for t in txn.topics for p in t.partitions]
     if txn.verify_only:
         codes = _verify(ctx, txn, partitions)
     else:
-        call = ctx.broker.txn_coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+        call = txn_coordinator(ctx).add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
                                                          partitions, tv2=True)
         codes = dict.fromkeys(partitions, await txn_outcome(call, ctx.version, 2, "AddPartitionsToTxn",
                                                             txn.transactional_id))
@@ -96,7 +97,7 @@ async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> obj
         def code_for(tp: TopicPartition) -> ErrorCode:
             return failed.get(tp, ErrorCode.operation_not_attempted)
     else:
-        call = ctx.broker.txn_coordinator.add_partitions(
+        call = txn_coordinator(ctx).add_partitions(
             txn_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, partitions)
         code = await txn_outcome(call, ctx.version, 2, "AddPartitionsToTxn", txn_id)
 

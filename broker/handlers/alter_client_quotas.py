@@ -14,7 +14,7 @@ configs (the data dir, or PostgreSQL in cluster mode) and apply from the next re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -61,7 +61,7 @@ def _check(entry: EntryData, seen: set[Entity]) -> tuple[Entity, Compute]:
     return entity, _compute(keys, entry.ops)
 
 
-def _answer(entry: EntryData, error: KafkaError | None) -> dict[str, Any]:
+def _answer(entry: EntryData, error: KafkaError | None) -> dict[str, object]:
     return {"error_code": ErrorCode.none if error is None else error.code,
             "error_message": None if error is None else error.message,
             "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}

@@ -18,8 +18,8 @@ Version notes: v1 and v2 only differ in throttling and flexible encoding.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -31,23 +31,42 @@ from ..handler import Handler, RequestContext
 from .describe_configs import CLIENT_METRICS, NO_CLIENT_METRICS
 
 if TYPE_CHECKING:
-    from protocol.request_types.alter_configs import AlterConfigsRequest
+    from protocol.request_types.alter_configs import AlterConfigsRequest, AlterConfigsResource
 
 __all__ = ("HANDLER", "alter_all")
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, group_configs.GROUP
 
-# (resource, the topic's current own configs) -> its new own configs
-Compute = Callable[[Any, Mapping[str, str]], dict[str, str]]
-# (broker resource, its current dynamic set) -> its new dynamic set
-ComputeBroker = Callable[[Any, Mapping[str, str]], dict[str, str]]
-# (group resource, the group's own configs) -> its new own configs
-ComputeGroup = Callable[[Any, Mapping[str, str]], dict[str, str]]
+
+
+class _Config(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class ConfigResource(Protocol):
+    """A resource of AlterConfigs or IncrementalAlterConfigs (their configs differ beyond these)."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def configs(self) -> Sequence[_Config]: ...
+
+
+R = TypeVar("R", bound=ConfigResource)
+
+
+# (resource, current own configs: the topic's, the broker's dynamic set or the group's) -> the new ones
+Compute = Callable[[R, Mapping[str, str]], dict[str, str]]
 # (broker-logger resource, validate_only): change the levels, or raise KafkaError
-AlterLoggers = Callable[[Any, bool], None]
+AlterLoggers = Callable[[R, bool], None]
 
 
-def _refuse_loggers(resource: Any, validate_only: bool) -> None:
+def _refuse_loggers(resource: ConfigResource, validate_only: bool) -> None:
     raise KafkaError(ErrorCode.invalid_request, "AlterConfigs cannot change log levels: use IncrementalAlterConfigs "
                                                 "(kafka-configs --alter --entity-type broker-loggers)")
 
@@ -65,7 +84,7 @@ def check_broker_name(ctx: RequestContext, name: str) -> None:
                          f"Unexpected broker id, expected {ctx.broker.node_id}, but received {name}")
 
 
-async def _alter_broker(ctx: RequestContext, resource: Any, compute: ComputeBroker, validate_only: bool) -> None:
+async def _alter_broker(ctx: RequestContext, resource: R, compute: Compute[R], validate_only: bool) -> None:
     check_broker_name(ctx, resource.resource_name)
     twice = sorted(n for n, k in Counter(c.name for c in resource.configs).items() if k > 1)
     if twice:
@@ -76,15 +95,15 @@ async def _alter_broker(ctx: RequestContext, resource: Any, compute: ComputeBrok
     await dynamic.alter(resource.resource_name, lambda current: compute(resource, current), validate_only)
 
 
-def _replace_broker(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
+def _replace_broker(resource: ConfigResource, current: Mapping[str, str]) -> dict[str, str]:
     nulls = [c.name for c in resource.configs if c.value is None]
     if nulls:
         raise KafkaError(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
-    return {c.name: c.value for c in resource.configs}
+    return {c.name: c.value for c in resource.configs if c.value is not None}
 
 
-async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, validate_only: bool,
-                     alter_loggers: AlterLoggers, compute_broker: ComputeBroker, compute_group: ComputeGroup) -> None:
+async def _alter_one(ctx: RequestContext, resource: R, compute: Compute[R], validate_only: bool,
+                     alter_loggers: AlterLoggers[R], compute_broker: Compute[R], compute_group: Compute[R]) -> None:
     kind = resource.resource_type
     require_config_access(ctx, AclOperation.ALTER_CONFIGS, kind, resource.resource_name)
     if kind == BROKER_LOGGER:
@@ -113,24 +132,25 @@ async def _alter_one(ctx: RequestContext, resource: Any, compute: Compute, valid
     await logs.alter_configs(meta.name, compute(resource, meta.configs), validate_only=validate_only)
 
 
-async def alter_all(ctx: RequestContext, request: Any, compute: Compute, alter_loggers: AlterLoggers = _refuse_loggers,
-                    compute_broker: ComputeBroker = _replace_broker, compute_group: ComputeGroup | None = None) -> Any:
+async def alter_all(ctx: RequestContext, resources: Sequence[R], validate_only: bool, compute: Compute[R],
+                    alter_loggers: AlterLoggers[R] = _refuse_loggers, compute_broker: Compute[R] = _replace_broker,
+                    compute_group: Compute[R] | None = None) -> object:
     """Apply compute to each topic resource of an (Incremental)AlterConfigs request,
     compute_broker to each broker resource, compute_group to each group one and alter_loggers to
     each broker-logger one, and answer."""
     if compute_group is None:
-        def compute_group(resource: Any, own: Mapping[str, str]) -> dict[str, str]:
+        def compute_group(resource: R, own: Mapping[str, str]) -> dict[str, str]:
             return group_configs.replace(resource.resource_name, {c.name: c.value for c in resource.configs},
                                          ctx.broker.config)
-    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    counts = Counter((r.resource_type, r.resource_name) for r in resources)
     responses = []
-    for resource in request.resources:
-        entry: dict[str, Any] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
+    for resource in resources:
+        entry: dict[str, object] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
                                  "error_code": ErrorCode.none, "error_message": None}
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise KafkaError(ErrorCode.invalid_request, f"resource {resource.resource_name!r} is named twice")
-            await _alter_one(ctx, resource, compute, request.validate_only, alter_loggers, compute_broker,
+            await _alter_one(ctx, resource, compute, validate_only, alter_loggers, compute_broker,
                              compute_group)
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}
@@ -138,16 +158,17 @@ async def alter_all(ctx: RequestContext, request: Any, compute: Compute, alter_l
     return ctx.respond({"throttle_time": 0, "responses": responses})
 
 
-def _replace(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
-    new: dict[str, Any] = {c.name: c.value for c in resource.configs}
+def _replace(resource: AlterConfigsResource, current: Mapping[str, str]) -> dict[str, str]:
+    new: dict[str, str | None] = {c.name: c.value for c in resource.configs}
     nulls = sorted(name for name, value in new.items() if value is None)
     if nulls:
         raise KafkaError(ErrorCode.invalid_request, f"null value not supported for topic configs: {', '.join(nulls)}")
-    return new
+    return {name: value for name, value in new.items() if value is not None}
 
 
 async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> object:
-    return await alter_all(ctx, request, _replace)
+    resources: Sequence[AlterConfigsResource] = request.resources  # one type for the versions' resources
+    return await alter_all(ctx, resources, request.validate_only, _replace)
 
 
 HANDLER = Handler(api_key=ApiKey.ALTER_CONFIGS, min_version=0, max_version=2, handle=handle)

@@ -35,7 +35,7 @@ def check_assignment(ctx: RequestContext, topic: str, partition: int, replicas: 
     check_replicas(ctx, replicas, None)
 
 
-def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
+def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, object]:
     meta = ctx.broker.logs.topics.get(topic)
     try:
         if meta is None or not 0 <= p.partition_index < meta.partitions:

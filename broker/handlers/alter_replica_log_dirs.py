@@ -14,7 +14,7 @@ Version notes: v0 is gone from Kafka 4; v2 is flexible.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -58,7 +58,7 @@ async def handle(ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> ob
             for p in t.partitions:
                 tp = TopicPartition(t.name, p)
                 errors[tp] = _error(ctx, tp, d.path, log_dirs)
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_topic: dict[str, list[dict[str, object]]] = {}
     for tp, code in errors.items():
         by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": code})
     return ctx.respond({"throttle_time": 0, "results": [{"topic_name": topic, "partitions": partitions}

@@ -11,7 +11,7 @@ Without READ on the group the whole request is GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.share.state_log import SharePartitionKey
 from protocol.api_keys import ApiKey
@@ -56,7 +56,7 @@ async def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) ->
     except KafkaError as exc:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message,
                             "responses": []})
-    topics: dict[str, list[dict[str, Any]]] = {}
+    topics: dict[str, list[dict[str, object]]] = {}
     for (name, partition), error in errors.items():
         topics.setdefault(name, []).append({"partition_index": partition,
                                             "error_code": error.code if error else ErrorCode.none,

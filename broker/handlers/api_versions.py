@@ -17,7 +17,7 @@ its metadata again from its bootstrap servers.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.codec import encode_response
@@ -38,7 +38,7 @@ def api_keys(ctx: RequestContext) -> list[dict[str, int]]:
     ]
 
 
-def features(version: int, finalized: FinalizedFeatures) -> dict[str, Any]:
+def features(version: int, finalized: FinalizedFeatures) -> dict[str, object]:
     if version < 3:
         return {}
     listed = [f for f in FEATURES if version >= 4 or f.min_version > 0]

@@ -30,12 +30,12 @@ _NO_OPERATIONS = -2147483648
 _CLASSIC_MEMBER, _CONSUMER_MEMBER = 0, 1
 
 
-def _assignment(named: Any) -> dict[str, Any]:
+def _assignment(named: Any) -> dict[str, object]:
     return {"topic_partitions": [{"topic_id": tid, "topic_name": name, "partitions": sorted(ps)}
                                  for name, (tid, ps) in named.items()]}
 
 
-def _member(d: MemberDescription) -> dict[str, Any]:
+def _member(d: MemberDescription) -> dict[str, object]:
     m = d.member
     return {
         "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
@@ -47,7 +47,7 @@ def _member(d: MemberDescription) -> dict[str, Any]:
     }
 
 
-def _group(d: ConsumerGroupDescription) -> dict[str, Any]:
+def _group(d: ConsumerGroupDescription) -> dict[str, object]:
     return {
         "error_code": d.error, "error_message": d.error_message, "group_id": d.group_id,
         "group_state": d.state, "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
@@ -70,9 +70,9 @@ async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> 
         by_id[group_id] = ConsumerGroupDescription(group_id=group_id, error=refusal.code, error_message=refusal.message)
     groups = [_group(by_id[g]) for g in request.group_ids]
     if request.include_authorized_operations:
-        for group in groups:
+        for group_id, group in zip(request.group_ids, groups, strict=True):
             if group["error_code"] is ErrorCode.none:
-                group["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group["group_id"])
+                group["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
     return ctx.respond({"throttle_time": 0, "groups": groups})
 
 

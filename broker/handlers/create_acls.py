@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -47,7 +47,7 @@ async def handle(ctx: RequestContext, request: CreateAclsRequest) -> object:
     return ctx.respond({"throttle_time": 0, "results": [_result(o) for o in outcomes]})
 
 
-def _result(outcome: AclBinding | KafkaError) -> dict[str, Any]:
+def _result(outcome: AclBinding | KafkaError) -> dict[str, object]:
     if isinstance(outcome, KafkaError):
         return {"error_code": outcome.code, "error_message": outcome.message}
     return {"error_code": ErrorCode.none, "error_message": None}

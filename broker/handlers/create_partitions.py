@@ -11,7 +11,7 @@ More than 10000 new partitions in one request are refused whole (POLICY_VIOLATIO
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -49,7 +49,7 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> objec
     results = []
     added: list[TopicPartition] = []
     for topic in request.topics:
-        entry: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
+        entry: dict[str, object] = {"name": topic.name, "error_code": ErrorCode.none}
         try:
             require(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name)
             if topic.assignments is not None:

@@ -16,11 +16,11 @@ Kafka's controller refuses an operation over MAX_RECORDS_PER_USER_OP records.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicPartition
+from storage.api import TopicMetadata, TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, may_create_topic
@@ -36,7 +36,8 @@ MAX_RECORDS_PER_USER_OP = 10_000
 LEADERS_WAIT_S = 5.0
 
 
-async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
+async def _create(ctx: RequestContext, topic: CreatableTopic, validate_only: bool,
+                  ) -> tuple[TopicMetadata, dict[str, object]]:
     if not may_create_topic(ctx, topic.name):
         raise denied(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name)
     if topic.assignments:
@@ -49,10 +50,10 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[
                                               replication_factor=replication_factor)
     if not authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic.name, log_denied=False):
         # Kafka: created, but its configs are not shown to a caller who may not describe them.
-        return {"name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
-                "num_partitions": meta.partitions, "replication_factor": replication_factor, "configs": [],
-                "topic_config_error_code": ErrorCode.topic_authorization_failed}
-    return {
+        return meta, {"name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
+                      "num_partitions": meta.partitions, "replication_factor": replication_factor, "configs": [],
+                      "topic_config_error_code": ErrorCode.topic_authorization_failed}
+    return meta, {
         "name": topic.name, "topic_id": meta.topic_id, "error_code": ErrorCode.none,
         "num_partitions": meta.partitions, "replication_factor": replication_factor,
         "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
@@ -89,7 +90,8 @@ def _records(ctx: RequestContext, topic: CreatableTopic) -> int:
 
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> object:
     check_batch_size(sum(_records(ctx, t) for t in request.topics))
-    results: list[dict[str, Any]] = []
+    results: list[dict[str, object]] = []
+    created: list[TopicPartition] = []
     seen: set[str] = set()
     for topic in request.topics:
         if topic.name in seen:
@@ -99,12 +101,13 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> object:
             continue
         seen.add(topic.name)
         try:
-            results.append(await _create(ctx, topic, request.validate_only))
+            meta, result = await _create(ctx, topic, request.validate_only)
         except KafkaError as exc:
             results.append({"name": topic.name, "error_code": exc.code, "error_message": exc.message,
                             "num_partitions": -1, "replication_factor": -1})
-    created = [TopicPartition(r["name"], p) for r in results if r["error_code"] is ErrorCode.none
-               for p in range(r["num_partitions"])]
+            continue
+        results.append(result)
+        created += [TopicPartition(topic.name, p) for p in range(meta.partitions)]
     if created and not request.validate_only:
         await ctx.broker.cluster.await_leaders(created, min(request.timeout.total_seconds(), LEADERS_WAIT_S))
     return ctx.respond({"throttle_time": 0, "topics": results})

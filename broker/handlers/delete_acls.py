@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -38,7 +38,7 @@ async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> object:
     outcomes = validated(filters, filter_of)
     valid = [o for o in outcomes if isinstance(o, AclBindingFilter)]
     removed = iter(await authorizer.delete_acls(valid)) if valid else iter(())
-    results: list[dict[str, Any]] = []
+    results: list[dict[str, object]] = []
     for outcome in outcomes:
         if isinstance(outcome, KafkaError):
             results.append({"error_code": outcome.code, "error_message": outcome.message, "matching_acls": []})

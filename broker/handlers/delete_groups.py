@@ -44,6 +44,7 @@ async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> object:
     except KafkaError as exc:
         results = dict.fromkeys(allowed, exc.code)
     for group_id in shared:
+        assert share is not None  # shared is empty without a share coordinator
         results[group_id] = await _delete_share_group(share, group_id)
     results |= dict.fromkeys(refused, ErrorCode.group_authorization_failed)
     return ctx.respond({

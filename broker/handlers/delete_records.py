@@ -12,7 +12,7 @@ single replica answers at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from protocol.request_types.delete_records import DeleteRecordsRequest
 
 
-async def _delete(ctx: RequestContext, tp: TopicPartition, offset: int, allowed: bool) -> dict[str, Any]:
+async def _delete(ctx: RequestContext, tp: TopicPartition, offset: int, allowed: bool) -> dict[str, object]:
     if not allowed:
         return {"partition_index": tp.partition, "low_watermark": -1,
                 "error_code": ErrorCode.topic_authorization_failed}

@@ -9,7 +9,7 @@ TOPIC_AUTHORIZATION_FAILED (READ on the topic).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 async def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> object:
-    results: list[dict[str, Any]] = []
+    results: list[dict[str, object]] = []
     ids = []
     for t in request.topics:
         meta = ctx.broker.logs.topics.get(t.topic_name)

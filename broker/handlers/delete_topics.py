@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -62,7 +62,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> object:
     else:
         named = set(request.topic_names)
     for name, topic_id in _targets(ctx, request):
-        entry: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none}
+        entry: dict[str, object] = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none}
         try:
             if name is None:
                 raise KafkaError(ErrorCode.unknown_topic_id, f"no topic has id {topic_id}")

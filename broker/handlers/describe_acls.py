@@ -10,7 +10,7 @@ type MATCH finds the ACLs that apply to the named resource (its literal, `*` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> object:
     require_cluster(ctx, AclOperation.DESCRIBE)
     acl_filter = filter_of(request)
     acl_filter.validate()
-    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    resources: dict[tuple[int, str, int], list[dict[str, object]]] = {}
     for acl in authorizer.acls(acl_filter):
         resources.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(
             {"principal": acl.principal, "host": acl.host, "operation": acl.operation,

@@ -14,7 +14,7 @@ KafkaApis answers, a fenced broker is listed only when asked for, and no broker 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
@@ -38,7 +38,7 @@ _BROKERS: Final = 1
 _CONTROLLERS: Final = 2
 
 
-def _brokers(ctx: RequestContext, include_fenced: bool) -> list[dict[str, Any]]:
+def _brokers(ctx: RequestContext, include_fenced: bool) -> list[dict[str, object]]:
     brokers = [(b, False) for b in live_brokers(ctx)]
     if include_fenced:
         live = {b.node_id for b, _ in brokers}

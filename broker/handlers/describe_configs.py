@@ -15,7 +15,8 @@ type, default, allowed values, whether it changes at run time), null for loggers
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -28,6 +29,8 @@ from ..broker_configs import (
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
     NO_DYNAMIC,
+    ConfigEntry,
+    ConfigSynonym,
     Layers,
     broker_config_entries,
     topic_default_synonyms,
@@ -61,16 +64,16 @@ def _static_and_dynamic(ctx: RequestContext) -> tuple[BrokerConfig, Layers]:
 
 
 def topic_config_entries(ctx: RequestContext, meta: TopicMetadata,
-                         include_synonyms: bool = False) -> list[dict[str, Any]]:
+                         include_synonyms: bool = False) -> list[ConfigEntry]:
     defaults = ctx.broker.logs.topic_defaults()
     static, layers = _static_and_dynamic(ctx)
-    out = []
+    out: list[ConfigEntry] = []
     # Every config Kafka defines has a default; a name stored by an earlier eosbroker that Kafka 4
     # no longer defines (message.format.version, ...) is left out rather than failing the request.
     for name in sorted(defaults):
         own = name in meta.configs
         value = meta.configs[name] if own else defaults[name]
-        synonyms = [{"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG}] if own else []
+        synonyms: list[ConfigSynonym] = [{"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG}] if own else []
         synonyms += topic_default_synonyms(static, name, defaults[name], layers)
         out.append({"name": name, "value": value, "read_only": False,
                     "config_source": synonyms[0]["source"] if synonyms else DEFAULT_CONFIG,
@@ -79,7 +82,7 @@ def topic_config_entries(ctx: RequestContext, meta: TopicMetadata,
     return out
 
 
-def logger_config_entries() -> list[dict[str, Any]]:
+def logger_config_entries() -> list[ConfigEntry]:
     return [{"name": name, "value": level, "read_only": False, "config_source": DYNAMIC_BROKER_LOGGER_CONFIG,
              "is_sensitive": False, "synonyms": [], "config_type": _STRING} for name, level in current_levels()]
 
@@ -88,16 +91,16 @@ def logger_config_entries() -> list[dict[str, Any]]:
 _DOCS = {TOPIC: config_docs.topic_doc, BROKER: config_docs.broker_doc, group_configs.GROUP: config_docs.group_doc}
 
 
-def _documented(result: dict[str, Any]) -> dict[str, Any]:
-    doc = _DOCS.get(result["resource_type"])
-    if doc is None:
-        return result
-    return result | {"configs": [c | {"documentation": doc(c["name"])} for c in result["configs"]]}
+def _documented(entry: ConfigEntry, doc: Callable[[str], str | None]) -> ConfigEntry:
+    documented = entry.copy()
+    documented["documentation"] = doc(entry["name"])
+    return documented
 
 
-def _describe(ctx: RequestContext, resource: DescribeConfigsResource, include_synonyms: bool) -> dict[str, Any]:
-    entry: dict[str, Any] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
-                             "error_code": ErrorCode.none, "configs": []}
+def _describe(ctx: RequestContext, resource: DescribeConfigsResource, include_synonyms: bool,
+              documentation: bool) -> dict[str, object]:
+    entry: dict[str, object] = {"resource_type": resource.resource_type, "resource_name": resource.resource_name,
+                                "error_code": ErrorCode.none, "configs": []}
     try:
         require_config_access(ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
         configs = _configs(ctx, resource.resource_type, resource.resource_name, include_synonyms)
@@ -107,10 +110,13 @@ def _describe(ctx: RequestContext, resource: DescribeConfigsResource, include_sy
     keys = resource.configuration_keys
     if keys:
         configs = [c for c in configs if c["name"] in keys]
+    doc = _DOCS.get(resource.resource_type) if documentation else None
+    if doc is not None:
+        configs = [_documented(c, doc) for c in configs]
     return entry | {"configs": configs}
 
 
-def _configs(ctx: RequestContext, kind: int, name: str, include_synonyms: bool) -> list[dict[str, Any]]:
+def _configs(ctx: RequestContext, kind: int, name: str, include_synonyms: bool) -> list[ConfigEntry]:
     """The configs of one resource, or the KafkaError it is answered with."""
     if kind == TOPIC:
         meta = ctx.broker.logs.topics.get(name)
@@ -142,9 +148,7 @@ def _configs(ctx: RequestContext, kind: int, name: str, include_synonyms: bool) 
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> object:
     synonyms = getattr(request, "include_synonyms", False)
     documentation = getattr(request, "include_documentation", False)
-    results = [_describe(ctx, r, synonyms) for r in request.resources]
-    if documentation:
-        results = [_documented(r) for r in results]
+    results = [_describe(ctx, r, synonyms, documentation) for r in request.resources]
     return ctx.respond({"throttle_time": 0, "results": results})
 
 

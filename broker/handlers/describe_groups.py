@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from protocol.request_types.describe_groups import DescribeGroupsRequest
 
 
-def _failed(group_id: str, code: ErrorCode) -> dict[str, Any]:
+def _failed(group_id: str, code: ErrorCode) -> dict[str, object]:
     return {"error_code": code, "group_id": group_id, "group_state": "", "protocol_type": "", "protocol_data": "",
             "members": []}
 
@@ -45,9 +45,9 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> object:
     groups = [_failed(g, ErrorCode.group_authorization_failed) if g in refused else described[g]
               for g in request.groups]
     if getattr(request, "include_authorized_operations", False):
-        for group in groups:
+        for group_id, group in zip(request.groups, groups, strict=True):
             if group["error_code"] is ErrorCode.none:
-                group["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group["group_id"])
+                group["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
     return ctx.respond({"throttle_time": 0, "groups": groups})
 
 
@@ -58,7 +58,7 @@ def _not_classic(ctx: RequestContext, group_id: str) -> str | None:
     return None
 
 
-def _described(ctx: RequestContext, s: Any) -> dict[str, Any]:
+def _described(ctx: RequestContext, s: Any) -> dict[str, object]:
     return {
         # Kafka answers GROUP_ID_NOT_FOUND for an unknown or consumer-protocol group from v6
         # (KIP-1043), and Dead without an error below it.

@@ -7,7 +7,7 @@ transaction (-1 if none), which is what holds the partition's last stable offset
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -21,13 +21,13 @@ if TYPE_CHECKING:
     from protocol.request_types.describe_producers import DescribeProducersRequest
 
 
-def _producer(p: ActiveProducer) -> dict[str, Any]:
+def _producer(p: ActiveProducer) -> dict[str, object]:
     return {"producer_id": p.producer_id, "producer_epoch": p.producer_epoch, "last_sequence": p.last_sequence,
             "last_timestamp": p.last_timestamp, "coordinator_epoch": p.coordinator_epoch,
             "current_txn_start_offset": p.current_txn_start_offset}
 
 
-async def _partition(ctx: RequestContext, tp: TopicPartition, refused: frozenset[str]) -> dict[str, Any]:
+async def _partition(ctx: RequestContext, tp: TopicPartition, refused: frozenset[str]) -> dict[str, object]:
     try:
         if tp.topic in refused:
             raise denied(ctx, AclOperation.READ, ResourceType.TOPIC, tp.topic)

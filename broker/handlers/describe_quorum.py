@@ -45,19 +45,19 @@ def _names_the_metadata_partition(request: DescribeQuorumRequest) -> bool:
     return topic.topic_name == METADATA_TOPIC and topic.partitions[0].partition_index == 0
 
 
-def _unknown_partitions(request: DescribeQuorumRequest) -> list[dict[str, Any]]:
+def _unknown_partitions(request: DescribeQuorumRequest) -> list[dict[str, object]]:
     return [{"topic_name": t.topic_name, "partitions": [
         {"partition_index": p.partition_index, "error_code": ErrorCode.unknown_topic_or_partition,
          "error_message": _NOT_HOSTED, "leader_id": 0, "leader_epoch": 0, "high_watermark": 0,
          "current_voters": [], "observers": []} for p in t.partitions]} for t in request.topics]
 
 
-def _replica(node_id: int, directory_id: Any, fetched_ms: int) -> dict[str, Any]:
+def _replica(node_id: int, directory_id: Any, fetched_ms: int) -> dict[str, object]:
     return {"replica_id": node_id, "replica_directory_id": directory_id, "log_end_offset": _UNKNOWN,
             "last_fetch_timestamp": fetched_ms, "last_caught_up_timestamp": fetched_ms}
 
 
-def _quorum(ctx: RequestContext) -> dict[str, Any]:
+def _quorum(ctx: RequestContext) -> dict[str, object]:
     me = ctx.broker.node_id
     now_ms = int(time.time() * 1000)
     observers = sorted(b.node_id for b in ctx.broker.cluster.live_brokers() if b.node_id != me)

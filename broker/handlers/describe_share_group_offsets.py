@@ -28,11 +28,12 @@ if TYPE_CHECKING:
     from protocol.request_types.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 
 
-def _partition(ctx: RequestContext, coordinator: ShareCoordinator, key: SharePartitionKey, name: str) -> dict[str, Any]:
+def _partition(ctx: RequestContext, coordinator: ShareCoordinator, key: SharePartitionKey,
+               name: str) -> dict[str, object]:
     tp = TopicPartition(name, key.partition)
     stored = coordinator.manager.stored_state(key)
     leader = ctx.broker.cluster.leader(tp)
-    out = {"partition_index": key.partition, "start_offset": stored.start_offset if stored else -1,
+    out: dict[str, object] = {"partition_index": key.partition, "start_offset": stored.start_offset if stored else -1,
            "leader_epoch": leader.leader_epoch if leader else -1, "error_code": ErrorCode.none, "error_message": None}
     if ctx.version >= 1:
         out["lag"] = coordinator.manager.lag(key, tp) if stored else -1
@@ -40,7 +41,7 @@ def _partition(ctx: RequestContext, coordinator: ShareCoordinator, key: SharePar
 
 
 def _topic(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, name: str,
-           partitions: list[int] | None) -> dict[str, Any]:
+           partitions: list[int] | None) -> dict[str, object]:
     meta = ctx.broker.logs.topics.get(name)
     error: KafkaError | None = None
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
@@ -60,7 +61,7 @@ def _topic(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, na
                            for p in wanted]}
 
 
-def _group(ctx: RequestContext, request_group: Any) -> dict[str, Any]:
+def _group(ctx: RequestContext, request_group: Any) -> dict[str, object]:
     group_id = request_group.group_id
     try:
         require(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)

@@ -11,6 +11,7 @@ request does not list gives INVALID_REQUEST. Java admin clients 3.7+ describe to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
@@ -45,11 +46,11 @@ async def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -
     try:
         names = _names(ctx, request)
     except KafkaError as exc:  # Kafka's error response: the error on every requested topic
-        topics = [error_entry(t.name, exc.code) for t in request.topics]
-        return ctx.respond({"throttle_time": 0, "topics": topics, "next_cursor": None})
+        errors = [error_entry(t.name, exc.code) for t in request.topics]
+        return ctx.respond({"throttle_time": 0, "topics": errors, "next_cursor": None})
     limit = max(min(request.response_partition_limit, MAX_PARTITION_LIMIT), 1)
     cursor = request.cursor
-    topics = []
+    topics: list[Mapping[str, object]] = []
     next_cursor = None
     for name in names:
         if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
@@ -65,12 +66,12 @@ async def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -
             break
         entry = topic_entry(meta, ctx.broker.cluster)
         # Empty ELR lists, not null, as Kafka sends them: Java clients 3.9 dereference them.
-        entry["partitions"] = [p | {"eligible_leader_replicas": [], "last_known_elr": []}
-                               for p in entry["partitions"][start : start + limit]]
-        limit -= len(entry["partitions"])
-        topics.append(entry)
-        if start + len(entry["partitions"]) < meta.partitions:
-            next_cursor = {"topic_name": name, "partition_index": start + len(entry["partitions"])}
+        partitions = [{**p, "eligible_leader_replicas": [], "last_known_elr": []}
+                      for p in entry["partitions"][start : start + limit]]
+        limit -= len(partitions)
+        topics.append(dict(entry, partitions=partitions))
+        if start + len(partitions) < meta.partitions:
+            next_cursor = {"topic_name": name, "partition_index": start + len(partitions)}
             break
     return ctx.respond({"throttle_time": 0, "topics": topics, "next_cursor": next_cursor})
 

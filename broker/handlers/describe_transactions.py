@@ -10,7 +10,7 @@ while its shard loads here), as Kafka answers.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -18,6 +18,7 @@ from protocol.errors import ErrorCode, KafkaError
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
+from .txn_routing import txn_coordinator
 
 if TYPE_CHECKING:
     from protocol.request_types.describe_transactions import DescribeTransactionsRequest
@@ -33,15 +34,15 @@ def _unknown_code(ctx: RequestContext, txn_id: str) -> ErrorCode:
     if not txn_id:
         return ErrorCode.invalid_request
     try:
-        ctx.broker.txn_coordinator.check_coordinator(txn_id)
+        txn_coordinator(ctx).check_coordinator(txn_id)
     except KafkaError as exc:
         return exc.code
     return ErrorCode.transactional_id_not_found
 
 
-def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
+def _state(ctx: RequestContext, txn_id: str) -> dict[str, object]:
     refused = txn_id and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id)
-    md = ctx.broker.txn_coordinator.describe(txn_id) if txn_id and not refused else None
+    md = txn_coordinator(ctx).describe(txn_id) if txn_id and not refused else None
     if md is None:
         code = _unknown_code(ctx, txn_id)
         if refused:

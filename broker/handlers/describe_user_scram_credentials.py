@@ -10,10 +10,12 @@ twice gets DUPLICATE_RESOURCE.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from storage.api import ScramCredential
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
@@ -26,7 +28,8 @@ if TYPE_CHECKING:
 _MECHANISM_IDS = {name: type_id for type_id, name in MECHANISM_TYPES.items()}
 
 
-def _result(user: str, count: int, credentials: dict[str, Any]) -> dict[str, Any]:
+def _result(user: str, count: int,
+            credentials: Mapping[str, Mapping[str, ScramCredential]]) -> dict[str, object]:
     if count > 1:
         return {"user": user, "error_code": ErrorCode.duplicate_resource,
                 "error_message": f"Cannot describe SCRAM credentials for the same user twice in a single request: "

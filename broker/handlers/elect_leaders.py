@@ -11,7 +11,7 @@ Version notes: v0 has no election type (preferred) and no top-level error code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -28,7 +28,7 @@ PREFERRED, UNCLEAN = 0, 1
 _TYPES: Final = {PREFERRED: "preferred", UNCLEAN: "unclean"}
 
 
-def _result(ctx: RequestContext, tp: TopicPartition, election: str) -> dict[str, Any]:
+def _result(ctx: RequestContext, tp: TopicPartition, election: str) -> dict[str, object]:
     meta = ctx.broker.logs.topics.get(tp.topic)
     if meta is None or not 0 <= tp.partition < meta.partitions:
         return {"partition_id": tp.partition, "error_code": ErrorCode.unknown_topic_or_partition,

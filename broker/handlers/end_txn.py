@@ -22,6 +22,7 @@ from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
+from .txn_routing import txn_coordinator
 
 if TYPE_CHECKING:
     from protocol.request_types.end_txn import EndTxnRequest
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 async def handle(ctx: RequestContext, request: EndTxnRequest) -> object:
     require(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     try:
-        result = await ctx.broker.txn_coordinator.end_txn(
+        result = await txn_coordinator(ctx).end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
             tv2=ctx.version >= 5)
     except KafkaError as exc:

@@ -12,7 +12,7 @@ coordinator_keys and answer one entry per key (Java asks for groups and transact
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from protocol.api_keys import ApiKey
@@ -37,24 +37,28 @@ def _is_v4_plus(entity: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequest
 GROUP, TRANSACTION = 0, 1
 
 
-def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
-    missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+def _shard(ctx: RequestContext, key_type: int, key: str) -> TopicPartition | None:
+    """The partition of the coordinator's log that `key` belongs to; None: that coordinator is not running."""
     if key_type == GROUP:
-        service = ctx.broker.group_coordinator
-    elif key_type == TRANSACTION:
-        service = ctx.broker.txn_coordinator
-    else:
+        group = ctx.broker.group_coordinator
+        return None if group is None else group.partition_for(key)
+    txn = ctx.broker.txn_coordinator
+    return None if txn is None else TopicPartition(TRANSACTION_STATE_TOPIC, txn.partition_for(key))
+
+
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, object]:
+    missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+    if key_type not in (GROUP, TRANSACTION):
         return missing | {"error_code": ErrorCode.invalid_request,
                           "error_message": f"unknown coordinator key type {key_type}"}
     resource = ResourceType.GROUP if key_type == GROUP else ResourceType.TRANSACTIONAL_ID
     if not authorized(ctx, AclOperation.DESCRIBE, resource, key):
         refusal = denied(ctx, AclOperation.DESCRIBE, resource, key)
         return missing | {"error_code": refusal.code, "error_message": refusal.message}
-    if service is None:
+    shard = _shard(ctx, key_type, key)
+    if shard is None:
         return missing | {"error_code": ErrorCode.coordinator_not_available,
                           "error_message": "the coordinator is not running"}
-    shard = (service.partition_for(key) if key_type == GROUP
-             else TopicPartition(TRANSACTION_STATE_TOPIC, service.partition_for(key)))
     leader = ctx.broker.cluster.leader(shard)
     node = -1 if leader is None else leader.leader
     for broker in live_brokers(ctx):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypedDict, TypeVar
 
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.offsets import OffsetAndMetadata
 from protocol.errors import ErrorCode, KafkaError
+from protocol.offset_commit_response import CommittedTopic
 from storage.api import TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -28,10 +29,25 @@ def group_coordinator(ctx: RequestContext) -> GroupCoordinator:
     coordinator = ctx.broker.group_coordinator
     if coordinator is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "the group coordinator is not running")
-    return coordinator  # type: ignore[no-any-return]
+    return coordinator
 
 
-def member_identity(request: Any) -> dict[str, Any]:
+class _MemberRequest(Protocol):
+    """What a SyncGroup or Heartbeat request names its member by, in every version."""
+
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def generation_id(self) -> int: ...
+
+
+class MemberIdentity(TypedDict):
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None
+
+
+def member_identity(request: _MemberRequest) -> MemberIdentity:
     """Who a SyncGroup or Heartbeat speaks for: member id, generation and (v3+) static instance id."""
     return {
         "member_id": request.member_id,
@@ -54,10 +70,10 @@ def client_host(ctx: RequestContext) -> str:
 
 
 def by_topic(
-    results: Mapping[TopicPartition, T], entry: Callable[[int, T], dict[str, Any]]
-) -> list[dict[str, Any]]:
+    results: Mapping[TopicPartition, T], entry: Callable[[int, T], dict[str, object]]
+) -> list[dict[str, object]]:
     """Group per-partition results into Kafka's [{name, partitions: [...]}] shape, in order."""
-    topics: dict[str, list[dict[str, Any]]] = {}
+    topics: dict[str, list[dict[str, object]]] = {}
     for tp, value in results.items():
         topics.setdefault(tp.topic, []).append(entry(tp.partition, value))
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
@@ -111,16 +127,16 @@ def requested_offsets(
 
 
 def commit_results(request_topics: Sequence[RequestTopic],
-                   results: Mapping[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
+                   results: Mapping[TopicPartition, ErrorCode]) -> list[CommittedTopic]:
     """Each partition's error code, in the request's order, one entry per topic (by id where the
     request names topics by id); a topic of an unknown id is UNKNOWN_TOPIC_ID throughout."""
-    topics: dict[Any, dict[str, Any]] = {}
+    topics: dict[str | uuid.UUID | None, tuple[RequestTopic, dict[int, ErrorCode]]] = {}
     for t in request_topics:
         key = t.name if t.topic_id is None else t.topic_id
-        entry = topics.setdefault(key, {"name": t.name, "topic_id": t.topic_id, "partitions": {}})
+        first, codes = topics.setdefault(key, (t, {}))
         for p in t.partitions:
-            code = ErrorCode.unknown_topic_id if t.name is None else \
+            codes[p.partition_index] = ErrorCode.unknown_topic_id if t.name is None else \
                 results.get(TopicPartition(t.name, p.partition_index), ErrorCode.none)
-            entry["partitions"][p.partition_index] = code
-    return [entry | {"partitions": [{"partition_index": p, "error_code": code}
-                                    for p, code in entry["partitions"].items()]} for entry in topics.values()]
+    return [{"name": first.name, "topic_id": first.topic_id,
+             "partitions": [{"partition_index": p, "error_code": code} for p, code in codes.items()]}
+            for first, codes in topics.values()]

@@ -19,8 +19,8 @@ A client-metrics resource (16) is INVALID_REQUEST saying that eosbroker has no c
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -34,31 +34,33 @@ from ..log_levels import apply_change, validate_change
 from .alter_configs import alter_all
 
 if TYPE_CHECKING:
-    from protocol.request_types.incremental_alter_configs import IncrementalAlterConfigsRequest
+    from protocol.request_types.incremental_alter_configs import AlterConfigsResource, IncrementalAlterConfigsRequest
 
 
 async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> object:
     defaults = ctx.broker.logs.topic_defaults()
 
-    def compute(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
+    def compute(resource: AlterConfigsResource, current: Mapping[str, str]) -> dict[str, str]:
         twice = sorted(n for n, k in Counter(c.name for c in resource.configs).items() if k > 1)
         if twice:
             raise KafkaError(ErrorCode.invalid_request, f"duplicate config keys: {', '.join(twice)}")
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return incremental_alter(current, changes, defaults)
 
-    def compute_broker(resource: Any, current: Mapping[str, str]) -> dict[str, str]:
+    def compute_broker(resource: AlterConfigsResource, current: Mapping[str, str]) -> dict[str, str]:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return incremental_broker_alter(current, changes, kafka_defaults())
 
-    def compute_group(resource: Any, own: Mapping[str, str]) -> dict[str, str]:
+    def compute_group(resource: AlterConfigsResource, own: Mapping[str, str]) -> dict[str, str]:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         return group_configs.incremental(resource.resource_name, own, changes, ctx.broker.config)
 
-    return await alter_all(ctx, request, compute, alter_loggers, compute_broker, compute_group)
+    resources: Sequence[AlterConfigsResource] = request.resources  # one type for the versions' resources
+    return await alter_all(ctx, resources, request.validate_only, compute, alter_loggers, compute_broker,
+                           compute_group)
 
 
-def alter_loggers(resource: Any, validate_only: bool) -> None:
+def alter_loggers(resource: AlterConfigsResource, validate_only: bool) -> None:
     changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
     for change in changes:
         validate_change(*change)

@@ -24,6 +24,7 @@ from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import require, require_idempotent_write
 from ..handler import Handler, RequestContext
 from .txn_errors import txn_error_code
+from .txn_routing import txn_coordinator
 
 if TYPE_CHECKING:
     from protocol.request_types.init_producer_id import InitProducerIdRequest
@@ -47,7 +48,7 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> object:
         require_idempotent_write(ctx)
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
     try:
-        result = await ctx.broker.txn_coordinator.init_producer_id(txn_id, timeout_ms, _expected(request))
+        result = await txn_coordinator(ctx).init_producer_id(txn_id, timeout_ms, _expected(request))
     except KafkaError as exc:
         code = txn_error_code(exc, ctx.version, 4, "InitProducerId", txn_id)
         return ctx.respond({"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1})

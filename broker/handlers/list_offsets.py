@@ -39,13 +39,13 @@ def timestamp_supported(timestamp: int, version: int) -> bool:
     return timestamp >= 0 or version >= SENTINEL_MIN_VERSION.get(timestamp, 1 << 15)
 
 
-async def _lookup(ctx: RequestContext, tp: TopicPartition, p: Any, isolation: IsolationLevel) -> dict[str, Any]:
+async def _lookup(ctx: RequestContext, tp: TopicPartition, p: Any, isolation: IsolationLevel) -> dict[str, object]:
     epoch = check_leader(ctx.broker.cluster, tp, getattr(p, "current_leader_epoch", -1))
     plog = ctx.broker.logs.get_log(tp)
     return {"leader_epoch": epoch} | await _find(plog, p.timestamp, isolation)
 
 
-async def _find(plog: PartitionLog, timestamp: int, isolation: IsolationLevel) -> dict[str, Any]:
+async def _find(plog: PartitionLog, timestamp: int, isolation: IsolationLevel) -> dict[str, object]:
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         # Nothing is tiered: UnifiedLog answers no offset, at leader epoch -1.
         return {"timestamp": -1, "offset": -1, "leader_epoch": -1}
@@ -73,7 +73,7 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> object:
     for topic in request.topics:
         parts = []
         for p in topic.partitions:
-            entry: dict[str, Any] = {"partition_index": p.partition_index}
+            entry: dict[str, object] = {"partition_index": p.partition_index}
             try:
                 if topic.name in refused:
                     raise denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)

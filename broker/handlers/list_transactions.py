@@ -25,6 +25,7 @@ from protocol.errors import ErrorCode, KafkaError
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized
 from ..handler import Handler, RequestContext
+from .txn_routing import txn_coordinator
 
 if TYPE_CHECKING:
     from protocol.request_types.list_transactions import ListTransactionsRequest
@@ -49,7 +50,7 @@ async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> objec
             unknown.append(name)
         else:
             states.add(state)
-    found = ctx.broker.txn_coordinator.list_transactions(
+    found = txn_coordinator(ctx).list_transactions(
         frozenset(states), frozenset(request.producer_id_filters), field_or(request, "duration_filter", -1), pattern)
     if unknown and not states:  # only unknown names: nothing can match
         found = []

@@ -19,11 +19,12 @@ error there and on every topic, as MetadataRequest.getErrorResponse does (broker
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Final
+import uuid
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_response import NO_OPERATIONS, encode_metadata_response
+from protocol.metadata_response import NO_OPERATIONS, MetadataPartition, MetadataTopic, encode_metadata_response
 from storage.api import BrokerEndpoint, ClusterView, PartitionLeader, TopicMetadata, validate_topic_name
 
 from ..authorizer.acl import AclOperation, ResourceType
@@ -58,7 +59,7 @@ def on_listener(ctx: RequestContext, brokers: list[BrokerEndpoint]) -> list[Brok
     return out
 
 
-def partition_entry(index: int, leader: PartitionLeader | None, replicas: list[int]) -> dict[str, Any]:
+def partition_entry(index: int, leader: PartitionLeader | None, replicas: list[int]) -> MetadataPartition:
     leader = leader or _NO_LEADER
     code = ErrorCode.none if leader.leader >= 0 else ErrorCode.leader_not_available
     return {"error_code": code, "partition_index": index, "leader_id": leader.leader,
@@ -66,7 +67,7 @@ def partition_entry(index: int, leader: PartitionLeader | None, replicas: list[i
             "offline_replicas": []}
 
 
-def topic_entry(meta: TopicMetadata, cluster: ClusterView) -> dict[str, Any]:
+def topic_entry(meta: TopicMetadata, cluster: ClusterView) -> MetadataTopic:
     return {
         "error_code": ErrorCode.none,
         "name": meta.name,
@@ -78,11 +79,11 @@ def topic_entry(meta: TopicMetadata, cluster: ClusterView) -> dict[str, Any]:
     }
 
 
-def error_entry(name: str | None, code: ErrorCode, topic_id: Any = None) -> dict[str, Any]:
+def error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID | None = None) -> MetadataTopic:
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> dict[str, Any]:
+async def resolve_topic(ctx: RequestContext, name: str, allow_create: bool) -> MetadataTopic:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
         # Checked before existence, so that a caller learns nothing of topics it may not see.
         return error_entry(name, ErrorCode.topic_authorization_failed)
@@ -136,7 +137,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> object:
                 entries.append(await resolve_topic(ctx, t.name, allow_create))
     if getattr(request, "include_topic_authorized_operations", False):
         for entry in entries:
-            if entry["error_code"] is ErrorCode.none:
+            if entry["error_code"] is ErrorCode.none and entry["name"] is not None:
                 entry["topic_authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
     return encode_metadata_response(
         ctx.header.correlation_id, ctx.version,

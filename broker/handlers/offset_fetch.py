@@ -16,7 +16,7 @@ offsets of a topic that has no id (no longer exists), as it could not be written
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.group.commands import FetchedOffset
 from protocol.api_keys import ApiKey
@@ -52,17 +52,18 @@ def _partitions(topics: list[RequestTopic] | None) -> list[TopicPartition] | Non
     return [TopicPartition(t.name, int(p)) for t in topics if t.name is not None for p in t.partitions]
 
 
-def _unknown_ids(topics: list[RequestTopic] | None) -> list[dict[str, Any]]:
+def _unknown_ids(topics: list[RequestTopic] | None) -> list[dict[str, object]]:
     return [{"topic_id": t.topic_id, "partitions": [
         {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
          "error_code": ErrorCode.unknown_topic_id} for p in t.partitions]}
         for t in topics or () if t.name is None]
 
 
-def _with_ids(ctx: RequestContext, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_ids(ctx: RequestContext, topics: list[dict[str, object]]) -> list[dict[str, object]]:
     """v10's answer names each topic by its id; one that has none now is left out (KafkaApis)."""
     known = ctx.broker.logs.topics
-    return [t | {"topic_id": known[t["name"]].topic_id} for t in topics if t["name"] in known]
+    return [t | {"topic_id": known[name].topic_id}
+            for t in topics if isinstance(name := t["name"], str) and name in known]
 
 
 def _visible(ctx: RequestContext, wanted: list[TopicPartition] | None,
@@ -81,7 +82,7 @@ def _visible(ctx: RequestContext, wanted: list[TopicPartition] | None,
 
 async def _group(ctx: RequestContext, group_id: str,
                  topics: Sequence[OffsetFetchRequestTopic | OffsetFetchRequestTopics] | None, stable: bool,
-                 member: tuple[str | None, int] = (None, -1)) -> dict[str, Any]:
+                 member: tuple[str | None, int] = (None, -1)) -> dict[str, object]:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return {"group_id": group_id, "error_code": ErrorCode.group_authorization_failed, "topics": []}
     by_id = ctx.version >= TOPIC_IDS_VERSION

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from protocol.request_types.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 
 
-def _answer(ctx: RequestContext, topic: str, p: Any, refused: frozenset[str]) -> dict[str, Any]:
+def _answer(ctx: RequestContext, topic: str, p: Any, refused: frozenset[str]) -> dict[str, object]:
     entry = {"partition": p.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
     try:
         if topic in refused:

@@ -14,7 +14,7 @@ Version notes: v2 (KIP-1222) adds IsRenewAck and the RENEW type.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> objec
                                                                request.share_session_epoch, acks)
     except KafkaError as exc:
         return refused(ctx, exc)
-    topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    topics: dict[uuid.UUID, list[dict[str, object]]] = {}
     for key in dict.fromkeys([*named, *errors]):
         error = errors.get(key) or results.get(key)
         topics.setdefault(key[0], []).append({

@@ -36,7 +36,7 @@ def share_coordinator(ctx: RequestContext) -> ShareCoordinator:
     if coordinator is None:
         raise KafkaError(ErrorCode.unsupported_version, "Share groups are not served in cluster mode yet: "
                                                         "eosbroker runs them on a single node only.")
-    return coordinator  # type: ignore[no-any-return]
+    return coordinator
 
 
 def resolve(ctx: RequestContext, topic_id: uuid.UUID | None, partition: int) -> TopicPartition:

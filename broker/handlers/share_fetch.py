@@ -20,7 +20,7 @@ fetches nothing), and the RENEW acknowledge type (4).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.share.coordinator import ShareFetchParams, ShareFetchResult
 from coordinator.share.partitions import FetchedPartition
@@ -39,7 +39,7 @@ _RECORD_LIMIT = 1
 
 
 def _partition(ctx: RequestContext, index: int, tp: TopicPartition | None, error: KafkaError | None,
-               ack: KafkaError | None, fetched: FetchedPartition | None) -> dict[str, Any]:
+               ack: KafkaError | None, fetched: FetchedPartition | None) -> dict[str, object]:
     return {
         "partition_index": index, "error_code": error.code if error else ErrorCode.none,
         "error_message": error.message if error else None,
@@ -53,10 +53,10 @@ def _partition(ctx: RequestContext, index: int, tp: TopicPartition | None, error
 
 
 def _responses(ctx: RequestContext, result: ShareFetchResult, named: dict[tuple[uuid.UUID, int], TopicPartition],
-               errors: dict[tuple[uuid.UUID, int], KafkaError]) -> list[dict[str, Any]]:
+               errors: dict[tuple[uuid.UUID, int], KafkaError]) -> list[dict[str, object]]:
     """Partitions with records, an error or an acknowledgement outcome, grouped by topic."""
     keys = list(dict.fromkeys([*named, *errors, *result.fetched, *result.errors, *result.ack_errors]))
-    topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    topics: dict[uuid.UUID, list[dict[str, object]]] = {}
     for key in keys:
         fetched, ack = result.fetched.get(key), result.ack_errors.get(key)
         error = errors.get(key) or result.errors.get(key)

@@ -9,7 +9,7 @@ Version notes: v0 (Kafka 4.0's early access) is not served, as in Kafka 4.1+.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.share.assignor import ASSIGNOR_NAME, Assignment
 from coordinator.share.group import ShareGroup, ShareMember
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 _NO_OPERATIONS = -2147483648
 
 
-def _assignment(ctx: RequestContext, assignment: Assignment) -> dict[str, Any]:
+def _assignment(ctx: RequestContext, assignment: Assignment) -> dict[str, object]:
     parts = []
     for topic_id, partitions in sorted(assignment.items()):
         meta = ctx.broker.logs.topic_by_id(topic_id)
@@ -36,13 +36,13 @@ def _assignment(ctx: RequestContext, assignment: Assignment) -> dict[str, Any]:
     return {"topic_partitions": parts}
 
 
-def _member(ctx: RequestContext, m: ShareMember) -> dict[str, Any]:
+def _member(ctx: RequestContext, m: ShareMember) -> dict[str, object]:
     return {"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
             "client_id": m.client_id, "client_host": m.client_host,
             "subscribed_topic_names": list(m.subscribed_topic_names), "assignment": _assignment(ctx, m.assignment)}
 
 
-def _group(ctx: RequestContext, g: ShareGroup, include_operations: bool) -> dict[str, Any]:
+def _group(ctx: RequestContext, g: ShareGroup, include_operations: bool) -> dict[str, object]:
     return {"error_code": ErrorCode.none, "error_message": None, "group_id": g.group_id, "group_state": g.state,
             "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch, "assignor_name": ASSIGNOR_NAME,
             "members": [_member(ctx, m) for m in g.members.values()],
@@ -50,7 +50,7 @@ def _group(ctx: RequestContext, g: ShareGroup, include_operations: bool) -> dict
             if include_operations else _NO_OPERATIONS}
 
 
-def _error(group_id: str, exc: KafkaError) -> dict[str, Any]:
+def _error(group_id: str, exc: KafkaError) -> dict[str, object]:
     return {"error_code": exc.code, "error_message": exc.message, "group_id": group_id, "group_state": "Dead",
             "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": [],
             "authorized_operations": _NO_OPERATIONS}

@@ -43,7 +43,7 @@ def _upgrade_type(update: FeatureUpdateKey) -> int:
     return int(update.upgrade_type)
 
 
-async def _result(features: FinalizedFeatures, update: Any, validate_only: bool) -> dict[str, Any]:
+async def _result(features: FinalizedFeatures, update: Any, validate_only: bool) -> dict[str, object]:
     try:
         await features.update(update.feature, update.max_version_level, _upgrade_type(update), validate_only)
     except KafkaError as exc:
@@ -51,7 +51,7 @@ async def _result(features: FinalizedFeatures, update: Any, validate_only: bool)
     return {"feature": update.feature, "error_code": ErrorCode.none, "error_message": None}
 
 
-async def _first_failure(features: FinalizedFeatures, request: UpdateFeaturesRequest) -> dict[str, Any] | None:
+async def _first_failure(features: FinalizedFeatures, request: UpdateFeaturesRequest) -> dict[str, object] | None:
     """Kafka applies all updates or none: the first failure of a dry run, if any."""
     names = [u.feature for u in request.feature_updates]
     if len(set(names)) != len(names):

@@ -61,13 +61,13 @@ def _count_admin_abort(ctx: RequestContext, entry: TxnMarkerEntry, was_open: set
         coordinator.outcomes.record(False, AbortCause.ADMIN)
 
 
-async def _marker_result(ctx: RequestContext, marker: Any) -> dict[str, Any]:
+async def _marker_result(ctx: RequestContext, marker: Any) -> dict[str, object]:
     broker = ctx.broker
     entry = _entry(marker)
     was_open = _open_on(ctx, entry)
     results = await write_txn_markers(broker.logs, entry, lambda: broker.group_coordinator)
     _count_admin_abort(ctx, entry, was_open, results)
-    topics: dict[str, list[dict[str, Any]]] = {}
+    topics: dict[str, list[dict[str, object]]] = {}
     for tp, code in results.items():
         topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": code})
     return {"producer_id": marker.producer_id,
@@ -85,7 +85,7 @@ async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> object
 def _note_sender(ctx: RequestContext) -> None:
     """One INFO line per principal and listener that sends markers (in cluster mode the other
     brokers' coordinators): who the peers are and that they came in on the inter-broker listener."""
-    seen: set[tuple[str, str]] = ctx.broker.extras.setdefault("marker_senders", set())
+    seen = ctx.broker.marker_senders
     key = (str(ctx.session.principal), ctx.session.listener_name)
     if key not in seen:
         seen.add(key)

@@ -28,6 +28,8 @@ from ..quotas.manager import now_ms
 from .counters import REQUEST_TIME_BUCKETS_MS, BrokerMetrics
 
 if TYPE_CHECKING:
+    from storage.api import CleanerStats
+
     from ..state import BrokerState
 
 __all__ = ("BrokerCollector", "OPEN_TXN_STATES")
@@ -78,7 +80,7 @@ class BrokerCollector(Collector):
         yield from self._group_metrics()
         yield from self._share_group_metrics()
         yield from self._transaction_metrics()
-        yield from _cleaner_metrics(self._state.extras.get("log_cleaner"))
+        yield from _cleaner_metrics(self._state.cleaner_stats)
         yield from _quota_metrics(self._state)
 
     def _connection_count(self) -> Metric:
@@ -238,7 +240,7 @@ def _le(bound: float) -> str:
 
 
 
-def _cleaner_metrics(stats: Any) -> Iterator[Metric]:
+def _cleaner_metrics(stats: CleanerStats | None) -> Iterator[Metric]:
     """The log cleaner's passes (storage/cleaner/log_cleaner.py CleanerStats), when it runs."""
     if stats is None:
         return

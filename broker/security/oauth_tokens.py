@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import jwt
 
@@ -43,7 +43,7 @@ class ValidToken:
     scopes: frozenset[str]
 
 
-def split_jwt(token: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+def split_jwt(token: str) -> tuple[dict[str, object], dict[str, object], str]:
     """(header, claims, signature) without any check of the signature; InvalidToken if malformed.
     Kafka's SerializedJwt wording, less the token it quotes."""
     if not token.strip():
@@ -60,7 +60,7 @@ def split_jwt(token: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     return header, claims, sections[2]
 
 
-def _string_claim(claims: Mapping[str, Any], name: str) -> str:
+def _string_claim(claims: Mapping[str, object], name: str) -> str:
     value = claims.get(name)
     if value is not None and not isinstance(value, str):
         raise InvalidToken(f"Could not extract the '{name}' claim from the access token")
@@ -73,14 +73,14 @@ def _string_claim(claims: Mapping[str, Any], name: str) -> str:
     return value.strip()
 
 
-def _scopes(claims: Mapping[str, Any], name: str) -> frozenset[str]:
+def _scopes(claims: Mapping[str, object], name: str) -> frozenset[str]:
     # As Kafka's validator: a string claim is one scope, a list is several.
     raw = claims.get(name)
     values = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
     return frozenset(str(v).strip() for v in values if str(v).strip())
 
 
-def _expiry_ms(claims: Mapping[str, Any]) -> int:
+def _expiry_ms(claims: Mapping[str, object]) -> int:
     exp = claims.get("exp")
     if not isinstance(exp, int | float) or isinstance(exp, bool):
         raise InvalidToken("exp value must be non-null")
@@ -116,7 +116,7 @@ class BrokerJwtValidator:
         return ValidToken(principal=_string_claim(claims, self._sub_claim), expires_ms=_expiry_ms(claims),
                           scopes=_scopes(claims, self._scope_claim))
 
-    def _verified_claims(self, token: str, key: jwt.PyJWK, alg: str) -> dict[str, Any]:
+    def _verified_claims(self, token: str, key: jwt.PyJWK, alg: str) -> dict[str, object]:
         try:
             return jwt.decode(token, key, algorithms=[alg], audience=self._audiences or None, issuer=self._issuer,
                               leeway=self._skew_s,

@@ -21,11 +21,12 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from protocol.errors import KafkaError
 
+from ..api import CleanerStats, PassStats
 from ..log_config import LogConfig
 from .clean_pass import BYTES_PER_MAP_ENTRY, CleanResult, CleanTask, run_clean_pass, watch_broker
 from .cleanable import CleaningPlan, dirty_ratio, first_uncleanable_offset
@@ -59,31 +60,6 @@ class _Log(Protocol):
 
 L = TypeVar("L", bound=_Log)
 P = TypeVar("P", bound=_Plan)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PassStats:
-    partition: str
-    bytes_read: int
-    bytes_written: int
-    dirty_ratio_before: float
-    dirty_ratio_after: float
-    seconds: float
-    throttled_s: float = 0.0  # slept to stay under log.cleaner.io.max.bytes.per.second
-    cpu_s: float = 0.0  # the worker's CPU time for the pass
-
-
-@dataclass(slots=True)
-class CleanerStats:
-    """Totals since start, for broker/metrics."""
-
-    passes: int = 0
-    bytes_read: int = 0
-    bytes_written: int = 0
-    seconds: float = 0.0
-    failures: int = 0
-    last: PassStats | None = None
-    by_partition: dict[str, PassStats] = field(default_factory=dict)  # the last pass of each
 
 
 def process_executor(workers: int = 1) -> Executor:

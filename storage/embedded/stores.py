@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from ..broker_config_store import BrokerConfigsInMemory
+from ..cluster_api import AclRecord
 from ..feature_levels import StoredFeatureLevels
 from ..pg.polling import poll_forever
 from ..scram_credentials import ScramCredential
@@ -54,7 +55,7 @@ class EmbeddedSecurity:
     def __init__(self, db: SharedDb) -> None:
         self.db = db
         self.version: str | None = None
-        self.acl_records: list[dict[str, Any]] = []
+        self.acl_records: list[AclRecord] = []
         self.credentials: dict[str, dict[str, ScramCredential]] = {}
         self._listeners: list[Callable[[], None]] = []
 

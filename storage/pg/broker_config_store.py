@@ -11,14 +11,14 @@ The broker that made the change re-reads at once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from ..broker_config_store import BrokerConfigsInMemory
 from .polling import poll_forever, read_if_moved
+from .pool import Pool
 
 __all__ = ("PgBrokerConfigStore",)
 
-Pool = Any  # asyncpg.Pool
 
 _BUMP_VERSION: Final = """
     INSERT INTO cluster_meta (key, value) VALUES ('broker_configs.version', '1')

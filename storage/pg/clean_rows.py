@@ -23,7 +23,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import asyncpg  # type: ignore[import-untyped]
 
@@ -34,6 +34,7 @@ from ..cleaner.clean_pass import CleanResult, CleanTask, _control_type, _Filter
 from ..cleaner.transactions import CleanedTransactions
 from .cleaning import PgCleanTask, dirty_bytes
 from .partition_store import _CONTAINING
+from .pool import Connection
 
 __all__ = ("FENCE", "PgCleanResult", "build_offset_map", "clean_partition", "connect", "rules", "run_pg_clean_pass")
 
@@ -71,9 +72,10 @@ def run_pg_clean_pass(task: PgCleanTask) -> PgCleanResult:
     return asyncio.run(_run(task))
 
 
-async def connect(task: PgCleanTask) -> Any:
+async def connect(task: PgCleanTask) -> Connection:
     """The worker's own connection to the cluster database."""
-    return await asyncpg.connect(task.url, command_timeout=_STATEMENT_TIMEOUT_S)
+    conn: Connection = await asyncpg.connect(task.url, command_timeout=_STATEMENT_TIMEOUT_S)
+    return conn
 
 
 async def _run(task: PgCleanTask) -> PgCleanResult:
@@ -84,7 +86,7 @@ async def _run(task: PgCleanTask) -> PgCleanResult:
         await conn.close()
 
 
-async def _rows(conn: Any, task: PgCleanTask, start: int, end: int) -> AsyncIterator[tuple[int, bytes]]:
+async def _rows(conn: Connection, task: PgCleanTask, start: int, end: int) -> AsyncIterator[tuple[int, bytes]]:
     """(base offset, data) of the rows from the one holding start up to those starting before end."""
     position = start
     first = True
@@ -145,7 +147,7 @@ class _Changes:
     rewritten: list[tuple[int, int, bytes]] = field(default_factory=list)  # base offset, max timestamp, data
 
 
-async def _filter_rows(conn: Any, task: PgCleanTask, filt: _Filter, latest: int,
+async def _filter_rows(conn: Connection, task: PgCleanTask, filt: _Filter, latest: int,
                        result: PgCleanResult) -> _Changes:
     changes = _Changes()
     counts = CleanResult()
@@ -167,7 +169,7 @@ async def _filter_rows(conn: Any, task: PgCleanTask, filt: _Filter, latest: int,
     return changes
 
 
-async def clean_partition(conn: Any, task: PgCleanTask) -> PgCleanResult:
+async def clean_partition(conn: Connection, task: PgCleanTask) -> PgCleanResult:
     """Clean and commit (fenced); the result says what was done."""
     keys, latest = await build_offset_map(_rows(conn, task, task.first_dirty_offset, task.first_uncleanable_offset),
                                           task)
@@ -189,7 +191,7 @@ class _Fenced(Exception):
     """The fence failed inside the transaction: roll it back."""
 
 
-async def _commit(conn: Any, task: PgCleanTask, changes: _Changes, result: PgCleanResult) -> bool:
+async def _commit(conn: Connection, task: PgCleanTask, changes: _Changes, result: PgCleanResult) -> bool:
     t, p = task.topic_id, task.partition
     started = time.monotonic()
     try:

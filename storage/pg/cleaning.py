@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from protocol.record_batch import RecordBatchHeader
 
@@ -24,6 +24,7 @@ from ..api import AbortedTxn
 from ..log_config import LogConfig
 from ..object_store import ObjectStoreSettings
 from .partition_store import PartitionStore
+from .pool import Pool, Queries
 
 __all__ = ("ActiveRange", "CleaningState", "PgCleanTask", "PgCleaningPlan", "dirty_bytes", "plan_cleaning")
 
@@ -96,7 +97,7 @@ class ActiveRange:
         self._bytes += size
 
 
-async def first_uncleanable_offset(pool: Any, store: PartitionStore, state: CleaningState, now_ms: int) -> int:
+async def first_uncleanable_offset(pool: Pool, store: PartitionStore, state: CleaningState, now_ms: int) -> int:
     bound = min(state.active_start, state.last_stable_offset)
     lag = state.config.min_compaction_lag_ms
     if lag > 0:
@@ -108,16 +109,17 @@ async def first_uncleanable_offset(pool: Any, store: PartitionStore, state: Clea
     return bound
 
 
-async def dirty_bytes(db: Any, topic_id: uuid.UUID, partition: int, first_dirty: int,
+async def dirty_bytes(db: Queries, topic_id: uuid.UUID, partition: int, first_dirty: int,
                       first_uncleanable: int, *, objects: bool = False) -> tuple[int, int]:
     """(clean bytes, dirty bytes) below first_uncleanable; db is a pool or a connection."""
     sql = _BYTES.format(table="batch_runs", size="byte_length") if objects else \
         _BYTES.format(table="batches", size="octet_length(data)")
     row = await db.fetchrow(sql, topic_id, partition, first_dirty, first_uncleanable)
+    assert row is not None  # a SELECT of aggregates answers one row
     return int(row["clean"]), int(row["dirty"])
 
 
-async def _overdue(pool: Any, store: PartitionStore, config: LogConfig, first_dirty: int, now_ms: int) -> bool:
+async def _overdue(pool: Pool, store: PartitionStore, config: LogConfig, first_dirty: int, now_ms: int) -> bool:
     """max.compaction.lag.ms: the first dirty batch has waited too long (only when set: Kafka's
     default never forces a pass)."""
     lag = config.max_compaction_lag_ms

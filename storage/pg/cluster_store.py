@@ -25,15 +25,13 @@ import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
-
-import asyncpg  # type: ignore[import-untyped]
+from typing import Final
 
 from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition, Unregistered
+from .pool import Connection, Pool, Row, connect
 
 __all__ = ("ClusterStore", "ensure_cluster_id", "ensure_record_storage")
 
-Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
 LEADERSHIP_CHANNEL: Final = "eos_leadership"
 _NOTIFY: Final = "SELECT pg_notify($1, $2)"
@@ -138,7 +136,7 @@ class ClusterStore:
         self.lease_ms = lease_ms
         self.incarnation: uuid.UUID | None = None
         self._url = url
-        self._listener: Any = None  # the connection that LISTENs, while open
+        self._listener: Connection | None = None  # the connection that LISTENs, while open
 
     async def register(self, endpoint: BrokerEndpoint) -> bool:
         """Join with a new incarnation and a fresh lease. False while another incarnation of this
@@ -170,6 +168,7 @@ class ClusterStore:
     async def unregister(self, node_id: int) -> Unregistered:
         """UnregisterBroker: a fenced broker's row is deleted; a live one is kept."""
         row = await self.pool.fetchrow(_UNREGISTER, node_id)
+        assert row is not None  # a SELECT of subqueries answers one row
         if row["removed"]:
             return Unregistered.REMOVED
         return Unregistered.LIVE if row["live"] else Unregistered.NOT_REGISTERED
@@ -218,12 +217,12 @@ class ClusterStore:
             return
         await self.unlisten()
 
-        def heard(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        def heard(_conn: Connection, _pid: int, _channel: str, payload: str) -> None:
             if payload != str(self.node_id):
                 callback()
 
         async with asyncio.timeout(_LISTEN_TIMEOUT_S):
-            conn = await asyncpg.connect(self._url)
+            conn = await connect(self._url)
             try:
                 await conn.add_listener(LEADERSHIP_CHANNEL, heard)
             except BaseException:
@@ -247,7 +246,7 @@ class ClusterStore:
             await self.pool.execute(_NOTIFY, LEADERSHIP_CHANNEL, str(self.node_id))
 
 
-def _endpoint(row: Any) -> BrokerEndpoint:
+def _endpoint(row: Row) -> BrokerEndpoint:
     listeners = tuple((str(name), str(host), int(port)) for name, host, port in json.loads(row["listeners"]))
     return BrokerEndpoint(row["node_id"], row["host"], row["port"], row["rack"], listeners)
 

@@ -15,13 +15,13 @@ a table lock, so two brokers changing a level at once cannot both win or reuse a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from ..feature_levels import StoredFeatureLevels
+from .pool import Pool, Row
 
 __all__ = ("PgFeatureLevelStore",)
 
-Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
 _SEED: Final = """
     INSERT INTO finalized_features (name, level, epoch)
@@ -63,6 +63,6 @@ class PgFeatureLevelStore:
             return _stored(await conn.fetch(_READ))
 
 
-def _stored(rows: Any) -> StoredFeatureLevels:
+def _stored(rows: list[Row]) -> StoredFeatureLevels:
     return StoredFeatureLevels(epoch=max((int(r["epoch"]) for r in rows), default=0),
                                levels={str(r["name"]): int(r["level"]) for r in rows})

@@ -28,9 +28,7 @@ from typing import Final
 
 from ..object_store import ObjectStore
 from .object_runs import Run, run_from_row
-from .pool import Pool
-
-Connection = Pool  # an asyncpg connection (untyped, as the pool)
+from .pool import Connection, Pool
 
 __all__ = ("ArchiveSettings", "DEFAULT_ARCHIVE", "ArchivedPartition", "archive_key", "archive_loop",
            "archive_partition", "plan_archive")

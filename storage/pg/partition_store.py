@@ -193,6 +193,7 @@ class PartitionStore:
             "  AND EXISTS (SELECT 1 FROM f)) "
             "SELECT (SELECT count(*) FROM f) AS fenced_ok, (SELECT coalesce(sum(size), 0) FROM d) AS deleted",
             self.topic_id, self.partition, node_id, leader_epoch, offset)
+        assert row is not None  # a SELECT of subqueries answers one row
         return int(row["deleted"]) if row["fenced_ok"] else None
 
     async def retention_start(self, cutoff_ms: int | None, retention_bytes: int | None,

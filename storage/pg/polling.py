@@ -8,6 +8,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .pool import Pool
+
 __all__ = ("poll_forever", "read_if_moved")
 
 log = logging.getLogger(__name__)
@@ -32,7 +34,7 @@ async def poll_forever(refresh: Callable[[], Awaitable[bool]], interval_s: float
             failing = False
 
 
-async def read_if_moved(pool: Any, version_key: str, known: str | None,
+async def read_if_moved(pool: Pool, version_key: str, known: str | None,
                         *queries: str) -> tuple[str, list[list[Any]]] | None:
     """The version row and the queries' rows, in one snapshot, if the version is not `known`;
     None (one row read) if it is."""

@@ -1,21 +1,72 @@
-"""The connection pool every part of cluster mode shares (asyncpg's Pool).
+"""The connection pool every part of cluster mode shares (asyncpg's Pool), and what the code uses
+of asyncpg, typed.
 
-asyncpg ships no type hints, so the pool is typed Any here, once; callers treat it as asyncpg's
-Pool. A statement that does not answer within command_timeout fails (asyncio.TimeoutError), so a
-database that hangs (a stopped server, a dead network path) turns into retriable errors instead of
-requests that never end.
+asyncpg ships no type hints: Pool, Connection and Row are Protocols of the calls made here, which
+asyncpg's objects meet. A statement that does not answer within command_timeout fails
+(asyncio.TimeoutError), so a database that hangs (a stopped server, a dead network path) turns
+into retriable errors instead of requests that never end.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, Protocol
 
 import asyncpg  # type: ignore[import-untyped]
 
-__all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "Pool", "create_pool")
+__all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "Connection", "Pool", "Queries", "Row", "connect", "create_pool")
 
-Pool = Any  # asyncpg.Pool
 DEFAULT_COMMAND_TIMEOUT_S: Final = 30.0
+
+
+class Row(Protocol):
+    """A result row (asyncpg.Record), by column name or position."""
+
+    def __getitem__(self, key: str | int, /) -> Any: ...  # a column's value: its type is the SQL's
+
+    def __iter__(self) -> Any: ...  # the row's values, as above
+
+
+class Queries(Protocol):
+    """What a connection and the pool both run (the pool on a connection of its own)."""
+
+    async def execute(self, query: str, *args: object, timeout: float | None = None) -> str: ...
+
+    async def executemany(self, command: str, args: Iterable[Sequence[object]], *,
+                          timeout: float | None = None) -> None: ...
+
+    async def fetch(self, query: str, *args: object, timeout: float | None = None) -> list[Row]: ...
+
+    async def fetchrow(self, query: str, *args: object, timeout: float | None = None) -> Row | None: ...
+
+    async def fetchval(self, query: str, *args: object, column: int = 0,
+                       timeout: float | None = None) -> Any: ...  # one column's value: the SQL's type
+
+
+class Connection(Queries, Protocol):
+    def transaction(self, *, isolation: str | None = None, readonly: bool = False,
+                    deferrable: bool = False) -> AbstractAsyncContextManager[object]: ...
+
+    async def add_listener(self, channel: str, callback: Callable[[Connection, int, str, str], None]) -> None: ...
+
+    def is_closed(self) -> bool: ...
+
+    async def close(self, *, timeout: float | None = None) -> None: ...
+
+    def terminate(self) -> None: ...
+
+
+class Pool(Queries, Protocol):
+    def acquire(self, *, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]: ...
+
+    async def close(self) -> None: ...
+
+
+async def connect(url: str) -> Connection:
+    """A connection of its own, outside the pool (LISTEN)."""
+    conn: Connection = await asyncpg.connect(url)
+    return conn
 
 
 async def create_pool(url: str, *, max_size: int = 10, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S) -> Pool:
@@ -24,4 +75,5 @@ async def create_pool(url: str, *, max_size: int = 10, command_timeout: float = 
     min_size 1: one connection is opened now, so an unreachable database fails the start; the
     others open on demand and the pool replaces any that a restart of the server broke.
     """
-    return await asyncpg.create_pool(url, min_size=1, max_size=max_size, command_timeout=command_timeout)
+    pool: Pool = await asyncpg.create_pool(url, min_size=1, max_size=max_size, command_timeout=command_timeout)
+    return pool

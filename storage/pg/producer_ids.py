@@ -10,15 +10,16 @@ a block only skips its ids.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import asyncpg  # type: ignore[import-untyped]
 
 from protocol.errors import ErrorCode, KafkaError
 
+from .pool import Pool
+
 __all__ = ("PgProducerIdBlocks",)
 
-Pool = Any  # asyncpg.Pool (asyncpg ships no type hints)
 
 _KEY: Final = "producer.id.next"
 _HONOUR: Final = """

@@ -7,7 +7,9 @@ the others find it applied. A broker refuses a database whose schema is newer th
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
+
+from .pool import Connection
 
 __all__ = ("MIGRATIONS", "SCHEMA_LOCK_ID", "SchemaTooNewError", "migrate")
 
@@ -162,7 +164,7 @@ class SchemaTooNewError(RuntimeError):
     """The database was migrated by a newer broker version than this one."""
 
 
-async def migrate(conn: Any) -> int:
+async def migrate(conn: Connection) -> int:
     """Apply every missing migration; returns the schema version. conn is an asyncpg connection."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_ID)

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol
 
+from ..cluster_api import AclRecord
 from ..scram_credentials import ScramCredential
 from .polling import poll_forever, read_if_moved
+from .pool import Pool
 
 __all__ = ("PgSecurityMetadata", "SecurityTables", "SharedAclStore", "SharedScramCredentialStore")
 
 log = logging.getLogger(__name__)
-Pool = Any  # asyncpg.Pool
 
 _VERSION_KEY: Final = "security.version"
 _BUMP_VERSION: Final = """
@@ -34,7 +35,7 @@ _BUMP_VERSION: Final = """
 """
 
 
-def _key(record: Mapping[str, Any]) -> str:
+def _key(record: AclRecord) -> str:
     """An ACL's row key: its fields in one canonical order, so equal bindings are one row."""
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
@@ -43,7 +44,7 @@ class SecurityTables(Protocol):
     """The shared credentials and ACLs as last read, and how to change them (in PostgreSQL here,
     in a local set's SQLite in storage/embedded/stores.py): the same statements in each one's SQL."""
 
-    acl_records: list[dict[str, Any]]
+    acl_records: list[AclRecord]
     credentials: dict[str, dict[str, ScramCredential]]
     UPSERT_CREDENTIAL: str  # (username, mechanism, salt, stored_key, server_key, iterations)
     DELETE_CREDENTIAL: str  # (username, mechanism)
@@ -72,7 +73,7 @@ class PgSecurityMetadata:
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
         self.version: str | None = None
-        self.acl_records: list[dict[str, Any]] = []
+        self.acl_records: list[AclRecord] = []
         self.credentials: dict[str, dict[str, ScramCredential]] = {}
         self._listeners: list[Callable[[], None]] = []
 
@@ -119,11 +120,11 @@ class SharedAclStore:
     def __init__(self, metadata: SecurityTables) -> None:
         self.metadata = metadata
 
-    def load(self) -> list[dict[str, Any]]:
+    def load(self) -> list[AclRecord]:
         return list(self.metadata.acl_records)
 
-    async def update(self, records: list[dict[str, Any]], added: list[dict[str, Any]],
-                     removed: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    async def update(self, records: list[AclRecord], added: list[AclRecord],
+                     removed: list[AclRecord]) -> list[AclRecord] | None:
         await self.metadata.write([*((self.metadata.DELETE_ACL, (_key(r),)) for r in removed),
                                    *((self.metadata.INSERT_ACL, (_key(r),)) for r in added)])
         return self.load()

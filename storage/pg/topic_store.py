@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
@@ -16,7 +15,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..api import TopicMetadata
 from .cluster_store import LEADERSHIP_CHANNEL
-from .pool import Pool
+from .pool import Connection, Pool
 
 __all__ = ("TopicStore",)
 
@@ -73,12 +72,12 @@ class TopicStore:
             return topic_id
 
 
-async def _add_partitions(conn: Any, topic_id: uuid.UUID, first: int, count: int) -> None:
+async def _add_partitions(conn: Connection, topic_id: uuid.UUID, first: int, count: int) -> None:
     await conn.execute(
         "INSERT INTO partitions (topic_id, partition) SELECT $1, p FROM generate_series($2::int, $3::int - 1) AS p",
         topic_id, first, count)
     await _notify(conn)
 
 
-async def _notify(conn: Any) -> None:
+async def _notify(conn: Connection) -> None:
     await conn.execute("SELECT pg_notify($1, 'partitions')", LEADERSHIP_CHANNEL)
