@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 
+from ..runtime import ApiError
 from . import commands as c
 from .consumer_group import ConsumerGroup, GroupSnapshot
 from .consumer_heartbeat import (
@@ -171,13 +172,13 @@ class ConsumerOperations(GroupOperations):
                  gid, consumer.group_epoch, len(classic.members))
         await self.complete(classic, classic.rebalance(now), now)
 
-    async def do_consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult | KafkaError:
-        """The heartbeat's result, or the error to answer it with (returned, not raised: the
+    async def do_consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult | ApiError:
+        """The heartbeat's result, or the error to answer it with (a value, not raised: the
         actor logs what its commands raise as failures)."""
         try:
             return await self._consumer_heartbeat(cmd)
         except KafkaError as exc:
-            return exc
+            return ApiError.of(exc)
 
     async def _consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult:
         cfg, req = self.consumer_config_for(cmd.group_id), cmd.request

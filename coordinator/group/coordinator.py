@@ -25,14 +25,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 from storage.api import ClusterView, LogSource, TopicPartition
 
-from ..runtime import CoordinatorRuntime
+from ..runtime import ApiError, CoordinatorRuntime
 from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
 from .actor import RETENTION, GroupActor, is_offset_commit
@@ -122,9 +122,12 @@ class GroupCoordinator(GroupActor):
             raise KafkaError(
                 ErrorCode.coordinator_not_available, "group coordinator is not running"
             )
-        reply: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self.runtime.submit(make(reply))
-        return await reply
+        reply: asyncio.Future[R | ApiError] = asyncio.get_running_loop().create_future()
+        self.runtime.submit(make(cast("asyncio.Future[R]", reply)))
+        result = await reply
+        if isinstance(result, ApiError):  # a refusal answered as a value: the caller's KafkaError
+            raise result.exception()
+        return result
 
     async def join_group(self, group_id: str, params: JoinParams) -> JoinGroupResult:
         return await self._call(lambda r: c.JoinGroup(group_id=group_id, params=params, reply=r))
@@ -218,7 +221,7 @@ class GroupCoordinator(GroupActor):
     ) -> list[c.FetchedOffset]:
         """Raises KafkaError (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) for a consumer-protocol
         member that is not (or no longer) at this epoch."""
-        result: list[c.FetchedOffset] | KafkaError = await self._call(
+        return await self._call(
             lambda r: c.FetchOffsets(
                 group_id=group_id,
                 partitions=None if partitions is None else tuple(partitions),
@@ -228,17 +231,11 @@ class GroupCoordinator(GroupActor):
                 reply=r,
             )
         )
-        if isinstance(result, KafkaError):
-            raise result
-        return result
 
     async def consumer_group_heartbeat(self, group_id: str, request: HeartbeatRequest) -> HeartbeatResult:
         """ConsumerGroupHeartbeat (KIP-848); raises KafkaError with the error to answer."""
-        result: HeartbeatResult | KafkaError = await self._call(
+        return await self._call(
             lambda r: c.ConsumerGroupHeartbeat(group_id=group_id, request=request, reply=r))
-        if isinstance(result, KafkaError):
-            raise result
-        return result
 
     async def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerGroupDescription]:
         return await self._call(lambda r: c.ConsumerGroupDescribe(group_ids=tuple(group_ids), reply=r))

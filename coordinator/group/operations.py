@@ -19,6 +19,7 @@ from protocol.errors import KafkaError
 from protocol.records import Record, build_batch
 from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
 
+from ..runtime import ApiError
 from . import commands as c
 from .config import GroupConfig
 from .consumer_persist import tombstones as consumer_tombstones
@@ -336,11 +337,11 @@ class GroupOperations:
         for pending in together:
             record_offset = pending.apply(record_offset)
 
-    def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset] | KafkaError:
+    def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset] | ApiError:
         group = self.groups.get(cmd.group_id)
         error = None if group is None else validate_offset_fetch(group, cmd.member_id, cmd.member_epoch)
         if error is not None:
-            return KafkaError(error, f"member {cmd.member_id} at epoch {cmd.member_epoch} may not fetch "
+            return ApiError(error, f"member {cmd.member_id} at epoch {cmd.member_epoch} may not fetch "
                               f"the offsets of group {cmd.group_id}")
         if cmd.partitions is None:
             if group is None:
