@@ -19,7 +19,6 @@ import dataclasses
 import logging
 import sqlite3
 from collections.abc import Callable
-from typing import Final
 
 from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ClusterView, ScramCredentials
 from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner
@@ -46,7 +45,6 @@ from .member import ClusterMember
 __all__ = ("LocalSetBackend",)
 
 log = logging.getLogger(__name__)
-_POLL_S: Final = 0.05  # ACLs, credentials and broker configs changed through another process
 
 
 class LocalSetBackend:
@@ -124,9 +122,9 @@ class LocalSetBackend:
     async def join(self) -> None:
         """Start the polls, register and take a first share."""
         self.logs.start()
-        loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self.security.run(_POLL_S), name="security-poll"))
-        self._tasks.append(loop.create_task(self.broker_configs.run(_POLL_S), name="broker-configs-poll"))
+        self.security.watch()
+        self.broker_configs.watch()
+        self._tasks.append(asyncio.get_running_loop().create_task(self.db.watch_forever(), name="cluster-db-poll"))
         await self.member.start()
 
     async def leave(self) -> None:

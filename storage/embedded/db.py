@@ -4,23 +4,27 @@ stores (stores.py). It plays the part PostgreSQL plays in cluster mode, for one 
 
 Every change is one transaction (BEGIN IMMEDIATE: writers queue on the database lock, up to
 busy_timeout) run on a worker thread, so the event loop never waits on the disk; each bumps a
-version row of `meta` that the other processes poll (one row read every poll), as the PostgreSQL
-stores poll cluster_meta (storage/pg/polling.py). synchronous=NORMAL in WAL mode never tears the
+version row of `meta`. Each process reads those rows every 50 ms in one query (watch_forever) and
+calls the watchers of each row that moved (leadership, topics, security, broker configs), as the
+PostgreSQL stores poll cluster_meta (storage/pg/polling.py). synchronous=NORMAL in WAL mode never tears the
 database; a power loss may undo the last changes, which the segment files would lose too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, TypeVar
 
-__all__ = ("DB_FILE", "SharedDb", "bump")
+__all__ = ("DB_FILE", "WATCH_INTERVAL_S", "Rereader", "SharedDb", "bump")
 
+log = logging.getLogger(__name__)
 DB_FILE: Final = "cluster.db"
+WATCH_INTERVAL_S: Final = 0.05
 T = TypeVar("T")
 
 _SCHEMA: Final = """
@@ -63,9 +67,11 @@ class SharedDb:
         self.path = data_dir / DB_FILE
         self._conn: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
+        self._watcher: sqlite3.Connection | None = None
         self._reading = threading.Lock()  # the polls' connection: one snapshot at a time
         self._writing = threading.Lock()  # the changes' connection: one transaction at a time
         self._lock = asyncio.Lock()  # queued on the event loop, not in worker threads
+        self._watchers: dict[str, list[Callable[[], None]]] = {}
 
     def open(self) -> None:
         """Connect, creating the database and its tables if this is the set's first start."""
@@ -77,6 +83,10 @@ class SharedDb:
             conn.close()
             raise
         self._conn, self._reader = conn, connect(self.path)
+        # The version rows are read on the event loop (a worker-thread hop 20 times a second
+        # cost more than the read): a WAL reader waits only while a checkpoint resets the WAL,
+        # and then this poll is skipped rather than waited for (timeout 0).
+        self._watcher = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -119,17 +129,47 @@ class SharedDb:
 
         return await asyncio.to_thread(snapshot)
 
-    def version(self, key: str) -> str | None:
-        """One version row (any thread)."""
-        with self._reading:
-            row = self.reader.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+    def watch(self, key: str, callback: Callable[[], None]) -> None:
+        """callback() on the event loop whenever the version row key moved (and at the first read)."""
+        self._watchers.setdefault(key, []).append(callback)
+
+    def unwatch(self, key: str, callback: Callable[[], None]) -> None:
+        if callback in self._watchers.get(key, ()):
+            self._watchers[key].remove(callback)
+
+    async def watch_forever(self, interval_s: float = WATCH_INTERVAL_S) -> None:
+        """Read every version row each interval, one query; tell the watchers of those that moved.
+        Until cancelled; a database that cannot be read is one WARNING until it can again."""
+        seen: dict[str, str] = {}
+        failing = False
+        while True:
+            try:
+                versions = self._versions()
+            except sqlite3.Error as exc:
+                # "locked": a checkpoint resets the WAL just now; read next time.
+                if "locked" not in str(exc) and not failing:
+                    log.warning("cannot read %s (%r); serving what was last read until it can", self.path, exc)
+                    failing = True
+            else:
+                failing = False
+                moved = [key for key, value in versions.items() if seen.get(key) != value]
+                seen = versions
+                for key in moved:
+                    for callback in list(self._watchers.get(key, ())):
+                        callback()
+            await asyncio.sleep(interval_s)
+
+    def _versions(self) -> dict[str, str]:
+        if self._watcher is None:
+            raise sqlite3.ProgrammingError(f"{self.path} is not open")
+        rows = self._watcher.execute("SELECT key, value FROM meta WHERE key LIKE '%.version'").fetchall()
+        return {str(k): str(v) for k, v in rows}
 
     def close(self) -> None:
-        for conn in (self._conn, self._reader):
+        for conn in (self._conn, self._reader, self._watcher):
             if conn is not None:
                 conn.close()
-        self._conn = self._reader = None
+        self._conn = self._reader = self._watcher = None
 
 
 def bump(c: sqlite3.Connection, *keys: str) -> None:
@@ -137,3 +177,41 @@ def bump(c: sqlite3.Connection, *keys: str) -> None:
     for key in keys:
         c.execute("INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE "
                   "SET value = CAST(value AS INTEGER) + 1", (key,))
+
+
+class Rereader:
+    """A watcher (SharedDb.watch) that re-reads something when its version row moved: one re-read
+    at a time, another after it when the row moved meanwhile; a failure is one WARNING until a
+    re-read succeeds again (what was last read keeps serving)."""
+
+    def __init__(self, reread: Callable[[], Awaitable[object]], what: str) -> None:
+        self._reread = reread
+        self._what = what
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        self._failing = False
+
+    def __call__(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"reread {self._what}")
+        else:
+            self._again = True
+
+    async def _run(self) -> None:
+        self._again = True
+        while self._again:
+            self._again = False
+            try:
+                await self._reread()
+            except Exception as exc:
+                if not self._failing:
+                    log.warning("cannot re-read %s from the set's database (%r); serving the last ones read",
+                                self._what, exc)
+                self._failing = True
+            else:
+                self._failing = False
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

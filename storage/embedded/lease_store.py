@@ -8,7 +8,7 @@ leader's is not (or the leader is us, from an earlier incarnation); released und
 Time is CLOCK_MONOTONIC, which every process of one machine shares, with the boot id: a row
 written before a reboot reads as lapsed. Every method is one SQLite transaction (BEGIN
 IMMEDIATE: writers queue on the database lock, busy_timeout), run on a worker thread. Notices are
-a counter bumped by each change and polled (listen) every 50 ms.
+a counter bumped by each change, watched (listen) by the process's poll of cluster.db (db.py).
 
 Not a fence for partition files: the leader epoch fences nothing on local disk. That is the
 exclusive flock on the partition directory (partition_lock.py), taken when a process opens a
@@ -18,7 +18,6 @@ out until the supervisor kills it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
@@ -32,7 +31,6 @@ from .db import SharedDb, bump
 
 __all__ = ("EmbeddedLeaseStore", "LEADERSHIP_VERSION")
 
-_POLL_S: Final = 0.05
 LEADERSHIP_VERSION: Final = "leadership.version"  # bumped by every change of leaders or partitions
 
 
@@ -65,7 +63,7 @@ class EmbeddedLeaseStore:
         self.node_id = node_id
         self.lease_s = lease_ms / 1000
         self.incarnation: str | None = None
-        self._poller: asyncio.Task[None] | None = None
+        self._listener: Callable[[], None] | None = None
 
     async def _run(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
         return await self.db.run(work)
@@ -188,27 +186,14 @@ class EmbeddedLeaseStore:
         return result
 
     async def listen(self, callback: Callable[[], None]) -> None:
-        if self._poller is None or self._poller.done():
-            self._poller = asyncio.get_running_loop().create_task(self._poll(callback))
+        if self._listener is None:
+            self._listener = callback
+            self.db.watch(LEADERSHIP_VERSION, callback)
 
     async def unlisten(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
-            self._poller = None
-
-    async def _poll(self, callback: Callable[[], None]) -> None:
-        """The others' changes as the counter moves (our own bumps wake us once, harmlessly)."""
-        seen = None
-        while True:
-            version = await asyncio.to_thread(self._version)
-            if seen is not None and version != seen:
-                callback()
-            seen = version
-            await asyncio.sleep(_POLL_S)
-
-    def _version(self) -> str | None:
-        return self.db.version(LEADERSHIP_VERSION)
+        if self._listener is not None:
+            self.db.unwatch(LEADERSHIP_VERSION, self._listener)
+            self._listener = None
 
 
 def _bump(c: sqlite3.Connection) -> None:

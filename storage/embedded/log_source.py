@@ -10,8 +10,8 @@ dir; without it the log is recovered as after a crash (its newest segment scanne
 so offsets are never reused. `partition.metadata` (as Kafka's) names the topic id: a directory
 left by a deleted topic of the same name is removed before a new topic's log opens there.
 
-Topics: every process polls `topics.version` and re-reads the topics when it moved, at once
-after its own changes and when asked for a topic it does not know.
+Topics: every process re-reads them when `topics.version` moved (its poll of cluster.db, db.py),
+at once after its own changes and when asked for a topic it does not know.
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from ..log_config import check_topic_configs
 from ..partition_log import LocalPartitionLog
 from ..partition_logs import LedPartitionLogs, check_more_partitions
 from ..topic_checks import check_new_topic
+from .db import Rereader
 from .partition_lock import PartitionLock
-from .topic_store import EmbeddedTopicStore
+from .topic_store import TOPICS_VERSION, EmbeddedTopicStore
 
 __all__ = ("EmbeddedLogSource",)
 
 log = logging.getLogger(__name__)
 _CLEAN: Final = ".clean"
 _PARTITION_METADATA: Final = "partition.metadata"
-_POLL_S: Final = 0.1
 _LOOKUP_MIN_INTERVAL_S: Final = 0.05
 
 
@@ -57,8 +57,8 @@ class EmbeddedLogSource(LedPartitionLogs[LocalPartitionLog]):
         self._locks: dict[TopicPartition, PartitionLock] = {}
         self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
         self._changing = asyncio.Lock()
-        self._refresher: asyncio.Task[None] | None = None
-        self._version: str | None = None
+        self._topics_moved = Rereader(self.refresh_topics, "the topics")
+        self._refreshing = asyncio.Lock()
         self._looked_up_at = 0.0
 
     @property
@@ -68,19 +68,17 @@ class EmbeddedLogSource(LedPartitionLogs[LocalPartitionLog]):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def load(self) -> None:
-        self._version = self.store.version()
         self._topics = self.store.load_now()
         for leftover in self._data_dir.glob("*-delete"):
             shutil.rmtree(leftover, ignore_errors=True)
         log.info("the set's data dir %s holds %d topics", self._data_dir, len(self._topics))
 
     def start(self) -> None:
-        self._refresher = asyncio.get_running_loop().create_task(self._refresh_loop(), name="embedded-topics")
+        self.store.db.watch(TOPICS_VERSION, self._topics_moved)
 
     async def close(self) -> None:
-        if self._refresher is not None:
-            self._refresher.cancel()
-            await asyncio.gather(self._refresher, return_exceptions=True)
+        self.store.db.unwatch(TOPICS_VERSION, self._topics_moved)
+        await self._topics_moved.stop()
         await asyncio.gather(*(self.close_partition(tp) for tp in list(self.logs)))
 
     # -- leadership (the member calls these) ----------------------------------------------------
@@ -222,24 +220,11 @@ class EmbeddedLogSource(LedPartitionLogs[LocalPartitionLog]):
 
     # -- the other processes' changes ----------------------------------------------------------------
 
-    async def _refresh_loop(self) -> None:
-        failing = False
-        while True:
-            await asyncio.sleep(_POLL_S)
-            try:
-                if await asyncio.to_thread(self.store.version) != self._version:
-                    await self.refresh_topics()
-                failing = False
-            except Exception as exc:
-                if not failing:
-                    log.warning("cannot re-read the topics from the set's database: %r", exc)
-                failing = True
-
     async def refresh_topics(self) -> Mapping[str, TopicMetadata]:
-        version = await asyncio.to_thread(self.store.version)
-        topics = await self.store.load()
-        self._version = version
-        await self._adopt(topics)
+        # One at a time: each snapshot is read after the last was adopted, so none is older than
+        # what it replaces (a stale one would look like deleted topics, whose files go).
+        async with self._refreshing:
+            await self._adopt(await self.store.load())
         return self._topics
 
     async def _adopt(self, topics: dict[str, TopicMetadata]) -> None:

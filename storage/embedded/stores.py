@@ -4,8 +4,8 @@ producer_ids.py): SCRAM credentials and ACLs, dynamic broker configs, the finali
 and the producer-id counter.
 
 Credentials, ACLs and broker configs are read from memory; each change bumps a version row in its
-own transaction, every process polls that row and re-reads the small tables when it moved (the
-process that made the change at once), then tells its listeners.
+own transaction, and every process re-reads the small tables when its poll of cluster.db finds the
+row moved (the process that made the change at once), then tells its listeners.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from typing import Any, Final
 from ..broker_config_store import BrokerConfigsInMemory
 from ..cluster_api import AclRecord
 from ..feature_levels import StoredFeatureLevels
-from ..pg.polling import poll_forever
 from ..scram_credentials import ScramCredential
-from .db import SharedDb, bump
+from .db import Rereader, SharedDb, bump
 
 __all__ = ("EmbeddedBrokerConfigStore", "EmbeddedFeatureLevels", "EmbeddedProducerIdBlocks", "EmbeddedSecurity")
 
@@ -79,8 +78,9 @@ class EmbeddedSecurity:
             callback()
         return True
 
-    async def run(self, interval_s: float) -> None:
-        await poll_forever(self.refresh, interval_s, "SCRAM credentials and ACLs")
+    def watch(self) -> None:
+        """Re-read when another process changed them (SharedDb.watch_forever)."""
+        self.db.watch(_SECURITY, Rereader(self.refresh, "SCRAM credentials and ACLs"))
 
     async def write(self, statements: Iterable[Statement]) -> None:
         """The statements and the version bump in one transaction, then a re-read."""
@@ -115,8 +115,8 @@ class EmbeddedBrokerConfigStore(BrokerConfigsInMemory):
         self._changed()
         return True
 
-    async def run(self, interval_s: float) -> None:
-        await poll_forever(self.refresh, interval_s, "the dynamic broker configs")
+    def watch(self) -> None:
+        self.db.watch(_BROKER_CONFIGS, Rereader(self.refresh, "the dynamic broker configs"))
 
     async def replace_many(self, changes: Mapping[str, Mapping[str, str]]) -> None:
         def work(c: sqlite3.Connection) -> None:

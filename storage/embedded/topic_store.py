@@ -36,9 +36,6 @@ class EmbeddedTopicStore:
     def load_now(self) -> dict[str, TopicMetadata]:
         return self.db.run_now(_load)
 
-    def version(self) -> str | None:
-        return self.db.version(TOPICS_VERSION)
-
     async def create(self, meta: TopicMetadata, replication_factor: int) -> None:
         """TOPIC_ALREADY_EXISTS if another process (or an earlier request) created it first."""
         def work(c: sqlite3.Connection) -> None:

@@ -3,6 +3,7 @@ through one process's connections and read through another's, as two processes o
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,3 +82,20 @@ async def test_producer_id_blocks_never_overlap(two) -> None:
     assert await a.allocate_producer_ids(10) == 10_000
     with pytest.raises(ValueError):
         await a.allocate_producer_ids(0)
+
+
+async def test_a_change_through_one_is_read_by_the_others_watch(two) -> None:
+    """SharedDb.watch_forever reads the version rows and re-reads what moved: ACLs written
+    through one process reach the other's listeners with no call of refresh."""
+    a, b = EmbeddedSecurity(two[0]), EmbeddedSecurity(two[1])
+    heard = asyncio.Event()
+    b.add_listener(lambda: b.acl_records and heard.set())
+    b.watch()
+    watching = asyncio.get_running_loop().create_task(two[1].watch_forever())
+    try:
+        await EmbeddedAclStore(a).update([ACL], [ACL], [])
+        await asyncio.wait_for(heard.wait(), 30)
+        assert b.acl_records == [ACL]
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
