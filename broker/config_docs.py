@@ -35,6 +35,7 @@ def _values(spec: Spec) -> str:
     return ""
 
 
+# Dynamic: a BrokerConfig field's default, of that field's type.
 def _default(value: Any) -> str:
     return "none" if value is None or value == "" else str(value).lower() if isinstance(value, bool) else str(value)
 

@@ -6,6 +6,9 @@ the schema forbids one closes the connection (Kafka's parser rejects it; the Pro
 readers, protocol/produce_request.py and fetch_request.py, find their own), a KafkaError
 escaping a handler answers the whole request with that error, and anything unexpected answers
 UNKNOWN_SERVER_ERROR with one logged traceback; the connection and the broker carry on.
+
+Typing: the request is the entity of whichever API the frame names; each handler annotates its
+own (protocol/request_types), so the one table and the dispatch that reaches it see an untyped request.
 """
 
 from __future__ import annotations

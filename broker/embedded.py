@@ -76,6 +76,7 @@ def unexpected_problems(lines: list[str], expected: list[re.Pattern[str]]) -> li
     return [r for r in log_records(lines) if is_problem(r) and not any(p.search(r) for p in expected)]
 
 
+# Dynamic: the process's pipes may be bytes or text; only its pid and exit are used.
 def end_process(proc: subprocess.Popen[Any], sig: signal.Signals) -> list[str]:
     """Send `sig` and wait. Returns the exits it should not have had: anything but 0 after SIGTERM,
     and an exit it took by itself before (a crash the test did not cause)."""
@@ -245,6 +246,7 @@ def create_topic(bootstrap_servers: str, name: str, partitions: int = 1,
         raise KafkaError(result.error_code, f"CreateTopics {name!r}: {result.error_message or result.error_code.name}")
 
 
+# Dynamic: a request entity of any API, answered with that API's response entity.
 def request(bootstrap_servers: str, entity: Any, timeout: float = 30.0) -> Any:
     """Send one request on a new connection and return the response body."""
     from protocol.codec import decode_response, encode_request

@@ -6,6 +6,9 @@ client can match each of its items to an answer. This is built once from the kio
 response array is paired with the request array of the same name (or the one array the request
 has at that level, or a known Kafka rename), and each item copies its keys (names, indexes, ids)
 from the request item. Arrays that carry no error (configs, members) stay empty.
+
+Typing: it mirrors any request entity into the response entity of any API and version by
+reflection over their fields, so entities and their classes are dynamically typed here.
 """
 
 from __future__ import annotations

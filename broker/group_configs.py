@@ -42,6 +42,7 @@ _CONFIG_TYPES: Final = {"int": 3, "boolean": 1, "string": 2}
 @dataclass(frozen=True, slots=True)
 class GroupKey:
     kind: str  # "int", "boolean" or "string"
+    # Dynamic: a group config's value, of its key's type (int, bool or str).
     default: Callable[[BrokerConfig], Any]
     # (min, max, the broker settings that name them) for ints with a range, else None
     bounds: Callable[[BrokerConfig], tuple[int, int]] | None = None
@@ -49,6 +50,7 @@ class GroupKey:
     at_least: int = 1
 
 
+# Dynamic: a group config's value, of its key's type.
 def _const(value: Any) -> Callable[[BrokerConfig], Any]:
     return lambda _: value
 
@@ -117,6 +119,7 @@ def _invalid(message: str) -> KafkaError:
     return KafkaError(ErrorCode.invalid_config, message)
 
 
+# Dynamic: the value parsed by the key's type (int, bool or str).
 def _parse(name: str, raw: str) -> Any:
     key = GROUP_KEYS[name]
     if key.kind == "boolean":
@@ -198,6 +201,7 @@ def incremental(group_id: str, current: Mapping[str, str], changes: Sequence[tup
     return validate(group_id, out, broker)
 
 
+# Dynamic: a group config's value, of its key's type.
 def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 

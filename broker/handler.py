@@ -1,4 +1,8 @@
-"""What a handler module exports, and what a handler receives."""
+"""What a handler module exports, and what a handler receives.
+
+Typing: each handler takes its own API's request type (protocol/request_types); the Handler that
+holds any of them leaves the request dynamically typed.
+"""
 
 from __future__ import annotations
 

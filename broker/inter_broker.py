@@ -8,6 +8,9 @@ to their responses by correlation id. A request that gets no answer within reque
 whose connection breaks, fails with a retriable error and the connection is closed, so the
 caller's next attempt opens a fresh one, to wherever the broker (or the partition's new leader)
 is then. Retrying is the caller's business: MarkerWriter retries until the marker is durable.
+
+Typing: a request sent to another broker is an entity of any API, and its answer that API's
+response entity, so both are dynamically typed here; the helpers at the end know which.
 """
 
 from __future__ import annotations

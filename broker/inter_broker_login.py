@@ -8,6 +8,8 @@ A login that fails (wrong password, a mechanism the peer does not enable, a cert
 trust store refuses) is a misconfiguration, not a passing fault: it is logged as an ERROR that
 names the peer, the listener and why (at most once a minute per peer), and the request fails as a
 broken connection would, so its caller retries and succeeds once the configuration is fixed.
+
+Typing: the SASL requests and answers are kio entities of the version negotiated (dynamically typed).
 """
 
 from __future__ import annotations

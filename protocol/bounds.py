@@ -18,6 +18,9 @@ field, cost twice as much.) `walker_source(entity_type)` shows what was compiled
 
 A tagged field the schema does not know raises UnknownTaggedField, and protocol/unknown_tags.py
 walks the frame again to take it out (Kafka skips such fields, kio's reader refuses them).
+
+Typing: the walk reads kio's schema classes and their dataclass fields by reflection, whichever
+API and version a frame is, so entity types and fields are dynamically typed here.
 """
 
 from __future__ import annotations

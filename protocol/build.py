@@ -6,6 +6,9 @@ defaults of the ones the handler did not give, and converts nested lists to nest
 A key that no version of the entity has is a typo and raises UnknownFieldError: left alone it
 would answer the field's default (error code 0) without failing any test.
 Requests go the other way through `field_or`, for fields older versions lack.
+
+Typing: build() takes any entity class of any API and version and reads its fields by reflection;
+field values are whatever type each field has, so classes and values are dynamically typed here.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ Each (api_key, version) pair resolves once to a cached reader or writer; the req
 ApiVersions keeps its v0 response header as Kafka requires; versions kio lacks come from
 newer_schemas.py. Produce requests, the largest, and
 Fetch requests, the most frequent, are read by hand instead (produce_request.py, fetch_request.py).
+
+Typing: a schema class is kio's (or protocol/newer_schemas's) for the API key and version a frame
+names, found in a table at run time, so schema classes, their readers and writers and the entities
+they make are dynamically typed here; handlers get their versions' unions from protocol/request_types.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ kio's own (protocol/codec.py looks here first). Written from Kafka 4.4's message
 - TxnOffsetCommit v6 (KIP-1319): topics by id instead of by name, both ways.
 
 No `from __future__ import annotations`: kio reads each field's type at run time.
+
+Typing: the classes are made by a decorator from kio-shaped declarations, for any API, so the
+decorator's and the tables' class types are dynamic.
 """
 
 import uuid

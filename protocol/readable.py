@@ -6,6 +6,8 @@ looped over, so a lying count allocates nothing; a fixed-size field cut off rais
 or IndexError, which the readers turn into FrameBoundsError with the rest. Positions are passed
 and returned rather than kept in an object: a method call or attribute per field would cost
 about as much as the field itself, and these run for every Produce and Fetch.
+
+Typing: a tagged field's value is of its reader's type (dynamic in the reader table).
 """
 
 from __future__ import annotations

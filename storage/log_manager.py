@@ -36,7 +36,7 @@ from .api import (
 from .fs import LOCAL_FS, FileSystem
 from .log_config import check_topic_configs
 from .partition_log import LocalPartitionLog
-from .partition_logs import PartitionLogs, check_more_partitions, existing_topic
+from .partition_logs import PartitionLogs, check_more_partitions, existing_topic, new_topic
 from .topic_checks import check_new_topic
 
 __all__ = ("LogManager", "TopicMetadata", "validate_topic_name", "INTERNAL_TOPICS")
@@ -161,9 +161,7 @@ class LogManager(PartitionLogs[LocalPartitionLog]):
                            validate_only: bool = False, *, replication_factor: int = 1) -> TopicMetadata:
         configs = check_new_topic(name, partitions, configs, self.log_defaults)
         async with self._changing:
-            if name in self.topics:
-                raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
-            meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
+            meta = new_topic(self.topics, name, partitions, configs)
             if validate_only:
                 return meta
             await self._add_partitions(meta, 0, {**self.topics, name: meta})

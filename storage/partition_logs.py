@@ -15,7 +15,7 @@ from .api import OpenTransaction, TopicIdCache, TopicMetadata, TopicPartition
 from .log_config import LogConfig, effective_topic_defaults
 from .sequenced_log import SequencedLog
 
-__all__ = ("LedPartitionLogs", "PartitionLogs", "check_more_partitions", "existing_topic")
+__all__ = ("LedPartitionLogs", "PartitionLogs", "check_more_partitions", "existing_topic", "new_topic")
 
 L = TypeVar("L", bound=SequencedLog)
 
@@ -74,6 +74,15 @@ def existing_topic(topics: Mapping[str, TopicMetadata], name: str) -> TopicMetad
     if meta is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
     return meta
+
+
+def new_topic(topics: Mapping[str, TopicMetadata], name: str, partitions: int,
+              configs: Mapping[str, str]) -> TopicMetadata:
+    """The topic CreateTopics makes (checked by storage/topic_checks.py), under the caller's lock:
+    refused when the name is taken."""
+    if name in topics:
+        raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+    return TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
 
 
 def check_more_partitions(meta: TopicMetadata, count: int) -> None:

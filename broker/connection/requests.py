@@ -63,6 +63,7 @@ class RequestHandler:
         gate = self._gate
         return RequestContext(header=header, broker=self.state, peer=self.peer, session=gate.session, sasl=gate.sasl)
 
+    # Dynamic: the request entity of whichever API the frame names (broker/dispatch.py).
     async def _dispatch(self, header: RequestHeader, request: Any) -> Response | None:
         ctx = self._context(header)
         metrics = self.state.metrics

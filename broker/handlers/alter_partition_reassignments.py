@@ -13,7 +13,7 @@ Version notes: v1 adds allow_replication_factor_change, which changes nothing he
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -24,7 +24,10 @@ from ..handler import Handler, RequestContext
 from .replica_assignment import check_replicas
 
 if TYPE_CHECKING:
-    from protocol.request_types.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+    from protocol.request_types.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+        ReassignablePartition,
+    )
 
 
 def check_assignment(ctx: RequestContext, topic: str, partition: int, replicas: Sequence[int] | None) -> None:
@@ -35,7 +38,7 @@ def check_assignment(ctx: RequestContext, topic: str, partition: int, replicas: 
     check_replicas(ctx, replicas, None)
 
 
-def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, object]:
+def _partition(ctx: RequestContext, topic: str, p: ReassignablePartition) -> dict[str, object]:
     meta = ctx.broker.logs.topics.get(topic)
     try:
         if meta is None or not 0 <= p.partition_index < meta.partitions:

@@ -10,7 +10,9 @@ a consumer group here).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from coordinator.group.consumer_persist import ConsumerGroupDescription, MemberDescription
 from protocol.api_keys import ApiKey
@@ -30,7 +32,7 @@ _NO_OPERATIONS = -2147483648
 _CLASSIC_MEMBER, _CONSUMER_MEMBER = 0, 1
 
 
-def _assignment(named: Any) -> dict[str, object]:
+def _assignment(named: Mapping[str, tuple[uuid.UUID, frozenset[int]]]) -> dict[str, object]:
     return {"topic_partitions": [{"topic_id": tid, "topic_name": name, "partitions": sorted(ps)}
                                  for name, (tid, ps) in named.items()]}
 

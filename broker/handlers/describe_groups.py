@@ -15,8 +15,9 @@ per-group GROUP_ID_NOT_FOUND above.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from coordinator.group.snapshot import GroupSummary
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
@@ -58,7 +59,7 @@ def _not_classic(ctx: RequestContext, group_id: str) -> str | None:
     return None
 
 
-def _described(ctx: RequestContext, s: Any) -> dict[str, object]:
+def _described(ctx: RequestContext, s: GroupSummary) -> dict[str, object]:
     return {
         # Kafka answers GROUP_ID_NOT_FOUND for an unknown or consumer-protocol group from v6
         # (KIP-1043), and Dead without an error below it.

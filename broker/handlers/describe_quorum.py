@@ -19,7 +19,8 @@ listeners, where it answers as the controller.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Final
+import uuid
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -52,7 +53,7 @@ def _unknown_partitions(request: DescribeQuorumRequest) -> list[dict[str, object
          "current_voters": [], "observers": []} for p in t.partitions]} for t in request.topics]
 
 
-def _replica(node_id: int, directory_id: Any, fetched_ms: int) -> dict[str, object]:
+def _replica(node_id: int, directory_id: uuid.UUID | None, fetched_ms: int) -> dict[str, object]:
     return {"replica_id": node_id, "replica_directory_id": directory_id, "log_end_offset": _UNKNOWN,
             "last_fetch_timestamp": fetched_ms, "last_caught_up_timestamp": fetched_ms}
 

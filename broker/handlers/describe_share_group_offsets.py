@@ -11,7 +11,7 @@ high watermark not yet acknowledged or archived (-1 where there is no state).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.state_log import SharePartitionKey
@@ -25,7 +25,10 @@ from ..handler import Handler, RequestContext
 from .share_common import share_coordinator
 
 if TYPE_CHECKING:
-    from protocol.request_types.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
+    from protocol.request_types.describe_share_group_offsets import (
+        DescribeShareGroupOffsetsRequest,
+        DescribeShareGroupOffsetsRequestGroup,
+    )
 
 
 def _partition(ctx: RequestContext, coordinator: ShareCoordinator, key: SharePartitionKey,
@@ -61,7 +64,7 @@ def _topic(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, na
                            for p in wanted]}
 
 
-def _group(ctx: RequestContext, request_group: Any) -> dict[str, object]:
+def _group(ctx: RequestContext, request_group: DescribeShareGroupOffsetsRequestGroup) -> dict[str, object]:
     group_id = request_group.group_id
     try:
         require(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)

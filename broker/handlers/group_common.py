@@ -86,9 +86,11 @@ class RequestTopic(NamedTuple):
 
     name: str | None
     topic_id: uuid.UUID | None
+    # Dynamic: partition entities (OffsetCommit, TxnOffsetCommit) or bare indexes (OffsetFetch).
     partitions: Sequence[Any]
 
 
+# Dynamic: the topic entities of OffsetCommit, TxnOffsetCommit or OffsetFetch, of any version.
 def request_topics(ctx: RequestContext, topics: Sequence[Any], by_id: bool,
                    partitions: str = "partitions") -> list[RequestTopic]:
     """`topics` of a request, their ids resolved to names as KafkaApis resolves them (from the

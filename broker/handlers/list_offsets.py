@@ -16,7 +16,7 @@ adds a timeout for remote reads, not needed here; v11 (KIP-1023) adds the -6 sen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -27,7 +27,7 @@ from ..authorizer.checks import denied, unauthorized
 from ..handler import Handler, RequestContext, check_leader, isolation_level
 
 if TYPE_CHECKING:
-    from protocol.request_types.list_offsets import ListOffsetsRequest
+    from protocol.request_types.list_offsets import ListOffsetsPartition, ListOffsetsRequest
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5, -6
 # The first version that may ask for each sentinel timestamp (Kafka's timestampMinSupportedVersion).
@@ -39,7 +39,8 @@ def timestamp_supported(timestamp: int, version: int) -> bool:
     return timestamp >= 0 or version >= SENTINEL_MIN_VERSION.get(timestamp, 1 << 15)
 
 
-async def _lookup(ctx: RequestContext, tp: TopicPartition, p: Any, isolation: IsolationLevel) -> dict[str, object]:
+async def _lookup(ctx: RequestContext, tp: TopicPartition, p: ListOffsetsPartition,
+                  isolation: IsolationLevel) -> dict[str, object]:
     epoch = check_leader(ctx.broker.cluster, tp, getattr(p, "current_leader_epoch", -1))
     plog = ctx.broker.logs.get_log(tp)
     return {"leader_epoch": epoch} | await _find(plog, p.timestamp, isolation)

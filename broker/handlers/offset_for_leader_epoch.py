@@ -12,7 +12,7 @@ changes (KIP-320).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -23,11 +23,12 @@ from ..authorizer.checks import authorized, denied, unauthorized
 from ..handler import Handler, RequestContext, check_leader
 
 if TYPE_CHECKING:
-    from protocol.request_types.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+    from protocol.request_types.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderPartition
 
 
-def _answer(ctx: RequestContext, topic: str, p: Any, refused: frozenset[str]) -> dict[str, object]:
-    entry = {"partition": p.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
+def _answer(ctx: RequestContext, topic: str, p: OffsetForLeaderPartition, refused: frozenset[str]) -> dict[str, object]:
+    entry: dict[str, object] = {"partition": p.partition, "error_code": ErrorCode.none, "leader_epoch": -1,
+                                "end_offset": -1}
     try:
         if topic in refused:
             raise denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)

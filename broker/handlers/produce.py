@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Sequence
 
 from coordinator.transaction.verification import (
     AddRetry,
@@ -119,7 +118,7 @@ def _transactional_batches(ctx: RequestContext, request: ProduceRequest, names: 
     return found
 
 
-def _open_in_log(ctx: RequestContext) -> Any:
+def _open_in_log(ctx: RequestContext) -> Callable[[TopicPartition, RecordBatchHeader], bool]:
     """Kafka's UnifiedLog.hasOngoingTransaction: a partition whose log already holds the
     producer's transaction under this epoch needs no word with the coordinator."""
     def open_in_log(tp: TopicPartition, header: RecordBatchHeader) -> bool:
@@ -176,7 +175,7 @@ async def _append_one(ctx: RequestContext, request: ProduceRequest, topic: str |
             "log_append_time": info.log_append_time, "log_start_offset": info.log_start_offset}
 
 
-async def _append_all(calls: list[list[Coroutine[Any, Any, ProducePartitionResponse]]],
+async def _append_all(calls: list[list[Coroutine[object, None, ProducePartitionResponse]]],
                       ) -> list[list[ProducePartitionResponse]]:
     """Each topic's partition results, the partitions written concurrently. A request for one
     partition (what most producers send) is awaited directly: gather would wrap it in a task and

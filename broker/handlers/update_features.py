@@ -15,7 +15,7 @@ v2 drops the per-feature results of a success too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.build import field_or
@@ -43,7 +43,7 @@ def _upgrade_type(update: FeatureUpdateKey) -> int:
     return int(update.upgrade_type)
 
 
-async def _result(features: FinalizedFeatures, update: Any, validate_only: bool) -> dict[str, object]:
+async def _result(features: FinalizedFeatures, update: FeatureUpdateKey, validate_only: bool) -> dict[str, object]:
     try:
         await features.update(update.feature, update.max_version_level, _upgrade_type(update), validate_only)
     except KafkaError as exc:

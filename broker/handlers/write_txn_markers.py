@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.transaction.outcomes import AbortCause
 from coordinator.transaction.txn_markers import TxnMarkerEntry, write_txn_markers
@@ -61,7 +61,7 @@ def _count_admin_abort(ctx: RequestContext, entry: TxnMarkerEntry, was_open: set
         coordinator.outcomes.record(False, AbortCause.ADMIN)
 
 
-async def _marker_result(ctx: RequestContext, marker: Any) -> dict[str, object]:
+async def _marker_result(ctx: RequestContext, marker: WritableTxnMarker) -> dict[str, object]:
     broker = ctx.broker
     entry = _entry(marker)
     was_open = _open_on(ctx, entry)

@@ -124,6 +124,7 @@ class BrokerCollector(Collector):
 
     # -- logs ----------------------------------------------------------------------------------
 
+    # Dynamic: each backend's partition log class (storage/api.py PartitionLog has no size fields).
     def _partitions(self) -> Iterator[tuple[TopicPartition, Any]]:
         logs = self._state.logs
         for name, meta in sorted(logs.topics.items()):

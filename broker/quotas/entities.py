@@ -108,6 +108,7 @@ def from_store(name: str) -> Entity | None:
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
+# Dynamic: DescribeClientQuotas' component entities, of any version.
 def filter_of(components: Iterable[Any]) -> tuple[dict[str, str | None], set[str]]:
     """(types that must have this name, types that must be present) of a DescribeClientQuotas
     filter; KafkaError with Kafka's messages for a filter it refuses."""

@@ -41,12 +41,14 @@ class JwksError(Exception):
     """The JWKS could not be fetched or read."""
 
 
+# Dynamic: a JSON document, checked by parse_jwks.
 def http_get_json(url: str, context: ssl.SSLContext | None = None) -> Any:
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S, context=context) as answer:  # noqa: S310
         return json.loads(answer.read())
 
 
+# Dynamic: a JSON document as fetched, checked here.
 def parse_jwks(document: Any) -> dict[str, jwt.PyJWK]:
     """kid -> key of the signing keys of a JWKS document; keys PyJWT cannot use are skipped."""
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):

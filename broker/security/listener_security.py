@@ -53,6 +53,7 @@ def build_listener_security(config: BrokerConfig, listener: Listener,
     return ListenerSecurity(listener=listener, ssl_context=context, principal_mapper=mapper, sasl=sasl)
 
 
+# Dynamic: each listener's key set (PyJWT's, untyped).
 async def fetch_verification_keys(securities: Iterable[ListenerSecurity]) -> list[Any]:
     """The JWKS of every OAUTHBEARER listener that validates signed tokens, fetched before the
     listeners serve, as Kafka's validator does when it is configured; StartupError when one cannot

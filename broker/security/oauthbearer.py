@@ -154,6 +154,7 @@ class _JaasSsl:
     """The ssl.* options of a JAAS config read as a listener's settings are: Kafka's
     JaasOptionsUtils.getSslClientConfig, with ConfigDef's client SSL defaults (not the broker's)."""
 
+    # Dynamic: the listener settings' object and their values, of each key's type.
     def __init__(self, listener: Any, options: Mapping[str, str]) -> None:
         self.listener, self._options = listener, options
 

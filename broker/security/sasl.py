@@ -106,6 +106,7 @@ class SaslAuthenticator:
         self.principal: KafkaPrincipal | None = None
         self.session_expires: float | None = None  # monotonic seconds: connections.max.reauth.ms, token expiry
         self._lifetime_ms = 0
+        # Dynamic: the server of the mechanism negotiated (PLAIN, SCRAM, OAUTHBEARER, GSSAPI).
         self._server: Any = None
         self._mechanism: str | None = None
 
@@ -142,6 +143,7 @@ class SaslAuthenticator:
         self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKEN
         return ErrorCode.none
 
+    # Dynamic: the mechanism's own server class.
     def _new_server(self, mechanism: str) -> Any:
         if mechanism == "PLAIN":
             return PlainServer(self.config.plain_users)

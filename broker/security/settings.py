@@ -61,6 +61,7 @@ class ListenerSettings:
     def overridden(self, key: str) -> bool:
         return self._prefix + key in self.config.listener_overrides
 
+    # Dynamic: a property's value, of the type its Spec parses it to.
     def get(self, key: str) -> Any:
         """The value of `key` for this listener."""
         overrides: Mapping[str, str] = self.config.listener_overrides
@@ -71,6 +72,7 @@ class ListenerSettings:
             return spec.parse(self._prefix + key, raw)
         return getattr(self.config, PROPERTY_FIELDS[key])
 
+    # Dynamic: as get.
     def mechanism_get(self, mechanism: str, key: str) -> Any:
         """The value of a SASL `key` for this listener and mechanism: Kafka's saslMechanismPrefix form
         `listener.name.<listener>.<mechanism>.<key>` wins over `listener.name.<listener>.<key>`."""

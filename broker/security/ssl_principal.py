@@ -72,6 +72,7 @@ class SslPrincipalMapper:
         raise NoMatchingRule(f"No rules apply to {subject}")
 
 
+# Dynamic: ssl.SSLObject or the acceptor's AlertingSSLObject.
 def peer_principal(ssl_object: Any, mapper: SslPrincipalMapper) -> KafkaPrincipal:
     """User:<mapped subject> of a verified client certificate; User:ANONYMOUS without one."""
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None

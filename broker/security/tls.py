@@ -184,6 +184,7 @@ def _load_pem_pair(context: ssl.SSLContext, chain: bytes, key: bytes, encrypted:
             raise _Refused(f"Failed to load {what}: {why} ({exc.reason or exc})") from None
 
 
+# Dynamic: cryptography's PKCS12 key and certificates tuple.
 def _pkcs12(path: str, password: str) -> Any:
     from cryptography.hazmat.primitives.serialization import pkcs12
 

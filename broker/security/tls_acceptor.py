@@ -61,6 +61,7 @@ class AlertingSSLObject(ssl.SSLObject):
     _alerts: ssl.MemoryBIO
 
     @classmethod
+    # Dynamic: SSLObject._create's own arguments, passed on.
     def _create(cls, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, *args: Any,
                 **kwargs: Any) -> AlertingSSLObject:
         self: AlertingSSLObject = super()._create(incoming, outgoing, *args, **kwargs)  # type: ignore[misc]
@@ -74,6 +75,7 @@ class AlertingSSLObject(ssl.SSLObject):
             raise
         except ssl.SSLError:
             # uvloop's transports are not asyncio.WriteTransport subclasses, so no isinstance here
+            # Dynamic: asyncio's private SSL transport.
             transport: Any = self._transport
             alert = self._alerts.read()
             if alert and transport is not None and not transport.is_closing():
@@ -130,6 +132,7 @@ def tls_protocol_factory(context: ssl.SSLContext, listener: str, make_connection
     def factory() -> asyncio.BaseProtocol:
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
+        # Dynamic: asyncio's private SSLProtocol.
         protocol: Any = protocol_class(loop, make_connection(), context, waiter, server_side=True,
                                        call_connection_made=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -36,7 +35,7 @@ from ..api import (
 )
 from ..log_config import check_topic_configs
 from ..object_store import ObjectStore
-from ..partition_logs import LedPartitionLogs, check_more_partitions
+from ..partition_logs import LedPartitionLogs, check_more_partitions, new_topic
 from ..topic_checks import check_new_topic
 from .group_commit import GroupCommitter
 from .object_archive import DEFAULT_ARCHIVE, ArchivedPartition, ArchiveSettings, archive_loop
@@ -207,7 +206,7 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
         for listener in self._fenced_listeners:
             listener(plog.tp)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[object, None, None]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -229,9 +228,7 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
         configs = check_new_topic(name, partitions, configs, self.log_defaults)
         try:
             async with self._changing:
-                if name in self._topics:
-                    raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
-                meta = TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
+                meta = new_topic(self._topics, name, partitions, configs)
                 if validate_only:
                     return meta
                 await self._write(self._topic_store.create(meta, replication_factor))

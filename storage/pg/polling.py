@@ -34,6 +34,7 @@ async def poll_forever(refresh: Callable[[], Awaitable[bool]], interval_s: float
             failing = False
 
 
+# Dynamic: the rows' column values, of whatever types the queries select.
 async def read_if_moved(pool: Pool, version_key: str, known: str | None,
                         *queries: str) -> tuple[str, list[list[Any]]] | None:
     """The version row and the queries' rows, in one snapshot, if the version is not `known`;

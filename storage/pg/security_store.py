@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from ..cluster_api import AclRecord
 from ..scram_credentials import ScramCredential
@@ -51,7 +51,7 @@ class SecurityTables(Protocol):
     INSERT_ACL: str  # (binding key,)
     DELETE_ACL: str  # (binding key,)
 
-    async def write(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
+    async def write(self, statements: Iterable[tuple[str, tuple[object, ...]]]) -> None:
         """Apply the statements in one transaction that also tells the others, then re-read."""
         ...
 
@@ -104,7 +104,7 @@ class PgSecurityMetadata:
         """Poll until cancelled."""
         await poll_forever(self.refresh, interval_s, "SCRAM credentials and ACLs")
 
-    async def write(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
+    async def write(self, statements: Iterable[tuple[str, tuple[object, ...]]]) -> None:
         """Apply the statements and bump the version in one transaction, then re-read."""
         async with self.pool.acquire() as conn, conn.transaction():
             for sql, args in statements:
