@@ -12,12 +12,14 @@ from coordinator.group.coordinator import GroupCoordinator
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.dead_letters import DeadLetterSettings
 from coordinator.share.partitions import ShareGroupSettings
+from coordinator.share.state_shards import ShareStateShards
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
 
 from .features import FeatureLevelWatcher
 from .group_configs import consumer_overrides, share_settings
 from .inter_broker import InterBrokerClient, TxnMarkerChannel
+from .share_state_client import RemoteShareState
 from .state import BrokerState
 
 
@@ -95,13 +97,10 @@ def group_coordinator(state: BrokerState) -> GroupCoordinator:
     return coordinator
 
 
-def share_coordinator(state: BrokerState) -> ShareCoordinator | None:
-    """Share groups on a broker that leads every partition; in cluster mode share-partition state
-    would have to follow partition leadership and the share coordinator shard with failover, which
-    is not built yet, so none runs and the share APIs say so (broker/handlers/share_common.py)."""
-    if not state.cluster.leads_everything:
-        return None
-
+def share_coordinator(state: BrokerState) -> ShareCoordinator:
+    """Share groups. In cluster mode the share-partitions of a partition live at its leader, their
+    states at the share coordinator of each key (ShareStateShards: the __share_group_state
+    partitions this broker leads) and a group's membership at its group coordinator."""
     def settings(group_id: str) -> ShareGroupSettings:  # read at each use: group configs change at run time
         own = state.dynamic_config.group_configs(group_id) if state.dynamic_config is not None else {}
         settings = share_settings(own, state.config)
@@ -118,13 +117,39 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator | None:
         return DeadLetterSettings(c.errors_deadletterqueue_topic_name_prefix,
                                   c.errors_deadletterqueue_auto_create_topics_enable, c.num_partitions)
 
+    def group_owner(group_id: str) -> None:  # the group coordinator's shard of the group is led here
+        groups = state.group_coordinator
+        if groups is not None and not state.cluster.leads_everything:
+            groups.shards.check(groups.partition_for(group_id).partition, group_id)
+
     c = state.config
+    store = None
+    client = state.inter_broker
+    if not state.cluster.leads_everything and client is not None:
+        shards = state.share_state_shards = ShareStateShards(state.logs, c.share_coordinator_state_topic_num_partitions)
+        store = RemoteShareState(state.cluster, client, shards)
     coordinator = ShareCoordinator(state.logs, settings, other_group_exists=other_group_exists,
-                                   dead_letter_settings=dead_letter_settings,
+                                   dead_letter_settings=dead_letter_settings, store=store, group_owner=group_owner,
                                    state_topic_partitions=c.share_coordinator_state_topic_num_partitions,
                                    max_sessions=c.group_share_max_share_sessions, max_group_size=c.group_share_max_size)
     state.share_coordinator = coordinator
     return coordinator
+
+
+class ShareClusterService:
+    """Cluster mode: the share coordinator shards and the share-partitions follow leadership."""
+
+    def __init__(self, state: BrokerState) -> None:
+        self.state = state
+
+    async def start(self) -> None:
+        shards, coordinator = self.state.share_state_shards, self.state.share_coordinator
+        if shards is not None and coordinator is not None:
+            self.state.cluster.add_listener(shards)
+            self.state.cluster.add_listener(coordinator)
+
+    async def stop(self) -> None:
+        return None
 
 
 def lso_monitor(state: BrokerState) -> LsoMonitor:
@@ -157,4 +182,4 @@ def feature_levels(state: BrokerState) -> list[Service]:
 
 def build_services(state: BrokerState) -> list[Service]:
     return [*inter_broker(state), *feature_levels(state), group_coordinator(state), transaction_coordinator(state),
-            *filter(None, [share_coordinator(state)]), lso_monitor(state)]
+            share_coordinator(state), ShareClusterService(state), lso_monitor(state)]

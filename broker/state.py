@@ -16,6 +16,7 @@ from .features import FinalizedFeatures
 if TYPE_CHECKING:
     from coordinator.group.coordinator import GroupCoordinator
     from coordinator.share.coordinator import ShareCoordinator
+    from coordinator.share.state_shards import ShareStateShards
     from coordinator.transaction.coordinator import TransactionCoordinator
     from storage.api import CleanerStats
 
@@ -57,6 +58,7 @@ class BrokerState:
     group_coordinator: GroupCoordinator | None = None
     txn_coordinator: TransactionCoordinator | None = None
     share_coordinator: ShareCoordinator | None = None  # share groups (KIP-932): coordinator/share
+    share_state_shards: ShareStateShards | None = None  # cluster mode's share coordinator (its shards)
     # The request path's counters while metrics.port is set; None keeps that path free of them.
     metrics: BrokerMetrics | None = None
     # Set when authorizer.class.name names one; None keeps every request path free of ACL checks.

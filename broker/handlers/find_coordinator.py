@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from coordinator.share.state_log import SHARE_GROUP_STATE_TOPIC
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
-from ..authorizer.acl import AclOperation, ResourceType
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied
 from ..handler import Handler, RequestContext
 from .metadata import live_brokers
@@ -34,7 +35,21 @@ def _is_v4_plus(entity: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequest
     # by the class's version, not isinstance: the union's classes load only for type checking
     return entity.__version__ >= 4
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+
+
+def _share_shard(ctx: RequestContext, key: str) -> TopicPartition | KafkaError:
+    """KIP-932's SHARE key "group:topic id:partition": its __share_group_state partition, asked for
+    by share-partition leaders (CLUSTER_ACTION, as Kafka requires)."""
+    if not authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        return denied(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+    shards = ctx.broker.share_state_shards
+    if shards is None:
+        return KafkaError(ErrorCode.coordinator_not_available, "the share coordinator runs in cluster mode only")
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
+        return KafkaError(ErrorCode.invalid_request, f"Invalid coordinator key {key}: expected group:topicId:partition")
+    return TopicPartition(SHARE_GROUP_STATE_TOPIC, shards.log.partition_of(key))
 
 
 def _shard(ctx: RequestContext, key_type: int, key: str) -> TopicPartition | None:
@@ -48,6 +63,11 @@ def _shard(ctx: RequestContext, key_type: int, key: str) -> TopicPartition | Non
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, object]:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+    if key_type == SHARE:
+        shard = _share_shard(ctx, key)
+        if isinstance(shard, KafkaError):
+            return missing | {"error_code": shard.code, "error_message": shard.message}
+        return _leader_entry(ctx, key, shard)
     if key_type not in (GROUP, TRANSACTION):
         return missing | {"error_code": ErrorCode.invalid_request,
                           "error_message": f"unknown coordinator key type {key_type}"}
@@ -55,10 +75,15 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, object]:
     if not authorized(ctx, AclOperation.DESCRIBE, resource, key):
         refusal = denied(ctx, AclOperation.DESCRIBE, resource, key)
         return missing | {"error_code": refusal.code, "error_message": refusal.message}
-    shard = _shard(ctx, key_type, key)
-    if shard is None:
+    found = _shard(ctx, key_type, key)
+    if found is None:
         return missing | {"error_code": ErrorCode.coordinator_not_available,
                           "error_message": "the coordinator is not running"}
+    return _leader_entry(ctx, key, found)
+
+
+def _leader_entry(ctx: RequestContext, key: str, shard: TopicPartition) -> dict[str, object]:
+    missing = {"key": key, "node_id": -1, "host": "", "port": -1}
     leader = ctx.broker.cluster.leader(shard)
     node = -1 if leader is None else leader.leader
     for broker in live_brokers(ctx):

@@ -34,8 +34,7 @@ def share_coordinator(ctx: RequestContext) -> ShareCoordinator:
     if ctx.broker.features.level("share.version") < 1:
         raise KafkaError(ErrorCode.unsupported_version, "The share group protocol is not enabled (share.version 0).")
     if coordinator is None:
-        raise KafkaError(ErrorCode.unsupported_version, "Share groups are not served in cluster mode yet: "
-                                                        "eosbroker runs them on a single node only.")
+        raise KafkaError(ErrorCode.coordinator_not_available, "The share coordinator is not running.")
     return coordinator
 
 

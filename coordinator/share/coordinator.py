@@ -8,6 +8,10 @@ heartbeat at epoch -1 or by timing out, has every record it holds released, as K
 coordinator tells its share-partitions; one that timed out loses its share session too (one that
 left closes its own with a final ShareAcknowledge). Groups with persisted state and no members are
 listed after a restart as Empty.
+
+In cluster mode (a ShareStateStore given) the groups served are those whose group coordinator
+shard is led here (group_owner), the share-partitions those of partitions led here (they go on
+resignation), and their states live at the share coordinator of each key (state_shards.py).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from .dead_letters import DeadLetterSettings, DeadLetterWriter
 from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo, validate
 from .partitions import FetchedPartition, ShareGroupSettings, SharePartitionManager
 from .sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartitions, ShareSession, ShareSessionCache
-from .state_log import SharePartitionKey, ShareStateLog
+from .state_log import SharePartitionKey, ShareStateLog, ShareStateStore
 
 __all__ = ("ShareAckRequest", "ShareCoordinator", "ShareFetchParams", "ShareFetchResult")
 
@@ -65,13 +69,18 @@ class ShareCoordinator:
                  state_topic_partitions: int = 50, max_sessions: int = 2000, max_group_size: int = 200,
                  other_group_exists: Callable[[str], bool] = lambda _: False,
                  dead_letter_settings: Callable[[], DeadLetterSettings] = DeadLetterSettings,
+                 store: ShareStateStore | None = None, group_owner: Callable[[str], None] = lambda _: None,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        """store: where share-partition states live (default: this broker's __share_group_state);
+        group_owner raises NOT_COORDINATOR for a group whose coordinator is another broker."""
         self.logs = logs
         self.settings = settings
         self.groups: dict[str, ShareGroup] = {}
         self.sessions = ShareSessionCache(max_sessions)
-        self.manager = SharePartitionManager(logs, ShareStateLog(logs, state_topic_partitions), settings, clock_ms,
-                                             DeadLetterWriter(logs, dead_letter_settings, clock_ms))
+        self.manager = SharePartitionManager(logs, store or ShareStateLog(logs, state_topic_partitions), settings,
+                                             clock_ms, DeadLetterWriter(logs, dead_letter_settings, clock_ms))
+        self.group_owner = group_owner
+        self.clustered = store is not None
         self.max_group_size = max_group_size
         self.other_group_exists = other_group_exists
         self._clock_ms = clock_ms
@@ -89,6 +98,22 @@ class ShareCoordinator:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
+    # -- cluster mode: share-partitions follow their partition's leadership ---------------------
+
+    async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+        return None  # its share-partitions are read from their share coordinator when first used
+
+    async def on_resigned(self, tp: TopicPartition) -> None:
+        self.manager.forget(tp)
+
+    def _owned(self, group_id: str) -> None:
+        """NOT_COORDINATOR for a group coordinated elsewhere (what it had here is stale: dropped)."""
+        try:
+            self.group_owner(group_id)
+        except KafkaError:
+            self.groups.pop(group_id, None)
+            raise
+
     # -- membership ----------------------------------------------------------------------------
 
     def _topics(self) -> dict[str, TopicInfo]:
@@ -99,6 +124,7 @@ class ShareCoordinator:
         if not group_id:
             raise KafkaError(ErrorCode.invalid_group_id, "GroupId can't be empty.")
         validate(hb)  # before a group is made for it
+        self._owned(group_id)
         settings = self.settings(group_id)
         group = self.groups.get(group_id)
         if group is None:
@@ -135,7 +161,9 @@ class ShareCoordinator:
                 await self._expire_members()
                 await self.manager.send_due_dead_letters()
                 wait_s = 1.0 if next_lock is None else min(1.0, next_lock)
-            except Exception:  # a failed write: the states stay in memory; try again
+            except KafkaError as exc:  # a failed write (the share coordinator away): try again
+                log.warning("share coordinator timers: %s; trying again", exc)
+            except Exception:
                 log.exception("share coordinator timers failed")
             try:
                 await asyncio.wait_for(self.manager.locks_changed.wait(), wait_s)
@@ -231,12 +259,21 @@ class ShareCoordinator:
     # -- administration ------------------------------------------------------------------------
 
     def list_groups(self) -> list[tuple[str, str]]:
-        return [(g.group_id, g.state) for g in self.groups.values()]
+        out = []
+        for group in list(self.groups.values()):
+            try:
+                self._owned(group.group_id)
+            except KafkaError:
+                continue
+            out.append((group.group_id, group.state))
+        return out
 
     def describe(self, group_id: str) -> ShareGroup | None:
+        self._owned(group_id)
         return self.groups.get(group_id)
 
     def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
+        self._owned(group_id)
         group = self.groups.get(group_id)
         if group is None:
             if not create:
@@ -260,6 +297,9 @@ class ShareCoordinator:
     async def alter_offsets(self, group_id: str, offsets: Mapping[SharePartitionKey, tuple[TopicPartition, int]]) \
             -> None:
         self._empty_group(group_id, create=True)
+        if self.clustered:  # the leaders' share-partitions would keep their old state
+            raise KafkaError(ErrorCode.unsupported_version,
+                             "Altering share group offsets is not served in cluster mode yet.")
         for key, (tp, offset) in offsets.items():
             await self.manager.alter_start(key, tp, offset)
 

@@ -27,7 +27,7 @@ from storage.api import IsolationLevel, LogSource, TopicPartition
 from .dead_letters import DeadLetterSource, DeadLetterTopicError, DeadLetterWriter
 from .log_reads import LogRead, batches_covering, read_batches
 from .partition_state import AcquiredRange, RecordState, SharePartitionState
-from .state_log import SharePartitionKey, ShareStateLog, StoredShareState
+from .state_log import SharePartitionKey, ShareStateStore, StoredShareState
 
 __all__ = ("FetchedPartition", "SharePartition", "SharePartitionManager", "ShareGroupSettings")
 
@@ -91,7 +91,7 @@ def by_duration_ms(value: str) -> int:
 
 
 class SharePartitionManager:
-    def __init__(self, logs: LogSource, state_log: ShareStateLog, settings: Callable[[str], ShareGroupSettings],
+    def __init__(self, logs: LogSource, state_log: ShareStateStore, settings: Callable[[str], ShareGroupSettings],
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
                  dead_letters: DeadLetterWriter | None = None) -> None:
         self._logs = logs
@@ -128,6 +128,10 @@ class SharePartitionManager:
             return partition
         settings = self.settings(key.group_id)
         stored = self._stored.get(key)
+        if stored is None:  # cluster mode: the share coordinator of the key has it
+            stored = await self._state_log.read(key)
+            if key in self.partitions:
+                return self.partitions[key]
         if stored is not None:
             state = SharePartitionState.restore(stored.start_offset, stored.batches,
                                                 delivery_count_limit=settings.delivery_count_limit,
@@ -317,6 +321,14 @@ class SharePartitionManager:
             partition.state.reset(offset)
             partition.state_epoch += 1
             await self._persist(partition)
+
+    def forget(self, tp: TopicPartition) -> None:
+        """This broker no longer leads tp: its share-partitions go (their states are written; what
+        was acquired here comes back at the new leader, as after a crash)."""
+        for key in [k for k, p in self.partitions.items() if p.tp == tp]:
+            del self.partitions[key]
+            self._stored.pop(key, None)
+            self.dead_letters_due.discard(key)
 
     async def delete(self, keys: Iterable[SharePartitionKey]) -> None:
         for key in list(keys):

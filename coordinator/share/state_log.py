@@ -22,16 +22,16 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
-from protocol.errors import CorruptRecordError
+from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import Record, build_batch, read_records
 from storage.api import AppendOrigin, LogSource, PartitionLog, TopicPartition
 
 from ..partitioning import partition_for
 from .partition_state import RecordState, StateBatch
 
-__all__ = ("SHARE_GROUP_STATE_TOPIC", "SharePartitionKey", "ShareStateLog", "StoredShareState")
+__all__ = ("SHARE_GROUP_STATE_TOPIC", "SharePartitionKey", "ShareStateLog", "ShareStateStore", "StoredShareState")
 
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
 _KEY_TYPE: Final = 0
@@ -93,6 +93,21 @@ def decode_value(data: bytes) -> StoredShareState:
     return StoredShareState(epoch, start, batches)
 
 
+class ShareStateStore(Protocol):
+    """Where share-partition states live: this broker's __share_group_state (ShareStateLog), or in
+    cluster mode the share coordinator of each key, over ReadShareGroupState/WriteShareGroupState."""
+
+    async def load(self) -> dict[SharePartitionKey, StoredShareState]:
+        """Every state known at start-up (cluster mode: none, each is read when first used)."""
+        ...
+
+    async def read(self, key: SharePartitionKey) -> StoredShareState | None: ...
+
+    async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
+        """Durable once it returns; None deletes the state."""
+        ...
+
+
 class ShareStateLog:
     """Writes and replays __share_group_state; the topic is made at the first write."""
 
@@ -100,15 +115,28 @@ class ShareStateLog:
         self._logs = logs
         self._num_partitions = num_partitions
 
-    async def _ensure_topic(self) -> int:
+    async def ensure_topic(self) -> int:
         meta = self._logs.topics.get(SHARE_GROUP_STATE_TOPIC)
         if meta is None:
-            meta = await self._logs.create_topic(SHARE_GROUP_STATE_TOPIC, self._num_partitions,
-                                                 {"cleanup.policy": "compact", "compression.type": "producer"})
+            try:
+                meta = await self._logs.create_topic(SHARE_GROUP_STATE_TOPIC, self._num_partitions,
+                                                     {"cleanup.policy": "compact", "compression.type": "producer"})
+            except KafkaError as exc:  # another broker of the cluster just made it
+                if exc.code is not ErrorCode.topic_already_exists:
+                    raise
+                meta = self._logs.topics[SHARE_GROUP_STATE_TOPIC]
         return meta.partitions
 
+    def partition_of(self, key: SharePartitionKey | str) -> int:
+        """The __share_group_state partition (the share coordinator's shard) of a key."""
+        meta = self._logs.topics.get(SHARE_GROUP_STATE_TOPIC)
+        return partition_for(str(key), meta.partitions if meta is not None else self._num_partitions)
+
+    async def read(self, key: SharePartitionKey) -> StoredShareState | None:
+        return None  # load() read them all
+
     async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
-        partitions = await self._ensure_topic()
+        partitions = await self.ensure_topic()
         tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, partition_for(str(key), partitions))
         record = Record(timestamp=int(time.time() * 1000), key=encode_key(key),
                         value=None if state is None else encode_value(state))
@@ -119,13 +147,18 @@ class ShareStateLog:
         meta = self._logs.topics.get(SHARE_GROUP_STATE_TOPIC)
         out: dict[SharePartitionKey, StoredShareState] = {}
         for partition in range(meta.partitions if meta is not None else 0):
-            plog = self._logs.get_log(TopicPartition(SHARE_GROUP_STATE_TOPIC, partition))
-            for record in await _replay(plog):
-                key = decode_key(record.key or b"")
-                if record.value is None:
-                    out.pop(key, None)
-                else:
-                    out[key] = decode_value(record.value)
+            out.update(await self.load_partition(partition))
+        return out
+
+    async def load_partition(self, partition: int) -> dict[SharePartitionKey, StoredShareState]:
+        """One partition's last state of each key (a share coordinator shard's)."""
+        out: dict[SharePartitionKey, StoredShareState] = {}
+        for record in await _replay(self._logs.get_log(TopicPartition(SHARE_GROUP_STATE_TOPIC, partition))):
+            key = decode_key(record.key or b"")
+            if record.value is None:
+                out.pop(key, None)
+            else:
+                out[key] = decode_value(record.value)
         return out
 
 

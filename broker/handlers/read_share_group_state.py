@@ -1,0 +1,59 @@
+"""ReadShareGroupState v0 (KIP-932): a share-partition leader reads its state from the share
+coordinator (cluster mode, broker/share_state_client.py).
+
+Behaviour: each key's state as this broker's share coordinator shard holds it
+(coordinator/share/state_shards.py); a key with none is UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
+share coordinator answers an uninitialised share-partition; one whose shard is not led here
+NOT_COORDINATOR, still loading COORDINATOR_LOAD_IN_PROGRESS. Requires CLUSTER_ACTION on the
+cluster (an inter-broker API).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coordinator.share.state_log import SharePartitionKey
+from coordinator.share.state_shards import ShareStateShards
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..authorizer.acl import AclOperation
+from ..authorizer.checks import require_cluster
+from ..handler import Handler, RequestContext
+
+if TYPE_CHECKING:
+    from protocol.request_types.read_share_group_state import ReadShareGroupStateRequest
+
+
+def state_shards(ctx: RequestContext) -> ShareStateShards:
+    shards = ctx.broker.share_state_shards
+    if shards is None:
+        raise KafkaError(ErrorCode.not_coordinator, "this broker runs no share coordinator (it is not in a cluster)")
+    return shards
+
+
+def _partition(shards: ShareStateShards, key: SharePartitionKey) -> dict[str, Any]:
+    out: dict[str, Any] = {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None,
+                           "state_epoch": -1, "start_offset": -1, "state_batches": []}
+    try:
+        stored = shards.read(key)
+    except KafkaError as exc:
+        return out | {"error_code": exc.code, "error_message": exc.message}
+    if stored is None:
+        return out | {"error_code": ErrorCode.unknown_topic_or_partition,
+                      "error_message": f"The share-partition {key} has no state."}
+    batches = [{"first_offset": b.first_offset, "last_offset": b.last_offset, "delivery_state": int(b.state),
+                "delivery_count": b.delivery_count} for b in stored.batches]
+    return out | {"state_epoch": stored.state_epoch, "start_offset": stored.start_offset, "state_batches": batches}
+
+
+async def handle(ctx: RequestContext, request: ReadShareGroupStateRequest) -> object:
+    require_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    shards = state_shards(ctx)
+    results = [{"topic_id": topic.topic_id, "partitions": [
+        _partition(shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition))  # type: ignore[arg-type]
+        for p in topic.partitions]} for topic in request.topics]
+    return ctx.respond({"results": results})
+
+
+HANDLER = Handler(api_key=ApiKey.READ_SHARE_GROUP_STATE, min_version=0, max_version=0, handle=handle)
