@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from bench.plan import CPU_PER_GB
+from bench.plan import CPU_PER_GB, CPU_PER_RECORD
 from bench.servers import REPO_DIR, Running
 
 if TYPE_CHECKING:
     from bench.cluster import ClusterRunning
+    from bench.processes import ProcessSetRunning
 
 RSS_SAMPLE_S = 0.1
 
@@ -62,7 +63,8 @@ class LoadFailed(RuntimeError):
     pass
 
 
-def run_load(load: str, params: dict, broker: Running | ClusterRunning, log_path: Path, timeout: float) -> dict:
+def run_load(load: str, params: dict, broker: Running | ClusterRunning | ProcessSetRunning, log_path: Path,
+             timeout: float) -> dict:
     """Run `python -m bench.load LOAD`; return its RESULT plus the broker's CPU and peak RSS."""
     argv = [sys.executable, "-m", "bench.load", load, "--bootstrap", broker.bootstrap,
             "--params", json.dumps(params)]
@@ -82,7 +84,18 @@ def run_load(load: str, params: dict, broker: Running | ClusterRunning, log_path
     return result
 
 
-def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning) -> dict | None:
+def broker_cost(info: dict, broker_cpu: float) -> dict[str, float]:
+    """The broker's CPU per GB the load moved (info "bytes") or per record it delivered (info
+    "delivered_records"), whichever the load counts."""
+    cost = {}
+    if info.get("bytes"):
+        cost[CPU_PER_GB] = broker_cpu / (info["bytes"] / 1e9)
+    if info.get("delivered_records"):
+        cost[CPU_PER_RECORD] = broker_cpu / info["delivered_records"] * 1e6
+    return cost
+
+
+def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning | ProcessSetRunning) -> dict | None:
     sampler, cpu0, wall0, result = None, 0.0, 0.0, None
     store0: float | None = None
     assert proc.stdout is not None
@@ -102,9 +115,7 @@ def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning) -> dict | 
             store = _store_cpu_s(broker)
             if store is not None and store0 is not None and wall > 0:
                 result["store_cores"] = (store - store0) / wall  # beside broker_cores, not in it
-            moved = result.get("info", {}).get("bytes")
-            if moved:
-                result["metrics"][CPU_PER_GB] = broker_cpu / (moved / 1e9)
+            result["metrics"].update(broker_cost(result.get("info", {}), broker_cpu))
             result["broker_rss_peak_mb"] = sampler.stop() if sampler else 0.0
             sampler = None
     if sampler is not None:

@@ -55,7 +55,7 @@ def _minor_faults(pid: int) -> int:
     return int(_stat(pid)[7])
 
 
-def _producer_id(bootstrap: str, transactional_id: str | None = None) -> tuple[int, int]:
+def producer_id(bootstrap: str, transactional_id: str | None = None) -> tuple[int, int]:
     from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 
     from protocol.build import build
@@ -76,7 +76,7 @@ def _topic_id(bootstrap: str, topic: str) -> Any:
 
 
 def _produce_frame(topic: str | Any, version: int, batch_kb: int, txn: str | None, pid: int,
-                   epoch: int) -> tuple[bytearray, int, int]:
+                   epoch: int, partition: int = 0) -> tuple[bytearray, int, int]:
     """One Produce request (v9 names the topic, v13 gives its id) and where its batch lies."""
     from kio.schema.produce.v9.request import ProduceRequest as V9
     from kio.schema.produce.v13.request import ProduceRequest as V13
@@ -89,15 +89,15 @@ def _produce_frame(topic: str | Any, version: int, batch_kb: int, txn: str | Non
     named = {"topic_id": topic} if version >= 13 else {"name": topic}
     frame = bytearray(encode_request(build(V13 if version >= 13 else V9, {
         "transactional_id": txn, "acks": -1, "timeout": 30000,
-        "topic_data": [{**named, "partition_data": [{"index": 0, "records": batch}]}]}), 1, "micro"))
+        "topic_data": [{**named, "partition_data": [{"index": partition, "records": batch}]}]}), 1, "micro"))
     at = frame.index(batch)
     return frame, at, at + len(batch)
 
 
-def _produce_frames(topic: str | Any, version: int, batch_kb: int, count: int, pid: int, epoch: int,
-                    txn: str | None = None) -> Any:
+def produce_frames(topic: str | Any, version: int, batch_kb: int, count: int, pid: int, epoch: int,
+                   txn: str | None = None, partition: int = 0) -> Any:
     """count Produce frames with consecutive sequences (patched in place, CRC recomputed)."""
-    frame, at, end = _produce_frame(topic, version, batch_kb, txn, pid, epoch)
+    frame, at, end = _produce_frame(topic, version, batch_kb, txn, pid, epoch, partition)
     for i in range(count):
         struct.pack_into(">i", frame, at + 53, i * batch_kb)  # base_sequence
         struct.pack_into(">I", frame, at + 17, crc32c(memoryview(frame)[at + 21:end]))
@@ -130,12 +130,12 @@ def _produce_transactions(sock: socket.socket, topic: str | Any, version: int, b
     done = 0
     while done < count:
         n = min(per_txn, count - done)
-        _check(_pipeline(sock, _produce_frames(topic, version, batch_kb, n, pid, epoch, txn)), version)
+        check_produced(pipeline(sock, produce_frames(topic, version, batch_kb, n, pid, epoch, txn)), version)
         epoch = _end_txn(sock, txn, pid, epoch)
         done += n
 
 
-def _check(responses: list[bytes], version: int) -> None:
+def check_produced(responses: list[bytes], version: int) -> None:
     """The first and last answers of a transaction carry no error."""
     from protocol.codec import _reader, response_schema
     schema = response_schema(0, version)
@@ -163,7 +163,7 @@ def _fetch_frames(topic: str | Any, isolation: int, offsets: Any, version: int =
             i, "micro")
 
 
-def _pipeline(sock: socket.socket, frames: Any) -> list[bytes]:
+def pipeline(sock: socket.socket, frames: Any) -> list[bytes]:
     pending: deque[int] = deque()
     out = []
     for frame in frames:
@@ -254,7 +254,7 @@ def main() -> None:
         pid = b.proc.pid
         b.create_topic("micro", 1)
         txn = "micro-txn" if args.transactional else None
-        producer_id, epoch = _producer_id(b.bootstrap_servers, txn)
+        producer, epoch = producer_id(b.bootstrap_servers, txn)
         topic_id = _topic_id(b.bootstrap_servers, "micro")
         topic = topic_id if args.produce_version >= 13 else "micro"
         fetched_topic = topic_id if args.fetch_version >= 13 else "micro"
@@ -268,11 +268,11 @@ def main() -> None:
         with socket.create_connection(("127.0.0.1", int(b.bootstrap_servers.rsplit(":", 1)[1]))) as sock:
             c0, t0, u0, f0 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid), _minor_faults(pid)
             if args.transactional:
-                _produce_transactions(sock, topic, args.produce_version, args.batch_kb, count, producer_id,
+                _produce_transactions(sock, topic, args.produce_version, args.batch_kb, count, producer,
                                       epoch, args.transactional)
             else:
-                _check(_pipeline(sock, _produce_frames(topic, args.produce_version, args.batch_kb, count,
-                                                       producer_id, epoch)), args.produce_version)
+                check_produced(pipeline(sock, produce_frames(topic, args.produce_version, args.batch_kb, count,
+                                                       producer, epoch)), args.produce_version)
             c1, t1, u1, f1 = _cpu_s(pid), time.perf_counter(), _cpu_split(pid), _minor_faults(pid)
             requests = fetched = 0
             for _ in range(args.fetch_passes):

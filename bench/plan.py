@@ -12,6 +12,8 @@ from dataclasses import dataclass
 HIGHER, LOWER = "higher", "lower"
 # The broker's CPU seconds per GB moved, from the load's byte count (its own cost, beside MB/s).
 CPU_PER_GB = "broker CPU s/GB"
+# Per record delivered, for loads that count records rather than bytes (the share cases).
+CPU_PER_RECORD = "broker CPU us/record"
 PEAK_RSS = "broker peak RSS MB"
 CLEAN_START, UNCLEAN_START = "start after clean stop s", "start after kill -9 s"
 
@@ -29,18 +31,19 @@ class Size:
     e2e_rate: int
     e2e_seconds: float
     tool_records: int  # records of 1 KiB per run of Kafka's load tools (k cases)
+    redeliveries: int  # lock expiries timed by q2-redelivery (each takes SHARE_LOCK_MS and two JVM starts)
 
 
 SIZES = {
     "tiny": Size(rounds=1, warmup_records=500, produce_records=2_000, txn_records=2_000,
                  read_committed_mb=2, ctp_records=2_000, txns_one=20, txns_each_of_8=5,
-                 e2e_rate=50, e2e_seconds=2, tool_records=2_000),
+                 e2e_rate=50, e2e_seconds=2, tool_records=2_000, redeliveries=2),
     "small": Size(rounds=3, warmup_records=20_000, produce_records=200_000, txn_records=60_000,
                   read_committed_mb=128, ctp_records=20_000, txns_one=300, txns_each_of_8=60,
-                  e2e_rate=200, e2e_seconds=10, tool_records=500_000),
+                  e2e_rate=200, e2e_seconds=10, tool_records=500_000, redeliveries=5),
     "full": Size(rounds=5, warmup_records=50_000, produce_records=300_000, txn_records=200_000,
                  read_committed_mb=1024, ctp_records=100_000, txns_one=1_000, txns_each_of_8=200,
-                 e2e_rate=500, e2e_seconds=30, tool_records=2_000_000),
+                 e2e_rate=500, e2e_seconds=30, tool_records=2_000_000, redeliveries=10),
 }
 
 
@@ -151,6 +154,25 @@ SECURITY_CASES = (
 )
 CASES = CASES + SECURITY_CASES
 
+# Share groups (issue 35): Kafka's ShareConsumerPerformance with 1 and 4 share consumers
+# (implicit acknowledgement) over a topic filled beforehand, and the time from a record lock's
+# expiry to the record's delivery to the group's other member (bench/load/java/ShareRedelivery.java).
+# share.record.lock.duration.ms of q2's groups: Kafka's lowest by default, long enough for the second
+# member's JVM to start and join while the first holds the record.
+SHARE_LOCK_MS = 15_000
+_SHARE_CONSUME = {"records/s": HIGHER, CPU_PER_RECORD: LOWER}
+SHARE_CASES = (
+    *(Case(key=f"q1-share-c{n}", title=f"q1 ShareConsumerPerformance, {n} share consumer{'s' * (n > 1)}, "
+           "implicit acknowledgement, 4 partitions", load="share_perf",
+           params=lambda s, t, n=n: {"topic": t, "partitions": 4, "records": s.tool_records, "consumers": n},
+           metrics=_SHARE_CONSUME) for n in (1, 4)),
+    Case(key="q2-redelivery", title=f"q2 share lock expiry ({SHARE_LOCK_MS:,} ms) to redelivery to another member",
+         load="share_redelivery",
+         params=lambda s, t: {"topic": t, "samples": s.redeliveries, "lock_ms": SHARE_LOCK_MS},
+         metrics={"redelivery p50 ms": LOWER, "redelivery max ms": LOWER}),
+)
+CASES = CASES + SHARE_CASES
+
 # Scale (issue 15; --scale, not in the default set: each takes minutes at full size).
 SCALE_CASES = (
     Case(key="s1-1000p", title="s1 20 producers (4 processes) over 1,000 partitions, idempotent acks=all",
@@ -171,6 +193,21 @@ SCALE_CASES = (
          params=lambda s, t: {"connections": 2000, "interval_s": 2.0, "seconds": max(10.0, s.e2e_seconds * 2)},
          metrics={"p99 ms": LOWER, "requests/s": HIGHER, PEAK_RSS: LOWER}),
 )
+
+# Several processes (issue 34; --processes, or --cases): m1-produce's client costs next to nothing
+# (bench.micro's pre-built Produce requests, one connection per partition, each to its leader), so
+# the broker is the limit; k1-64k-x4 is Kafka's ProducerPerformance from four JVMs at once.
+PROCESS_CASES = (
+    Case(key="m1-produce", title="m1 pre-built idempotent Produce v9 requests of 64 KiB, 16 connections each "
+         "to its partition's leader, 5 in flight each", load="micro_produce",
+         params=lambda s, t: {"topic": t, "partitions": 16, "batch_kb": 64, "mb": max(16, s.tool_records // 1024)},
+         metrics={"MB/s": HIGHER, "records/s": HIGHER, CPU_PER_GB: LOWER}),
+    Case(key="k1-64k-x4", title="k1-64k from 4 ProducerPerformance processes at once, 16 partitions",
+         load="producer_perf_many",
+         params=lambda s, t: {**_producer_perf(65536, 10)(s, t), "partitions": 16, "producers": 4},
+         metrics={"MB/s": HIGHER, "records/s": HIGHER, "p99 ms": LOWER, CPU_PER_GB: LOWER}),
+)
+PROCESS_CASE_KEYS = ("m1-produce", "k1-64k-x4", "w1-p6")
 
 # Cluster mode (--cluster): these cases against the local-disk broker, one broker over PostgreSQL
 # and three brokers over the same PostgreSQL; failover only where there is a successor.
@@ -194,5 +231,5 @@ def metric_directions() -> dict[tuple[str, str], str]:
     table = {(case.key, name): way for case in CASES for name, way in case.metrics.items()}
     table.update({(W7_KEY, name): way for name, way in W7_METRICS.items()})
     table.update({(FAILOVER.key, name): way for name, way in FAILOVER.metrics.items()})
-    table.update({(c.key, name): way for c in SCALE_CASES for name, way in c.metrics.items()})
+    table.update({(c.key, name): way for c in SCALE_CASES + PROCESS_CASES for name, way in c.metrics.items()})
     return table

@@ -8,6 +8,7 @@ ours/Kafka; whether that favours us depends on the metric's direction
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -48,6 +49,7 @@ def cpu_note(client: dict | None, main_thread: dict | None, broker: dict | None)
 
 CLUSTER3 = "eosbroker-pg3"
 OBJECTS3 = "eosbroker-os3"
+PROCESS_SET = re.compile(r"eosbroker-p\d+(-pg)?")  # --processes: eosbroker-p2, or eosbroker-p2-pg
 
 
 def summarize(entries: list[dict], brokers: list[str]) -> list[dict]:
@@ -84,6 +86,9 @@ def compared(brokers: list[str]) -> tuple[str, str]:
         return OBJECTS3, OURS
     if CLUSTER3 in brokers and OURS in brokers:  # three brokers over PostgreSQL rows / local disk
         return CLUSTER3, OURS
+    sets = [b for b in brokers if PROCESS_SET.fullmatch(b)]
+    if sets and OURS in brokers:  # --processes: the first several-process set over one process
+        return sets[0], OURS
     if set(brokers) == {OURS, THEIRS} or len(brokers) != 2:
         return OURS, THEIRS
     return brokers[0], brokers[1]

@@ -30,6 +30,8 @@ from bench.plan import (
     CLUSTER_CASE_KEYS,
     FAILOVER,
     PEAK_RSS,
+    PROCESS_CASE_KEYS,
+    PROCESS_CASES,
     SCALE_CASES,
     SIZES,
     UNCLEAN_START,
@@ -38,6 +40,7 @@ from bench.plan import (
     Case,
     Size,
 )
+from bench.processes import ProcessSetRunning, actual_name, parse_process_counts, process_set_names, start_process_set
 from bench.profile import summarize as summarize_profile
 from bench.security import PASSWORD, USER
 from bench.servers import (
@@ -62,6 +65,7 @@ SCRAPE_INTERVAL_S = 5.0
 # (bench/cleaner_load.py), beside eosbroker with the same topic and log.cleaner.enable=false.
 CLEANER_ON, CLEANER_OFF = "eosbroker+cleaner", "eosbroker-cleaner-off"
 LOAD_TIMEOUT_S = {"tiny": 120.0, "small": 900.0, "full": 3600.0}
+Started = Running | ClusterRunning | ProcessSetRunning
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -82,6 +86,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cluster", action="store_true",
                    help="cluster mode: " + ", ".join(CLUSTER_BROKERS) + f" on {', '.join(CLUSTER_CASE_KEYS)} "
                    f"(or --cases) and {FAILOVER.key} with three brokers, instead of Kafka")
+    p.add_argument("--processes", nargs="?", const="1,2", metavar="COUNTS",
+                   help="several processes (python -m broker --processes N): eosbroker (1) and eosbroker-pN for "
+                   f"each count (default 1,2) on {', '.join(PROCESS_CASE_KEYS)} (or --cases), instead of Kafka; "
+                   "on one local data dir, or over PostgreSQL as eosbroker-pN-pg while the broker refuses that")
     p.add_argument("--scale", action="store_true",
                    help="add the scale cases: " + ", ".join(c.key for c in SCALE_CASES))
     p.add_argument("--render", type=Path, metavar="RESULTS_JSON",
@@ -95,7 +103,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="compare eosbroker cleaning a compacted topic kept dirty in the background against "
                         "eosbroker with log.cleaner.enable=false, instead of Kafka (python -m bench.cleaner "
                         "has the cleaner's own figures)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.processes and any((args.cluster, args.metrics_on_off, args.cleaner_on_off, args.only)):
+        p.error("--processes picks its own brokers: not with --cluster, --metrics-on-off, --cleaner-on-off or --only")
+    try:
+        args.process_sets = process_set_names(parse_process_counts(args.processes)) if args.processes else {}
+    except ValueError as exc:
+        p.error(str(exc))
+    return args
 
 
 def progress(message: str) -> None:
@@ -103,7 +118,7 @@ def progress(message: str) -> None:
 
 
 def select_cases(spec: str | None, scale: bool = False) -> tuple[Case, ...]:
-    known = CASES + SCALE_CASES
+    known = CASES + SCALE_CASES + PROCESS_CASES
     if not spec:
         return CASES + (SCALE_CASES if scale else ())
     wanted = set(spec.split(","))
@@ -114,9 +129,11 @@ def select_cases(spec: str | None, scale: bool = False) -> tuple[Case, ...]:
 
 
 def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
-          rnd: int) -> Running | ClusterRunning:
+          rnd: int) -> Started:
     if CLUSTER_BROKERS.get(name):
         return start_cluster(workdir, CLUSTER_BROKERS[name], name, objects=name.startswith("eosbroker-os"))
+    if args.process_sets.get(name, 1) > 1:
+        return start_process_set(workdir, args.process_sets[name], name, progress)
     secure = any(c.load == "handshake" or "listener" in c.params(SIZES["tiny"], "") for c in args.selected)
     if name == "kafka":
         return start_kafka(workdir, heap=args.kafka_heap, secure=secure)
@@ -127,7 +144,7 @@ def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
                            settings={"log.cleaner.enable": "false"} if name == CLEANER_OFF else None)
 
 
-def run_case(case: Case, broker: Running | ClusterRunning, size: Size, rnd: int, logs: Path,
+def run_case(case: Case, broker: Started, size: Size, rnd: int, logs: Path,
              timeout: float) -> dict:
     # The machine may be shared: keep its load next to each figure.
     entry: dict = {"round": rnd, "broker": broker.name, "case": case.key,
@@ -193,7 +210,7 @@ def broker_round(name: str, rnd: int, size: Size, cases: tuple[Case, ...],
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def measure(broker: Running | ClusterRunning, rnd: int, size: Size, cases: tuple[Case, ...],
+def measure(broker: Started, rnd: int, size: Size, cases: tuple[Case, ...],
             args: argparse.Namespace, logs: Path) -> list[dict]:
     timeout = LOAD_TIMEOUT_S[args.size]
     progress(f"  {broker.name} answered after {broker.startup_s:.2f} s")
@@ -235,11 +252,14 @@ def main(argv: list[str] | None = None) -> int:
         brokers = (METRICS_ON, METRICS_OFF)  # the report's ratio is the first over the second
     if args.cleaner_on_off:
         brokers = (CLEANER_ON, CLEANER_OFF)
-    cases = select_cases(args.cases or (",".join(CLUSTER_CASE_KEYS) if args.cluster else None), args.scale)
+    default_cases = CLUSTER_CASE_KEYS if args.cluster else PROCESS_CASE_KEYS if args.process_sets else ()
+    cases = select_cases(args.cases or ",".join(default_cases), args.scale)
     args.selected = cases  # start() gives the brokers SSL and SASL_SSL listeners when a t case needs them
     if args.cluster:
         brokers = (args.only,) if args.only else tuple(CLUSTER_BROKERS)
         cases = (*cases, FAILOVER)
+    if args.process_sets:
+        brokers = tuple(args.process_sets)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = args.out / f"{stamp}-{args.size}"
     logs = run_dir / "logs"
@@ -256,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in order:
             entries.extend(broker_round(name, rnd, size, cases, args, logs))
     meta["loadavg_end"] = os.getloadavg()
+    seen = {e["broker"] for e in entries}
+    meta["brokers"] = [actual_name(b, seen) for b in brokers]  # eosbroker-pN-pg where that ran instead
     paths = report.write(run_dir, meta, entries)
     print(paths["table"].read_text())
     for kind, path in paths.items():

@@ -225,6 +225,8 @@ def kafka_properties(port: int, controller_port: int, log_dir: Path, security: S
         "transaction.state.log.replication.factor": "1",
         "transaction.state.log.min.isr": "1",
         "min.insync.replicas": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
         **COMMON_SETTINGS,
     }
     if security is not None:

@@ -13,10 +13,12 @@ from bench.load import (
     handshake,
     java_txn,
     kafka_perf,
+    micro_produce,
     produce,
     read_committed,
     rebalance,
     scale,
+    share,
     txn_latency,
     txn_produce,
 )
@@ -39,6 +41,10 @@ WORKLOADS = {
     "connections": scale.connections,
     "fill_segments": scale.fill_segments,
     "handshake": handshake.run,
+    "micro_produce": micro_produce.run,
+    "producer_perf_many": kafka_perf.producer_perf_many,
+    "share_perf": share.share_perf,
+    "share_redelivery": share.share_redelivery,
 }
 
 

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -90,6 +91,17 @@ def emit(metrics: dict[str, float], meter: Meter, **info: object) -> None:
               "client_cores": cpu / wall if wall > 0 else 0.0,
               "client_main_thread_cores": thread / wall if wall > 0 else 0.0, "info": info}
     print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_timed(threads: list[threading.Thread]) -> Meter:
+    """Mark the start and run the threads to their end; the meter started with them."""
+    mark("start")
+    meter = Meter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return meter
 
 
 def mb_per_s(records: int, seconds: float) -> float:

@@ -19,11 +19,12 @@ from bench.load.kafka_perf import TOOLS, _emit
 SOURCE = Path(__file__).parent / "java" / "TxnLatency.java"
 
 
-def _compile(out: Path) -> str:
+def compile_java(out: Path, source: Path = SOURCE) -> str:
+    """javac `source` against kafka-clients into `out`; the classpath to run it with."""
     jars = sorted(TOOLS.glob("kafka-clients-*.jar"))
     if not jars:
         fail(f"kafka-clients is not in {TOOLS}: run `make kafka-tools`")
-    done = subprocess.run(["javac", "-nowarn", "-cp", str(jars[-1]), "-d", str(out), str(SOURCE)],
+    done = subprocess.run(["javac", "-nowarn", "-cp", str(jars[-1]), "-d", str(out), str(source)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         fail(f"javac failed: {done.stderr[-1500:]}")
@@ -51,7 +52,7 @@ def run(bootstrap: str, params: dict) -> None:
     topic = params["topic"]
     create_topics(bootstrap, {topic: params["partitions"]})
     with tempfile.TemporaryDirectory() as tmp:
-        cp = _compile(Path(tmp))
+        cp = compile_java(Path(tmp))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         lines, stderr, code = _run_java(cp, bootstrap, topic, params)

@@ -60,11 +60,7 @@ def producer_perf(bootstrap: str, params: dict) -> None:
     """params: topic, partitions, records, batch_size, linger_ms, and transaction_ms (optional)."""
     topic = params["topic"]
     create_topics(bootstrap, {topic: params["partitions"]})
-    props = ["acks=all", "enable.idempotence=true", f"batch.size={params['batch_size']}",
-             f"linger.ms={params.get('linger_ms', 5)}", "max.in.flight.requests.per.connection=5"]
-    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(params["records"]),
-            "--record-size", str(RECORD_BYTES), "--throughput", "-1",
-            "--warmup-records", str(params["records"] // WARMUP_SHARE), "--command-property", *props]
+    args = _perf_args(bootstrap, topic, params["records"], params)
     if params.get("transaction_ms"):
         args += ["--transaction-duration-ms", str(params["transaction_ms"])]
     mark("start")
@@ -82,6 +78,46 @@ def producer_perf(bootstrap: str, params: dict) -> None:
           bytes=sent * RECORD_BYTES, p50_ms=float(m[6]), avg_ms=float(m[4]), steady_records=int(steady[1]))
 
 
+def _perf_args(bootstrap: str, topic: str, records: int, params: dict) -> list[str]:
+    props = ["acks=all", "enable.idempotence=true", f"batch.size={params['batch_size']}",
+             f"linger.ms={params.get('linger_ms', 5)}", "max.in.flight.requests.per.connection=5"]
+    return ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records),
+            "--record-size", str(RECORD_BYTES), "--throughput", "-1",
+            "--warmup-records", str(records // WARMUP_SHARE), "--command-property", *props]
+
+
+def producer_perf_many(bootstrap: str, params: dict) -> None:
+    """params: topic, partitions, records (in all), batch_size, linger_ms, producers: that many
+    ProducerPerformance JVMs at once, each its share of the records over every partition. The
+    aggregate MB/s is all their bytes over the longest one's send time (they start together)."""
+    topic, producers = params["topic"], params["producers"]
+    if not list(TOOLS.glob("kafka-tools-*.jar")):
+        fail(f"Kafka's tools are not in {TOOLS}: run `make kafka-tools`")
+    create_topics(bootstrap, {topic: params["partitions"]})
+    each = params["records"] // producers
+    argv = ["java", "-Xmx256m", "-cp", f"{TOOLS}/*", "org.apache.kafka.tools.ProducerPerformance",
+            *_perf_args(bootstrap, topic, each, params)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    mark("start")
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(producers)]
+    outs = [p.communicate(timeout=3600)[0] for p in procs]
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    found = [([None, *_PRODUCER.finditer(out)])[-1] for out in outs]
+    bad = [out for p, out, m in zip(procs, outs, found, strict=True) if p.returncode != 0 or m is None]
+    if bad:
+        fail(f"{len(bad)} of {producers} ProducerPerformance runs failed: {bad[0][-800:]}")
+    summaries = [m for m in found if m is not None]
+    sent = sum(int(m[1]) for m in summaries)
+    seconds = max(int(m[1]) / float(m[2]) for m in summaries)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    _emit({"MB/s": sent * RECORD_BYTES / seconds / 1e6, "records/s": sent / seconds,
+           "p99 ms": max(float(m[8]) for m in summaries)}, wall, cpu,
+          bytes=sent * RECORD_BYTES, producers=producers, send_s=seconds)
+
+
 def _produce(producer: Any, topic: str, value: bytes, partition: int) -> None:
     """produce(), waiting while librdkafka's queue is full (a broker slowed by a loaded machine
     acknowledges more slowly than this loop queues)."""
@@ -93,7 +129,7 @@ def _produce(producer: Any, topic: str, value: bytes, partition: int) -> None:
             producer.poll(0.05)
 
 
-def _fill(bootstrap: str, topic: str, partitions: int, records: int, transactional: bool) -> None:
+def fill_topic(bootstrap: str, topic: str, partitions: int, records: int, transactional: bool) -> None:
     """Write the records a consume case reads (untimed), with confluent-kafka."""
     from confluent_kafka import Producer
 
@@ -123,7 +159,7 @@ def consumer_perf(bootstrap: str, params: dict) -> None:
     """params: topic, partitions, records, isolation (read_committed | read_uncommitted)."""
     topic, records = params["topic"], params["records"]
     committed = params.get("isolation") == "read_committed"
-    _fill(bootstrap, topic, params["partitions"], records, transactional=committed)
+    fill_topic(bootstrap, topic, params["partitions"], records, transactional=committed)
     with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
         f.write(f"isolation.level={params.get('isolation', 'read_uncommitted')}\nauto.offset.reset=earliest\n")
         config = f.name

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from bench.load.common import Meter, create_topics, emit, fail, mark, payload, percentile
+from bench.load.common import create_topics, emit, fail, payload, percentile, run_timed
 from bench.load.txn_produce import TXN_TIMEOUT_S, transactional_producer
 
 
@@ -39,12 +39,7 @@ def run(bootstrap: str, params: dict) -> None:
     errors: list[BaseException] = []
     threads = [threading.Thread(target=one_producer, args=(p, topic, count, value, latencies, errors))
                for p in producers]
-    mark("start")
-    meter = Meter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    meter = run_timed(threads)
     wall, _ = meter.read()
     if errors:
         fail(f"{len(errors)} producer(s) failed, first: {errors[0]!r}")
