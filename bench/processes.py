@@ -3,10 +3,10 @@
 A ProcessSetRunning stands where a Running does (bootstrap, CPU, RSS, stop). Its CPU and memory are
 every process's together: the supervisor, its broker processes and anything they start.
 
-The set runs on one local data dir. Until processes sharing a local dir exist, the broker refuses
-that in one line (exit 2, "needs cluster.url"); the harness then says so and runs the same set over
-one PostgreSQL server (tests/pg_server.py, as `--cluster` does), named `<name>-pg`, whose server's
-CPU and memory are counted with the brokers'.
+The set runs on one local data dir. A broker that refuses that in one line (exit 2, "needs
+cluster.url": those before processes could share a local dir) gets the same set over one
+PostgreSQL server instead (tests/pg_server.py, as `--cluster` does), named `<name>-pg`, whose
+server's CPU and memory are counted with the brokers'; the harness says so.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from bench.probe import wait_answering
 from bench.servers import COMMON_SETTINGS, HOST, REPO_DIR, START_TIMEOUT_S
 from tests.pg_server import PostgresServer
 
-__all__ = ("ProcessSetRunning", "parse_process_counts", "process_set_names", "start_process_set")
+__all__ = ("ProcessSetRunning", "actual_name", "consecutive_free_ports", "parse_process_counts", "process_set_names",
+           "refusal", "start_process_set")
 
 SINGLE = "eosbroker"
 PG_SUFFIX = "-pg"
@@ -60,7 +61,7 @@ def actual_name(planned: str, seen: set[str]) -> str:
     return planned + PG_SUFFIX if planned + PG_SUFFIX in seen else planned
 
 
-def _consecutive_free_ports(count: int) -> int:
+def consecutive_free_ports(count: int) -> int:
     """A base port with the count ports from it free on HOST (each process takes base + i)."""
     for _ in range(100):
         with socket.socket() as sock:
@@ -147,7 +148,7 @@ def _argv(processes: int, port: int, data: Path, url: str | None) -> list[str]:
 
 
 def _spawn(name: str, processes: int, workdir: Path, url: str | None) -> ProcessSetRunning:
-    port = _consecutive_free_ports(processes)
+    port = consecutive_free_ports(processes)
     data = workdir / f"{name}-data"
     data.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{name}.log"
@@ -166,7 +167,8 @@ def _spawn(name: str, processes: int, workdir: Path, url: str | None) -> Process
     return running
 
 
-def _refusal(log_path: Path) -> str | None:
+def refusal(log_path: Path) -> str | None:
+    """The broker's line refusing several processes without cluster.url, if the log has it."""
     lines = log_path.read_text(errors="replace").splitlines()
     return next((line for line in lines if REFUSED in line), None)
 
@@ -180,7 +182,7 @@ def start_process_set(workdir: Path, processes: int, name: str,
         try:
             return _spawn(name, processes, workdir, None)
         except RuntimeError:
-            refused = _refusal(workdir / f"{name}.log")
+            refused = refusal(workdir / f"{name}.log")
             if refused is None:
                 raise
             _local_refused = refused

@@ -3,12 +3,15 @@ the counts and broker names, the fallback's name, the ratio's pair, the figures 
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
 import pytest
 
 from bench.load.share import parse_share_perf
 from bench.loadrun import broker_cost
 from bench.plan import CPU_PER_GB, CPU_PER_RECORD, PROCESS_CASE_KEYS, SHARE_CASES, SIZES, metric_directions
-from bench.processes import actual_name, parse_process_counts, process_set_names
+from bench.processes import actual_name, consecutive_free_ports, parse_process_counts, process_set_names, refusal
 from bench.report import compared, summarize, table
 from bench.run import parse_args, select_cases
 
@@ -90,3 +93,19 @@ def test_share_cases_scale_with_the_size_and_report_cpu_per_record() -> None:
     assert c1.params(SIZES["small"], "t")["consumers"] == 1 and c4.params(SIZES["small"], "t")["consumers"] == 4
     assert CPU_PER_RECORD in c4.metrics
     assert redelivery.params(SIZES["tiny"], "t")["samples"] < redelivery.params(SIZES["full"], "t")["samples"]
+
+
+def test_the_brokers_one_line_refusal_is_found_in_its_log(tmp_path: Path) -> None:
+    log = tmp_path / "eosbroker-p2.log"
+    log.write_text("eosbroker: broker.processes=2 needs cluster.url for now: processes sharing one local data dir "
+                   "are not supported yet (docs/processes.md)\n")
+    assert "needs cluster.url" in (refusal(log) or "")
+    log.write_text("eosbroker: listener PLAINTEXT: port 9092 is in use\n")
+    assert refusal(log) is None  # any other failure to start is not a reason to run over PostgreSQL
+
+
+def test_a_set_gets_consecutive_free_ports() -> None:
+    base = consecutive_free_ports(4)
+    for port in range(base, base + 4):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # each one free
