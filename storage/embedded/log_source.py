@@ -71,7 +71,27 @@ class EmbeddedLogSource(LedPartitionLogs[LocalPartitionLog]):
         self._topics = self.store.load_now()
         for leftover in self._data_dir.glob("*-delete"):
             shutil.rmtree(leftover, ignore_errors=True)
+        self._remove_orphans()
         log.info("the set's data dir %s holds %d topics", self._data_dir, len(self._topics))
+
+    def _remove_orphans(self) -> None:
+        """Remove the directories of topics deleted while no process could remove them (their
+        leader was paused, then killed): each under its lock, checked against the topics read
+        again then, as a topic created meanwhile is in cluster.db before any process claims a dir."""
+        live = {meta.topic_id for meta in self._topics.values()}
+        for directory in self._data_dir.iterdir():
+            found = _topic_id(directory) if directory.is_dir() else None
+            if found is None or found in live:
+                continue
+            lock = PartitionLock(self._data_dir, directory.name)
+            if not lock.acquire():
+                continue
+            try:
+                if found not in {meta.topic_id for meta in self.store.load_now().values()}:
+                    log.info("removing %s, left by a deleted topic", directory.name)
+                    _remove(directory, found)
+            finally:
+                lock.release()
 
     def start(self) -> None:
         self.store.db.watch(TOPICS_VERSION, self._topics_moved)
@@ -268,7 +288,10 @@ def _topic_id(directory: Path) -> uuid.UUID | None:
     for line in text.splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "topic_id":
-            return uuid.UUID(value.strip())
+            try:
+                return uuid.UUID(value.strip())
+            except ValueError:
+                return None  # not one we wrote: left alone
     return None
 
 

@@ -104,3 +104,26 @@ async def test_topic_changes_through_one_reach_the_other(two) -> None:
     with pytest.raises(KafkaError) as exists:
         await b.create_topic("t", 1)
     assert exists.value.code is ErrorCode.topic_already_exists
+
+
+async def test_a_deleted_topics_directory_left_behind_goes_at_the_next_start(tmp_path: Path) -> None:
+    """A leader paused while its topic was deleted, then killed, leaves the directory: the next
+    process to start removes it, and keeps the live topic's."""
+    a = source(tmp_path)
+    try:
+        await a.create_topic("live", 1)
+        await a.on_elected(TopicPartition("live", 0), 1)
+        await a.get_log(TopicPartition("live", 0)).append(batch(1))
+        await a.on_resigned(TopicPartition("live", 0))
+        orphan = tmp_path / "gone-0"
+        orphan.mkdir()
+        (orphan / "partition.metadata").write_text("version: 0\ntopic_id: 0b5bd6f1-2c1c-4b5e-9d36-1d0b7e0a9a11\n")
+        (orphan / "00000000000000000000.log").write_bytes(b"old")
+        b = source(tmp_path)
+        await b.close()
+        b.store.db.close()
+        assert not orphan.exists()
+        assert (tmp_path / "live-0" / "00000000000000000000.log").stat().st_size > 0
+    finally:
+        await a.close()
+        a.store.db.close()
