@@ -14,12 +14,15 @@ reflection over their fields, so entities and their classes are dynamically type
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
 from protocol.build import SchemaField, build, class_cache, schema_fields
 from protocol.codec import response_schema
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ("error_response", "null_in_non_nullable")
 
@@ -54,12 +57,12 @@ _UNKNOWN: Final = frozenset({
 
 
 @class_cache
-def _carries_error(cls: type[Any]) -> bool:
+def _carries_error(cls: type[DataclassInstance]) -> bool:
     return any(f.kafka_type == "error_code" or (f.item is not None and _carries_error(f.item))
                for f in schema_fields(cls))
 
 
-def _source(request_cls: type[Any], name: str, want_array: bool) -> SchemaField | None:
+def _source(request_cls: type[DataclassInstance], name: str, want_array: bool) -> SchemaField | None:
     """The request field a response field mirrors: same name, else one of Kafka's renames."""
     by_name = {f.name: f for f in schema_fields(request_cls)}
     for candidate in (name, *_ALIASES.get(name, ())):
@@ -69,7 +72,7 @@ def _source(request_cls: type[Any], name: str, want_array: bool) -> SchemaField 
     return None
 
 
-def _source_array(request_cls: type[Any], response: SchemaField) -> SchemaField | None:
+def _source_array(request_cls: type[DataclassInstance], response: SchemaField) -> SchemaField | None:
     """The request array a response array mirrors: the same name, else a Kafka rename, else the
     request's one array when their items share a key (DescribeLogDirs' results are log dirs,
     not the topics its request names)."""
@@ -90,13 +93,14 @@ def _shares_key(request: SchemaField, response: SchemaField) -> bool:
                for f in schema_fields(response.item) if not f.is_array)
 
 
-def _key_field(cls: type[Any], kafka_type: str | None) -> str | None:
+def _key_field(cls: type[DataclassInstance], kafka_type: str | None) -> str | None:
     """Where a scalar request item (a topic name, a partition index) goes in a response item."""
     return next((f.name for f in schema_fields(cls)
                  if f.kafka_type == kafka_type and not f.is_array and f.name != "error_message"), None)
 
 
-def _item(cls: type[Any], source: Any, source_type: str | None, code: ErrorCode, message: str | None) -> Any:
+def _item(cls: type[DataclassInstance], source: Any, source_type: str | None, code: ErrorCode,
+          message: str | None) -> Any:
     if dataclasses.is_dataclass(source):
         return _mirror(cls, source, code, message, keys=True)
     data = _mirror(cls, None, code, message, keys=False)
@@ -106,7 +110,8 @@ def _item(cls: type[Any], source: Any, source_type: str | None, code: ErrorCode,
     return data
 
 
-def _mirror(cls: type[Any], source: Any, code: ErrorCode, message: str | None, *, keys: bool) -> dict[str, object]:
+def _mirror(cls: type[DataclassInstance], source: Any, code: ErrorCode, message: str | None, *,
+            keys: bool) -> dict[str, object]:
     """`keys`: copy the item's scalar keys; never at the top, where a copied session id or member
     id would tell the client something the broker did not grant."""
     data: dict[str, object] = {}
@@ -169,7 +174,7 @@ def null_in_non_nullable(entity: Any, prefix: str = "") -> str | None:
 
 
 @class_cache
-def _null_plan(cls: type[Any]) -> tuple[tuple[str, bool, bool, bool], ...]:
+def _null_plan(cls: type[DataclassInstance]) -> tuple[tuple[str, bool, bool, bool], ...]:
     """The fields of cls that can hold a forbidden null, or lead to ones that can: (name, whether
     a null there is forbidden, is_array, whether to look inside). Integers, booleans and UUIDs
     cannot come off the wire as null, and a struct whose fields all cannot is not looked into,

@@ -20,7 +20,7 @@ import typing
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import import_module
-from typing import Any, Literal, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
@@ -28,12 +28,16 @@ from kio.static.constants import EntityType
 
 from . import newer_schemas
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = ("SchemaField", "UnknownFieldError", "build", "class_cache", "field_or", "schema_fields")
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_E = TypeVar("_E", bound="DataclassInstance")
 
 
 def class_cache(fn: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -56,14 +60,14 @@ class SchemaField:
 
     name: str
     kafka_type: str | None
-    item: type[Any] | None  # the entity type of a struct, or of an array's items
+    item: type[DataclassInstance] | None  # the entity type of a struct, or of an array's items
     is_array: bool
     nullable: bool
     tagged: bool
 
 
 @class_cache
-def schema_fields(cls: type[Any]) -> tuple[SchemaField, ...]:
+def schema_fields(cls: type[DataclassInstance]) -> tuple[SchemaField, ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -74,14 +78,14 @@ def schema_fields(cls: type[Any]) -> tuple[SchemaField, ...]:
             item = typing.get_args(inner)[0]
         else:  # a single struct (KIP-893), nullable or not
             item = next((a for a in (hint, *args) if dataclasses.is_dataclass(a)), None)
-        entity: type[Any] | None = item if isinstance(item, type) and dataclasses.is_dataclass(item) else None
+        entity = item if isinstance(item, type) and dataclasses.is_dataclass(item) else None
         out.append(SchemaField(f.name, f.metadata.get("kafka_type"), entity, inner is not None,
                                type(None) in args, f.metadata.get("tag") is not None))
     return tuple(out)
 
 
 @class_cache
-def _plan(cls: type[Any]) -> tuple[tuple[str, str | None, Any, Any, bool], ...]:
+def _plan(cls: type[DataclassInstance]) -> tuple[tuple[str, str | None, Any, object, bool], ...]:
     """(name, kafka_type, nested entity type or None, default, nullable) per field."""
     hints = typing.get_type_hints(cls)
     out = []
@@ -173,7 +177,7 @@ def _family_fields(api_key: int, direction: str) -> dict[str, frozenset[str]]:
     return {name: frozenset(fields) for name, fields in names.items()}
 
 
-def known_fields(cls: type[Any]) -> frozenset[str]:
+def known_fields(cls: type[DataclassInstance]) -> frozenset[str]:
     """The field names of `cls` in any version of its API: a handler describes a response once,
     and build() drops what the negotiated version lacks, so only a name in no version is wrong."""
     if not hasattr(cls, "__api_key__"):  # a plain dataclass, not a message schema
@@ -182,7 +186,7 @@ def known_fields(cls: type[Any]) -> frozenset[str]:
     return _family_fields(api_key, direction)[name]
 
 
-def _refuse_unknown(cls: type[Any], data: Mapping[str, object]) -> None:
+def _refuse_unknown(cls: type[DataclassInstance], data: Mapping[str, object]) -> None:
     known = known_fields(cls)
     if not known.issuperset(data):
         unknown = sorted(set(data) - known)
@@ -190,7 +194,7 @@ def _refuse_unknown(cls: type[Any], data: Mapping[str, object]) -> None:
                                 f"its fields are {', '.join(sorted(known))}")
 
 
-def build(cls: type[Any], data: Mapping[str, object]) -> Any:
+def build(cls: type[_E], data: Mapping[str, object]) -> _E:
     _refuse_unknown(cls, data)
     kwargs = {}
     for name, kafka_type, nested, default, _nullable in _plan(cls):

@@ -114,7 +114,7 @@ def _reader(entity_type: Any) -> Any:
     return entity_reader(entity_type)
 
 
-def decode_request(frame: bytes | memoryview, supported: Any) -> tuple[RequestHeader, Any]:
+def decode_request(frame: bytes | memoryview, supported: Callable[[int, int], bool]) -> tuple[RequestHeader, Any]:
     """Parse a request frame. `supported(api_key, version) -> bool` gates what may be parsed.
 
     Raises UnsupportedRequest (with the header) for keys/versions we do not serve,

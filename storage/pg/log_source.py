@@ -82,9 +82,7 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
         orphan_grace_ms: int = DEFAULT_ORPHAN_GRACE_MS,
         archive: ArchiveSettings = DEFAULT_ARCHIVE,
     ) -> None:
-        self.pool = pool
-        self.node_id = node_id
-        self._data_dir = data_dir
+        self.pool, self.node_id, self._data_dir = pool, node_id, data_dir
         self.log_defaults = log_defaults
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.reader = None if object_store is None else ObjectReader(object_store, read_cache_bytes)
