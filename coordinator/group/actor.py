@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, assert_never
+from typing import assert_never
 
 from protocol.errors import KafkaError
 
@@ -142,37 +142,39 @@ class GroupActor(ClassicInConsumerOperations, ShardedGroups):
                 await self.do_sync(cmd)
             case c.LeaveGroup():
                 await self.do_leave(cmd)
+            case c.Heartbeat():
+                cmd.reply.set_result(self.do_heartbeat(cmd))
             case c.ConsumerGroupHeartbeat():
                 cmd.reply.set_result(await self.do_consumer_heartbeat(cmd))
             case c.ConsumerGroupDescribe():
                 cmd.reply.set_result(self.do_consumer_describe(cmd))
             case _:
-                cmd.reply.set_result(await self._answer(cmd))
+                await self._execute_offsets_and_admin(cmd)
 
-    async def _answer(self, cmd: c.Command) -> Any:
+    async def _execute_offsets_and_admin(
+        self, cmd: c.CommitOffsets | c.FetchOffsets | c.DescribeGroups | c.ListGroups | c.DeleteGroups
+        | c.DeleteOffsets | c.TopicsDeleted | c.CompleteTxn | c.InstallShard,
+    ) -> None:
         match cmd:
-            case c.Heartbeat():
-                return self.do_heartbeat(cmd)
             case c.CommitOffsets():
-                return await self.do_commit(cmd)
+                cmd.reply.set_result(await self.do_commit(cmd))
             case c.FetchOffsets():
-                return self.do_fetch(cmd)
+                cmd.reply.set_result(self.do_fetch(cmd))
             case c.DescribeGroups():
-                return self.do_describe(cmd)
+                cmd.reply.set_result(self.do_describe(cmd))
             case c.ListGroups():
-                return self.do_list(cmd)
+                cmd.reply.set_result(self.do_list(cmd))
             case c.DeleteGroups():
-                return await self.do_delete_groups(cmd)
+                cmd.reply.set_result(await self.do_delete_groups(cmd))
             case c.DeleteOffsets():
-                return await self.do_delete_offsets(cmd)
+                cmd.reply.set_result(await self.do_delete_offsets(cmd))
             case c.TopicsDeleted():
-                return await self.do_topics_deleted(cmd)
+                cmd.reply.set_result(await self.do_topics_deleted(cmd))
             case c.CompleteTxn():
-                return self.do_complete_txn(cmd)
+                self.do_complete_txn(cmd)
+                cmd.reply.set_result(None)
             case c.InstallShard():
-                return self._install(cmd.partition, cmd.epoch, cmd.groups, cmd.records, cmd.seconds)
-            case (c.JoinGroup() | c.SyncGroup() | c.LeaveGroup() | c.ConsumerGroupHeartbeat()
-                  | c.ConsumerGroupDescribe()):
-                raise AssertionError("executed by _execute")
+                self._install(cmd.partition, cmd.epoch, cmd.groups, cmd.records, cmd.seconds)
+                cmd.reply.set_result(None)
             case _:
                 assert_never(cmd)

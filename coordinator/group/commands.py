@@ -8,17 +8,26 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from storage.api import TopicPartition
 
+from ..runtime import ApiError
 from ..transaction.metadata import ProducerIdAndEpoch
 from .consumer_heartbeat import HeartbeatRequest
 from .member import JoinParams
 from .metadata import GroupMetadata
 from .offsets import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from .consumer_group import ConsumerGroupState
+    from .consumer_heartbeat import HeartbeatResult
+    from .consumer_persist import ConsumerGroupDescription
+    from .member import JoinGroupResult, SyncGroupResult
+    from .snapshot import GroupSummary
+    from .state import GroupState
 
 __all__ = (
     "Command",
@@ -43,14 +52,17 @@ __all__ = (
     "TopicsDeleted",
 )
 
-_Reply = asyncio.Future[Any]
+T = TypeVar("T")
+# Where a command's answer goes: its result, or a refusal as a value (raised to the caller as
+# KafkaError by GroupCoordinator._call).
+Reply: TypeAlias = asyncio.Future[T | ApiError]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JoinGroup:
     group_id: str
     params: JoinParams
-    reply: _Reply
+    reply: Reply[JoinGroupResult]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +74,7 @@ class SyncGroup:
     protocol_type: str | None
     protocol_name: str | None
     assignments: dict[str, bytes]
-    reply: _Reply
+    reply: Reply[SyncGroupResult]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,14 +83,14 @@ class Heartbeat:
     member_id: str
     generation_id: int
     group_instance_id: str | None
-    reply: _Reply
+    reply: Reply[ErrorCode]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaveGroup:
     group_id: str
     members: tuple[tuple[str, str | None], ...]
-    reply: _Reply
+    reply: Reply[tuple[ErrorCode, list[ErrorCode]]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,7 +109,7 @@ class CommitOffsets:
     # The request's version: OffsetCommit's (consumer-protocol members must use v9+, Kafka's
     # validateOffsetCommit), or TxnOffsetCommit's (v6+ has GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH).
     api_version: int = 9
-    reply: _Reply
+    reply: Reply[dict[TopicPartition, ErrorCode]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +120,7 @@ class FetchOffsets:
     # OffsetFetch v9+: who asks (null and -1: an admin or a client outside the group).
     member_id: str | None = None
     member_epoch: int = -1
-    reply: _Reply
+    reply: Reply[list[FetchedOffset]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,32 +135,32 @@ class FetchedOffset:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeGroups:
     group_ids: tuple[str, ...]
-    reply: _Reply
+    reply: Reply[list[GroupSummary]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListGroups:
     states: frozenset[str]
-    reply: _Reply
+    reply: Reply[list[tuple[str, str, GroupState | ConsumerGroupState]]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteGroups:
     group_ids: tuple[str, ...]
-    reply: _Reply
+    reply: Reply[dict[str, ErrorCode]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteOffsets:
     group_id: str
     partitions: tuple[TopicPartition, ...]
-    reply: _Reply
+    reply: Reply[tuple[ErrorCode, dict[TopicPartition, ErrorCode]]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicsDeleted:
     topics: frozenset[str]
-    reply: _Reply
+    reply: Reply[int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,20 +168,20 @@ class CompleteTxn:
     producer_id: int
     group_ids: frozenset[str] | None
     commit: bool
-    reply: _Reply
+    reply: Reply[None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupHeartbeat:
     group_id: str
     request: HeartbeatRequest
-    reply: _Reply
+    reply: Reply[HeartbeatResult]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupDescribe:
     group_ids: tuple[str, ...]
-    reply: _Reply
+    reply: Reply[list[ConsumerGroupDescription]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,7 +194,7 @@ class InstallShard:
     groups: dict[str, GroupMetadata]
     records: int
     seconds: float
-    reply: _Reply
+    reply: Reply[None]
 
 
 @dataclass(frozen=True, slots=True)

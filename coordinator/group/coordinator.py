@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -95,8 +95,11 @@ class GroupCoordinator(GroupActor):
 
     async def _install_in_actor(self, partition: int, epoch: int, loaded: dict[str, GroupMetadata],
                                 records: int, seconds: float) -> None:
-        await self._call(lambda r: c.InstallShard(partition=partition, epoch=epoch, groups=loaded, records=records,
-                                                  seconds=seconds, reply=r))
+        def install(reply: c.Reply[None]) -> c.Command:
+            return c.InstallShard(partition=partition, epoch=epoch, groups=loaded, records=records, seconds=seconds,
+                                  reply=reply)
+
+        await self._call(install)
 
     async def stop(self) -> None:
         await self._loads.stop()
@@ -117,13 +120,13 @@ class GroupCoordinator(GroupActor):
         """The __consumer_offsets partition holding the group (where txn markers must go)."""
         return TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
 
-    async def _call(self, make: Callable[[asyncio.Future[R]], c.Command]) -> R:
+    async def _call(self, make: Callable[[c.Reply[R]], c.Command]) -> R:
         if not self.runtime.running:
             raise KafkaError(
                 ErrorCode.coordinator_not_available, "group coordinator is not running"
             )
-        reply: asyncio.Future[R | ApiError] = asyncio.get_running_loop().create_future()
-        self.runtime.submit(make(cast("asyncio.Future[R]", reply)))
+        reply: c.Reply[R] = asyncio.get_running_loop().create_future()
+        self.runtime.submit(make(reply))
         result = await reply
         if isinstance(result, ApiError):  # a refusal answered as a value: the caller's KafkaError
             raise result.exception()

@@ -1,12 +1,14 @@
 """TransactionCoordinator: the actor that owns every transactional id of this broker.
 
-One task runs commands from a queue, one at a time: decide with TransactionMetadata (pure),
-append the transition to __transaction_state, then apply it and answer. EndTxn answers once
+The actor is coordinator/runtime.py's: typed messages (messages.py) run one at a time. Each
+asks the id's TxnShard (shard.py, pure) to decide, which returns the __transaction_state record
+to append, the answer and the effects; the runtime appends it, replays it into the shard, runs
+the effects (markers, outcome counts, log lines) and answers. EndTxn answers once
 PREPARE_COMMIT / PREPARE_ABORT is persisted; the markers are written by a separate task, which
 queues a completion that persists COMPLETE_COMMIT / COMPLETE_ABORT. Until then the id answers
 CONCURRENT_TRANSACTIONS. Timers queue a scan for timed-out transactions (aborted with a bumped
 epoch, so the zombie is fenced) and for ids idle past transactional.id.expiration.ms. Start-up
-replays __transaction_state through the same apply and finishes any transaction that was
+replays __transaction_state through the same replay and finishes any transaction that was
 preparing when the broker stopped.
 
 Sharding (docs/cluster.md): each partition of __transaction_state is a shard, served while this
