@@ -182,7 +182,8 @@ class ClusterBackend:
         objects = None if url is None else ObjectStoreSettings(url, self.config.cluster_object_store_endpoint,
                                                                self.config.cluster_object_store_region)
         # Each broker cleans what it leads.
-        return PgLogCleaner(self.logs, self.config.cluster_url or "", config, objects=objects)
+        return PgLogCleaner(self.logs, self.config.cluster_url or "", config, objects=objects,
+                            object_bytes=self.config.cluster_object_archive_bytes)
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""

@@ -61,8 +61,10 @@ class PgCleanTask:
     delete_retention_ms: int
     map_capacity: int
     now_ms: int
-    # The object store of object-stored data (storage/pg/object_clean.py cleans its runs); None: rows.
+    # The object store of object-stored data (storage/pg/object_clean.py cleans its runs into objects
+    # of up to object_bytes, cluster.object.archive.bytes); None: rows.
     objects: ObjectStoreSettings | None = None
+    object_bytes: int = 64 << 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

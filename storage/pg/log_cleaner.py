@@ -32,11 +32,13 @@ log = logging.getLogger(__name__)
 
 class PgLogCleaner(CleanerService):
     def __init__(self, source: PgLogSource, url: str, config: CleanerConfig, *,
-                 executor: Callable[[], Executor] | None = None, objects: ObjectStoreSettings | None = None) -> None:
+                 executor: Callable[[], Executor] | None = None, objects: ObjectStoreSettings | None = None,
+                 object_bytes: int = 64 << 20) -> None:
         super().__init__(config, executor=executor)
         self.source = source
         self.url = url
         self.objects = objects  # record data in an object store: passes over its runs (object_clean.py)
+        self.object_bytes = object_bytes  # cluster.object.archive.bytes: the size of the objects they write
 
     async def _dirtiest(self, now_ms: int) -> tuple[PgPartitionLog, PgCleaningPlan] | None:
         return await self.dirtiest(list(self.source.logs.values()), lambda plog: plog.plan_cleaning(
@@ -86,4 +88,5 @@ class PgLogCleaner(CleanerService):
     async def _clean(self, plan: PgCleaningPlan) -> PgCleanResult:
         if self.objects is None:
             return await self.in_worker(run_pg_clean_pass, plan.task)
-        return await self.in_worker(run_object_clean_pass, replace(plan.task, objects=self.objects))
+        task = replace(plan.task, objects=self.objects, object_bytes=self.object_bytes)
+        return await self.in_worker(run_object_clean_pass, task)

@@ -5,7 +5,8 @@ fence) over the batches that `batch_runs` says where to find.
 The worker opens its own connection and the store (credentials from its environment), maps each key
 of the dirty section to its latest offset, then reads every run from the one holding the log start
 to the end of the mapped section and writes what the rules keep, in offset order, into new objects
-of up to the archive size (batches past the mapped section go as they are). The switch is ONE
+of up to cluster.object.archive.bytes (batches past the mapped section go as they are); a pass
+that changes nothing stores nothing below that size. The switch is ONE
 transaction, as a cleaning pass over rows: the old runs replaced by the new ones only if each is
 still as read and this broker leads at the pass's epoch (storage/pg/object_archive.py), the aborted
 transactions whose data is gone deleted, and the cleaner's checkpoint moved by clean_rows' fence.
@@ -27,7 +28,7 @@ from ..cleaner.clean_pass import CleanResult, _Filter
 from ..object_store import ObjectStore
 from .clean_rows import FENCE, PgCleanResult, build_offset_map, connect, rules
 from .cleaning import PgCleanTask, dirty_bytes
-from .object_archive import DEFAULT_ARCHIVE, ArchivedPartition, ReplacedError, archive_key, replace_runs
+from .object_archive import ArchivedPartition, ReplacedError, archive_key, replace_runs
 from .object_runs import CONTAINING_RUN, Run, run_from_row
 
 __all__ = ("clean_runs", "run_object_clean_pass")
@@ -75,6 +76,7 @@ class _Output:
 
     store: ObjectStore
     node_id: int
+    target_bytes: int
     runs: list[Run] = field(default_factory=list)
     parts: list[bytes] = field(default_factory=list)
     headers: list[RecordBatchHeader] = field(default_factory=list)
@@ -84,7 +86,7 @@ class _Output:
         self.parts.append(data)
         self.headers.append(header)
         self.size += len(data)
-        if self.size >= DEFAULT_ARCHIVE.target_bytes:
+        if self.size >= self.target_bytes:
             await self.flush()
 
     async def flush(self) -> None:
@@ -100,7 +102,7 @@ class _Output:
 async def _rewrite(store: ObjectStore, task: PgCleanTask, old: list[Run], filt: _Filter, latest: int,
                    result: PgCleanResult) -> tuple[_Output, bool]:
     """Write what the rules keep of the old runs; whether anything changed."""
-    out, counts, changed = _Output(store, task.node_id), CleanResult(), False
+    out, counts, changed = _Output(store, task.node_id, task.object_bytes), CleanResult(), False
     async for header, data in _batches(store, old):
         result.rows_read += 1
         result.bytes_read += len(data)
@@ -117,7 +119,8 @@ async def _rewrite(store: ObjectStore, task: PgCleanTask, old: list[Run], filt: 
             result.bytes_removed += len(data) - len(new)
             header, data, changed = RecordBatchHeader.parse(new), new, True
         await out.add(header, data)
-    await out.flush()
+    if changed:  # else the last part is not stored at all, and what was is deleted
+        await out.flush()
     result.records_read, result.records_kept = counts.records_read, counts.records_kept
     result.bytes_written = result.bytes_read - result.bytes_removed
     return out, changed
@@ -134,7 +137,7 @@ async def clean_runs(conn: Any, store: ObjectStore, task: PgCleanTask) -> PgClea
     kept = {a.last_offset for a in filt.txns.kept_aborted}
     result.removed_aborted = [a.last_offset for a in task.aborted
                               if a.last_offset <= latest and a.last_offset not in kept]
-    if not changed:  # nothing to switch: only the checkpoint moves
+    if not changed:  # nothing to switch: only the checkpoint moves (past the archive size, parts were stored)
         await store.delete([r.object_key for r in out.runs])
         old, out.runs = [], []
     result.committed = await _commit(conn, task, old, out.runs, result)

@@ -143,3 +143,33 @@ async def test_the_cleaner_cleans_object_stored_partitions_led_here_in_a_worker(
     cleaned = [k for o, k, _ in got if o < plog.first_dirty_offset]
     assert 0 < len(cleaned) == len(set(cleaned)) and len(got) < 40  # one record per key in the cleaned section
     assert {k: v for _, k, v in got} == {b"k0": b"39", b"k1": b"37", b"k2": b"38"}
+
+
+async def test_a_pass_that_removes_nothing_stores_nothing_and_output_is_cut_at_the_archive_size(
+    db: asyncpg.Pool, source: PgLogSource, pg_url: str, settings: ObjectStoreSettings, s3_store: ObjectStore,
+) -> None:
+    plog = await open_compacted(db, source)
+    for i in range(40):
+        await plog.append(kv(b"k%d" % i, b"%d" % i))  # every key once: nothing to remove
+    before = await db.fetch("SELECT * FROM batch_runs ORDER BY base_offset")
+    stored = await _keys(s3_store)
+    result = await clean(plog, pg_url, settings)
+    assert result is not None and result.committed and result.bytes_removed == 0
+    assert await db.fetch("SELECT * FROM batch_runs ORDER BY base_offset") == before
+    assert await _keys(s3_store) == stored
+    writes = [(o, k, v) for o, k, v in await records(plog)]
+    for i in range(40):  # now the first 40 are superseded
+        info = await plog.append(kv(b"k%d" % i, b"again%d" % i))
+        writes.append((info.base_offset, b"k%d" % i, b"again%d" % i))
+    plan = await plog.plan_cleaning(pg_url, 10_000, 1 << 20)
+    assert plan is not None
+    task = replace(plan.task, objects=settings, object_bytes=4 * len(kv(b"k10", b"again10")))
+    result = await asyncio.to_thread(run_object_clean_pass, task)
+    assert result.committed
+    await plog.cleaned(result)
+    sizes = [r["byte_length"] for r in await db.fetch(
+        "SELECT byte_length FROM batch_runs WHERE object_key LIKE 'archive/%' ORDER BY base_offset")]
+    assert len(sizes) > 2 and all(s <= task.object_bytes + len(kv(b"k10", b"again10")) for s in sizes)
+    want = latest([w for w in writes if w[0] < result.end_offset])
+    assert await records(plog) == sorted([(o, k, v) for k, (o, v) in want.items()]
+                                         + [w for w in writes if w[0] >= result.end_offset])
