@@ -189,8 +189,7 @@ class LogManager(PartitionLogs[LocalPartitionLog]):
 
     async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         async with self._changing:
-            meta = self._existing(name)
-            check_more_partitions(meta, count)
+            meta = check_more_partitions(self._existing(name), count)
             if validate_only:
                 return
             new = replace(meta, partitions=count)

@@ -85,8 +85,9 @@ def new_topic(topics: Mapping[str, TopicMetadata], name: str, partitions: int,
     return TopicMetadata(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=configs)
 
 
-def check_more_partitions(meta: TopicMetadata, count: int) -> None:
-    """CreatePartitions' count must be above the topic's."""
+def check_more_partitions(meta: TopicMetadata, count: int) -> TopicMetadata:
+    """CreatePartitions' count must be above the topic's; returns the topic."""
     if count <= meta.partitions:
         raise KafkaError(ErrorCode.invalid_partitions,
                          f"topic {meta.name!r} has {meta.partitions} partitions; the new count {count} must be larger")
+    return meta

@@ -240,8 +240,7 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
 
     async def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         async with self._changing:
-            meta = self._existing(name)
-            check_more_partitions(meta, count)
+            meta = check_more_partitions(self._existing(name), count)
             if validate_only:
                 return
             await self._write(self._topic_store.create_partitions(name, count))
