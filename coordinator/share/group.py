@@ -70,6 +70,11 @@ class ShareGroup:
     target: dict[str, Assignment] = field(default_factory=dict)
     # the subscribed topics as the last assignment saw them
     topics_seen: dict[str, TopicInfo] = field(default_factory=dict)
+    # share-partitions initialized (Kafka's InitializeShareGroupState), the only ones assigned:
+    # topic id -> partition count; and those being initialized: topic id -> (count, the member
+    # whose heartbeat first saw them)
+    initialized: dict[uuid.UUID, int] = field(default_factory=dict)
+    initializing: dict[uuid.UUID, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -103,9 +108,11 @@ class ShareGroup:
                              f"known by the group coordinator ({member.member_epoch}). The member must abandon all "
                              "its partitions and rejoin.")
         full = hb.member_epoch == 0
+        self._finish_initializing(member.member_id)
         self._update(member, hb)
         member.deadline_ms = now_ms + session_timeout_ms
         self._refresh(topics)
+        self.start_initializing(member.member_id)
         if member.member_epoch != self.assignment_epoch or full:
             member.member_epoch = self.assignment_epoch
             member.assignment = self.target.get(member.member_id, {})
@@ -130,11 +137,32 @@ class ShareGroup:
             self.group_epoch += 1
         if self.assignment_epoch == self.group_epoch:
             return
-        subscriptions = {m.member_id: frozenset(seen[n].topic_id for n in m.subscribed_topic_names if n in seen)
+        counts = {info.topic_id: min(info.partitions, self.initialized.get(info.topic_id, 0)) for info in seen.values()}
+        counts = {topic_id: count for topic_id, count in counts.items() if count > 0}
+        subscriptions = {m.member_id: frozenset(t for n in m.subscribed_topic_names if n in seen
+                                                and (t := seen[n].topic_id) in counts)
                          for m in self.members.values()}
-        counts = {info.topic_id: info.partitions for info in seen.values()}
         self.target = assign(subscriptions, counts, {m.member_id: m.assignment for m in self.members.values()})
         self.assignment_epoch = self.group_epoch
+
+    def start_initializing(self, member_id: str) -> None:
+        """Subscribed share-partitions not yet initialized start being so. Kafka's coordinator
+        initializes them asynchronously after answering, and bumps the group epoch once done: a
+        member gets them at its next heartbeat, by when the members that joined meanwhile are in
+        the assignment too (no first member holds every partition until the others' joins reach
+        it). Here they are initialized by the next heartbeat of the member that first saw them
+        (or of any member, once that one is gone)."""
+        for info in self.topics_seen.values():
+            if self.initialized.get(info.topic_id, 0) < info.partitions and info.topic_id not in self.initializing:
+                self.initializing[info.topic_id] = (info.partitions, member_id)
+
+    def _finish_initializing(self, member_id: str) -> None:
+        done = [t for t, (_, by) in self.initializing.items() if by == member_id or by not in self.members]
+        for topic_id in done:
+            count, _ = self.initializing.pop(topic_id)
+            self.initialized[topic_id] = max(count, self.initialized.get(topic_id, 0))
+        if done:
+            self.group_epoch += 1
 
     def remove(self, member_id: str) -> None:
         """The member left or its session timed out."""

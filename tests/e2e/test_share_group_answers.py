@@ -3,8 +3,8 @@ same requests (bench/servers.py's start_kafka): ShareGroupHeartbeat's validation
 a join (group epoch 2: the member and the subscribed topics' metadata each bump it), a fenced
 epoch's message, ShareGroupDescribe of an unknown group, a ShareFetch without a session and a
 ShareAcknowledge at epoch 0. Where the two differ: Kafka leaves some messages null that eosbroker
-fills, and Kafka's first heartbeat answers an empty assignment (it assigns asynchronously) where
-eosbroker's has the partitions already."""
+fills. The first heartbeat answers an empty assignment on both: the share-partitions are
+initialized first and assigned from the member's next heartbeat."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def test_share_group_answers_as_kafka_gives_them(broker: BrokerProcess) -> None:
         joined = c.request(heartbeat("m1", 0))
         assert (joined.error_code, joined.member_id, joined.member_epoch, joined.heartbeat_interval) == (
             E.none, "m1", 2, datetime.timedelta(seconds=5))
+        assert joined.assignment is not None and joined.assignment.topic_partitions == ()
         fenced = c.request(heartbeat("m1", 9, None))
         assert (fenced.error_code, fenced.error_message) == (
             E.fenced_member_epoch, "The share group member has a greater member epoch (9) than the one known by "

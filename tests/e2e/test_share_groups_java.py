@@ -45,13 +45,9 @@ def produce(bootstrap: str, records: int, partitions: int) -> None:
 
 
 @pytest.mark.parametrize(("scenario", "partitions", "expected"), [
-    # Skipped: in the CI run of 2026-12-07 and twice by hand, the first member took all 60 records
-    # (members_with_records 1) although describe showed three members with partitions; the member
-    # that held every partition before the others joined keeps fetching them until its next
-    # heartbeat. Under investigation (issue 35), not a pass.
-    pytest.param("members", 3, {"described": "Stable 3", "consumed": "60", "duplicates": "0",
-                                "members_with_records": "3"},
-                 marks=pytest.mark.skip(reason="the first member takes every record: issue 35, under investigation")),
+    # The members join before any is assigned a partition (the share-partitions are initialized
+    # first, as Kafka 4.4 does), so no member holds every partition when the records come.
+    ("members", 3, {"described": "Stable 3", "consumed": "60", "duplicates": "0", "members_with_records": "3"}),
     ("explicit", 2, {"first": "60 [1]", "second": "60 [2]", "after": "0"}),
     ("lock_timeout", 1, {"held": "60 [1]", "redelivered": "60 [2]", "late_ack_failed": "true"}),
     ("delivery_limit", 2, {"first": "60", "second": "60", "third": "0"}),
