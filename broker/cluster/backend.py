@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ClusterView, ScramCredentials
+from storage.api import BrokerEndpoint, ClusterView
 from storage.cleaner.log_cleaner import CleanerConfig
 from storage.meta_properties import random_uuid
 from storage.object_store import ObjectStore, ObjectStoreError, ObjectStoreSettings, check_writable, open_object_store
@@ -30,14 +30,14 @@ from storage.pg.object_commit import FlushSettings
 from storage.pg.pool import Pool, create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.schema import SchemaTooNewError, migrate
-from storage.pg.security_store import PgSecurityMetadata, SharedAclStore, SharedScramCredentialStore
+from storage.pg.security_store import PgSecurityMetadata
 
-from ..backend import AclRecords
 from ..config import BrokerConfig
 from ..dynamic_config import log_defaults
 from ..features import FinalizedFeatures
 from ..startup import StartupError
 from .member import ClusterMember
+from .shared_stores import SharedStores
 
 __all__ = ("ClusterBackend", "EXIT_DATABASE_UNREACHABLE")
 
@@ -83,7 +83,7 @@ class _Pool:
         return getattr(self.pool, name)
 
 
-class ClusterBackend:
+class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
     """Cluster mode's StorageBackend (broker/backend.py): PostgreSQL rows shared by the brokers."""
 
     shared = True
@@ -166,17 +166,6 @@ class ClusterBackend:
         assert self._features is not None, "connect reads the cluster's feature levels"
         return self._features
 
-    def acl_store(self, reload: Callable[[AclRecords], None]) -> AclStore:
-        shared = self.security
-        shared.add_listener(lambda: reload(shared.acl_records))  # changed through another broker
-        return SharedAclStore(shared)
-
-    def scram_credentials(self) -> ScramCredentials:
-        return SharedScramCredentialStore(self.security)
-
-    def broker_config_store(self) -> BrokerConfigStore:
-        return self.broker_configs
-
     def new_cleaner(self, config: CleanerConfig) -> PgLogCleaner:
         url = self.config.cluster_object_store_url
         objects = None if url is None else ObjectStoreSettings(url, self.config.cluster_object_store_endpoint,
@@ -192,10 +181,6 @@ class ClusterBackend:
         self._tasks.append(loop.create_task(self.security.run(self.security_poll_s), name="security-poll"))
         self._tasks.append(loop.create_task(self.broker_configs.run(self.security_poll_s), name="broker-configs-poll"))
         await self.member.start()
-
-    async def leave(self) -> None:
-        """Hand every partition over and end the lease (before the coordinators stop)."""
-        await self.member.stop()
 
     async def close(self) -> None:
         for task in self._tasks:

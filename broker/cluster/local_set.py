@@ -20,7 +20,7 @@ import logging
 import sqlite3
 from collections.abc import Callable
 
-from storage.api import AclStore, BrokerConfigStore, BrokerEndpoint, ClusterView, ScramCredentials
+from storage.api import BrokerEndpoint, ClusterView
 from storage.cleaner.log_cleaner import CleanerConfig, LogCleaner
 from storage.embedded.db import SharedDb
 from storage.embedded.lease_store import EmbeddedLeaseStore
@@ -33,21 +33,20 @@ from storage.embedded.stores import (
 )
 from storage.embedded.topic_store import EmbeddedTopicStore
 from storage.meta_properties import random_uuid
-from storage.pg.security_store import SharedAclStore, SharedScramCredentialStore
 
-from ..backend import AclRecords
 from ..config import BrokerConfig
 from ..dynamic_config import log_defaults
 from ..features import FinalizedFeatures
 from ..startup import StartupError
 from .member import ClusterMember
+from .shared_stores import SharedStores
 
 __all__ = ("LocalSetBackend",)
 
 log = logging.getLogger(__name__)
 
 
-class LocalSetBackend:
+class LocalSetBackend(SharedStores[EmbeddedSecurity, EmbeddedBrokerConfigStore]):
     shared = True
 
     def __init__(self, config: BrokerConfig, endpoint: Callable[[], BrokerEndpoint]) -> None:
@@ -105,17 +104,6 @@ class LocalSetBackend:
                      stored.levels["transaction.version"], config.transaction_version)
         return FinalizedFeatures(start, shared=self.feature_levels, shared_levels=stored)
 
-    def acl_store(self, reload: Callable[[AclRecords], None]) -> AclStore:
-        security = self.security
-        security.add_listener(lambda: reload(security.acl_records))  # changed through another process
-        return SharedAclStore(security)
-
-    def scram_credentials(self) -> ScramCredentials:
-        return SharedScramCredentialStore(self.security)
-
-    def broker_config_store(self) -> BrokerConfigStore:
-        return self.broker_configs
-
     def new_cleaner(self, config: CleanerConfig) -> LogCleaner:
         return LogCleaner(self.logs, config)  # the logs this process leads
 
@@ -126,10 +114,6 @@ class LocalSetBackend:
         self.broker_configs.watch()
         self._tasks.append(asyncio.get_running_loop().create_task(self.db.watch_forever(), name="cluster-db-poll"))
         await self.member.start()
-
-    async def leave(self) -> None:
-        """Hand every partition over and end the lease (before the coordinators stop)."""
-        await self.member.stop()
 
     async def close(self) -> None:
         for task in self._tasks:

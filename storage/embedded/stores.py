@@ -10,25 +10,24 @@ row moved (the process that made the change at once), then tells its listeners.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ..broker_config_store import BrokerConfigsInMemory
-from ..cluster_api import AclRecord
 from ..feature_levels import StoredFeatureLevels
-from ..scram_credentials import ScramCredential
+from ..shared_security import SecurityCache
 from .db import Rereader, SharedDb, bump
 
 __all__ = ("EmbeddedBrokerConfigStore", "EmbeddedFeatureLevels", "EmbeddedProducerIdBlocks", "EmbeddedSecurity")
 
-Statement = tuple[str, tuple[Any, ...]]
+Statement = tuple[str, tuple[object, ...]]
 _SECURITY: Final = "security.version"
 _BROKER_CONFIGS: Final = "broker_configs.version"
 _PRODUCER_ID_NEXT: Final = "producer.id.next"
 
 
+# Dynamic: the rows' column values, of whatever types the queries select.
 async def _read_if_moved(db: SharedDb, key: str, known: str | None,
                          *queries: str) -> tuple[str | None, list[list[Any]]] | None:
     """The version row and the queries' rows in one snapshot, unless the version is `known`."""
@@ -42,7 +41,7 @@ async def _read_if_moved(db: SharedDb, key: str, known: str | None,
     return await db.read(work)
 
 
-class EmbeddedSecurity:
+class EmbeddedSecurity(SecurityCache):
     """What this process last read of the shared credentials and ACLs (storage/pg/security_store.py's
     SecurityTables: its SharedAclStore and SharedScramCredentialStore run on it)."""
 
@@ -52,14 +51,8 @@ class EmbeddedSecurity:
     DELETE_ACL = "DELETE FROM acls WHERE binding = ?"
 
     def __init__(self, db: SharedDb) -> None:
+        super().__init__()
         self.db = db
-        self.version: str | None = None
-        self.acl_records: list[AclRecord] = []
-        self.credentials: dict[str, dict[str, ScramCredential]] = {}
-        self._listeners: list[Callable[[], None]] = []
-
-    def add_listener(self, callback: Callable[[], None]) -> None:
-        self._listeners.append(callback)
 
     async def refresh(self) -> bool:
         found = await _read_if_moved(self.db, _SECURITY, self.version, "SELECT binding FROM acls ORDER BY binding",
@@ -67,15 +60,8 @@ class EmbeddedSecurity:
                                      "FROM scram_credentials ORDER BY username, mechanism")
         if found is None:
             return False
-        self.version, (acls, creds) = found[0] or "0", found[1]
-        self.acl_records = [json.loads(binding) for (binding,) in acls]
-        users: dict[str, dict[str, ScramCredential]] = {}
-        for user, mechanism, salt, stored_key, server_key, iterations in creds:
-            users.setdefault(user, {})[mechanism] = ScramCredential(
-                salt=bytes(salt), stored_key=bytes(stored_key), server_key=bytes(server_key), iterations=iterations)
-        self.credentials = users
-        for callback in self._listeners:
-            callback()
+        acls, creds = found[1]
+        self._adopt(found[0] or "0", (binding for (binding,) in acls), creds)
         return True
 
     def watch(self) -> None:

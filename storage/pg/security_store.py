@@ -21,6 +21,7 @@ from typing import Final, Protocol
 
 from ..cluster_api import AclRecord
 from ..scram_credentials import ScramCredential
+from ..shared_security import SecurityCache
 from .polling import poll_forever, read_if_moved
 from .pool import Pool
 
@@ -51,12 +52,16 @@ class SecurityTables(Protocol):
     INSERT_ACL: str  # (binding key,)
     DELETE_ACL: str  # (binding key,)
 
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Call back after each re-read that found a change."""
+        ...
+
     async def write(self, statements: Iterable[tuple[str, tuple[object, ...]]]) -> None:
         """Apply the statements in one transaction that also tells the others, then re-read."""
         ...
 
 
-class PgSecurityMetadata:
+class PgSecurityMetadata(SecurityCache):
     """What this broker last read of the shared credentials and ACLs, kept fresh by run()."""
 
     UPSERT_CREDENTIAL = """
@@ -71,33 +76,18 @@ class PgSecurityMetadata:
     DELETE_ACL = "DELETE FROM acls WHERE binding = $1"
 
     def __init__(self, pool: Pool) -> None:
+        super().__init__()
         self.pool = pool
-        self.version: str | None = None
-        self.acl_records: list[AclRecord] = []
-        self.credentials: dict[str, dict[str, ScramCredential]] = {}
-        self._listeners: list[Callable[[], None]] = []
-
-    def add_listener(self, callback: Callable[[], None]) -> None:
-        """Called (on the event loop) after each re-read that found a change."""
-        self._listeners.append(callback)
 
     async def refresh(self) -> bool:
         """Re-read both tables if the version moved; whether it had."""
         found = await read_if_moved(self.pool, _VERSION_KEY, self.version, "SELECT binding FROM acls ORDER BY binding",
-                                    "SELECT * FROM scram_credentials ORDER BY username, mechanism")
+                                    "SELECT username, mechanism, salt, stored_key, server_key, iterations "
+                                    "FROM scram_credentials ORDER BY username, mechanism")
         if found is None:
             return False
         version, (acls, creds) = found
-        self.version = version
-        self.acl_records = [json.loads(r["binding"]) for r in acls]
-        users: dict[str, dict[str, ScramCredential]] = {}
-        for r in creds:
-            users.setdefault(r["username"], {})[r["mechanism"]] = ScramCredential(
-                salt=bytes(r["salt"]), stored_key=bytes(r["stored_key"]), server_key=bytes(r["server_key"]),
-                iterations=r["iterations"])
-        self.credentials = users
-        for callback in self._listeners:
-            callback()
+        self._adopt(version, (r["binding"] for r in acls), creds)
         return True
 
     async def run(self, interval_s: float) -> None:
