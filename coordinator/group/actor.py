@@ -67,7 +67,7 @@ class GroupActor(ClassicInConsumerOperations, ShardedGroups):
             log.exception("group coordinator failed on %s", type(cmd).__name__)
             if not cmd.reply.done():
                 cmd.reply.set_exception(exc)
-        group_id = getattr(cmd, "group_id", None)
+        group_id = c.group_id_of(cmd)
         if group_id is not None:
             self._schedule(group_id)
 

@@ -7,8 +7,9 @@ parked request is answered by whichever later command or timer completes the reb
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, assert_never
 
 from kio.schema.errors import ErrorCode
 
@@ -50,6 +51,8 @@ __all__ = (
     "RetentionCheck",
     "SyncGroup",
     "TopicsDeleted",
+    "group_id_of",
+    "groups_of",
 )
 
 T = TypeVar("T")
@@ -228,3 +231,29 @@ Command = (
 )
 # What the actor runs: the commands, and the timer's messages (no reply).
 GroupMessage = Command | GroupDeadline | RetentionCheck
+
+
+def group_id_of(cmd: Command) -> str | None:
+    """The one group a command is about (None: several, every one, or none)."""
+    match cmd:
+        case (JoinGroup() | SyncGroup() | Heartbeat() | LeaveGroup() | CommitOffsets() | FetchOffsets()
+              | DeleteOffsets() | ConsumerGroupHeartbeat()):
+            return cmd.group_id
+        case (DescribeGroups() | ListGroups() | DeleteGroups() | TopicsDeleted() | CompleteTxn()
+              | ConsumerGroupDescribe() | InstallShard()):
+            return None
+        case _:
+            assert_never(cmd)
+
+
+def groups_of(cmd: Command) -> Collection[str]:
+    """The groups whose shards must be loaded here to serve cmd: none for ListGroups,
+    TopicsDeleted, a CompleteTxn of every group, and installing a shard."""
+    match cmd:
+        case DescribeGroups() | DeleteGroups() | ConsumerGroupDescribe():
+            return cmd.group_ids
+        case CompleteTxn():
+            return cmd.group_ids or ()
+        case _:
+            group_id = group_id_of(cmd)
+            return () if group_id is None else (group_id,)

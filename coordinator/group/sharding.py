@@ -23,6 +23,7 @@ from storage.api import ClusterView, TopicPartition
 
 from ..shards import CoordinatorShards
 from ..tasks import TaskSupervisor
+from . import commands as c
 from .admin import AdminOperations
 from .config import GroupConfig
 from .loader import PartitionLoader
@@ -67,13 +68,9 @@ class ShardedGroups(AdminOperations):
     def _partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
-    def shard_error(self, cmd: object) -> KafkaError | None:
+    def shard_error(self, cmd: c.Command) -> KafkaError | None:
         """The error for a command about groups whose shard is not loaded here (None: serve it)."""
-        ids = getattr(cmd, "group_ids", None)
-        if ids is None:
-            group_id = getattr(cmd, "group_id", None)
-            ids = () if group_id is None else (group_id,)
-        for group_id in ids:
+        for group_id in c.groups_of(cmd):
             try:
                 self.shards.check(self._partition_of(group_id), group_id)
             except KafkaError as exc:
