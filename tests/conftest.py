@@ -3,14 +3,16 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.pg_server import PostgresServer
-from tests.s3_server import S3Server, s3_environment
+from tests.s3_server import LoopbackS3Server, S3Server, s3_environment
 from tests.tls_certs import TlsFiles, make_tls_files
+from tests.versitygw_server import VersityServer
 
 BrokerFactory = Callable[..., BrokerProcess]
 
@@ -63,16 +65,14 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
     return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """One real S3-compatible server (SeaweedFS, tests/s3_server.py) for the session; tests take
-    a fresh bucket each through s3_bucket. Its credentials go into this process's environment, so
-    every S3 client of the tests and every broker they start has them (and no cloud lookup)."""
+@contextmanager
+def _s3_credentials() -> Iterator[None]:
+    """The test S3 servers' credentials in this process's environment, so every S3 client of the
+    tests and every broker they start has them (and no cloud lookup); restored afterwards."""
     saved = {k: os.environ.get(k) for k in s3_environment()}
     os.environ.update(s3_environment())
     try:
-        with S3Server() as server:
-            yield server
+        yield
     finally:
         for key, value in saved.items():
             if value is None:
@@ -81,7 +81,28 @@ def s3_server() -> Iterator[S3Server]:
                 os.environ[key] = value
 
 
+@pytest.fixture(scope="session")
+def seaweedfs_server() -> Iterator[S3Server]:
+    """One SeaweedFS (tests/s3_server.py) for the session; tests take a fresh bucket each."""
+    with _s3_credentials(), S3Server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def versitygw_server() -> Iterator[VersityServer]:
+    """One versitygw (tests/versitygw_server.py) for the session, with the same credentials."""
+    with _s3_credentials(), VersityServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_server(seaweedfs_server: S3Server) -> S3Server:
+    """The real S3-compatible server of tests that need one: SeaweedFS (tests/storage/objects
+    runs its tests over versitygw too)."""
+    return seaweedfs_server
+
+
 @pytest.fixture
-def s3_bucket(s3_server: S3Server) -> str:
-    """A bucket name of its own for one test (SeaweedFS makes a bucket at its first write)."""
-    return f"eos-{uuid.uuid4().hex[:12]}"
+def s3_bucket(s3_server: LoopbackS3Server) -> str:
+    """A bucket of its own for one test."""
+    return s3_server.new_bucket()

@@ -1,6 +1,7 @@
 """The contract of storage/api.py's PartitionLog runs against every backend: a test that takes
 `any_log` runs with the local segment files, with the cluster's PostgreSQL rows, and with PostgreSQL
-holding where the data lies in an object store: a real S3 server (pg-s3) or a directory (pg-file)."""
+holding where the data lies in an object store: a real S3 server (pg-seaweedfs, pg-versitygw) or a
+directory (pg-file)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from storage.api import PartitionLog, TopicPartition
 from storage.log_config import LogConfig
 from storage.object_store import ObjectStore, open_object_store
 from storage.partition_log import LocalPartitionLog
-from tests.s3_server import REGION
+from tests.s3_server import REGION, LoopbackS3Server
 
 
-@pytest.fixture(params=["local", "pg", "pg-s3", "pg-file"])
+@pytest.fixture(params=["local", "pg", "pg-seaweedfs", "pg-versitygw", "pg-file"])
 async def any_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[PartitionLog]:
     """Partition t-0 with Kafka's default configs, empty and started, on each backend."""
     if request.param == "local":
@@ -49,8 +50,7 @@ async def any_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 def _object_store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore | None:
     if request.param == "pg-file":
         return open_object_store(f"file://{tmp_path / 'objects'}")
-    if request.param == "pg-s3":
-        server = request.getfixturevalue("s3_server")
-        return open_object_store(server.url(request.getfixturevalue("s3_bucket")), endpoint=server.endpoint,
-                                 region=REGION)
+    if request.param in ("pg-seaweedfs", "pg-versitygw"):
+        server: LoopbackS3Server = request.getfixturevalue(f"{request.param.removeprefix('pg-')}_server")
+        return open_object_store(server.url(server.new_bucket()), endpoint=server.endpoint, region=REGION)
     return None

@@ -1,6 +1,7 @@
-"""The object store under test: the session's real S3 server (SeaweedFS, tests/s3_server.py) and a
-local directory (file:///DIR), each as cluster.object.store.url would name it; and brokers'
-PgLogSources keeping their record data in it (the fixtures of tests/storage/pg, object-stored)."""
+"""The object store under test: the session's real S3 servers (SeaweedFS, tests/s3_server.py, and
+versitygw, tests/versitygw_server.py) and a local directory (file:///DIR), each as
+cluster.object.store.url would name it; and brokers' PgLogSources keeping their record data in it
+(the fixtures of tests/storage/pg, object-stored). A test that takes s3_server runs over both."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from storage.object_store import ObjectInfo, ObjectStore, ObstoreObjectStore, op
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_commit import FlushSettings
 from storage.pg.partition_log import PgPartitionLog
-from tests.s3_server import REGION
+from tests.s3_server import REGION, LoopbackS3Server
 from tests.storage.pg.conftest import SourceFactory, db, started_sources  # noqa: F401  (db: the migrated database)
 from tests.storage.pg.helpers import take
 
@@ -45,17 +46,25 @@ class StoreWrapper:
         await self.store.delete(keys)
 
 
-@pytest.fixture(params=["s3", "file"])
+S3_SERVERS = ("seaweedfs", "versitygw")
+
+
+@pytest.fixture(params=S3_SERVERS)
+def s3_server(request: pytest.FixtureRequest) -> LoopbackS3Server:
+    server: LoopbackS3Server = request.getfixturevalue(f"{request.param}_server")
+    return server
+
+
+@pytest.fixture(params=[*S3_SERVERS, "file"])
 def object_store(request: pytest.FixtureRequest, tmp_path: Path) -> ObstoreObjectStore:
     if request.param == "file":
         return open_object_store(f"file://{tmp_path / 'objects'}")
-    server = request.getfixturevalue("s3_server")
-    bucket = request.getfixturevalue("s3_bucket")
-    return open_object_store(server.url(bucket, "cluster-a"), endpoint=server.endpoint, region=REGION)
+    server: LoopbackS3Server = request.getfixturevalue(f"{request.param}_server")
+    return open_object_store(server.url(server.new_bucket(), "cluster-a"), endpoint=server.endpoint, region=REGION)
 
 
 @pytest.fixture
-def s3_store(s3_server, s3_bucket: str) -> ObstoreObjectStore:  # type: ignore[no-untyped-def]
+def s3_store(s3_server: LoopbackS3Server, s3_bucket: str) -> ObstoreObjectStore:
     return open_object_store(s3_server.url(s3_bucket), endpoint=s3_server.endpoint, region=REGION)
 
 
