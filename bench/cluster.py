@@ -1,6 +1,7 @@
 """eosbroker in cluster mode for the harness: one PostgreSQL server and N brokers over it, and
-for the object-store cases (eosbroker-os1/os3) a real S3 server on loopback (SeaweedFS,
-tests/s3_server.py) holding the record data.
+for the object-store cases (eosbroker-os1/os3) a real S3 server on loopback holding the record
+data: versitygw (tests/versitygw_server.py), which spends a third of SeaweedFS's CPU per GB
+written, or SeaweedFS (tests/s3_server.py) with --store seaweedfs.
 
 A ClusterRunning stands where a Running does (bootstrap, CPU, RSS, stop): its CPU and memory are
 the brokers' and the database's together, since in cluster mode PostgreSQL does the storage work
@@ -20,10 +21,13 @@ import psutil
 
 from bench.servers import HOST, REPO_DIR, Running, _spawn_and_wait, free_port
 from tests.pg_server import PostgresServer
-from tests.s3_server import S3Server, s3_environment
+from tests.s3_server import LoopbackS3Server, S3Server, s3_environment
+from tests.versitygw_server import VersityServer
 
-__all__ = ("ClusterRunning", "start_cluster")
+__all__ = ("STORES", "ClusterRunning", "start_cluster")
 
+STORES: dict[str, type[LoopbackS3Server]] = {"versitygw": VersityServer, "seaweedfs": S3Server}
+BUCKET = "bench"
 LEASE_MS = 10_000  # cluster.lease.ms, Kafka-like default; the failover goal is lease + 2 s
 
 
@@ -36,7 +40,7 @@ class ClusterRunning:
     brokers: dict[int, Running] = field(default_factory=dict)
     startup_s: float = 0.0
     metrics_port: int | None = None
-    store: S3Server | None = None  # record data in this object store (eosbroker-os*)
+    store: LoopbackS3Server | None = None  # record data in this object store (eosbroker-os*)
 
     @property
     def bootstrap(self) -> str:
@@ -95,7 +99,7 @@ class ClusterRunning:
                 "--set", f"cluster.url={self.url}", "--set", f"cluster.lease.ms={LEASE_MS}"]
         env = None
         if self.store is not None:
-            for key, value in self.store.broker_settings("bench").items():
+            for key, value in self.store.broker_settings(BUCKET).items():
                 argv += ["--set", f"{key}={value}"]
             env = {**os.environ, **s3_environment()}  # the store's credentials, and no cloud lookup
         running = _spawn_and_wait(f"{self.name}-{node_id}", argv, port,
@@ -134,18 +138,19 @@ def _cpu(processes: list[psutil.Process]) -> float:
     return total
 
 
-def start_cluster(workdir: Path, brokers: int, name: str, *, objects: bool = False) -> ClusterRunning:
-    """A fresh PostgreSQL server and `brokers` brokers over one new database (with objects, their
-    record data in a fresh SeaweedFS under workdir)."""
+def start_cluster(workdir: Path, brokers: int, name: str, *, store: str | None = None) -> ClusterRunning:
+    """A fresh PostgreSQL server and `brokers` brokers over one new database (with a store, one of
+    STORES, their record data in a fresh one under workdir)."""
     pg = PostgresServer()
     t0 = time.perf_counter()
     pg.init()
     pg.start()
     cluster = ClusterRunning(name=name, pg=pg, url=pg.create_database("bench"), workdir=workdir)
     try:
-        if objects:
-            cluster.store = S3Server(workdir / "objects")
+        if store is not None:
+            cluster.store = STORES[store](workdir / "objects")
             cluster.store.start()
+            cluster.store.make_bucket(BUCKET)
         for node_id in range(1, brokers + 1):
             cluster.start_broker(node_id)
     except BaseException:

@@ -107,7 +107,7 @@ def _cores(row: dict, brokers: list[str], kind: str) -> str:
                     for b in brokers)
 
 
-def table(rows: list[dict], brokers: list[str]) -> str:
+def table(rows: list[dict], brokers: list[str], store: str | None = None) -> str:
     ours, theirs = compared(brokers)
     head = ["case", "metric", *brokers, "ours/kafka" if theirs == THEIRS else f"{ours}/{theirs}", "better",
             "client cores",
@@ -131,7 +131,7 @@ def table(rows: list[dict], brokers: list[str]) -> str:
             for r in lines]
     text.insert(1, "  ".join("-" * w for w in widths))
     legend = (f"medians [min-max] over rounds; cores as {'/'.join(brokers)}; ok/!! = ratio "
-              f"favours {ours} or not")
+              f"favours {ours} or not" + (f"; store cores: {store}'s" if stores and store else ""))
     return "\n".join(text + ["", legend]) + "\n"
 
 
@@ -140,7 +140,7 @@ def write(run_dir: Path, meta: dict, entries: list[dict]) -> dict[str, Path]:
     rows = summarize(entries, brokers)
     paths = {"table": run_dir / "table.txt", "json": run_dir / "results.json",
              "chart": run_dir / "chart.png"}
-    paths["table"].write_text(table(rows, brokers))
+    paths["table"].write_text(table(rows, brokers, meta.get("object_store")))
     paths["json"].write_text(json.dumps({"meta": meta, "summary": rows, "runs": entries},
                                         indent=1) + "\n")
     from bench.chart import draw  # matplotlib is slow to import; only needed here

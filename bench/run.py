@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench import report
 from bench.cleaner_load import Dirtier, pass_figures
-from bench.cluster import ClusterRunning, pids, start_cluster
+from bench.cluster import STORES, ClusterRunning, pids, start_cluster
 from bench.loadrun import LoadFailed, run_load
 from bench.plan import (
     CASES,
@@ -86,6 +86,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cluster", action="store_true",
                    help="cluster mode: " + ", ".join(CLUSTER_BROKERS) + f" on {', '.join(CLUSTER_CASE_KEYS)} "
                    f"(or --cases) and {FAILOVER.key} with three brokers, instead of Kafka")
+    p.add_argument("--store", choices=tuple(STORES), default="versitygw",
+                   help="the S3 server of eosbroker-os1/os3 on loopback (default: versitygw, the cheaper one)")
     p.add_argument("--processes", nargs="?", const="1,2", metavar="COUNTS",
                    help="several processes (python -m broker --processes N): eosbroker (1) and eosbroker-pN for "
                    f"each count (default 1,2) on {', '.join(PROCESS_CASE_KEYS)} (or --cases), instead of Kafka; "
@@ -131,7 +133,8 @@ def select_cases(spec: str | None, scale: bool = False) -> tuple[Case, ...]:
 def start(name: str, workdir: Path, args: argparse.Namespace, logs: Path,
           rnd: int) -> Started:
     if CLUSTER_BROKERS.get(name):
-        return start_cluster(workdir, CLUSTER_BROKERS[name], name, objects=name.startswith("eosbroker-os"))
+        return start_cluster(workdir, CLUSTER_BROKERS[name], name,
+                             store=args.store if name.startswith("eosbroker-os") else None)
     if args.process_sets.get(name, 1) > 1:
         return start_process_set(workdir, args.process_sets[name], name, progress)
     secure = any(c.load == "handshake" or "listener" in c.params(SIZES["tiny"], "") for c in args.selected)
@@ -269,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             "scrape_interval_s": SCRAPE_INTERVAL_S if args.metrics_on_off else None,
             "kafka_heap": args.kafka_heap, "machine": machine(), "started": stamp,
             "cases": {c.key: c.title for c in cases}, "profiled": args.profile or args.profile_native,
-            "loadavg_start": os.getloadavg()}
+            "loadavg_start": os.getloadavg(), "object_store": args.store if args.cluster else None}
     entries: list[dict] = []
     for rnd in range(size.rounds):
         order = brokers if rnd % 2 == 0 else tuple(reversed(brokers))

@@ -97,6 +97,8 @@ def test_object_store_cases_show_store_cores_beside_broker_cores_and_compare_to_
                {**entry("eosbroker-os3", "w1-p6", **{"MB/s": 60.0}), "store_cores": 0.25}]
     rows = [r for r in summarize(entries, brokers) if r["case"] == "w1-p6" and r["metric"] == "MB/s"]
     assert rows[0]["ratio"] == 0.6  # os3 over the local-disk broker
-    head, _, line = table(rows, brokers).splitlines()[:3]
+    text = table(rows, brokers, "versitygw")
+    head, _, line = text.splitlines()[:3]
     assert "eosbroker-os3/eosbroker" in head and "store cores" in head
     assert line.split()[-1] == "-/-/0.25"  # store cores: only os3 has a store
+    assert text.rstrip().endswith("store cores: versitygw's")
