@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from typing import Any
 
 from storage.api import TOPIC_CONFIG_DEFAULTS_FROM_BROKER, TOPIC_CONFIG_TYPES
 
@@ -35,8 +34,7 @@ def _values(spec: Spec) -> str:
     return ""
 
 
-# Dynamic: a BrokerConfig field's default, of that field's type.
-def _default(value: Any) -> str:
+def _default(value: object) -> str:
     return "none" if value is None or value == "" else str(value).lower() if isinstance(value, bool) else str(value)
 
 

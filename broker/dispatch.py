@@ -7,8 +7,9 @@ readers, protocol/produce_request.py and fetch_request.py, find their own), a Ka
 escaping a handler answers the whole request with that error, and anything unexpected answers
 UNKNOWN_SERVER_ERROR with one logged traceback; the connection and the broker carry on.
 
-Typing: the request is the entity of whichever API the frame names; each handler annotates its
-own (protocol/request_types), so the one table and the dispatch that reaches it see an untyped request.
+Typing: the request is the entity of whichever API the frame names (an `object` here); each
+handler annotates its own (protocol/request_types), and the one table (broker/handler.py Handler)
+holds them all, so it hands the request on untyped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import importlib
 import logging
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from protocol.api_keys import ApiKey
 from protocol.codec import RequestHeader, encode_response
@@ -71,7 +72,7 @@ def supported(api_key: int, version: int) -> bool:
     return handler is not None and handler.parses(version)
 
 
-async def dispatch(ctx: RequestContext, request: Any) -> bytes | Buffers | None:
+async def dispatch(ctx: RequestContext, request: object) -> bytes | Buffers | None:
     """The encoded response to `request`, or None when none is due (acks=0 Produce).
 
     Raises KafkaError when the connection must close: the request is malformed, or it has no
@@ -97,7 +98,8 @@ async def dispatch(ctx: RequestContext, request: Any) -> bytes | Buffers | None:
         return _answer_error(handler, ctx, request, ErrorCode.unknown_server_error, None)
 
 
-def _answer_error(handler: Handler, ctx: RequestContext, request: Any, code: ErrorCode, message: str | None) -> bytes:
+def _answer_error(handler: Handler, ctx: RequestContext, request: object, code: ErrorCode,
+                  message: str | None) -> bytes:
     if handler.answer_error is not None:
         return handler.answer_error(ctx, request, code, message)
     header = ctx.header

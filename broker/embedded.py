@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, AnyStr
 
 __all__ = ("LISTENING", "TEST_SETTINGS", "BrokerMisbehaved", "EmbeddedBroker", "create_topic", "end_process",
            "recv_exact", "request", "unexpected_problems")
@@ -76,8 +76,7 @@ def unexpected_problems(lines: list[str], expected: list[re.Pattern[str]]) -> li
     return [r for r in log_records(lines) if is_problem(r) and not any(p.search(r) for p in expected)]
 
 
-# Dynamic: the process's pipes may be bytes or text; only its pid and exit are used.
-def end_process(proc: subprocess.Popen[Any], sig: signal.Signals) -> list[str]:
+def end_process(proc: subprocess.Popen[AnyStr], sig: signal.Signals) -> list[str]:
     """Send `sig` and wait. Returns the exits it should not have had: anything but 0 after SIGTERM,
     and an exit it took by itself before (a crash the test did not cause)."""
     if proc.poll() is not None:

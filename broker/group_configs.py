@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from coordinator.share.partitions import ShareGroupSettings
 from protocol.errors import ErrorCode, KafkaError
@@ -32,6 +32,7 @@ from .broker_configs import ConfigEntry, ConfigSynonym
 from .config import BrokerConfig
 
 __all__ = ("GROUP", "GROUP_KEYS", "entity", "group_entries", "incremental", "replace", "validate")
+T = TypeVar("T")
 
 GROUP: Final = 32  # ConfigResource.Type.GROUP
 DYNAMIC_GROUP_CONFIG: Final = 8  # DescribeConfigs' ConfigSource.GROUP_CONFIG
@@ -50,8 +51,7 @@ class GroupKey:
     at_least: int = 1
 
 
-# Dynamic: a group config's value, of its key's type.
-def _const(value: Any) -> Callable[[BrokerConfig], Any]:
+def _const(value: T) -> Callable[[BrokerConfig], T]:
     return lambda _: value
 
 
@@ -201,8 +201,7 @@ def incremental(group_id: str, current: Mapping[str, str], changes: Sequence[tup
     return validate(group_id, out, broker)
 
 
-# Dynamic: a group config's value, of its key's type.
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

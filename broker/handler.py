@@ -19,6 +19,8 @@ from storage.api import ClusterView, IsolationLevel, TopicPartition
 from .principal import Session
 
 if TYPE_CHECKING:
+    from kio.static.protocol import ResponsePayload
+
     from .security.sasl import SaslAuthenticator
     from .state import BrokerState
 
@@ -53,7 +55,7 @@ class RequestContext:
     def version(self) -> int:
         return self.header.api_version
 
-    def respond(self, data: Mapping[str, object]) -> object:
+    def respond(self, data: Mapping[str, object]) -> ResponsePayload:
         """The response entity of this request's API and version, built from plain values; a key
         no version of the response has raises protocol.build.UnknownFieldError (a misspelt field)."""
         return build(response_schema(self.header.api_key, self.header.api_version), data)

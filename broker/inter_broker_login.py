@@ -20,7 +20,7 @@ import logging
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
@@ -34,6 +34,9 @@ from .security.inter_broker_auth import InterBrokerSecurity
 from .security.sasl_errors import AuthenticationFailed, TokenFetchFailed
 from .security.scram import MECHANISMS
 from .security.scram_client import ScramClient
+
+if TYPE_CHECKING:
+    from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
 
 __all__ = ("Exchange", "Login", "LoginFailed", "LoginFailureLog", "log_in", "read_frame")
 
@@ -100,14 +103,14 @@ async def log_in(exchange: Exchange, security: InterBrokerSecurity | None, node_
     return Login(ranges, lifetime)
 
 
-async def _authenticate(exchange: Exchange, token: bytes, node_id: int) -> Any:
-    answer = await exchange(SaslAuthenticateRequest(auth_bytes=token), node_id)
+async def _authenticate(exchange: Exchange, token: bytes, node_id: int) -> SaslAuthenticateResponse:
+    answer: SaslAuthenticateResponse = await exchange(SaslAuthenticateRequest(auth_bytes=token), node_id)
     if answer.error_code is not ErrorCode.none:
         raise AuthenticationFailed(f"{answer.error_code.name.upper()}: {answer.error_message or 'no reason given'}")
     return answer
 
 
-def _lifetime_ms(answer: Any) -> int:
+def _lifetime_ms(answer: SaslAuthenticateResponse) -> int:
     return int(answer.session_lifetime.total_seconds() * 1000)
 
 

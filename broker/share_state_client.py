@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from kio.schema.read_share_group_state.v0 import request as read_req
 from kio.schema.write_share_group_state.v0 import request as write_req
@@ -25,6 +25,10 @@ from protocol.errors import ErrorCode, KafkaError
 from storage.api import ClusterView, TopicPartition
 
 from .inter_broker import InterBrokerClient
+
+if TYPE_CHECKING:
+    from kio.schema.read_share_group_state.v0 import response as read_resp
+    from kio.schema.write_share_group_state.v0 import response as write_resp
 
 __all__ = ("RemoteShareState",)
 
@@ -77,7 +81,8 @@ class RemoteShareState:
         request = read_req.ReadShareGroupStateRequest(group_id=key.group_id, topics=(read_req.ReadStateData(
             topic_id=key.topic_id, partitions=(read_req.PartitionData(partition=i32(key.partition),
                                                                       leader_epoch=i32(-1)),)),))
-        [result] = _partitions(await self._client.send(node, request))
+        response: read_resp.ReadShareGroupStateResponse = await self._client.send(node, request)
+        [result] = [p for topic in response.results for p in topic.partitions]
         if result.error_code == ErrorCode.unknown_topic_or_partition:
             return None
         _raise(result)
@@ -94,14 +99,11 @@ class RemoteShareState:
                                             state_batches=batches)
         request = write_req.WriteShareGroupStateRequest(group_id=key.group_id, topics=(write_req.WriteStateData(
             topic_id=key.topic_id, partitions=(partition,)),))
-        [result] = _partitions(await self._client.send(node, request))
+        response: write_resp.WriteShareGroupStateResponse = await self._client.send(node, request)
+        [result] = [p for topic in response.results for p in topic.partitions]
         _raise(result)
 
 
-def _partitions(response: Any) -> list[Any]:
-    return [p for topic in response.results for p in topic.partitions]
-
-
-def _raise(result: Any) -> None:
+def _raise(result: read_resp.PartitionResult | write_resp.PartitionResult) -> None:
     if result.error_code != ErrorCode.none:
         raise KafkaError(ErrorCode(result.error_code), result.error_message or ErrorCode(result.error_code).name)

@@ -19,8 +19,8 @@ field, cost twice as much.) `walker_source(entity_type)` shows what was compiled
 A tagged field the schema does not know raises UnknownTaggedField, and protocol/unknown_tags.py
 walks the frame again to take it out (Kafka skips such fields, kio's reader refuses them).
 
-Typing: the walk reads kio's schema classes and their dataclass fields by reflection, whichever
-API and version a frame is, so entity types and fields are dynamically typed here.
+Typing: the walk reads kio's schema classes (type[Entity]) and their dataclass fields by
+reflection, whichever API and version a frame is.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from __future__ import annotations
 import struct
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields
 from functools import cache
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from kio.serial._introspect import (
     EntityField,
@@ -45,13 +45,16 @@ from kio.serial._introspect import (
 
 from .errors import FrameBoundsError
 
+if TYPE_CHECKING:
+    from kio.static.protocol import Entity
+
 __all__ = (
     "FrameBoundsError", "TaggedSection", "TaggedValue", "UnknownTaggedField", "recording", "request_walker",
     "walker_source",
 )
 
 # (buffer, position, end of the enclosing region) -> position after the item.
-Walk = Callable[[bytes, int, int], int]
+Walk = Callable[[bytes | memoryview, int, int], int]
 
 # Encoded size of each fixed-size Kafka type (kio's names).
 _FIXED: Final[Mapping[str, int]] = {
@@ -82,7 +85,7 @@ def _past(pos: int, end: int) -> FrameBoundsError:
     return FrameBoundsError(f"fields end at byte {pos}, past the end of their region at {end}")
 
 
-def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     """An unsigned varint of at most 5 bytes (Kafka's limit for 32-bit values)."""
     value = shift = 0
     start = pos
@@ -98,7 +101,7 @@ def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     raise _overrun("varint", start, 1, end)
 
 
-def _compact_length(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _compact_length(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     """A compact length or count: a uvarint holding length + 1 (so -1 is null)."""
     raw, after = _uvarint(buf, pos, end)
     return raw - 1, after
@@ -108,7 +111,7 @@ def _legacy_length(size: int) -> Callable[[bytes, int, int], tuple[int, int]]:
     """A signed int16/int32 length or count: -1 is null, any other negative is refused."""
     unpack = struct.Struct(">h" if size == 2 else ">i").unpack_from
 
-    def read(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    def read(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
         if pos + size > end:
             raise _overrun("length", pos, size, end)
         (length,) = unpack(buf, pos)
@@ -152,7 +155,7 @@ recording = threading.local()
 def _tagged_fields(tags: Mapping[int, Walk]) -> Walk:
     """The tagged-field section of a flexible entity: count, then (tag, size, value) each."""
 
-    def walk(buf: bytes, pos: int, end: int) -> int:
+    def walk(buf: bytes | memoryview, pos: int, end: int) -> int:
         start = pos
         count, pos = _uvarint(buf, pos, end)
         if count * 2 > end - pos:
@@ -194,13 +197,13 @@ _NAMESPACE: Final[Mapping[str, object]] = {
 # -- layout: smallest encodings, fixed sizes --------------------------------------------------------
 
 
-def _is_client_id(field: Any, is_request_header: bool) -> bool:
+def _is_client_id(field: Field[object], is_request_header: bool) -> bool:
     # kio (after Kafka) always writes RequestHeader.client_id as a nullable int16 string.
     return is_request_header and field.name == "client_id"
 
 
 @cache
-def _entity_layout(entity_type: type[Any]) -> tuple[int, int | None]:
+def _entity_layout(entity_type: type[Entity]) -> tuple[int, int | None]:
     """(smallest encoding, fixed size or None) of an entity; only a non-flexible entity of
     fixed-size fields has a fixed size (a flexible one ends in its tagged fields)."""
     flexible: bool = entity_type.__flexible__
@@ -214,7 +217,7 @@ def _entity_layout(entity_type: type[Any]) -> tuple[int, int | None]:
     return least, least if all_fixed else None
 
 
-def _field_layout(field: Any, flexible: bool, is_request_header: bool) -> tuple[int, int | None]:
+def _field_layout(field: Field[object], flexible: bool, is_request_header: bool) -> tuple[int, int | None]:
     if _is_client_id(field, is_request_header):
         return 2, None
     match classify_field(field):
@@ -237,13 +240,13 @@ class _Source:
 
     def __init__(self) -> None:
         self.lines: list[str] = ["def walk(buf, pos, end):"]
-        self.namespace: dict[str, Any] = dict(_NAMESPACE)  # exec's globals: what the generated source names
+        self.namespace: dict[str, object] = dict(_NAMESPACE)  # exec's globals: what the generated source names
         self._names = 0
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
 
-    def name(self, prefix: str, obj: Any = None) -> str:
+    def name(self, prefix: str, obj: object = None) -> str:
         self._names += 1
         name = f"{prefix}{self._names}"
         if obj is not None:
@@ -253,7 +256,7 @@ class _Source:
     def compile(self) -> Walk:
         self.line(1, "return pos")
         exec("\n".join(self.lines), self.namespace)  # noqa: S102 - our own generated source
-        walk: Walk = self.namespace["walk"]
+        walk = cast(Walk, self.namespace["walk"])
         walk.__doc__ = "\n".join(self.lines)
         return walk
 
@@ -294,7 +297,7 @@ def _emit_array(src: _Source, flexible: bool, item: tuple[int, int | None],
     emit_item(d + 1)
 
 
-def _emit_field(src: _Source, field: Any, flexible: bool, is_request_header: bool, is_tag: bool,
+def _emit_field(src: _Source, field: Field[object], flexible: bool, is_request_header: bool, is_tag: bool,
                 d: int) -> None:
     if _is_client_id(field, is_request_header):
         _emit_sized(src, "string", False, d)
@@ -329,7 +332,7 @@ def _emit_field(src: _Source, field: Any, flexible: bool, is_request_header: boo
                 _emit_array(src, flexible, item, emit_value, d)
 
 
-def _emit_entity(src: _Source, entity_type: type[Any], d: int) -> None:
+def _emit_entity(src: _Source, entity_type: type[Entity], d: int) -> None:
     flexible: bool = entity_type.__flexible__
     is_header = entity_type.__name__ == "RequestHeader"
     tags: dict[int, Walk] = {}
@@ -356,7 +359,7 @@ def _emit_entity(src: _Source, entity_type: type[Any], d: int) -> None:
         src.line(d + 1, f"pos = {src.name('tagged', _tagged_fields(tags))}(buf, pos, end)")
 
 
-def _field_walker(field: Any, flexible: bool, is_request_header: bool) -> Walk:
+def _field_walker(field: Field[object], flexible: bool, is_request_header: bool) -> Walk:
     """A tagged field's value, walked within the bytes its tag announced."""
     src = _Source()
     _emit_field(src, field, flexible, is_request_header, True, 1)
@@ -365,26 +368,24 @@ def _field_walker(field: Any, flexible: bool, is_request_header: bool) -> Walk:
 
 
 @cache
-def _entity_walker(entity_type: type[Any]) -> Walk:
+def _entity_walker(entity_type: type[Entity]) -> Walk:
     src = _Source()
     _emit_entity(src, entity_type, 1)
     return src.compile()
 
 
-def walker_source(entity_type: type[Any]) -> str:
+def walker_source(entity_type: type[Entity]) -> str:
     """The generated source of an entity's walker (for reading and debugging)."""
-    # mypy: a class is Hashable, but mypy rejects type[Any] as an @cache argument
-    return _entity_walker(entity_type).__doc__ or ""  # type: ignore[arg-type]
+    return _entity_walker(entity_type).__doc__ or ""
 
 
 @cache
-def request_walker(header_type: type[Any], body_type: type[Any]) -> Callable[[bytes], None]:
+def request_walker(header_type: type[Entity], body_type: type[Entity]) -> Callable[[bytes | memoryview], None]:
     """A check of a whole request frame (header, then body); raises FrameBoundsError."""
-    # mypy: a class is Hashable, but mypy rejects type[Any] as an @cache argument
-    walk_header = _entity_walker(header_type)  # type: ignore[arg-type]
-    walk_body = _entity_walker(body_type)  # type: ignore[arg-type]
+    walk_header = _entity_walker(header_type)
+    walk_body = _entity_walker(body_type)
 
-    def check(frame: bytes) -> None:
+    def check(frame: bytes | memoryview) -> None:
         end = len(frame)
         walk_body(frame, walk_header(frame, 0, end), end)
 

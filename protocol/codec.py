@@ -7,8 +7,9 @@ newer_schemas.py. Produce requests, the largest, and
 Fetch requests, the most frequent, are read by hand instead (produce_request.py, fetch_request.py).
 
 Typing: a schema class is kio's (or protocol/newer_schemas's) for the API key and version a frame
-names, found in a table at run time, so schema classes, their readers and writers and the entities
-they make are dynamically typed here; handlers get their versions' unions from protocol/request_types.
+names, found in a table at run time: typed as kio's RequestPayload / ResponsePayload protocols, a
+decoded request as `object` (handlers get their versions' unions from protocol/request_types), and
+a decoded response as untyped, for the caller who sent its request to read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import io
 import struct
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
@@ -32,6 +33,14 @@ from .produce_request import VERSIONS as PRODUCE_VERSIONS
 from .produce_request import read_produce_request
 from .readable import NullFieldError
 from .unknown_tags import strip_unknown_tags
+
+if TYPE_CHECKING:
+    from kio.serial.readers import Reader
+    from kio.serial.writers import Writer
+    from kio.static.protocol import Entity, Payload, RequestPayload, ResponsePayload
+    from kio.static.protocol import RequestHeader as KioRequestHeader
+
+E = TypeVar("E", bound="Entity")
 
 __all__ = (
     "RefusedRequest",
@@ -86,35 +95,35 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
 
 
 @cache
-def request_schema(api_key: int, version: int) -> type[Any]:
+def request_schema(api_key: int, version: int) -> type[RequestPayload]:
     return NEWER_REQUESTS.get((api_key, version)) or load_request_schema(api_key, version)
 
 
 @cache
-def response_schema(api_key: int, version: int) -> type[Any]:
+def response_schema(api_key: int, version: int) -> type[ResponsePayload]:
     return NEWER_RESPONSES.get((api_key, version)) or load_response_schema(api_key, version)
 
 
 @cache
-def _request_readers(api_key: int, version: int) -> tuple[Any, Any, Any]:
+def _request_readers(api_key: int, version: int) -> tuple[Callable[[bytes | memoryview], None],
+                                                          Reader[KioRequestHeader], Reader[RequestPayload]]:
     schema = request_schema(api_key, version)
     header_type = schema.__header_schema__
-    # mypy: a class is Hashable, but mypy rejects type[Any] as an @cache argument
+    # mypy: a class is Hashable, but mypy rejects a union of classes as an @cache argument
     return request_walker(header_type, schema), entity_reader(header_type), entity_reader(schema)  # type: ignore[arg-type]
 
 
-# Keyed by schema class (typed Any: mypy rejects type[Any] as an @cache argument).
 @cache
-def _writer(entity_type: Any) -> Any:
+def _writer(entity_type: type[E]) -> Writer[E]:
     return entity_writer(entity_type)
 
 
 @cache
-def _reader(entity_type: Any) -> Any:
+def _reader(entity_type: type[E]) -> Reader[E]:
     return entity_reader(entity_type)
 
 
-def decode_request(frame: bytes | memoryview, supported: Callable[[int, int], bool]) -> tuple[RequestHeader, Any]:
+def decode_request(frame: bytes | memoryview, supported: Callable[[int, int], bool]) -> tuple[RequestHeader, object]:
     """Parse a request frame. `supported(api_key, version) -> bool` gates what may be parsed.
 
     Raises UnsupportedRequest (with the header) for keys/versions we do not serve,
@@ -149,8 +158,8 @@ def decode_request(frame: bytes | memoryview, supported: Callable[[int, int], bo
     return _new_tuple(RequestHeader, (api_key, version, correlation_id, kio_header.client_id)), body
 
 
-def _read_by_hand(read: Callable[[bytes | memoryview, int], tuple[str | None, Any]], frame: bytes | memoryview,
-                  api_key: int, version: int, correlation_id: int) -> tuple[RequestHeader, Any]:
+def _read_by_hand(read: Callable[[bytes | memoryview, int], tuple[str | None, object]], frame: bytes | memoryview,
+                  api_key: int, version: int, correlation_id: int) -> tuple[RequestHeader, object]:
     """Produce and Fetch skip the bounds walk, kio and dispatch's null check: their readers do all three."""
     try:
         client_id, body = read(frame, version)
@@ -160,13 +169,13 @@ def _read_by_hand(read: Callable[[bytes | memoryview, int], tuple[str | None, An
     return _new_tuple(RequestHeader, (api_key, version, correlation_id, client_id)), body
 
 
-def encode_response(correlation_id: int, entity: Any) -> bytes:
+def encode_response(correlation_id: int, entity: ResponsePayload) -> bytes:
     """Size prefix + response header (version chosen by the schema) + body."""
-    header_type = entity.__header_schema__
+    header_type: Callable[..., Entity] = entity.__header_schema__  # kio's fields are NewTypes of int
     return _framed(header_type(correlation_id=correlation_id), entity)
 
 
-def _framed(header: Any, entity: Any) -> bytes:
+def _framed(header: Entity, entity: Payload) -> bytes:
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     for part in (header, entity):
@@ -181,9 +190,9 @@ def _framed(header: Any, entity: Any) -> bytes:
 # library: one request at a time, no retries).
 
 
-def encode_request(entity: Any, correlation_id: int, client_id: str | None) -> bytes:
+def encode_request(entity: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
     """Size prefix + request header (v1 or v2, as the schema says) + body."""
-    header_type = entity.__header_schema__
+    header_type: Callable[..., Entity] = entity.__header_schema__  # kio's fields are NewTypes of int
     header = header_type(request_api_key=entity.__api_key__, request_api_version=entity.__version__,
                          correlation_id=correlation_id, client_id=client_id)
     return _framed(header, entity)
@@ -191,9 +200,10 @@ def encode_request(entity: Any, correlation_id: int, client_id: str | None) -> b
 
 def decode_response(payload: bytes, api_key: int, version: int) -> tuple[int, Any]:
     """(correlation id, body) of a response frame without its size prefix."""
-    schema: Any = response_schema(api_key, version)
+    schema = response_schema(api_key, version)
     try:
-        header, offset = _reader(schema.__header_schema__)(payload, 0)
+        # mypy: a class is Hashable, but mypy rejects a union of classes as an @cache argument
+        header, offset = _reader(schema.__header_schema__)(payload, 0)  # type: ignore[arg-type]
         body, _ = _reader(schema)(payload, offset)
     except Exception as exc:  # kio raises assorted errors on malformed input
         raise KafkaError(ErrorCode.corrupt_message, f"malformed api key {api_key} v{version} response: {exc}") from exc

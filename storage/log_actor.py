@@ -38,6 +38,7 @@ class _Append:
 class _Call:
     """Run a synchronous function on the log's state inside the owner task."""
 
+    # Dynamic: fn returns what its caller (call[T]) awaits from reply; one queue holds every T.
     fn: Callable[[], Any]
     reply: asyncio.Future[Any]
 
@@ -47,6 +48,7 @@ class _Io:
     """Run a coroutine inside the owner task: it awaits file work on a worker thread, and no other
     command of this log runs until it is done (the log's files are never seen mid-change)."""
 
+    # Dynamic: as _Call's, for _exclusive[T].
     fn: Callable[[], Awaitable[Any]]
     reply: asyncio.Future[Any]
 
@@ -72,7 +74,7 @@ class LogActor:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self._name}")
         self._task.add_done_callback(self._on_done)
 
-    async def _stop(self, last: Callable[[], Awaitable[Any]]) -> None:
+    async def _stop(self, last: Callable[[], Awaitable[object]]) -> None:
         """Run last after every queued command, then end the task (once, however many callers)."""
         if self._task is None:
             return
@@ -80,17 +82,17 @@ class LogActor:
             self._stopping = asyncio.ensure_future(self._stop_once(self._task, last))
         await asyncio.shield(self._stopping)
 
-    async def _stop_once(self, task: asyncio.Task[None], last: Callable[[], Awaitable[Any]]) -> None:
+    async def _stop_once(self, task: asyncio.Task[None], last: Callable[[], Awaitable[object]]) -> None:
         if not task.done() and self._offline is None:
             # Commands queued before this one still run; _put refuses any sent after it, so
             # nothing touches the files once last has closed them.
-            async def final() -> Any:
+            async def final() -> object:
                 try:
                     return await last()
                 finally:
                     self._last_ran = True
 
-            reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
             self._queue.put_nowait(_Io(final, reply))
             try:
                 await reply
@@ -173,7 +175,7 @@ class LogActor:
         waits for it."""
         if not self._after_acks_due():
             return
-        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        reply: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         reply.add_done_callback(_retrieve)
         try:
             self._put(_Io(self._after_acks, reply))
@@ -267,7 +269,7 @@ class LogActor:
         """Work that follows the acknowledgement of appends, which none of them waits for."""
 
 
-def _retrieve(reply: asyncio.Future[Any]) -> None:
+def _retrieve(reply: asyncio.Future[None]) -> None:
     """A reply nobody awaits: its failure (the log went offline) is already reported elsewhere."""
     if not reply.cancelled():
         reply.exception()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sized
 from time import perf_counter
-from typing import Any
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
@@ -63,8 +62,7 @@ class RequestHandler:
         gate = self._gate
         return RequestContext(header=header, broker=self.state, peer=self.peer, session=gate.session, sasl=gate.sasl)
 
-    # Dynamic: the request entity of whichever API the frame names (broker/dispatch.py).
-    async def _dispatch(self, header: RequestHeader, request: Any) -> Response | None:
+    async def _dispatch(self, header: RequestHeader, request: object) -> Response | None:
         ctx = self._context(header)
         metrics = self.state.metrics
         started = perf_counter() if metrics is not None else 0.0

@@ -10,7 +10,7 @@ cluster (an inter-broker API).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.share.state_log import SharePartitionKey
 from coordinator.share.state_shards import ShareStateShards
@@ -32,8 +32,8 @@ def state_shards(ctx: RequestContext) -> ShareStateShards:
     return shards
 
 
-def _partition(shards: ShareStateShards, key: SharePartitionKey) -> dict[str, Any]:
-    out: dict[str, Any] = {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None,
+def _partition(shards: ShareStateShards, key: SharePartitionKey) -> dict[str, object]:
+    out: dict[str, object] = {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None,
                            "state_epoch": -1, "start_offset": -1, "state_batches": []}
     try:
         stored = shards.read(key)

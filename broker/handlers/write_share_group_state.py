@@ -9,7 +9,7 @@ cluster (an inter-broker API).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.share.partition_state import RecordState, StateBatch
 from coordinator.share.state_log import SharePartitionKey, StoredShareState
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from protocol.request_types.write_share_group_state import WriteShareGroupStateRequest
 
 
-async def _write(shards: ShareStateShards, key: SharePartitionKey, data: PartitionData) -> dict[str, Any]:
+async def _write(shards: ShareStateShards, key: SharePartitionKey, data: PartitionData) -> dict[str, object]:
     try:
         batches = tuple(StateBatch(b.first_offset, b.last_offset, RecordState(b.delivery_state), b.delivery_count)
                         for b in data.state_batches)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from coordinator.group.state import GroupState
 from coordinator.transaction.outcomes import AbortCause
 from coordinator.transaction.state import TxnState
-from storage.api import TopicPartition
+from storage.api import PartitionLog, TopicPartition
 
 from ..quotas.manager import now_ms
 from .counters import REQUEST_TIME_BUCKETS_MS, BrokerMetrics
@@ -124,8 +124,7 @@ class BrokerCollector(Collector):
 
     # -- logs ----------------------------------------------------------------------------------
 
-    # Dynamic: each backend's partition log class (storage/api.py PartitionLog has no size fields).
-    def _partitions(self) -> Iterator[tuple[TopicPartition, Any]]:
+    def _partitions(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
         logs = self._state.logs
         for name, meta in sorted(logs.topics.items()):
             for partition in range(meta.partitions):

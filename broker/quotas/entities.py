@@ -11,11 +11,14 @@ import ipaddress
 import json
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
 from ..principal import canonical_host
+
+if TYPE_CHECKING:
+    from protocol.request_types.describe_client_quotas import ComponentData
 
 __all__ = ("ENFORCED", "Entity", "USER", "CLIENT_ID", "IP", "check_entity", "check_value", "filter_of",
            "from_store", "matches", "to_store")
@@ -108,8 +111,7 @@ def from_store(name: str) -> Entity | None:
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
-# Dynamic: DescribeClientQuotas' component entities, of any version.
-def filter_of(components: Iterable[Any]) -> tuple[dict[str, str | None], set[str]]:
+def filter_of(components: Iterable[ComponentData]) -> tuple[dict[str, str | None], set[str]]:
     """(types that must have this name, types that must be present) of a DescribeClientQuotas
     filter; KafkaError with Kafka's messages for a filter it refuses."""
     exact: dict[str, str | None] = {}

@@ -23,7 +23,7 @@ import time
 import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import jwt
 
@@ -41,15 +41,14 @@ class JwksError(Exception):
     """The JWKS could not be fetched or read."""
 
 
-# Dynamic: a JSON document, checked by parse_jwks.
-def http_get_json(url: str, context: ssl.SSLContext | None = None) -> Any:
+def http_get_json(url: str, context: ssl.SSLContext | None = None) -> object:
+    """A JSON document, checked by parse_jwks."""
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S, context=context) as answer:  # noqa: S310
         return json.loads(answer.read())
 
 
-# Dynamic: a JSON document as fetched, checked here.
-def parse_jwks(document: Any) -> dict[str, jwt.PyJWK]:
+def parse_jwks(document: object) -> dict[str, jwt.PyJWK]:
     """kid -> key of the signing keys of a JWKS document; keys PyJWT cannot use are skipped."""
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
         raise JwksError("the JWKS document has no \"keys\" array")
@@ -67,7 +66,7 @@ def parse_jwks(document: Any) -> dict[str, jwt.PyJWK]:
 
 class JwksCache:
     def __init__(self, url: str, refresh_ms: int, backoff_ms: int, backoff_max_ms: int,
-                 fetch: Callable[[str], Any] | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+                 fetch: Callable[[str], object] | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.url = url
         self._refresh_s = refresh_ms / 1000
         self._backoff_s = max(backoff_ms, 1) / 1000

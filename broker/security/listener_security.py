@@ -8,7 +8,7 @@ import re
 import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from storage.api import ScramCredential
 
@@ -19,6 +19,10 @@ from .settings import ListenerSettings
 from .ssl_principal import SslPrincipalMapper
 from .tls import server_context
 
+if TYPE_CHECKING:
+    from .jwks import JwksCache
+    from .sasl import SaslServerConfig
+
 __all__ = ("ListenerSecurity", "build_listener_security", "fetch_verification_keys")
 
 
@@ -27,7 +31,7 @@ class ListenerSecurity:
     listener: Listener
     ssl_context: ssl.SSLContext | None = None
     principal_mapper: SslPrincipalMapper | None = None
-    sasl: Any = None  # broker.security.sasl.SaslServerConfig on SASL listeners
+    sasl: SaslServerConfig | None = None  # on SASL listeners
 
     @property
     def uses_tls(self) -> bool:
@@ -53,11 +57,10 @@ def build_listener_security(config: BrokerConfig, listener: Listener,
     return ListenerSecurity(listener=listener, ssl_context=context, principal_mapper=mapper, sasl=sasl)
 
 
-# Dynamic: each listener's key set (PyJWT's, untyped).
-async def fetch_verification_keys(securities: Iterable[ListenerSecurity]) -> list[Any]:
+async def fetch_verification_keys(securities: Iterable[ListenerSecurity]) -> list[JwksCache]:
     """The JWKS of every OAUTHBEARER listener that validates signed tokens, fetched before the
     listeners serve, as Kafka's validator does when it is configured; StartupError when one cannot
-    be had. Returns the caches (broker.security.jwks.JwksCache) for their refresh tasks."""
+    be had. Returns the caches for their refresh tasks."""
     from .jwks import JwksError
 
     caches = []

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, cast
 
 from ..config import PROPERTY_FIELDS, BrokerConfig, ConfigError
+from ..listeners import Listener
 from .jaas import JaasError, parse_jaas_config
 from .jwks import JwksCache
 from .oauth_tokens import BrokerJwtValidator, InvalidToken, UnsecuredJwtValidator, ValidToken
@@ -154,10 +155,10 @@ class _JaasSsl:
     """The ssl.* options of a JAAS config read as a listener's settings are: Kafka's
     JaasOptionsUtils.getSslClientConfig, with ConfigDef's client SSL defaults (not the broker's)."""
 
-    # Dynamic: the listener settings' object and their values, of each key's type.
-    def __init__(self, listener: Any, options: Mapping[str, str]) -> None:
+    def __init__(self, listener: Listener, options: Mapping[str, str]) -> None:
         self.listener, self._options = listener, options
 
+    # Dynamic: an option's value, of its key's type (as ListenerSettings.get).
     def get(self, key: str) -> Any:
         field_ = BrokerConfig.__dataclass_fields__[PROPERTY_FIELDS[key]]
         raw = self._options.get(key)

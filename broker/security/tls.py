@@ -21,10 +21,13 @@ import ssl
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from ..startup import StartupError
 from .settings import ListenerSettings
+
+if TYPE_CHECKING:  # cryptography loads only for a PKCS12 store
+    from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
 
 __all__ = ("client_auth", "client_context", "server_context")
 
@@ -184,8 +187,7 @@ def _load_pem_pair(context: ssl.SSLContext, chain: bytes, key: bytes, encrypted:
             raise _Refused(f"Failed to load {what}: {why} ({exc.reason or exc})") from None
 
 
-# Dynamic: cryptography's PKCS12 key and certificates tuple.
-def _pkcs12(path: str, password: str) -> Any:
+def _pkcs12(path: str, password: str) -> PKCS12KeyAndCertificates:
     from cryptography.hazmat.primitives.serialization import pkcs12
 
     try:

@@ -61,9 +61,8 @@ class AlertingSSLObject(ssl.SSLObject):
     _alerts: ssl.MemoryBIO
 
     @classmethod
-    # Dynamic: SSLObject._create's own arguments, passed on.
-    def _create(cls, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, *args: Any,
-                **kwargs: Any) -> AlertingSSLObject:
+    def _create(cls, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, *args: object,
+                **kwargs: object) -> AlertingSSLObject:  # SSLObject._create's own arguments, passed on
         self: AlertingSSLObject = super()._create(incoming, outgoing, *args, **kwargs)  # type: ignore[misc]
         self._transport, self._alerts = _accepting.transport, outgoing
         return self

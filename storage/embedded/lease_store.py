@@ -24,12 +24,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition, Unregistered
 from .db import SharedDb, bump
 
 __all__ = ("EmbeddedLeaseStore", "LEADERSHIP_VERSION")
+
+T = TypeVar("T")
 
 LEADERSHIP_VERSION: Final = "leadership.version"  # bumped by every change of leaders or partitions
 
@@ -65,7 +67,7 @@ class EmbeddedLeaseStore:
         self.incarnation: str | None = None
         self._listener: Callable[[], None] | None = None
 
-    async def _run(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self.db.run(work)
 
     async def register(self, endpoint: BrokerEndpoint) -> bool:
@@ -200,6 +202,7 @@ def _bump(c: sqlite3.Connection) -> None:
     bump(c, LEADERSHIP_VERSION)
 
 
+# Dynamic: a brokers row of cluster.db, its columns as SQLite returns them.
 def _endpoint(row: Sequence[Any]) -> BrokerEndpoint:
     listeners = tuple((str(n), str(h), int(p)) for n, h, p in json.loads(row[4]))
     return BrokerEndpoint(row[0], row[1], row[2], row[3], listeners)
