@@ -4,7 +4,10 @@ confluent-kafka producer commits all along. Under latency broker 1 goes on leadi
 under a blackhole (nothing gets through, nothing is closed) it acknowledges nothing, its partitions
 move to the others once its lease lapses and the producer carries on there; healed, broker 1
 registers again, takes its share back and serves. Every committed record is read exactly once at
-read_committed, none of an aborted transaction, and no offset is written twice."""
+read_committed, none of an aborted transaction, and no offset is written twice. Then the object
+store's path alone blackholed (PostgreSQL still reached): broker 1 acknowledges nothing while an
+idempotent producer's records to brokers 2 and 3 go on being acknowledged, and once healed its
+own are too, each once, at offsets neither reused nor skipped."""
 
 from __future__ import annotations
 
@@ -223,3 +226,75 @@ def _read_exactly(cluster: Cluster, txns: Transactions) -> None:
         mine = sorted((o, int(v)) for _, part, o, v in rows if part == p)
         assert len({o for o, _ in mine}) == len(mine), f"partition {p}: an offset holds two records"
         assert [v for _, v in mine] == sorted(v for _, v in mine), f"partition {p} out of order"
+
+
+class Appends:
+    """An idempotent confluent-kafka producer sending to every partition in turn in a thread until
+    stopped; the (partition, value) pairs acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                                  "socket.timeout.ms": 10_000, "message.timeout.ms": 180_000})
+        self.topic, self.partitions = topic, partitions
+        self.acked: list[tuple[int, bytes]] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.acked.append((msg.partition(), msg.value()))
+        else:
+            self.errors.append(str(err))
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            for i in range(n, n + 30):
+                self.producer.produce(self.topic, value=b"%d" % i, partition=i % self.partitions,
+                                      on_delivery=self._delivered)
+            n += 30
+            self.producer.poll(0.05)
+
+    def __enter__(self) -> Appends:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(WAIT_S)
+        assert self.producer.flush(WAIT_S * 3) == 0, "records left undelivered"
+
+    def acked_more(self, count: int, partitions: set[int], what: str) -> None:
+        """Wait until `count` more records of `partitions` have been acknowledged."""
+        want = sum(1 for p, _ in self.acked if p in partitions) + count
+        wait_until(lambda: sum(1 for p, _ in list(self.acked) if p in partitions) >= want, what, timeout=WAIT_S * 2)
+
+
+def test_a_broker_cut_off_from_the_store_alone_acknowledges_nothing_while_the_others_go_on(
+    cluster: ProxiedCluster, toxiproxy: Toxiproxy, paths: dict[str, str]
+) -> None:
+    cluster.start(1, 2, 3)
+    create_topic(cluster, "store-cut", 3)
+    [mine] = led_by(cluster.settled("store-cut"), CUT)
+    cut = cluster.brokers[CUT]
+    assert _answer(cut.bootstrap, "store-cut", mine, b"direct")[0] is ErrorCode.none  # type: ignore[index]
+    others = {0, 1, 2} - {mine}
+    with Appends(cluster.bootstrap(), "store-cut", 3) as appends:
+        appends.acked_more(100, {0, 1, 2}, "acknowledgements before the fault")
+        toxiproxy.blackhole(paths["s3"])
+        answered = _answer(cut.bootstrap, "store-cut", mine, b"cut off")
+        assert answered is None or answered[0] is not ErrorCode.none, answered  # it could not store it
+        appends.acked_more(300, others, "acknowledgements of brokers 2 and 3 while broker 1 is cut off")
+        toxiproxy.heal(paths["s3"])
+        appends.acked_more(100, {mine}, "broker 1's acknowledgements after the heal")
+    assert appends.errors == [], appends.errors[:5]  # librdkafka retried whatever was refused
+    assert cut.logged("flushes to the object store fail")
+    rows = confluent_read(cluster.bootstrap(), {"store-cut": 3}, "read_committed", len(appends.acked) + 1)
+    values = Counter((p, v) for _, p, _, v in rows)
+    assert not [pv for pv, n in values.items() if n > 1], "written twice"
+    assert set(appends.acked) <= set(values), "acknowledged but lost"
+    assert set(values) - set(appends.acked) <= {(mine, b"direct"), (mine, b"cut off")}
+    for p in range(3):
+        offsets = sorted(o for _, part, o, _ in rows if part == p)
+        assert offsets == list(range(len(offsets))), f"partition {p}: offsets reused or skipped"
