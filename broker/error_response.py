@@ -8,7 +8,8 @@ has at that level, or a known Kafka rename), and each item copies its keys (name
 from the request item. Arrays that carry no error (configs, members) stay empty.
 
 Typing: it mirrors any request entity into the response entity of any API and version by
-reflection over their fields, so entities and their classes are dynamically typed here.
+reflection over their fields, so the request entities are dynamically typed here; what it builds
+is kio's ResponsePayload.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+    from kio.static.protocol import ResponsePayload
 
 __all__ = ("error_response", "null_in_non_nullable")
 
@@ -100,7 +102,7 @@ def _key_field(cls: type[DataclassInstance], kafka_type: str | None) -> str | No
 
 
 def _item(cls: type[DataclassInstance], source: Any, source_type: str | None, code: ErrorCode,
-          message: str | None) -> Any:
+          message: str | None) -> dict[str, object]:
     if dataclasses.is_dataclass(source):
         return _mirror(cls, source, code, message, keys=True)
     data = _mirror(cls, None, code, message, keys=False)
@@ -140,7 +142,8 @@ def _mirror(cls: type[DataclassInstance], source: Any, code: ErrorCode, message:
     return data
 
 
-def error_response(api_key: int, version: int, request: Any, code: ErrorCode, message: str | None) -> Any:
+def error_response(api_key: int, version: int, request: Any, code: ErrorCode,
+                   message: str | None) -> ResponsePayload:
     """The response entity answering every item of `request` with `code` (and `message` where the
     version carries error_message)."""
     schema = response_schema(api_key, version)
