@@ -5,15 +5,20 @@ each reads its tables its own way and hands the rows here."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final
 
 from .cluster_api import AclRecord
 from .scram_credentials import ScramCredential
 
-__all__ = ("CredentialRow", "SecurityCache")
+__all__ = ("CredentialRow", "SECURITY_QUERIES", "SecurityCache")
 
 # (username, mechanism, salt, stored_key, server_key, iterations), as the tables keep them
 CredentialRow = tuple[str, str, bytes, bytes, bytes, int]
+# What a re-read selects, in the SQL both databases speak: the ACL rows, then the credential rows.
+SECURITY_QUERIES: Final = ("SELECT binding FROM acls ORDER BY binding",
+                           "SELECT username, mechanism, salt, stored_key, server_key, iterations "
+                           "FROM scram_credentials ORDER BY username, mechanism")
 
 
 class SecurityCache:
@@ -29,10 +34,10 @@ class SecurityCache:
         """Called (on the event loop) after each re-read that found a change."""
         self._listeners.append(callback)
 
-    def _adopt(self, version: str, bindings: Iterable[str], credentials: Iterable[CredentialRow]) -> None:
-        """Take a snapshot read at `version` (ACL binding keys, credential rows), then tell the listeners."""
+    def _adopt(self, version: str, acls: Iterable[Sequence[str]], credentials: Iterable[CredentialRow]) -> None:
+        """Take the rows of SECURITY_QUERIES read at `version`, then tell the listeners."""
         self.version = version
-        self.acl_records = [json.loads(binding) for binding in bindings]
+        self.acl_records = [json.loads(binding) for (binding,) in acls]
         users: dict[str, dict[str, ScramCredential]] = {}
         for user, mechanism, salt, stored_key, server_key, iterations in credentials:
             users.setdefault(user, {})[mechanism] = ScramCredential(

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from ..broker_config_store import BrokerConfigsInMemory
 from ..feature_levels import StoredFeatureLevels
-from ..shared_security import SecurityCache
+from ..shared_security import SECURITY_QUERIES, SecurityCache
 from .db import Rereader, SharedDb, bump
 
 __all__ = ("EmbeddedBrokerConfigStore", "EmbeddedFeatureLevels", "EmbeddedProducerIdBlocks", "EmbeddedSecurity")
@@ -55,13 +55,10 @@ class EmbeddedSecurity(SecurityCache):
         self.db = db
 
     async def refresh(self) -> bool:
-        found = await _read_if_moved(self.db, _SECURITY, self.version, "SELECT binding FROM acls ORDER BY binding",
-                                     "SELECT username, mechanism, salt, stored_key, server_key, iterations "
-                                     "FROM scram_credentials ORDER BY username, mechanism")
+        found = await _read_if_moved(self.db, _SECURITY, self.version, *SECURITY_QUERIES)
         if found is None:
             return False
-        acls, creds = found[1]
-        self._adopt(found[0] or "0", (binding for (binding,) in acls), creds)
+        self._adopt(found[0] or "0", *found[1])
         return True
 
     def watch(self) -> None:

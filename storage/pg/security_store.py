@@ -21,7 +21,7 @@ from typing import Final, Protocol
 
 from ..cluster_api import AclRecord
 from ..scram_credentials import ScramCredential
-from ..shared_security import SecurityCache
+from ..shared_security import SECURITY_QUERIES, SecurityCache
 from .polling import poll_forever, read_if_moved
 from .pool import Pool
 
@@ -81,13 +81,10 @@ class PgSecurityMetadata(SecurityCache):
 
     async def refresh(self) -> bool:
         """Re-read both tables if the version moved; whether it had."""
-        found = await read_if_moved(self.pool, _VERSION_KEY, self.version, "SELECT binding FROM acls ORDER BY binding",
-                                    "SELECT username, mechanism, salt, stored_key, server_key, iterations "
-                                    "FROM scram_credentials ORDER BY username, mechanism")
+        found = await read_if_moved(self.pool, _VERSION_KEY, self.version, *SECURITY_QUERIES)
         if found is None:
             return False
-        version, (acls, creds) = found
-        self._adopt(version, (r["binding"] for r in acls), creds)
+        self._adopt(found[0], *found[1])
         return True
 
     async def run(self, interval_s: float) -> None:
