@@ -19,7 +19,6 @@ import asyncio
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -35,7 +34,7 @@ class ShardStatus(enum.Enum):
 class _Shard:
     epoch: int
     status: ShardStatus
-    load: asyncio.Task[Any] | None = field(default=None, repr=False)
+    load: asyncio.Task[object] | None = field(default=None, repr=False)
 
 
 class CoordinatorShards:
@@ -62,7 +61,7 @@ class CoordinatorShards:
         shard.status = ShardStatus.LOADED
         return True
 
-    def track_load(self, partition: int, task: asyncio.Task[Any]) -> None:
+    def track_load(self, partition: int, task: asyncio.Task[object]) -> None:
         self._shards[partition].load = task
 
     async def wait_loaded(self, partition: int) -> None:

@@ -13,13 +13,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, TypeVar
 
 from protocol.errors import KafkaError
 
 __all__ = ("DEFAULT_BACKOFF", "Backoff", "RateLimitedLog", "TaskSupervisor")
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,16 +62,16 @@ class TaskSupervisor:
     def __init__(self, owner: str, backoff: Backoff = DEFAULT_BACKOFF) -> None:
         self.owner = owner
         self.backoff = backoff
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
-    def spawn(self, name: str, work: Callable[[], Awaitable[Any]]) -> asyncio.Task[Any]:
+    def spawn(self, name: str, work: Callable[[], Awaitable[T]]) -> asyncio.Task[T]:
         """Run work() in a task; on failure log it and run work() again after a back-off."""
         task = asyncio.get_running_loop().create_task(self._supervise(name, work), name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _supervise(self, name: str, work: Callable[[], Awaitable[Any]]) -> Any:
+    async def _supervise(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
         failures = 0
         while True:
             try:
@@ -91,7 +92,7 @@ class TaskSupervisor:
                 await asyncio.sleep(delay)
 
     @property
-    def running(self) -> frozenset[asyncio.Task[Any]]:
+    def running(self) -> frozenset[asyncio.Task[object]]:
         return frozenset(self._tasks)
 
     async def stop(self) -> None:

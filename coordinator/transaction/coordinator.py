@@ -30,7 +30,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, assert_never
+from typing import assert_never
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import ClusterView, LogSource, ProducerIdBlockSource, TopicPartition
@@ -118,7 +118,7 @@ class TransactionCoordinator(TxnShards):
         self.runtime: CoordinatorRuntime[TxnMessage, TxnLogEntry, TxnEffect] = CoordinatorRuntime(
             "transaction coordinator", self._execute, write=self._write, run_effect=self._run_effect,
             clock_ms=clock, backoff=config.retry_backoff)
-        self._marker_tasks: dict[str, asyncio.Task[Any]] = {}
+        self._marker_tasks: dict[str, asyncio.Task[None]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 

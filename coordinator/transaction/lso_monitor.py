@@ -23,12 +23,15 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from storage.api import LogSource, OpenTransaction, TopicPartition
 
 from ..tasks import TaskSupervisor
 from .state import TxnState
+
+if TYPE_CHECKING:
+    from .coordinator import TransactionCoordinator
 
 __all__ = ("LsoMonitor", "LsoWatch", "TxnOwner")
 
@@ -96,7 +99,7 @@ def _wall(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
 
 
-def owner_of(coordinator: Any, producer_id: int, tp: TopicPartition) -> TxnOwner | None:
+def owner_of(coordinator: TransactionCoordinator | None, producer_id: int, tp: TopicPartition) -> TxnOwner | None:
     """The transactional id of producer_id, from the transaction coordinator's state."""
     if coordinator is None:
         return None
@@ -132,7 +135,7 @@ class LsoMonitor:
 
     def __init__(
         self, logs: LogSource, threshold_ms: int, bootstrap: Callable[[], str],
-        coordinator: Callable[[], Any] = lambda: None, clock: Callable[[], int] | None = None,
+        coordinator: Callable[[], TransactionCoordinator | None] = lambda: None, clock: Callable[[], int] | None = None,
     ) -> None:
         self.logs = logs
         self.watch = LsoWatch(threshold_ms)

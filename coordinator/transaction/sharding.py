@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from storage.api import TopicPartition
 
@@ -37,7 +36,7 @@ class TxnShards:
     store: TransactionStateStore
     txn_shards: dict[int, TxnShard]
     runtime: CoordinatorRuntime[TxnMessage, TxnLogEntry, TxnEffect]
-    _marker_tasks: dict[str, asyncio.Task[Any]]
+    _marker_tasks: dict[str, asyncio.Task[None]]
 
     def _send_markers(self, marker: TxnMarker) -> None:
         raise NotImplementedError

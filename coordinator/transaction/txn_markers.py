@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from protocol.control import ControlRecordType, build_end_txn_marker
 from protocol.errors import ErrorCode, KafkaError
@@ -37,7 +37,9 @@ class GroupTxnParticipant(Protocol):
     make the producer's pending offsets visible (commit) or drop them (abort). A producer has one
     transaction at a time, so group_ids=None (every group) is exact."""
 
-    def complete_txn(self, producer_id: int, group_ids: Any, commit: bool) -> Any: ...
+    def complete_txn(
+        self, producer_id: int, group_ids: Collection[str] | None, commit: bool,
+    ) -> Awaitable[None] | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

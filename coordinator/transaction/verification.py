@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import RecordBatchHeader
@@ -31,13 +31,17 @@ from storage.api import PartitionLog, TopicPartition
 
 from .state import TxnState
 
+if TYPE_CHECKING:
+    from .coordinator import TransactionCoordinator
+    from .metadata import TransactionMetadata
+
 __all__ = ("AddRetry", "add_partitions_for_produce", "check_first_sequence_v2", "verify_in_transaction",
            "verify_partitions", "add_offsets_for_txn_offset_commit", "verify_remotely", "verify_transactional_batches",
            "verify_transactional_produce", "verify_txn_offset_commit")
 
 
 def verify_transactional_produce(
-    coordinator: Any, transactional_id: str | None, tp: TopicPartition, header: RecordBatchHeader,
+    coordinator: TransactionCoordinator, transactional_id: str | None, tp: TopicPartition, header: RecordBatchHeader,
     open_txn_in_partition: bool, produce_version: int = 11,
 ) -> None:
     if not header.is_transactional or open_txn_in_partition:
@@ -52,13 +56,13 @@ def verify_transactional_produce(
                           "AddPartitionsToTxn before producing")
 
 
-def verify_txn_offset_commit(coordinator: Any, transactional_id: str, producer_id: int, producer_epoch: int,
-                             group_id: str, version: int) -> None:
+def verify_txn_offset_commit(coordinator: TransactionCoordinator | None, transactional_id: str, producer_id: int,
+                             producer_epoch: int, group_id: str, version: int) -> None:
     """TxnOffsetCommit v0-4 (Transactions V1): the group's __consumer_offsets partition must be in
     the transaction (AddOffsetsToTxn) before offsets are written there as the producer's data,
     as Kafka's group coordinator verifies; v4 knows TRANSACTION_ABORTABLE for it."""
     md = None if coordinator is None else coordinator.describe(transactional_id)
-    if md is None:
+    if coordinator is None or md is None:
         return  # another broker's coordinator (cluster mode); unknown ids are fenced by the log
     try:
         verify_in_transaction(md, producer_id, producer_epoch, coordinator.offsets_partition(group_id),
@@ -79,12 +83,15 @@ _UNREACHED = frozenset({
 
 
 async def add_offsets_for_txn_offset_commit(
-    coordinator: Any, add: AddPartitions | None, verify: VerifyPartitions | None, transactional_id: str,
+    coordinator: TransactionCoordinator | None, add: AddPartitions | None, verify: VerifyPartitions | None,
+    transactional_id: str,
     producer_id: int, producer_epoch: int, group_id: str, version: int,
 ) -> None:
     """TxnOffsetCommit: v5 adds the group's __consumer_offsets partition to the transaction, v0-4
     verify it is there, through the id's coordinator wherever it is (add / verify reach another
     broker's), with the errors Kafka's group coordinator answers."""
+    if coordinator is None:  # the broker's services are not (or no longer) running
+        raise KafkaError(ErrorCode.coordinator_not_available, "the transaction coordinator is not running")
     tp = coordinator.offsets_partition(group_id)
     try:
         if version >= 5 and add is not None:
@@ -106,7 +113,7 @@ async def add_offsets_for_txn_offset_commit(
         raise
 
 
-def verify_in_transaction(md: Any, producer_id: int, producer_epoch: int, tp: TopicPartition,
+def verify_in_transaction(md: TransactionMetadata, producer_id: int, producer_epoch: int, tp: TopicPartition,
                           knows_abortable: bool, call_first: str) -> None:
     """Kafka's handleVerifyPartitionsInTransaction with the errors its brokers pass on to a
     Produce (v3-11) or TxnOffsetCommit (v0-4) whose data would open a transaction in tp:
@@ -136,7 +143,7 @@ def verify_in_transaction(md: Any, producer_id: int, producer_epoch: int, tp: To
 
 
 def verify_transactional_batches(
-    coordinator: Any, transactional_id: str | None, tp: TopicPartition, plog: PartitionLog,
+    coordinator: TransactionCoordinator | None, transactional_id: str | None, tp: TopicPartition, plog: PartitionLog,
     header: RecordBatchHeader, produce_version: int = 11,
 ) -> None:
     """Check a produce request's batch for one partition (Produce v3+ carries one; its header is
@@ -161,7 +168,9 @@ async def check_first_sequence_v2(plog: PartitionLog, tp: TopicPartition, header
                      "idempotent producer with no existing state.")
 
 
-def _already_added(coordinator: Any, transactional_id: str, tp: TopicPartition, header: RecordBatchHeader) -> bool:
+def _already_added(
+    coordinator: TransactionCoordinator, transactional_id: str, tp: TopicPartition, header: RecordBatchHeader,
+) -> bool:
     md = coordinator.describe(transactional_id)
     return (md is not None and md.state is TxnState.ONGOING and md.pending_state is None
             and md.producer_id == header.producer_id and md.producer_epoch == header.producer_epoch
@@ -169,7 +178,8 @@ def _already_added(coordinator: Any, transactional_id: str, tp: TopicPartition, 
 
 
 def verify_partitions(
-    md: Any, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition],
+    md: TransactionMetadata | None, transactional_id: str, producer_id: int, producer_epoch: int,
+    partitions: Iterable[TopicPartition],
 ) -> dict[TopicPartition, ErrorCode]:
     """AddPartitionsToTxn v4+ with verify_only (Kafka's handleVerifyPartitionsInTransaction): the
     partitions already in the producer's transaction, the rest TRANSACTION_ABORTABLE."""
@@ -261,7 +271,8 @@ async def _add_retrying(add: AddPartitions, retry: AddRetry, transactional_id: s
 
 
 async def add_partitions_for_produce(
-    coordinator: Any, transactional_id: str | None, batches: Iterable[tuple[TopicPartition, RecordBatchHeader]],
+    coordinator: TransactionCoordinator | None, transactional_id: str | None,
+    batches: Iterable[tuple[TopicPartition, RecordBatchHeader]],
     add: AddPartitions | None = None, retry: AddRetry | None = None,
     open_in_log: Callable[[TopicPartition, RecordBatchHeader], bool] | None = None,
 ) -> dict[TopicPartition, KafkaError]:
