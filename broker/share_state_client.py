@@ -49,10 +49,9 @@ class RemoteShareState:
     async def load(self) -> dict[SharePartitionKey, StoredShareState]:
         return {}
 
-    async def read(self, key: SharePartitionKey) -> StoredShareState | None:
-        async def local() -> StoredShareState | None:
-            return self._shards.read(key)
-        return await self._call(key, local, lambda node: self._read_remote(node, key))
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
+        return await self._call(key, lambda: self._shards.read(key, leader_epoch),
+                                lambda node: self._read_remote(node, key, leader_epoch))
 
     async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
         if state is None:
@@ -77,10 +76,10 @@ class RemoteShareState:
                     raise
             await asyncio.sleep(_BACKOFF_S)
 
-    async def _read_remote(self, node: int, key: SharePartitionKey) -> StoredShareState | None:
+    async def _read_remote(self, node: int, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
         request = read_req.ReadShareGroupStateRequest(group_id=key.group_id, topics=(read_req.ReadStateData(
             topic_id=key.topic_id, partitions=(read_req.PartitionData(partition=i32(key.partition),
-                                                                      leader_epoch=i32(-1)),)),))
+                                                                      leader_epoch=i32(leader_epoch)),)),))
         response: read_resp.ReadShareGroupStateResponse = await self._client.send(node, request)
         [result] = [p for topic in response.results for p in topic.partitions]
         if result.error_code == ErrorCode.unknown_topic_or_partition:
@@ -88,14 +87,15 @@ class RemoteShareState:
         _raise(result)
         return StoredShareState(result.state_epoch, result.start_offset, tuple(
             StateBatch(b.first_offset, b.last_offset, RecordState(b.delivery_state), b.delivery_count)
-            for b in result.state_batches))
+            for b in result.state_batches), leader_epoch)
 
     async def _write_remote(self, node: int, key: SharePartitionKey, state: StoredShareState) -> None:
         batches = tuple(write_req.StateBatch(first_offset=i64(b.first_offset), last_offset=i64(b.last_offset),
                                              delivery_state=i8(int(b.state)), delivery_count=i16(b.delivery_count))
                         for b in state.batches)
         partition = write_req.PartitionData(partition=i32(key.partition), state_epoch=i32(state.state_epoch),
-                                            leader_epoch=i32(-1), start_offset=i64(state.start_offset),
+                                            leader_epoch=i32(state.leader_epoch),
+                                            start_offset=i64(state.start_offset),
                                             state_batches=batches)
         request = write_req.WriteShareGroupStateRequest(group_id=key.group_id, topics=(write_req.WriteStateData(
             topic_id=key.topic_id, partitions=(partition,)),))

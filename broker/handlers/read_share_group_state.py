@@ -4,8 +4,9 @@ coordinator (cluster mode, broker/share_state_client.py).
 Behaviour: each key's state as this broker's share coordinator shard holds it
 (coordinator/share/state_shards.py); a key with none is UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
 share coordinator answers an uninitialised share-partition; one whose shard is not led here
-NOT_COORDINATOR, still loading COORDINATOR_LOAD_IN_PROGRESS. Requires CLUSTER_ACTION on the
-cluster (an inter-broker API).
+NOT_COORDINATOR, still loading COORDINATOR_LOAD_IN_PROGRESS. A leader epoch below the one
+recorded for the share-partition is FENCED_LEADER_EPOCH; a higher one is recorded. Requires
+CLUSTER_ACTION on the cluster (an inter-broker API).
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ def state_shards(ctx: RequestContext) -> ShareStateShards:
     return shards
 
 
-def _partition(shards: ShareStateShards, key: SharePartitionKey) -> dict[str, object]:
+async def _partition(shards: ShareStateShards, key: SharePartitionKey, leader_epoch: int) -> dict[str, object]:
     out: dict[str, object] = {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None,
                            "state_epoch": -1, "start_offset": -1, "state_batches": []}
     try:
-        stored = shards.read(key)
+        stored = await shards.read(key, leader_epoch)
     except KafkaError as exc:
         return out | {"error_code": exc.code, "error_message": exc.message}
     if stored is None:
@@ -51,7 +52,8 @@ async def handle(ctx: RequestContext, request: ReadShareGroupStateRequest) -> ob
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     shards = state_shards(ctx)
     results = [{"topic_id": topic.topic_id, "partitions": [
-        _partition(shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition))  # type: ignore[arg-type]
+        await _partition(shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition),  # type: ignore[arg-type]
+                         p.leader_epoch)
         for p in topic.partitions]} for topic in request.topics]
     return ctx.respond({"results": results})
 

@@ -3,8 +3,9 @@ coordinator (cluster mode, broker/share_state_client.py).
 
 Behaviour: each key's state is appended to its __share_group_state partition, led here, before
 the answer (coordinator/share/state_shards.py); a key whose shard is not led here is
-NOT_COORDINATOR, one still loading COORDINATOR_LOAD_IN_PROGRESS. Requires CLUSTER_ACTION on the
-cluster (an inter-broker API).
+NOT_COORDINATOR, one still loading COORDINATOR_LOAD_IN_PROGRESS, one whose leader epoch is below
+the one recorded FENCED_LEADER_EPOCH (a stale share-partition leader's write). Requires
+CLUSTER_ACTION on the cluster (an inter-broker API).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ async def _write(shards: ShareStateShards, key: SharePartitionKey, data: Partiti
     except ValueError as exc:
         return {"partition": key.partition, "error_code": ErrorCode.invalid_request, "error_message": str(exc)}
     try:
-        await shards.write(key, StoredShareState(data.state_epoch, data.start_offset, batches))
+        await shards.write(key, StoredShareState(data.state_epoch, data.start_offset, batches, data.leader_epoch))
     except KafkaError as exc:
         return {"partition": key.partition, "error_code": exc.code, "error_message": exc.message}
     return {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None}

@@ -101,7 +101,10 @@ class ShareCoordinator:
     # -- cluster mode: share-partitions follow their partition's leadership ---------------------
 
     async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
-        return None  # its share-partitions are read from their share coordinator when first used
+        # its share-partitions are read from their share coordinator when first used, with this
+        # epoch; what an earlier election left here is stale
+        self.manager.forget(tp)
+        self.manager.leader_epochs[tp] = leader_epoch
 
     async def on_resigned(self, tp: TopicPartition) -> None:
         self.manager.forget(tp)
@@ -225,7 +228,11 @@ class ShareCoordinator:
                     result.errors[key] = KafkaError(ErrorCode.unknown_topic_or_partition,
                                                     f"{tp} does not exist")
                     continue
-                partition = await self.manager.partition(SharePartitionKey(session.group_id, *key), tp)
+                try:
+                    partition = await self.manager.partition(SharePartitionKey(session.group_id, *key), tp)
+                except KafkaError as exc:  # its state unreadable here (a newer leader fenced this one)
+                    result.errors[key] = exc
+                    continue
                 partitions.append(partition)
                 if records_left <= 0 or bytes_left <= 0:
                     continue

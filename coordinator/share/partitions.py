@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 from storage.api import IsolationLevel, LogSource, TopicPartition
 
 from .dead_letters import DeadLetterSource, DeadLetterTopicError, DeadLetterWriter
@@ -60,6 +60,7 @@ class SharePartition:
     tp: TopicPartition
     state: SharePartitionState
     state_epoch: int = 0
+    leader_epoch: int = -1  # of tp here (cluster mode), which the share coordinator fences by
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -90,6 +91,14 @@ def by_duration_ms(value: str) -> int:
     return int(datetime.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds).total_seconds() * 1000)
 
 
+def _leadership_error(exc: KafkaError, tp: TopicPartition, leader_epoch: int) -> KafkaError:
+    """The share coordinator's FENCED_LEADER_EPOCH as the share-partition's clients get it:
+    NOT_LEADER_OR_FOLLOWER, as Kafka's SharePartition maps it (they look for the new leader)."""
+    if exc.code is not ErrorCode.fenced_leader_epoch:
+        return exc
+    return KafkaError(ErrorCode.not_leader_or_follower, f"{tp} has a newer leader than epoch {leader_epoch}")
+
+
 class SharePartitionManager:
     def __init__(self, logs: LogSource, state_log: ShareStateStore, settings: Callable[[str], ShareGroupSettings],
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
@@ -103,6 +112,7 @@ class SharePartitionManager:
         self.settings = settings
         self._clock_ms = clock_ms
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        self.leader_epochs: dict[TopicPartition, int] = {}  # cluster mode: the partitions led here
         self._stored: dict[SharePartitionKey, StoredShareState] = {}
         self._available: set[asyncio.Future[None]] = set()  # woken when records go back
         self.locks_changed = asyncio.Event()  # new locks: the lock timer looks again
@@ -128,8 +138,12 @@ class SharePartitionManager:
             return partition
         settings = self.settings(key.group_id)
         stored = self._stored.get(key)
+        leader_epoch = self.leader_epochs.get(tp, -1)
         if stored is None:  # cluster mode: the share coordinator of the key has it
-            stored = await self._state_log.read(key)
+            try:
+                stored = await self._state_log.read(key, leader_epoch)
+            except KafkaError as exc:
+                raise _leadership_error(exc, tp, leader_epoch) from None
             if key in self.partitions:
                 return self.partitions[key]
         if stored is not None:
@@ -143,8 +157,7 @@ class SharePartitionManager:
             state = SharePartitionState(start, delivery_count_limit=settings.delivery_count_limit,
                                         max_in_flight=settings.max_record_locks)
             epoch = 0
-        partition = self.partitions.setdefault(key, SharePartition(key, tp, state, epoch))
-        return partition
+        return self.partitions.setdefault(key, SharePartition(key, tp, state, epoch, leader_epoch))
 
     async def _initial_offset(self, tp: TopicPartition, settings: ShareGroupSettings) -> int:
         plog = self._logs.get_log(tp)
@@ -234,7 +247,12 @@ class SharePartitionManager:
             async with partition.lock:
                 count = _configured(partition, self.settings(group_id)).release_member(member_id)
                 if count:
-                    await self._persist(partition)
+                    try:
+                        await self._persist(partition)
+                    except KafkaError as exc:  # fenced: dropped here, the others are still released
+                        if self.partitions.get(partition.key) is partition:
+                            raise
+                        log.info("share-partition %s: %s", partition.key, exc.message)
             released += count
         if released:
             self._wake()
@@ -266,9 +284,23 @@ class SharePartitionManager:
             await self._write_state(partition)
 
     async def _write_state(self, partition: SharePartition) -> None:
+        """A write refused as from an older leader (FENCED_LEADER_EPOCH: a newer leader of tp has
+        read or written the state) drops the share-partition here, as a resignation does, and
+        fails as NOT_LEADER_OR_FOLLOWER (Kafka's SharePartition answers so): what it changed is
+        not answered as done."""
         state = partition.state
-        await self._state_log.write(partition.key, StoredShareState(partition.state_epoch, state.start_offset,
-                                                                    tuple(state.snapshot())))
+        stored = StoredShareState(partition.state_epoch, state.start_offset, tuple(state.snapshot()),
+                                  partition.leader_epoch)
+        try:
+            await self._state_log.write(partition.key, stored)
+        except KafkaError as exc:
+            if exc.code is ErrorCode.fenced_leader_epoch:
+                log.warning("share-partition %s fenced at leader epoch %d: no longer served here (%s)",
+                            partition.key, partition.leader_epoch, exc.message)
+                if self.partitions.get(partition.key) is partition:  # not one made since
+                    self._drop(partition.key)
+                self._wake()
+            raise _leadership_error(exc, partition.tp, partition.leader_epoch) from None
 
     async def _send_dead_letters(self, partition: SharePartition) -> bool:
         """Write the ARCHIVING records' dead letters and archive them; False if none were due or
@@ -325,10 +357,14 @@ class SharePartitionManager:
     def forget(self, tp: TopicPartition) -> None:
         """This broker no longer leads tp: its share-partitions go (their states are written; what
         was acquired here comes back at the new leader, as after a crash)."""
+        self.leader_epochs.pop(tp, None)
         for key in [k for k, p in self.partitions.items() if p.tp == tp]:
-            del self.partitions[key]
-            self._stored.pop(key, None)
-            self.dead_letters_due.discard(key)
+            self._drop(key)
+
+    def _drop(self, key: SharePartitionKey) -> None:
+        self.partitions.pop(key, None)
+        self._stored.pop(key, None)
+        self.dead_letters_due.discard(key)
 
     async def delete(self, keys: Iterable[SharePartitionKey]) -> None:
         for key in list(keys):

@@ -11,12 +11,16 @@ state is as durable as any log there.
 
 Layouts (big-endian), ours but with the fields of Kafka's ShareSnapshotKey/Value:
   key    int16 type (0) | string group (int16 length) | uuid topic id | int32 partition
-  value  int16 version (0) | int32 state epoch | int64 start offset | int32 batch count |
-         batches [int64 first offset | int64 last offset | int8 state | int16 delivery count]
+  value  int16 version (1) | int32 state epoch | int32 leader epoch | int64 start offset |
+         int32 batch count | batches [int64 first offset | int64 last offset | int8 state |
+         int16 delivery count]
+Version 0 (no leader epoch, read as -1) was written before the share coordinator fenced stale
+share-partition leaders (state_shards.py); it is still read.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import time
 import uuid
@@ -35,7 +39,9 @@ __all__ = ("SHARE_GROUP_STATE_TOPIC", "SharePartitionKey", "ShareStateLog", "Sha
 
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
 _KEY_TYPE: Final = 0
-_I16, _I32, _HEAD, _BATCH = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">hiqi"), struct.Struct(">qqbh")
+_I16, _I32, _BATCH = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">qqbh")
+_HEADS: Final = {0: struct.Struct(">hiqi"), 1: struct.Struct(">hiiqi")}
+_VERSION: Final = 1
 _READ_BYTES: Final = 1 << 20
 
 
@@ -54,6 +60,9 @@ class StoredShareState:
     state_epoch: int
     start_offset: int
     batches: tuple[StateBatch, ...]
+    # the share-partition leader's epoch of its topic partition (-1: unknown), which the share
+    # coordinator fences older leaders' reads and writes by
+    leader_epoch: int = -1
 
 
 def encode_key(key: SharePartitionKey) -> bytes:
@@ -75,22 +84,26 @@ def decode_key(data: bytes) -> SharePartitionKey:
 
 
 def encode_value(state: StoredShareState) -> bytes:
-    head = _HEAD.pack(0, state.state_epoch, state.start_offset, len(state.batches))
+    head = _HEADS[_VERSION].pack(_VERSION, state.state_epoch, state.leader_epoch, state.start_offset,
+                                 len(state.batches))
     return head + b"".join(_BATCH.pack(b.first_offset, b.last_offset, int(b.state), b.delivery_count)
                            for b in state.batches)
 
 
 def decode_value(data: bytes) -> StoredShareState:
     try:
-        version, epoch, start, count = _HEAD.unpack_from(data, 0)
+        (version,) = _I16.unpack_from(data, 0)
+        if version not in _HEADS:
+            raise CorruptRecordError(f"unknown {SHARE_GROUP_STATE_TOPIC} value version {version}")
+        head = _HEADS[version]
+        fields = head.unpack_from(data, 0)
+        epoch, leader_epoch, start, count = fields[1:] if version else (fields[1], -1, *fields[2:])
         batches = tuple(StateBatch(first, last, RecordState(state), delivered)
-                        for first, last, state, delivered in (_BATCH.unpack_from(data, _HEAD.size + i * _BATCH.size)
+                        for first, last, state, delivered in (_BATCH.unpack_from(data, head.size + i * _BATCH.size)
                                                               for i in range(count)))
     except (struct.error, ValueError) as exc:
         raise CorruptRecordError(f"unreadable {SHARE_GROUP_STATE_TOPIC} value: {exc}") from None
-    if version != 0:
-        raise CorruptRecordError(f"unknown {SHARE_GROUP_STATE_TOPIC} value version {version}")
-    return StoredShareState(epoch, start, batches)
+    return StoredShareState(epoch, start, batches, leader_epoch)
 
 
 class ShareStateStore(Protocol):
@@ -101,7 +114,10 @@ class ShareStateStore(Protocol):
         """Every state known at start-up (cluster mode: none, each is read when first used)."""
         ...
 
-    async def read(self, key: SharePartitionKey) -> StoredShareState | None: ...
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
+        """leader_epoch: the reading share-partition leader's (the share coordinator records it
+        and fences older leaders with FENCED_LEADER_EPOCH)."""
+        ...
 
     async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
         """Durable once it returns; None deletes the state."""
@@ -132,7 +148,7 @@ class ShareStateLog:
         meta = self._logs.topics.get(SHARE_GROUP_STATE_TOPIC)
         return partition_for(str(key), meta.partitions if meta is not None else self._num_partitions)
 
-    async def read(self, key: SharePartitionKey) -> StoredShareState | None:
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
         return None  # load() read them all
 
     async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
@@ -158,8 +174,15 @@ class ShareStateLog:
             if record.value is None:
                 out.pop(key, None)
             else:
-                out[key] = decode_value(record.value)
+                out[key] = _later(out.get(key), decode_value(record.value))
         return out
+
+
+def _later(before: StoredShareState | None, after: StoredShareState) -> StoredShareState:
+    """The later state, keeping the highest leader epoch recorded (as Kafka's replay does)."""
+    if before is None or before.leader_epoch <= after.leader_epoch:
+        return after
+    return dataclasses.replace(after, leader_epoch=before.leader_epoch)
 
 
 async def _replay(plog: PartitionLog) -> Sequence[Record]:

@@ -9,21 +9,39 @@ records). A write is appended to the partition before it is answered, so a share
 that got its answer never loses the state, whichever broker dies. The share-partition leaders call
 read and write here directly, or through ReadShareGroupState / WriteShareGroupState from other
 brokers (broker/share_state_client.py).
+
+Each key's state records the highest leader epoch of the share-partition leaders that read or
+wrote it, as Kafka's ShareSnapshot value does: a read or write with an older leader epoch (a
+paused old leader) is refused with FENCED_LEADER_EPOCH, so it cannot overwrite the newer leader's
+state; a read with a newer one is recorded (written) before it is answered. Writes of one key are
+serialized, so a write checked against the recorded epoch is also the next one appended.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 
+from protocol.errors import ErrorCode, KafkaError
 from storage.api import LogSource, TopicPartition
 
 from ..shards import CoordinatorShards
 from ..tasks import TaskSupervisor
 from .state_log import SHARE_GROUP_STATE_TOPIC, SharePartitionKey, ShareStateLog, StoredShareState
 
-__all__ = ("ShareStateShards",)
+__all__ = ("ShareStateShards", "check_leader_epoch")
 
 log = logging.getLogger(__name__)
+
+
+def check_leader_epoch(key: SharePartitionKey, recorded: int | None, leader_epoch: int) -> None:
+    """FENCED_LEADER_EPOCH for a leader epoch below the one recorded for the key, if any (Kafka's
+    ShareCoordinatorShard: recorded > requested)."""
+    if recorded is not None and recorded > leader_epoch:
+        raise KafkaError(ErrorCode.fenced_leader_epoch,
+                         f"The leader epoch {leader_epoch} of share-partition {key} is smaller than the last "
+                         f"recorded {recorded}.")
 
 
 class ShareStateShards:
@@ -32,6 +50,10 @@ class ShareStateShards:
         self.shards = CoordinatorShards(SHARE_GROUP_STATE_TOPIC, "share-partition")
         self._states: dict[int, dict[SharePartitionKey, StoredShareState]] = {}
         self._loads = TaskSupervisor("share coordinator")
+        self._writing: dict[SharePartitionKey, asyncio.Lock] = {}
+        # the leader epochs that read a key without a state yet: kept in memory until its first
+        # write records one (as Kafka's leaderEpochMap), so an older leader cannot write first
+        self._read_epochs: dict[SharePartitionKey, int] = {}
 
     async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
         if tp.topic == SHARE_GROUP_STATE_TOPIC and self.shards.elect(tp.partition, leader_epoch):
@@ -41,6 +63,10 @@ class ShareStateShards:
     async def on_resigned(self, tp: TopicPartition) -> None:
         if tp.topic == SHARE_GROUP_STATE_TOPIC and self.shards.resign(tp.partition):
             gone = self._states.pop(tp.partition, {})
+            for key in [*gone, *self._read_epochs]:
+                if self.log.partition_of(key) == tp.partition:
+                    self._writing.pop(key, None)
+                    self._read_epochs.pop(key, None)
             log.info("no longer the share coordinator of %s: unloaded %d share-partitions", tp, len(gone))
 
     async def _load(self, partition: int, epoch: int) -> None:
@@ -52,14 +78,38 @@ class ShareStateShards:
             log.info("share coordinator of %s-%d: loaded %d share-partitions (coordinator epoch %d)",
                      SHARE_GROUP_STATE_TOPIC, partition, len(states), epoch)
 
-    def read(self, key: SharePartitionKey) -> StoredShareState | None:
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
         """The key's state (KafkaError NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS if its shard
-        is not loaded here)."""
+        is not loaded here, FENCED_LEADER_EPOCH for an older leader); a newer leader epoch is
+        written first."""
+        async with self._writing.setdefault(key, asyncio.Lock()):
+            stored = self._stored(key)
+            check_leader_epoch(key, self._recorded(key, stored), leader_epoch)
+            if stored is None:
+                self._read_epochs[key] = leader_epoch
+            elif leader_epoch > stored.leader_epoch:
+                log.info("share-partition %s: read with new leader epoch %d", key, leader_epoch)
+                stored = dataclasses.replace(stored, leader_epoch=leader_epoch)
+                await self._append(key, stored)
+            return stored
+
+    async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
+        """Append the key's state (None deletes it); FENCED_LEADER_EPOCH for an older leader."""
+        async with self._writing.setdefault(key, asyncio.Lock()):
+            if state is not None:
+                check_leader_epoch(key, self._recorded(key, self._stored(key)), state.leader_epoch)
+            await self._append(key, state)
+            self._read_epochs.pop(key, None)
+
+    def _recorded(self, key: SharePartitionKey, stored: StoredShareState | None) -> int | None:
+        return stored.leader_epoch if stored is not None else self._read_epochs.get(key)
+
+    def _stored(self, key: SharePartitionKey) -> StoredShareState | None:
         partition = self.log.partition_of(key)
         self.shards.check(partition, str(key))
         return self._states[partition].get(key)
 
-    async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
+    async def _append(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
         partition = self.log.partition_of(key)
         epoch = self.shards.check(partition, str(key))
         await self.log.write(key, state)

@@ -3,20 +3,28 @@ lives at its partition's leader, its state at the share coordinator of its key (
 __share_group_state partition, which FindCoordinator's SHARE key type names), the group at its
 group coordinator. A kill -9 of the share coordinator's broker with records in flight: the next
 share coordinator replays the state, no acknowledged record comes back and every acquired but
-unacknowledged one does, with its delivery count."""
+unacknowledged one does, with its delivery count. The share coordinator fences a share-partition
+leader older than the last one that read or wrote the state (FENCED_LEADER_EPOCH), and that leader
+stops serving it: its acknowledgements fail."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import confluent_kafka as ck
 import pytest
+from kio.schema.read_share_group_state.v0 import request as read_req
+from kio.schema.write_share_group_state.v0 import request as write_req
+from kio.static.primitive import i32, i64
 
+from protocol.errors import ErrorCode
 from tests.e2e.cluster.conftest import WAIT_S, Cluster
 from tests.e2e.cluster.test_cluster_coordinators import coordinator_of, create_topic
 from tests.e2e.test_share_groups_tools import MEMBER, poll_values
 from tests.kafka_tools import run_tool
+from tests.kafka_wire import RawClient
 
 pytestmark = pytest.mark.e2e
 SHARE = 2  # FindCoordinator's key type of share-partition keys
@@ -58,11 +66,61 @@ def test_share_group_survives_the_loss_of_its_share_coordinator(cluster: Cluster
     assert any(cluster.brokers[n].logged("share coordinator of __share_group_state") for n in cluster.live())
 
 
-def consume(cluster: Cluster, wanted: int) -> list[ck.Message]:
-    """`wanted` records of st for the group, ACCEPTed, and then no more within 3 s."""
-    consumer = ck.ShareConsumer({"bootstrap.servers": cluster.bootstrap(), "group.id": "crash",
+def test_the_share_coordinator_fences_an_older_share_partition_leader(cluster: Cluster) -> None:
+    cluster.start(1, 2, settings=SETTINGS)
+    [leader] = create_topic(cluster, "st", 1).values()
+    assert run_tool("kafka-configs", "--bootstrap-server", cluster.bootstrap(), "--alter", "--entity-type", "groups",
+                    "--entity-name", "fence", "--add-config", "share.auto.offset.reset=earliest").returncode == 0
+    produce(cluster, range(3))
+    assert len(consume(cluster, 3, "fence")) == 3  # the state is written at the partition's leader epoch
+    [(_, epoch)] = cluster.leaders("st", leader).values()
+    topic_id = cluster.metadata(leader, "st").topics[0].topic_id
+    with RawClient(cluster.brokers[coordinator_of(cluster, SHARE, f"fence:{topic_id}:0")].bootstrap) as client:
+        assert read_state(client, topic_id, epoch - 1).error_code == ErrorCode.fenced_leader_epoch
+        newer = read_state(client, topic_id, epoch + 2)  # as a newer leader would: recorded
+        assert (newer.error_code, newer.start_offset) == (ErrorCode.none, 3)
+        stale = write_req.PartitionData(partition=i32(0), state_epoch=newer.state_epoch, leader_epoch=i32(epoch + 1),
+                                        start_offset=i64(0), state_batches=())
+        answer = client.request(write_req.WriteShareGroupStateRequest(group_id="fence", topics=(
+            write_req.WriteStateData(topic_id=topic_id, partitions=(stale,)),)))
+        assert answer.results[0].partitions[0].error_code == ErrorCode.fenced_leader_epoch
+    # the partition's leader (at `epoch`) is older now: the records it delivers are not acknowledged
+    produce(cluster, range(3, 5))
+    consumer = share_consumer(cluster, "fence")
+    try:
+        got = poll_values(consumer, 2, ck.AcknowledgeType.ACCEPT)
+        assert sorted(int(m.value()) for m in got) == [3, 4]
+        assert all(tp.error is not None for tp in consumer.commit_sync())
+    finally:
+        consumer.close()
+    assert cluster.brokers[leader].logged(f"fenced at leader epoch {epoch}")
+    with RawClient(cluster.brokers[coordinator_of(cluster, SHARE, f"fence:{topic_id}:0")].bootstrap) as client:
+        assert read_state(client, topic_id, epoch + 2).start_offset == 3
+
+
+def read_state(client: RawClient, topic_id: object, leader_epoch: int) -> Any:
+    request = read_req.ReadShareGroupStateRequest(group_id="fence", topics=(read_req.ReadStateData(
+        topic_id=topic_id, partitions=(read_req.PartitionData(partition=i32(0), leader_epoch=i32(leader_epoch)),)),))  # type: ignore[arg-type]
+    return client.request(request).results[0].partitions[0]
+
+
+def produce(cluster: Cluster, values: range) -> None:
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap()})
+    for i in values:
+        producer.produce("st", value=b"%d" % i, partition=0)
+    assert producer.flush(WAIT_S) == 0
+
+
+def share_consumer(cluster: Cluster, group: str) -> ck.ShareConsumer:
+    consumer = ck.ShareConsumer({"bootstrap.servers": cluster.bootstrap(), "group.id": group,
                                  "share.acknowledgement.mode": "explicit"})
     consumer.subscribe(["st"])
+    return consumer
+
+
+def consume(cluster: Cluster, wanted: int, group: str = "crash") -> list[ck.Message]:
+    """`wanted` records of st for the group, ACCEPTed, and then no more within 3 s."""
+    consumer = share_consumer(cluster, group)
     try:
         got = poll_values(consumer, wanted, ck.AcknowledgeType.ACCEPT)
         assert all(tp.error is None for tp in consumer.commit_sync())
