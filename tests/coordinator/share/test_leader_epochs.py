@@ -114,11 +114,17 @@ async def test_the_coordinator_refuses_older_leaders_and_keeps_the_epoch_across_
     assert await coordinator.read(key, 5) == dataclasses.replace(STATE, leader_epoch=5)
 
 
-async def test_a_fenced_leader_drops_the_share_partition_and_does_not_acknowledge(coordinator: Coordinator) -> None:
+def leaders(coordinator: Coordinator) -> tuple[SharePartitionManager, SharePartitionManager]:
+    """The share-partitions of st-0's old leader (leader epoch 1, paused) and of its new one (2)."""
     settings = ShareGroupSettings(auto_offset_reset="earliest")
     old, new = (SharePartitionManager(coordinator.logs, coordinator, lambda _: settings, lambda: 1000)
                 for _ in range(2))
     old.leader_epochs[TP], new.leader_epochs[TP] = 1, 2
+    return old, new
+
+
+async def test_a_fenced_leader_drops_the_share_partition_and_does_not_acknowledge(coordinator: Coordinator) -> None:
+    old, new = leaders(coordinator)
     key = key_of(coordinator)
     partition = await old.partition(key, TP)
     await old.acknowledge(partition, "m", [])  # persisted at leader epoch 1
@@ -131,7 +137,7 @@ async def test_a_fenced_leader_drops_the_share_partition_and_does_not_acknowledg
     assert e.value.code is ErrorCode.not_leader_or_follower
     assert key not in old.partitions
     assert await fenced(old.partition(key, TP)) is ErrorCode.not_leader_or_follower
-    # nothing the old leader was acknowledged is in the state: the new leader delivers all four
+    # nothing acknowledged at the old leader is in the state: the new leader delivers all four
     stored = await coordinator.read(key, 2)
     assert stored is not None and (stored.start_offset, stored.leader_epoch) == (0, 2)
     assert all(b.state is not RecordState.ACKNOWLEDGED for b in stored.batches)
@@ -140,10 +146,7 @@ async def test_a_fenced_leader_drops_the_share_partition_and_does_not_acknowledg
 
 
 async def test_a_member_leaving_a_fenced_leader_is_released_without_a_write(coordinator: Coordinator) -> None:
-    settings = ShareGroupSettings(auto_offset_reset="earliest")
-    old, new = (SharePartitionManager(coordinator.logs, coordinator, lambda _: settings, lambda: 1000)
-                for _ in range(2))
-    old.leader_epochs[TP], new.leader_epochs[TP] = 1, 2
+    old, new = leaders(coordinator)
     key = key_of(coordinator)
     await old.acquire(await old.partition(key, TP), "m", 10, 1 << 20, True)
     await new.partition(key, TP)
