@@ -99,7 +99,9 @@ def _wall_clock_ms() -> int:
 @dataclass(frozen=True, slots=True)
 class _Envelope(Generic[M]):
     message: M
-    reply: asyncio.Future[Any] | None  # None: nobody waits (a timer's), or the message carries its own
+    # None: nobody waits (a timer's), or the message carries its own. Any: each call's future has its
+    # own T (Future is invariant), set with what execute returned for that message.
+    reply: asyncio.Future[Any] | None
 
 
 class CoordinatorRuntime(Generic[M, R, E]):

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TypedDict
 
 from kio.schema.errors import ErrorCode
 
@@ -20,6 +20,7 @@ from protocol.records import Record, build_batch
 from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
 
 from ..runtime import ApiError
+from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
 from .config import GroupConfig
 from .consumer_persist import tombstones as consumer_tombstones
@@ -60,15 +61,23 @@ def append_error(exc: Exception, *, offsets: bool) -> ErrorCode:
     return _APPEND_ERRORS.get(exc.code, exc.code)
 
 
-def resolve(waiter: object, result: Any) -> None:
+def resolve(waiter: object, result: JoinGroupResult | SyncGroupResult) -> None:
     if isinstance(waiter, asyncio.Future) and not waiter.done():
         waiter.set_result(result)
 
 
-def _with_error(result: JoinGroupResult | SyncGroupResult, error: ErrorCode) -> Any:
+def _with_error(result: JoinGroupResult | SyncGroupResult, error: ErrorCode) -> JoinGroupResult | SyncGroupResult:
     if isinstance(result, JoinGroupResult):
         return JoinGroupResult(member_id=result.member_id, error=error)
     return SyncGroupResult(error=error)
+
+
+class _TxnBatch(TypedDict, total=False):
+    """_append's keywords for a transactional producer's offsets (none: plain records)."""
+
+    producer_id: int
+    producer_epoch: int
+    transactional: bool
 
 
 class GroupOperations:
@@ -295,7 +304,7 @@ class GroupOperations:
         log. A transaction's offsets are held pending until its marker (do_complete_txn)."""
         now = self._clock_ms()
         decided = [self._decide_commit(cmd, now) for cmd in cmds]
-        appends: dict[tuple[int, Any], list[PendingCommit]] = {}
+        appends: dict[tuple[int, ProducerIdAndEpoch | None], list[PendingCommit]] = {}
         for pending in decided:
             if pending.offsets:
                 key = (partition_for(pending.cmd.group_id, self.num_partitions), pending.cmd.producer)
@@ -318,7 +327,7 @@ class GroupOperations:
         what an unconfirmed append did write)."""
         first = together[0]
         txn = first.cmd.producer
-        batch: dict[str, Any] = {} if txn is None else {
+        batch: _TxnBatch = {} if txn is None else {
             "producer_id": txn.producer_id, "producer_epoch": txn.epoch, "transactional": True}
         try:
             info = await self._append(first.cmd.group_id, [r for p in together for r in p.records(now)], **batch)

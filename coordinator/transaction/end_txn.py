@@ -25,6 +25,7 @@ from .metadata import (
     NO_PRODUCER_ID,
     ProducerIdAndEpoch,
     TransactionMetadata,
+    TxnChanges,
     TxnTransition,
     is_epoch_exhausted,
 )
@@ -119,12 +120,11 @@ def _prepare(
                                                                       epoch=md.producer_epoch))
     next_id = new_producer_id() if is_epoch_exhausted(md.producer_epoch) else NO_PRODUCER_ID
     epoch = md.producer_epoch + 1
-    t = md._transition(
-        target, producer_epoch=epoch, last_producer_epoch=md.producer_epoch, next_producer_id=next_id,
-        client_transaction_version=2, txn_last_update_timestamp=now_ms,
-        # an abort with nothing added has no start of its own: Kafka uses the time of the abort
-        **({"txn_start_timestamp": now_ms, "topic_partitions": frozenset()} if empty else {}),
-    )
+    changes = TxnChanges(producer_epoch=epoch, last_producer_epoch=md.producer_epoch, next_producer_id=next_id,
+                         client_transaction_version=2, txn_last_update_timestamp=now_ms)
+    if empty:  # an abort with nothing added has no start of its own: Kafka uses the time of the abort
+        changes.update({"txn_start_timestamp": now_ms, "topic_partitions": frozenset()})
+    t = md._transition(target, **changes)
     result = (ProducerIdAndEpoch(producer_id=next_id, epoch=0) if next_id != NO_PRODUCER_ID
               else ProducerIdAndEpoch(producer_id=md.producer_id, epoch=epoch))
     return EndTxnDecision(transition=t, result=result)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar, cast
+from typing import Any, Final, Generic, TypedDict, TypeVar, Unpack, cast
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
 from .state import TxnState, check_transition
 
-__all__ = ("FenceInfo", "ProducerIdAndEpoch", "TransactionMetadata", "TxnTransition")
+__all__ = ("FenceInfo", "ProducerIdAndEpoch", "TransactionMetadata", "TxnChanges", "TxnTransition")
 
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
@@ -63,6 +63,20 @@ class TxnTransition:
     fence_reason: str | None = None
 
 
+class TxnChanges(TypedDict, total=False):  # what a transition changes of TxnTransition (its state aside)
+    producer_id: int
+    last_producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    txn_timeout_ms: int
+    topic_partitions: frozenset[TopicPartition]
+    txn_start_timestamp: int
+    txn_last_update_timestamp: int
+    client_transaction_version: int
+    next_producer_id: int
+    fence_reason: str | None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FenceInfo:
     """Why the coordinator itself bumped the epoch, so a fenced producer is told the real cause."""
@@ -83,7 +97,7 @@ class _Current(Generic[T]):
 
     def __set__(self, md: TransactionMetadata, value: T) -> None:
         # Only tests set a field directly; it still replaces the one value.
-        changes: dict[str, Any] = {self.name: value}
+        changes: dict[str, Any] = {self.name: value}  # Any: the field is chosen by name, its type is T
         md.current = dataclasses.replace(md.current, **changes)
 
 
@@ -138,7 +152,7 @@ class TransactionMetadata:
 
     # -- applying --------------------------------------------------------------------------------
 
-    def _transition(self, state: TxnState, **changes: Any) -> TxnTransition:
+    def _transition(self, state: TxnState, **changes: Unpack[TxnChanges]) -> TxnTransition:
         check_transition(self.transactional_id, self.state, state)
         return dataclasses.replace(self.snapshot(), state=state, **changes)
 
@@ -249,7 +263,7 @@ class TransactionMetadata:
         now_ms: int,
         new_producer_id: Callable[[], int],
     ) -> TxnTransition:
-        reset = dict(
+        changes = TxnChanges(
             txn_timeout_ms=txn_timeout_ms,
             topic_partitions=frozenset(),
             txn_start_timestamp=-1,
@@ -258,18 +272,16 @@ class TransactionMetadata:
         if is_epoch_exhausted(self.producer_epoch) and (
             expected is None or expected.epoch == self.producer_epoch
         ):
-            return self._transition(
-                TxnState.EMPTY,
-                producer_id=new_producer_id(),
-                last_producer_id=self.producer_id,
-                producer_epoch=0,
-                last_producer_epoch=self.producer_epoch if expected else NO_PRODUCER_EPOCH,
-                **reset,
-            )
-        epoch, last_epoch = self._next_epochs(expected)
-        return self._transition(
-            TxnState.EMPTY, producer_epoch=epoch, last_producer_epoch=last_epoch, **reset
-        )
+            changes.update({
+                "producer_id": new_producer_id(),
+                "last_producer_id": self.producer_id,
+                "producer_epoch": 0,
+                "last_producer_epoch": self.producer_epoch if expected else NO_PRODUCER_EPOCH,
+            })
+        else:
+            epoch, last_epoch = self._next_epochs(expected)
+            changes.update({"producer_epoch": epoch, "last_producer_epoch": last_epoch})
+        return self._transition(TxnState.EMPTY, **changes)
 
     def _next_epochs(self, expected: ProducerIdAndEpoch | None) -> tuple[int, int]:
         bumped = self.producer_epoch + 1
@@ -362,18 +374,12 @@ class TransactionMetadata:
     def prepare_complete(self, now_ms: int) -> TxnTransition:
         """After every marker is written: COMPLETE_COMMIT / COMPLETE_ABORT with no partitions; a
         V2 transaction that exhausted the epoch moves to its next producer id at epoch 0 now."""
-        target = (
-            TxnState.COMPLETE_COMMIT
-            if self.state is TxnState.PREPARE_COMMIT
-            else TxnState.COMPLETE_ABORT
-        )
-        rotate: dict[str, Any] = {}
+        target = TxnState.COMPLETE_COMMIT if self.state is TxnState.PREPARE_COMMIT else TxnState.COMPLETE_ABORT
+        changes = TxnChanges(topic_partitions=frozenset(), txn_last_update_timestamp=now_ms)
         if self.next_producer_id != NO_PRODUCER_ID:
-            rotate = dict(producer_id=self.next_producer_id, last_producer_id=self.producer_id,
-                          producer_epoch=0, next_producer_id=NO_PRODUCER_ID)
-        return self._transition(
-            target, topic_partitions=frozenset(), txn_last_update_timestamp=now_ms, **rotate
-        )
+            changes.update({"producer_id": self.next_producer_id, "last_producer_id": self.producer_id,
+                            "producer_epoch": 0, "next_producer_id": NO_PRODUCER_ID})
+        return self._transition(target, **changes)
 
     # -- expiry ------------------------------------------------------------------------------------
 
