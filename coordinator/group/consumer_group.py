@@ -17,23 +17,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
 
 from .consumer_member import Assignment, ConsumerGroupMember, MemberState
+from .state import WireNamedState
 
 __all__ = ("ConsumerGroup", "ConsumerGroupState", "GroupSnapshot")
 
 
-class ConsumerGroupState(Enum):
+class ConsumerGroupState(WireNamedState):
     EMPTY = "Empty"
     ASSIGNING = "Assigning"
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    def __str__(self) -> str:
-        # The value is the name ListGroups and ConsumerGroupDescribe put on the wire.
-        return self.value
 
 
 @dataclass(frozen=True, slots=True)

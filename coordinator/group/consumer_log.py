@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from protocol.records import Record
+from protocol.records import Record, encode_uvarint
 
 from .consumer_member import Assignment, AssignmentEpochs, ClassicMemberMetadata, ConsumerGroupMember, MemberState
 from .log import _Reader
@@ -89,13 +89,13 @@ class _Compact:
 
     def string(self, s: str | None) -> None:
         if s is None:
-            self.buf += _unsigned(0)
+            self.buf += encode_uvarint(0)
             return
         data = s.encode()
-        self.buf += _unsigned(len(data) + 1) + data
+        self.buf += encode_uvarint(len(data) + 1) + data
 
     def length(self, n: int) -> None:
-        self.buf += _unsigned(n + 1)
+        self.buf += encode_uvarint(n + 1)
 
     def assignment(self, a: Assignment, epochs: AssignmentEpochs | None = None) -> None:
         """Topics and partitions; with `epochs`, each topic's AssignmentEpochs (tag 0)."""
@@ -116,21 +116,11 @@ class _Compact:
             self.buf += _tag0(tag.buf)
 
     def bytes_(self, data: bytes) -> None:
-        self.buf += _unsigned(len(data) + 1) + data
+        self.buf += encode_uvarint(len(data) + 1) + data
 
     def end(self, tagged: bytes = b"\x00") -> bytes:
         self.buf += tagged
         return bytes(self.buf)
-
-
-def _unsigned(value: int) -> bytes:
-    """Kafka's unsigned varint (protocol.records.encode_varint is the zigzag, signed one)."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def encode_key(key: ConsumerRecordKey) -> bytes:
@@ -202,7 +192,7 @@ def _classic_tag(classic: ClassicMemberMetadata) -> bytes:
 
 def _tag0(body: bytes | bytearray) -> bytes:
     """A tagged-field section holding tag 0 alone."""
-    return _unsigned(1) + _unsigned(0) + _unsigned(len(body)) + bytes(body)
+    return encode_uvarint(1) + encode_uvarint(0) + encode_uvarint(len(body)) + bytes(body)
 
 
 def consumer_record(key: ConsumerRecordKey, value: ConsumerValue | None, *, timestamp: int) -> Record:

@@ -134,14 +134,7 @@ class PartitionLoader:
         if value is None:
             group.offsets.delete([tp])
             return
-        value = OffsetAndMetadata(
-            committed_offset=value.committed_offset,
-            committed_leader_epoch=value.committed_leader_epoch,
-            metadata=value.metadata,
-            commit_timestamp=value.commit_timestamp,
-            expire_timestamp=value.expire_timestamp,
-            record_offset=record.offset,
-        )
+        value = value.at(record.offset)
         if header.is_transactional:
             group.offsets.add_pending(header.producer_id, {tp: value})
             self._pending.setdefault(header.producer_id, set()).add(key.group)

@@ -17,19 +17,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Enum
 
-__all__ = ("GroupState", "VALID_PREVIOUS_STATES", "IllegalStateTransition", "transition_to")
+__all__ = ("GroupState", "VALID_PREVIOUS_STATES", "IllegalStateTransition", "WireNamedState", "transition_to")
 
 
-class GroupState(Enum):
+class WireNamedState(Enum):
+    """A group state whose value is the name DescribeGroups, ConsumerGroupDescribe and ListGroups
+    put on the wire; str() gives it."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class GroupState(WireNamedState):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    def __str__(self) -> str:
-        # The value is the name DescribeGroups and ListGroups put on the wire.
-        return self.value
 
 
 _S = GroupState
