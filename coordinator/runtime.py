@@ -32,7 +32,7 @@ from protocol.errors import ErrorCode, KafkaError
 from .tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
 from .timer import CoordinatorTimer
 
-__all__ = ("ApiError", "CoordinatorResult", "CoordinatorRuntime", "Message", "Shard")
+__all__ = ("ApiError", "CoordinatorResult", "CoordinatorRuntime", "Message", "Shard", "wall_clock_ms")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -92,7 +92,8 @@ async def _no_effect(effect: object) -> None:
     raise AssertionError("this coordinator's runtime was given no effects to run")
 
 
-def _wall_clock_ms() -> int:
+def wall_clock_ms() -> int:
+    """The coordinators' clock unless a test gives its own: milliseconds since the epoch."""
     return int(time.time() * 1000)
 
 
@@ -118,7 +119,7 @@ class CoordinatorRuntime(Generic[M, R, E]):
         execute_batch: Callable[[list[M]], Awaitable[None]] | None = None,
         batchable: Callable[[M], bool] = lambda message: False,
         on_stopped: Callable[[list[M]], None] = lambda messages: None,
-        clock_ms: Callable[[], int] = _wall_clock_ms,
+        clock_ms: Callable[[], int] = wall_clock_ms,
         backoff: Backoff = DEFAULT_BACKOFF,
     ) -> None:
         self.name = name

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
@@ -32,7 +31,7 @@ from kio.schema.errors import ErrorCode
 from protocol.errors import KafkaError
 from storage.api import ClusterView, LogSource, TopicPartition
 
-from ..runtime import ApiError, CoordinatorRuntime
+from ..runtime import ApiError, CoordinatorRuntime, wall_clock_ms
 from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
 from .actor import RETENTION, GroupActor, is_offset_commit
@@ -54,10 +53,6 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class GroupCoordinator(GroupActor):
     """Public face: one coroutine per group API; see commands.py for what each carries."""
 
@@ -66,7 +61,7 @@ class GroupCoordinator(GroupActor):
         logs: LogSource,
         config: GroupConfig | None = None,
         *,
-        clock_ms: Callable[[], int] = _wall_clock_ms,
+        clock_ms: Callable[[], int] = wall_clock_ms,
         consumer_config: ConsumerGroupConfig | None = None,
         cluster: ClusterView | None = None,
     ) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import assert_never
@@ -35,7 +34,7 @@ from typing import assert_never
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import ClusterView, LogSource, ProducerIdBlockSource, TopicPartition
 
-from ..runtime import CoordinatorRuntime
+from ..runtime import CoordinatorRuntime, wall_clock_ms
 from ..shards import CoordinatorShards
 from ..tasks import DEFAULT_BACKOFF, Backoff
 from .log import TRANSACTION_STATE_TOPIC, TxnLogEntry, partition_for
@@ -84,10 +83,6 @@ class TxnCoordinatorConfig:
     coordinator_epoch: int = 0
     # Between attempts at a marker (or any failed background work): doubled up to the cap.
     retry_backoff: Backoff = DEFAULT_BACKOFF
-
-
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class TransactionCoordinator(TxnShards):

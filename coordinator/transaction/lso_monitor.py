@@ -20,13 +20,13 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from storage.api import LogSource, OpenTransaction, TopicPartition
 
+from ..runtime import wall_clock_ms
 from ..tasks import TaskSupervisor
 from .state import TxnState
 
@@ -141,7 +141,7 @@ class LsoMonitor:
         self.watch = LsoWatch(threshold_ms)
         self.bootstrap = bootstrap
         self.coordinator = coordinator
-        self._now = clock or _wall_clock_ms
+        self._now = clock or wall_clock_ms
         self.interval_s = min(max(threshold_ms / 4, 50), 5000) / 1000
         self._tasks = TaskSupervisor("LSO monitor")
 
@@ -185,7 +185,3 @@ class LsoMonitor:
         log.info("last stable offset of %s moves again: the transaction of producer id %d epoch %d that began "
                  "at offset %d is no longer open (it held the LSO back %.1f s)%s", tp, txn.producer_id,
                  txn.producer_epoch, txn.first_offset, (now - txn.start_timestamp) / 1000, where)
-
-
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
