@@ -108,6 +108,7 @@ class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
         store = ClusterStore(pool, config.node_id, config.cluster_lease_ms, config.cluster_url or "")
         self.member = ClusterMember(store, endpoint, config.cluster_lease_ms, self.logs)
         self.logs.add_fenced_listener(self.member.lost)
+        self.logs.committer.time_left = self.member.lease_left_s  # no write outlasts the lease
         self.view: ClusterView = self.member.view
         self.producer_id_blocks = PgProducerIdBlocks(pool)
         self.feature_levels = PgFeatureLevelStore(pool)

@@ -146,6 +146,13 @@ class ClusterMember:
         self._cancel_deadline()
         self._deadline = asyncio.get_running_loop().call_at(sent + self._lease_s, self._lapsed)
 
+    def lease_left_s(self) -> float:
+        """Seconds until the lease runs out by this broker's own timer (0 while it holds none):
+        what a write a request waits for may still take (storage/pg/group_commit.py)."""
+        if self._deadline is None:
+            return 0.0
+        return max(self._deadline.when() - asyncio.get_running_loop().time(), 0.0)
+
     def _cancel_deadline(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()

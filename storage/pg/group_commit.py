@@ -11,9 +11,13 @@ and the statement returns those partitions. A partition missing from the answer 
 another broker: its write wrote nothing. A statement runs in its own implicit transaction, so a
 write is acknowledged only after its commit, and one round trip carries the whole group.
 
-A statement that fails (the database went away, a timeout) leaves its outcome unknown: every write
-of the group fails with KAFKA_STORAGE_ERROR and the partition logs re-read their state from the
-database before the next append.
+A statement that fails (the database went away, its statement timeout) leaves its outcome unknown:
+every write of the group fails with KAFKA_STORAGE_ERROR and the partition logs re-read their state
+from the database before the next append. A statement is waited for only as long as the broker's
+lease has left (time_left): past that another broker may lead the partitions, so a write not
+confirmed by then fails with NOT_LEADER_OR_FOLLOWER, its outcome just as unknown, and its log
+resigns as a fenced one does; the producer's retry goes to the new leader, which finds it a
+duplicate if it was written.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from protocol.errors import ErrorCode, KafkaError
 
 from ..api import AbortedTxn
-from .pool import Pool
+from .pool import OutOfTime, Pool, Row, within
 
 __all__ = ("FENCE", "BatchRow", "GroupCommitter", "PartitionWrite", "Queued", "fail_all")
 
@@ -95,6 +100,9 @@ class GroupCommitter:
         self._queue: asyncio.Queue[Queued] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._failing = False
+        # Seconds a write may still take: the lease's time left once cluster mode sets it (None:
+        # unbounded but for the statement timeout).
+        self.time_left: Callable[[], float | None] = lambda: None
         self.statements = 0  # committed statements (how well appends are grouped)
 
     def start(self) -> None:
@@ -134,10 +142,12 @@ class GroupCommitter:
 
     async def _run_statement(self, group: list[Queued], statement: str, *arguments: object) -> None:
         """Run the group's one fenced statement (it returns the partitions that passed) and answer
-        each write: committed, fenced, or KAFKA_STORAGE_ERROR when the outcome is unknown."""
+        each write: committed, fenced, or an error when the outcome is unknown (module doc)."""
         try:
-            async with self._pool.acquire() as conn:
-                rows = await conn.fetch(statement, *arguments)
+            rows = await within(self._fetch(statement, *arguments), self.time_left)
+        except OutOfTime:  # the lease is gone, or as good as: the logs resign
+            self._lease_ran_out(group, "the cluster database")
+            return
         except Exception as exc:  # any failure: the outcome is unknown, the logs re-read it
             if not self._failing:
                 log.warning("appends to the cluster database fail, answering KAFKA_STORAGE_ERROR: %r", exc)
@@ -153,6 +163,19 @@ class GroupCommitter:
         for write, reply in group:
             if not reply.done():
                 reply.set_result((write.topic_id, write.partition) in passed)
+
+    def _lease_ran_out(self, group: list[Queued], what: str) -> None:
+        """what did not confirm the group's writes within the lease: NOT_LEADER_OR_FOLLOWER."""
+        if not self._failing:
+            log.warning("%s did not confirm appends within the lease, answering NOT_LEADER_OR_FOLLOWER", what)
+        self._failing = True
+        fail_all(group, KafkaError(ErrorCode.not_leader_or_follower, f"{what} did not confirm the append while "
+                                   "this broker's lease lasted (it may or may not be written; retry at the "
+                                   "partition's leader)"))
+
+    async def _fetch(self, statement: str, *arguments: object) -> list[Row]:
+        async with self._pool.acquire() as conn:
+            return await conn.fetch(statement, *arguments)
 
 
 def fail_all(group: list[Queued], error: KafkaError) -> None:

@@ -8,11 +8,13 @@ expected next offset), records the runs of the partitions that passed (object ke
 base/last offset, max timestamp) with their aborted transactions and the object itself, and only
 then are the writes acknowledged.
 
-Outcomes: the PUT fails -> nothing was written anywhere (KAFKA_STORAGE_ERROR; the logs re-read
-their state). The statement fails -> unknown, as with rows. A partition fenced -> its run is not
-recorded; an object no commit recorded is an orphan, deleted after a grace period. A crash between
-the PUT and the commit leaves an orphan and no acknowledgement; the producer's retry is new to the
-next leader, which rebuilt its state from the database, and written once.
+Outcomes: the PUT fails, or is not done within the lease -> nothing was committed
+(KAFKA_STORAGE_ERROR; the logs re-read their state). The statement fails -> unknown, as with rows,
+and not done within the lease -> NOT_LEADER_OR_FOLLOWER, the logs resign (storage/pg/group_commit.py).
+A partition fenced -> its run is not recorded; an object no commit recorded is an orphan, deleted after
+a grace period. A crash between the PUT and the commit leaves an orphan and no acknowledgement; the
+producer's retry is new to the next leader, which rebuilt its state from the database, and written
+once.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..object_store import ObjectStore
 from .group_commit import FENCE, GroupCommitter, PartitionWrite, Queued, fail_all
-from .pool import Pool
+from .pool import Pool, within
 
 __all__ = ("DEFAULT_FLUSH", "FlushSettings", "ObjectGroupCommitter", "flush_object_key")
 
@@ -115,7 +117,7 @@ class ObjectGroupCommitter(GroupCommitter):
         key = flush_object_key(self._node_id)
         parts, runs, size = _layout([w for w, _ in group])
         try:
-            await self._store.put(key, parts)
+            await within(self._store.put(key, parts), self.time_left)
         except Exception as exc:
             self._put_failed(group, exc)
             return

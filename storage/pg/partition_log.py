@@ -37,6 +37,7 @@ from .clean_rows import PgCleanResult
 from .cleaning import ActiveRange, CleaningState, PgCleaningPlan, plan_cleaning
 from .group_commit import BatchRow, GroupCommitter, PartitionWrite
 from .partition_store import PartitionStore
+from .pool import OutOfTime, within
 from .recovery import rebuild
 from .tail_cache import DEFAULT_TAIL_CACHE_BYTES, TailCache
 from .timestamps import max_timestamp_offset, offset_for_timestamp
@@ -191,9 +192,11 @@ class PgPartitionLog(SequencedLog):
 
     async def _reload(self) -> None:
         try:
-            await self.load()
+            await within(self.load(), self._committer.time_left)
         except KafkaError:
             raise
+        except OutOfTime as exc:  # the lease is gone, or as good as: resign as if fenced
+            raise self._fence("the cluster database did not answer while this broker's lease lasted") from exc
         except Exception as exc:
             raise KafkaError(ErrorCode.kafka_storage_error,
                              f"{self.tp} cannot be read back from the cluster database: {exc!r}") from exc
@@ -209,8 +212,10 @@ class PgPartitionLog(SequencedLog):
                                next_offset=self._next_offset, batches=batches, aborted=aborted)
         try:
             committed = await self._committer.commit(write)
-        except KafkaError:
+        except KafkaError as exc:
             self._stale = True
+            if exc.code is ErrorCode.not_leader_or_follower:  # not confirmed within the lease
+                raise self._fence(str(exc)) from exc
             raise
         if not committed:
             self._stale = True

@@ -4,18 +4,23 @@ of asyncpg, typed.
 asyncpg ships no type hints: Pool, Connection and Row are Protocols of the calls made here, which
 asyncpg's objects meet. A statement that does not answer within command_timeout fails
 (asyncio.TimeoutError), so a database that hangs (a stopped server, a dead network path) turns
-into retriable errors instead of requests that never end.
+into retriable errors instead of requests that never end. Writes a request waits for are bounded
+more tightly, by the time left on the broker's lease (within()).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 
-__all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "Connection", "Pool", "Queries", "Row", "connect", "create_pool")
+__all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "Connection", "OutOfTime", "Pool", "Queries", "Row", "connect", "create_pool",
+           "within")
+
+T = TypeVar("T")
 
 DEFAULT_COMMAND_TIMEOUT_S: Final = 30.0
 
@@ -77,3 +82,36 @@ async def create_pool(url: str, *, max_size: int = 10, command_timeout: float = 
     """
     pool: Pool = await asyncpg.create_pool(url, min_size=1, max_size=max_size, command_timeout=command_timeout)
     return pool
+
+
+class OutOfTime(TimeoutError):
+    """within()'s time ran out (a statement's own command_timeout is a plain TimeoutError)."""
+
+
+async def within(work: Awaitable[T], time_left: Callable[[], float | None]) -> T:
+    """work's result, or OutOfTime once time_left() (seconds; None: unbounded) reads 0 (work's
+    outcome then unknown). Read again when it runs out: a lease renewed meanwhile has more left.
+
+    On OutOfTime work is left to end by itself (command_timeout) rather than cancelled: cancelling a
+    statement sends PostgreSQL a cancel request over a new connection and waits for it, which with
+    the network gone holds the caller as long as the statement would have.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        while (left := time_left()) is None or left > 0:
+            try:
+                return await asyncio.wait_for(asyncio.shield(task), left)
+            except TimeoutError:
+                if task.done():
+                    raise  # work's own timeout
+    except asyncio.CancelledError:
+        task.cancel()  # our caller ends (shutdown): so does the statement
+        raise
+    task.add_done_callback(_forget)
+    raise OutOfTime("no answer while this broker's lease lasted")
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    """Retrieve a left statement's error: its request was answered already, nothing waits for it."""
+    if not task.cancelled():
+        task.exception()

@@ -85,13 +85,10 @@ class Transactions:
     until stopped; what it committed, what it aborted, and the error that ended it early, if any."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        # Broker 1 cut off answers what it took before its lease lapsed only when its database or
-        # store call times out (30 s and more): the client gives up on a request after 10 s
-        # (socket.timeout.ms) and retries at the new leader or coordinator, and its records and
-        # transactions outlive such waits (the default 60 s transaction timeout would not).
+        # librdkafka's default timeouts: broker 1 cut off answers what it took by the time its lease
+        # lapses, so the client retries at the new leader or coordinator well within them.
         self.producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"cut-{uuid.uuid4().hex[:8]}",
-                                  "linger.ms": 5, "request.timeout.ms": 10_000, "socket.timeout.ms": 10_000,
-                                  "transaction.timeout.ms": 180_000})
+                                  "linger.ms": 5})
         self.producer.init_transactions(WAIT_S)
         self.topic = topic
         self.committed: list[bytes] = []
@@ -233,8 +230,7 @@ class Appends:
     stopped; the (partition, value) pairs acknowledged."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
-                                  "socket.timeout.ms": 10_000, "message.timeout.ms": 180_000})
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
         self.topic, self.partitions = topic, partitions
         self.acked: list[tuple[int, bytes]] = []
         self.errors: list[str] = []

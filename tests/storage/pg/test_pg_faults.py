@@ -125,3 +125,36 @@ async def test_an_unconfirmed_commit_becomes_readable_without_another_append(
     await asyncio.wait_for(reread(), 30)
     assert not plog.stale
     assert [o for o, _ in await values(plog)] == [0, 1]
+
+
+async def test_an_append_not_confirmed_within_the_lease_resigns_and_its_retry_is_found_at_the_new_leader(
+    source_factory: SourceFactory, db
+) -> None:
+    """A write is waited for only while the lease lasts (the committer's time_left; the statement
+    timeout is far longer): then NOT_LEADER_OR_FOLLOWER, the log resigns, and the new leader finds
+    the producer's retry a duplicate when the database committed the write all the same."""
+    source = await source_factory(1, command_timeout=30, refresh_interval_ms=3_600_000)
+    resigned: list[TopicPartition] = []
+    source.add_fenced_listener(resigned.append)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    await plog.append(batch(1, pid=9, epoch=0, seq=0))
+    async with db.acquire() as conn, conn.transaction():
+        await conn.execute("LOCK TABLE partitions IN ACCESS EXCLUSIVE MODE")
+        topic_id = await conn.fetchval("SELECT topic_id FROM partitions")
+        lease_ends = asyncio.get_running_loop().time() + 1.0  # no heartbeat renews it
+        source.committer.time_left = lambda: lease_ends - asyncio.get_running_loop().time()
+        with pytest.raises(KafkaError) as err:
+            await plog.append(batch(1, pid=9, epoch=0, seq=1))
+        assert err.value.code is ErrorCode.not_leader_or_follower
+        assert plog.fenced and resigned == [TP]
+        written = bytes(build_batch([Record(key=b"k0", value=b"v0", timestamp=1000)], base_offset=1,
+                                    producer_id=9, producer_epoch=0, base_sequence=1,
+                                    partition_leader_epoch=plog.leader_epoch))
+        await conn.execute("INSERT INTO batches VALUES ($1, 0, 1, 1, 1000, $2)", topic_id, written)
+        await conn.execute("UPDATE partitions SET next_offset = 2")
+    successor = await take(db, await source_factory(2), TP)
+    retry = await successor.append(batch(1, pid=9, epoch=0, seq=1))
+    assert (retry.base_offset, retry.duplicate) == (1, True)
+    assert (await successor.append(batch(1, pid=9, epoch=0, seq=2))).base_offset == 2
+    assert [o for o, _ in await values(successor)] == [0, 1, 2]
