@@ -119,7 +119,9 @@ def _prepare(
         return EndTxnDecision(transition=t, result=ProducerIdAndEpoch(producer_id=md.producer_id,
                                                                       epoch=md.producer_epoch))
     next_id = new_producer_id() if is_epoch_exhausted(md.producer_epoch) else NO_PRODUCER_ID
-    epoch = md.producer_epoch + 1
+    # A timed-out abort may have fenced the epoch to MAX_EPOCH already; the producer moves to
+    # next_id at epoch 0, and the old id's epoch never goes past the highest a short holds.
+    epoch = min(md.producer_epoch + 1, MAX_EPOCH)
     changes = TxnChanges(producer_epoch=epoch, last_producer_epoch=md.producer_epoch, next_producer_id=next_id,
                          client_transaction_version=2, txn_last_update_timestamp=now_ms)
     if empty:  # an abort with nothing added has no start of its own: Kafka uses the time of the abort

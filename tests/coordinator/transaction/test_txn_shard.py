@@ -101,6 +101,20 @@ def test_v2_empty_abort_at_an_exhausted_epoch_moves_to_a_new_producer_id():
     assert result.response == ProducerIdAndEpoch(producer_id=8, epoch=0)
 
 
+def test_v2_empty_abort_after_a_timeout_fenced_the_last_epoch_stays_within_a_short():
+    """Found by test_txn_shard_machine: a timed-out abort at MAX_EPOCH - 1 fences the epoch to
+    MAX_EPOCH; an empty abort after it moved the old id to MAX_EPOCH + 1, which no producer epoch
+    can hold. The producer moves to its next id at epoch 0 and the old id stays at MAX_EPOCH."""
+    shard = TxnShard(0)
+    shard.replay(TxnLogEntry(transactional_id="tx", transition=TxnTransition(
+        state=TxnState.COMPLETE_ABORT, producer_id=7, last_producer_id=-1, producer_epoch=MAX_EPOCH,
+        last_producer_epoch=MAX_EPOCH - 1, txn_timeout_ms=60_000, topic_partitions=frozenset(),
+        txn_start_timestamp=-1, txn_last_update_timestamp=0, client_transaction_version=2)))
+    result = shard.end_txn("tx", 7, MAX_EPOCH, commit=False, tv2=True, new_ids=[8], now_ms=3)
+    assert result.response == ProducerIdAndEpoch(producer_id=8, epoch=0)
+    assert [r.transition.producer_epoch for r in result.records] == [MAX_EPOCH]
+
+
 def test_a_failed_write_reverts_the_pending_transition():
     shard = TxnShard(0)
     p = initialised(shard)
