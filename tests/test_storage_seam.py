@@ -1,8 +1,9 @@
 """The storage seam (issue 9): handlers and coordinators reach partition logs only through
 storage/api.py, so another backend (the PostgreSQL one of issue 10) can stand behind it. Only the
-backends' own modules (broker/local_backend.py, broker/cluster/backend.py, local_set.py) may import more of
-storage/; the start-up that drives them (broker/server.py, broker/backend.py) only what every
-backend shares, and nothing past the choice in broker/backend.py asks which one runs (issue 32)."""
+backends' own modules (broker/local_backend.py, broker/cluster/backend.py, local_set.py and their
+shared_stores.py) may import more of storage/; the start-up that drives them (broker/server.py,
+broker/backend.py) only what every backend shares, and nothing past the choice in broker/backend.py
+asks which one runs (issue 32)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from storage.api import LogSource, PartitionLog, TopicPartition
 from storage.log_manager import LogManager
 from tests.test_layers import MODULES, REPO, imported_modules
 
-BUILDS_THE_BACKEND = {"broker/local_backend.py", "broker/cluster/backend.py", "broker/cluster/local_set.py"}
+BUILDS_THE_BACKEND = {"broker/local_backend.py", "broker/cluster/backend.py", "broker/cluster/local_set.py",
+                      "broker/cluster/shared_stores.py"}
 # The data dir's lock and meta.properties, and the service both backends' cleaners are.
 SHARED_BY_EVERY_BACKEND = {"storage.log_dir_lock", "storage.meta_properties", "storage.cleaner.log_cleaner"}
 DRIVES_THE_BACKEND = {"broker/server.py", "broker/backend.py"}
