@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import select
 import shutil
 import ssl
 import subprocess
@@ -56,6 +57,21 @@ class OidcProvider:
         return f"{self.issuer}/token"
 
     def start(self) -> OidcProvider:
+        # Once (2026-12-07, fresh-clone CI) node printed only its version warning and never its
+        # listening line, and the fixture waited out pytest's 300 s: wait 60 s, then start it again
+        # once, so a hung start shows as its log rather than a timeout.
+        for attempt in (1, 2):
+            line = self._start_once()
+            if line or attempt == 2:
+                break
+            self.stop()
+        assert line, f"the OIDC provider did not start: {self.log_path.read_text()}"
+        started = json.loads(line)
+        self.issuer, self.port, self.kid = started["issuer"], started["port"], started["kid"]
+        return self
+
+    def _start_once(self) -> str:
+        """The line the provider prints once listening; empty if it died or said nothing in 60 s."""
         settings = {"port": self.port, "audience": AUDIENCE,
                     "tls": {"pem": str(self.tls_pem)} if self.tls_pem else None,
                     "clients": [{"client_id": cid, "client_secret": secret, "ttl": ttl}
@@ -64,11 +80,8 @@ class OidcProvider:
             self._proc = subprocess.Popen(["node", str(OIDC_DIR / "provider.mjs"), json.dumps(settings)],
                                           cwd=OIDC_DIR, stdout=subprocess.PIPE, stderr=log, text=True)
         assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()  # printed once listening; empty if it died
-        assert line, f"the OIDC provider did not start: {self.log_path.read_text()}"
-        started = json.loads(line)
-        self.issuer, self.port, self.kid = started["issuer"], started["port"], started["kid"]
-        return self
+        ready, _, _ = select.select([self._proc.stdout], [], [], 60)
+        return self._proc.stdout.readline() if ready else ""
 
     def stop(self) -> None:
         if self._proc is not None:
