@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from protocol.errors import ErrorCode, KafkaError
+from protocol.record_batch import RecordBatchHeader
 
 from ..object_store import ObjectStore
 from .group_commit import FENCE, GroupCommitter, PartitionWrite, Queued, fail_all
@@ -37,8 +38,10 @@ from .pool import Pool, within
 __all__ = ("DEFAULT_FLUSH", "FlushSettings", "ObjectGroupCommitter", "flush_object_key")
 
 log = logging.getLogger(__name__)
-# Fault injection for the crash tests: the broker kills itself (SIGKILL) right after the Nth
-# object of this process is stored, before its commit.
+# Fault injection for the crash tests only (docs/cluster.md), read once at start-up and unset by
+# default: the broker kills itself (SIGKILL) right after storing the Nth object of this process
+# that holds a producer's records (not only markers or the broker's own records), before the
+# commit that would record it. Unset, a flush checks one attribute and nothing more.
 CRASH_AFTER_PUT_ENV: Final = "EOSBROKER_FAULT_KILL_AFTER_OBJECT_PUT"
 
 _COMMIT: Final = FENCE + """, r AS (
@@ -88,6 +91,7 @@ class ObjectGroupCommitter(GroupCommitter):
         self.objects = 0  # objects stored (each is one flush)
         crash_after = os.environ.get(CRASH_AFTER_PUT_ENV, "")
         self._crash_after = int(crash_after) if crash_after.isdigit() else None
+        self._producer_objects = 0  # objects stored that hold a producer's records (for _crash_after)
 
     async def _worker(self) -> None:
         while True:
@@ -125,10 +129,20 @@ class ObjectGroupCommitter(GroupCommitter):
             self._put_failing = False
             log.info("flushes to the object store succeed again")
         self.objects += 1
-        if self._crash_after is not None and self.objects >= self._crash_after:
-            log.warning("fault injection: killed after storing object %s, before its commit", key)
-            os.kill(os.getpid(), signal.SIGKILL)
+        if self._crash_after is not None:
+            self._maybe_crash(key, [w for w, _ in group])
         await self._run_statement(group, _COMMIT, self._node_id, *_arguments([w for w, _ in group], key, size, runs))
+
+    def _maybe_crash(self, key: str, writes: list[PartitionWrite]) -> None:
+        """CRASH_AFTER_PUT_ENV's fault: count the objects holding a producer's records, die at the Nth."""
+        produced = sum(1 for w in writes for b in w.batches if _from_a_producer(b.data))
+        if not produced:
+            return
+        self._producer_objects += 1
+        if self._crash_after is not None and self._producer_objects >= self._crash_after:
+            log.warning("fault injection: killed after storing object %s (%d batches of producers), before its "
+                        "commit", key, produced)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def _put_failed(self, group: list[Queued], exc: Exception) -> None:
         if not self._put_failing:
@@ -136,6 +150,11 @@ class ObjectGroupCommitter(GroupCommitter):
         self._put_failing = True
         fail_all(group, KafkaError(ErrorCode.kafka_storage_error, f"the object store did not take the append "
                                    f"(nothing was written; retry): {exc}"))
+
+
+def _from_a_producer(batch: bytes) -> bool:
+    header = RecordBatchHeader.parse(batch)
+    return header.has_producer_id and not header.is_control
 
 
 _Run = tuple[int, int]  # (byte_start, byte_length) of one write's batches in the object

@@ -46,7 +46,7 @@ class Sender:
         self.acked: list[bytes] = []
         self.errors: list[str] = []
 
-    def _delivered(self, err: Any, msg: Any) -> None:
+    def on_delivery(self, err: Any, msg: Any) -> None:
         if err is None:
             self.acked.append(msg.value())
         else:
@@ -54,7 +54,7 @@ class Sender:
 
     def send(self, topic: str, values: range, partitions: int) -> None:
         for i in values:
-            self.producer.produce(topic, value=b"%d" % i, key=b"%d" % (i % partitions), on_delivery=self._delivered)
+            self.producer.produce(topic, value=b"%d" % i, key=b"%d" % (i % partitions), on_delivery=self.on_delivery)
             self.producer.poll(0)
 
     def flush(self) -> None:
