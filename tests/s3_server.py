@@ -170,10 +170,14 @@ class LoopbackS3Server:
                 self.proc.wait(timeout=30)
             self.proc = None
 
-    def restart(self) -> None:
-        """Kill the server and start it again on the same directory and ports."""
+    def crash(self) -> None:
+        """Kill the server; start() brings it back on the same directory and ports."""
         self.stop()
         self._stopped()
+
+    def restart(self) -> None:
+        """Kill the server and start it again on the same directory and ports."""
+        self.crash()
         self.start()
 
     def _stopped(self) -> None:
