@@ -6,12 +6,14 @@ holds any of them leaves the request dynamically typed.
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from protocol.api_keys import ApiKey
-from protocol.build import build
+from protocol.build import MissingFieldError, MissingFields, build
 from protocol.codec import RequestHeader, response_schema
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import ClusterView, IsolationLevel, TopicPartition
@@ -19,12 +21,38 @@ from storage.api import ClusterView, IsolationLevel, TopicPartition
 from .principal import Session
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
     from kio.static.protocol import ResponsePayload
 
     from .security.sasl import SaslAuthenticator
     from .state import BrokerState
 
 __all__ = ("CloseConnection", "Handler", "RequestContext", "NO_RESPONSE", "check_leader", "isolation_level")
+
+log = logging.getLogger(__name__)
+
+# Set (to 1) by the test suite, for the brokers it starts too: a success answer missing a field
+# (protocol/build.py's rule) fails the request, and the broker's logged traceback the test.
+STRICT_RESPONSES_ENV: Final = "EOSBROKER_STRICT_RESPONSES"
+_warned: set[tuple[type[DataclassInstance], frozenset[str]]] = set()
+
+
+def _refuse_missing(cls: type[DataclassInstance], absent: frozenset[str]) -> None:
+    raise MissingFieldError(f"{cls.__name__} v{getattr(cls, '__version__', '?')} built without "
+                            f"{', '.join(sorted(absent))}, which Kafka's JSON gives no default")
+
+
+def _fill_missing(cls: type[DataclassInstance], absent: frozenset[str]) -> None:
+    """In production the answer goes out with those fields at their defaults, as Kafka's generated
+    classes would send them: refusing it would fail a request the client may well get on with."""
+    if (cls, absent) not in _warned:
+        _warned.add((cls, absent))
+        log.warning("%s v%s answered without %s (left at the default; a broker bug worth reporting)",
+                    cls.__name__, getattr(cls, "__version__", "?"), ", ".join(sorted(absent)))
+
+
+_MISSING: Final[MissingFields] = _refuse_missing if os.environ.get(STRICT_RESPONSES_ENV) else _fill_missing
+
 
 # A handler returns this when the protocol wants no answer (Produce with acks=0).
 NO_RESPONSE: Final = object()
@@ -57,8 +85,9 @@ class RequestContext:
 
     def respond(self, data: Mapping[str, object]) -> ResponsePayload:
         """The response entity of this request's API and version, built from plain values; a key
-        no version of the response has raises protocol.build.UnknownFieldError (a misspelt field)."""
-        return build(response_schema(self.header.api_key, self.header.api_version), data)
+        no version of the response has raises protocol.build.UnknownFieldError (a misspelt field),
+        and a success that misses a field is refused under the tests, logged otherwise (_MISSING)."""
+        return build(response_schema(self.header.api_key, self.header.api_version), data, _MISSING)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,6 +7,21 @@ A key that no version of the entity has is a typo and raises UnknownFieldError: 
 would answer the field's default (error code 0) without failing any test.
 Requests go the other way through `field_or`, for fields older versions lack.
 
+A response may also not miss a field (build(..., missing=...), which ctx.respond passes). The
+rule follows how Kafka's own handlers fill their generated *Data classes, which default every
+field: an error answer sets its error code and little else (JoinGroupRequest.getErrorResponse and
+the group coordinator's `new JoinGroupResponseData().setMemberId(..).setErrorCode(..)` leave the
+leader, protocol and members at their defaults), while a success answer sets each field it
+carries. So an entity whose error code is given and not NONE, and everything nested in it, may
+leave any field at its default; every other entity -- a success, or one with no error code (a
+topic or partition list, a broker) -- must give each field to which Kafka's JSON gives no
+default, except those whose untouched value is the success's own (error_code: "0 if there was no
+error", error_message: "null if there was no error") and throttle_time, which Kafka sets in one
+place for every response (sendResponseMaybeThrottle); here only Produce and Fetch have quotas,
+and they write their own answers (protocol/fast_responses.py), so every other one is 0. A
+whole-request error answer (broker/error_response.py, Kafka's getErrorResponse) passes no check.
+Requests are built without one (tools and tests describe only what they send).
+
 Typing: build() takes any entity class of any API and version and reads its fields by reflection;
 field values are whatever type each field has, so classes and values are dynamically typed here.
 """
@@ -20,7 +35,7 @@ import typing
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
@@ -31,7 +46,8 @@ from . import newer_schemas
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ("SchemaField", "UnknownFieldError", "build", "class_cache", "field_or", "schema_fields")
+__all__ = ("MissingFieldError", "MissingFields", "SchemaField", "UnknownFieldError", "build", "class_cache",
+           "field_or", "required_fields", "schema_fields")
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
@@ -48,6 +64,18 @@ def class_cache(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 
 class UnknownFieldError(TypeError):
     """A response described with a key that no version of its entity has: a misspelt field."""
+
+
+class MissingFieldError(TypeError):
+    """A success answer built without a field Kafka's JSON gives no default: see the module's rule."""
+
+
+# What build() does with a response entity that misses required fields: raise, or log and let
+# the defaults stand (the broker's choice, broker/handler.py).
+MissingFields = Callable[["type[DataclassInstance]", frozenset[str]], None]
+
+# Fields with no default in Kafka's JSON that a success may still leave out: see the module's rule.
+_IMPLIED: Final = frozenset({"error_message", "throttle_time"})
 
 
 def field_or(entity: Any, name: str, default: Any) -> Any:
@@ -135,13 +163,13 @@ def _zero(kafka_type: str | None, nested: Any, nullable: bool) -> Any:
     return 0
 
 
-def _convert(kafka_type: str | None, nested: Any, value: Any) -> Any:
+def _convert(kafka_type: str | None, nested: Any, value: Any, missing: MissingFields | None) -> Any:
     if value is None:
         return None
     if nested is not None:
         if isinstance(value, Mapping):
-            return build(nested, value)
-        return tuple(v if dataclasses.is_dataclass(v) else build(nested, v) for v in value)
+            return build(nested, value, missing)
+        return tuple(v if dataclasses.is_dataclass(v) else build(nested, v, missing) for v in value)
     if isinstance(value, list):
         return tuple(value)
     match kafka_type:
@@ -194,12 +222,36 @@ def _refuse_unknown(cls: type[DataclassInstance], data: Mapping[str, object]) ->
                                 f"its fields are {', '.join(sorted(known))}")
 
 
-def build(cls: type[_E], data: Mapping[str, object]) -> _E:
+@class_cache
+def required_fields(cls: type[DataclassInstance]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(the fields a success must give, the error code fields that tell an error answer)."""
+    fields = dataclasses.fields(cls)
+    errors = tuple(f.name for f in fields if f.metadata.get("kafka_type") == "error_code")
+    required = frozenset(f.name for f in fields if f.default is dataclasses.MISSING
+                         and f.default_factory is dataclasses.MISSING and f.name not in _IMPLIED
+                         and f.name not in errors)
+    return required, errors
+
+
+def _check(cls: type[DataclassInstance], data: Mapping[str, object], missing: MissingFields) -> bool:
+    """Whether the entity's children are checked too: not inside an error answer."""
+    required, errors = required_fields(cls)
+    if any(data.get(name) for name in errors):  # an error answer: Kafka leaves the rest at defaults
+        return False
+    if not data.keys() >= required:
+        missing(cls, required.difference(data))
+    return True
+
+
+def build(cls: type[_E], data: Mapping[str, object], missing: MissingFields | None = None) -> _E:
+    """`missing`: called with the fields a success answer left out (see the module's rule)."""
     _refuse_unknown(cls, data)
+    if missing is not None and not _check(cls, data, missing):
+        missing = None
     kwargs = {}
     for name, kafka_type, nested, default, _nullable in _plan(cls):
         if name in data:
-            kwargs[name] = _convert(kafka_type, nested, data[name])
+            kwargs[name] = _convert(kafka_type, nested, data[name], missing)
         else:
             kwargs[name] = default
     return cls(**kwargs)

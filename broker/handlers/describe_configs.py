@@ -91,9 +91,10 @@ def logger_config_entries() -> list[ConfigEntry]:
 _DOCS = {TOPIC: config_docs.topic_doc, BROKER: config_docs.broker_doc, group_configs.GROUP: config_docs.group_doc}
 
 
-def _documented(entry: ConfigEntry, doc: Callable[[str], str | None]) -> ConfigEntry:
+def _documented(entry: ConfigEntry, doc: Callable[[str], str | None] | None) -> ConfigEntry:
+    """Null where not asked for or not known, as Kafka's ConfigHelper sets it (v3+ must carry it)."""
     documented = entry.copy()
-    documented["documentation"] = doc(entry["name"])
+    documented["documentation"] = doc(entry["name"]) if doc is not None else None
     return documented
 
 
@@ -111,8 +112,7 @@ def _describe(ctx: RequestContext, resource: DescribeConfigsResource, include_sy
     if keys:
         configs = [c for c in configs if c["name"] in keys]
     doc = _DOCS.get(resource.resource_type) if documentation else None
-    if doc is not None:
-        configs = [_documented(c, doc) for c in configs]
+    configs = [_documented(c, doc) for c in configs]
     return entry | {"configs": configs}
 
 

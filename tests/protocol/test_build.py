@@ -4,10 +4,12 @@ import pytest
 from kio.schema.create_topics.v7.request import CreateTopicsRequest
 from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest
 from kio.schema.describe_topic_partitions.v0.response import DescribeTopicPartitionsResponse
+from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse as FindCoordinatorResponseV4
+from kio.schema.join_group.v9.response import JoinGroupResponse as JoinGroupResponseV9
 from kio.schema.metadata.v0.response import MetadataResponse as MetadataResponseV0
 from kio.schema.metadata.v12.response import MetadataResponse as MetadataResponseV12
 
-from protocol.build import UnknownFieldError, build, known_fields
+from protocol.build import MissingFieldError, UnknownFieldError, build, known_fields
 from protocol.errors import ErrorCode
 from protocol.newer_schemas import TxnOffsetCommitResponseTopicV6
 
@@ -45,3 +47,38 @@ def test_protocol_newer_schemas_share_the_names_of_kios_versions() -> None:
     assert resp.partitions == ()
     with pytest.raises(UnknownFieldError):
         build(TxnOffsetCommitResponseTopicV6, {"topic": "t", "partitions": []})
+
+
+def _refuse(cls: type, absent: frozenset[str]) -> None:
+    raise MissingFieldError(f"{cls.__name__}: {sorted(absent)}")
+
+
+def test_a_success_answer_missing_a_field_fails() -> None:
+    # A JoinGroup success that forgot its leader would tell every member it is not the leader.
+    joined = {"generation_id": 3, "protocol_type": "consumer", "protocol_name": "range", "member_id": "m-1",
+              "members": [{"member_id": "m-1", "metadata": b""}]}
+    with pytest.raises(MissingFieldError, match=r"JoinGroupResponse: \['leader'\]"):
+        build(JoinGroupResponseV9, joined, _refuse)
+    # Nested entities are checked too: a member without its metadata.
+    with pytest.raises(MissingFieldError, match=r"JoinGroupResponseMember: \['metadata'\]"):
+        build(JoinGroupResponseV9, joined | {"leader": "m-1", "members": [{"member_id": "m-1"}]}, _refuse)
+    # error_code, error_message ("0"/"null if there was no error") and throttle_time may be left out.
+    answer = build(JoinGroupResponseV9, joined | {"leader": "m-1"}, _refuse)
+    assert (answer.error_code, answer.leader, answer.throttle_time.total_seconds()) == (ErrorCode.none, "m-1", 0)
+
+
+def test_an_error_answer_may_leave_fields_at_their_defaults() -> None:
+    # As Kafka's group coordinator answers: new JoinGroupResponseData().setMemberId(..).setErrorCode(..).
+    answer = build(JoinGroupResponseV9, {"error_code": ErrorCode.unknown_member_id, "member_id": ""}, _refuse)
+    assert (answer.leader, answer.protocol_name, answer.members) == ("", None, ())
+    # Per entity: an erroring coordinator item needs no host, a successful one does.
+    failed = {"key": "g", "error_code": ErrorCode.coordinator_not_available}
+    assert build(FindCoordinatorResponseV4, {"coordinators": [failed]}, _refuse).coordinators[0].port == 0
+    with pytest.raises(MissingFieldError, match=r"Coordinator: \['host', 'port'\]"):
+        build(FindCoordinatorResponseV4, {"coordinators": [failed, {"key": "h", "node_id": 1}]}, _refuse)
+
+
+def test_requests_and_unchecked_builds_take_the_defaults() -> None:
+    # No `missing` policy (requests, broker/error_response.py's whole-request errors): nothing is required.
+    assert build(JoinGroupResponseV9, {}).member_id == ""
+    assert build(CreateTopicsRequest, {"topics": []}).validate_only is False
