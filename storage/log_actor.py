@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar, assert_never
+from typing import Any, TypeVar
 
 from protocol.errors import ErrorCode, KafkaError
 
 from .api import AppendOrigin, LogAppendInfo
+from .log_messages import AFTER_ACKS, BEFORE_ACKS, CLOSE, AfterAcks, Append, Barrier, BeforeAcks, Close, LogMessage
 
 __all__ = ("LogActor",)
 
@@ -27,33 +26,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class _Append:
-    records: bytes | memoryview
-    origin: AppendOrigin
-    reply: asyncio.Future[LogAppendInfo]
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """Run a synchronous function on the log's state inside the owner task."""
-
-    # Dynamic: fn returns what its caller (call[T]) awaits from reply; one queue holds every T.
-    fn: Callable[[], Any]
-    reply: asyncio.Future[Any]
-
-
-@dataclass(frozen=True, slots=True)
-class _Io:
-    """Run a coroutine inside the owner task: it awaits file work on a worker thread, and no other
-    command of this log runs until it is done (the log's files are never seen mid-change)."""
-
-    # Dynamic: as _Call's, for _exclusive[T].
-    fn: Callable[[], Awaitable[Any]]
-    reply: asyncio.Future[Any]
-
-
-_Command = _Append | _Call | _Io
+# Any: each message's reply future has its own T (Future is invariant), set with what _handle
+# returned for that message.
+_Command = tuple[LogMessage[object], asyncio.Future[Any]]
 _Acks = list[tuple[asyncio.Future[LogAppendInfo], LogAppendInfo]]
 
 
@@ -74,26 +49,20 @@ class LogActor:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"log-{self._name}")
         self._task.add_done_callback(self._on_done)
 
-    async def _stop(self, last: Callable[[], Awaitable[object]]) -> None:
-        """Run last after every queued command, then end the task (once, however many callers)."""
+    async def _stop(self) -> None:
+        """Run _last after every queued command, then end the task (once, however many callers)."""
         if self._task is None:
             return
         if self._stopping is None:
-            self._stopping = asyncio.ensure_future(self._stop_once(self._task, last))
+            self._stopping = asyncio.ensure_future(self._stop_once(self._task))
         await asyncio.shield(self._stopping)
 
-    async def _stop_once(self, task: asyncio.Task[None], last: Callable[[], Awaitable[object]]) -> None:
+    async def _stop_once(self, task: asyncio.Task[None]) -> None:
         if not task.done() and self._offline is None:
             # Commands queued before this one still run; _put refuses any sent after it, so
-            # nothing touches the files once last has closed them.
-            async def final() -> object:
-                try:
-                    return await last()
-                finally:
-                    self._last_ran = True
-
-            reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-            self._queue.put_nowait(_Io(final, reply))
+            # nothing touches the files once _last has closed them.
+            reply: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._queue.put_nowait((CLOSE, reply))
             try:
                 await reply
             except KafkaError:
@@ -110,9 +79,9 @@ class LogActor:
         if exc is not None:
             log.error("log actor for %s died: %r", self._name, exc)
         while not self._queue.empty():
-            cmd = self._queue.get_nowait()
-            if not cmd.reply.done():
-                cmd.reply.set_exception(self._ended_error())
+            _, reply = self._queue.get_nowait()
+            if not reply.done():
+                reply.set_exception(self._ended_error())
 
     def _ended_error(self) -> KafkaError:
         if self._offline is not None:
@@ -131,38 +100,24 @@ class LogActor:
             # Written in this task while the owner had nothing to do: the same all-or-nothing
             # step the owner would run, without the queue's two event-loop turns per request.
             if self._acks_due():
-                await self._exclusive(self._before_acks)
+                await self.ask(BEFORE_ACKS)
             self._wake_waiters()
             self._after_acks_soon()
             return info
-        reply: asyncio.Future[LogAppendInfo] = asyncio.get_running_loop().create_future()
-        self._put(_Append(records, origin, reply))
-        return await reply
+        return await self.ask(Append(records, origin))
 
-    async def call(self, fn: Callable[[], T]) -> T:
-        """Run fn on the log's state inside the owner task."""
+    async def ask(self, message: LogMessage[T]) -> T:
+        """Run message inside the owner task, after everything queued before it; its answer."""
         reply: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._put(_Call(fn, reply))
+        self._put((message, reply))
         return await reply
-
-    async def query(self, fn: Callable[[], T]) -> T:
-        """call for a fn that only reads: while the owner task is idle (nothing running or queued)
-        the state is whole and fn runs right here, saving the two event-loop turns through the
-        queue that a fetch of a busy partition, or of each of a thousand, would pay."""
-        if not self._idle():
-            return await self.call(fn)
-        return fn()
 
     def _idle(self) -> bool:
-        """The owner task runs nothing and has nothing queued: the log's state is whole."""
+        """The owner task runs nothing and has nothing queued: the log's state is whole, so a
+        read may run right in the caller's task, saving the two event-loop turns through the
+        queue that a fetch of a busy partition, or of each of a thousand, would pay."""
         return not self._running and self._offline is None and self._stopping is None and self._queue.empty() \
             and self._task is not None and not self._task.done() and not self._task.cancelling()
-
-    async def _exclusive(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run the coroutine fn inside the owner task, alone (see _Io)."""
-        reply: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._put(_Io(fn, reply))
-        return await reply
 
     def _put(self, cmd: _Command) -> None:
         if self._offline is not None or self._stopping is not None or (self._task is not None and self._task.done()):
@@ -178,7 +133,7 @@ class LogActor:
         reply: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         reply.add_done_callback(_retrieve)
         try:
-            self._put(_Io(self._after_acks, reply))
+            self._put((AFTER_ACKS, reply))
         except KafkaError:
             pass  # closing (its last command snapshots) or offline: nothing to do
 
@@ -199,14 +154,14 @@ class LogActor:
 
     async def _run(self) -> None:
         while True:
-            cmd = await self._queue.get()
+            message, reply = await self._queue.get()
             self._running = True
             acks: _Acks = []
             while True:
-                await self._execute(cmd, acks)
+                await self._execute(message, reply, acks)
                 if self._queue.empty():
                     break
-                cmd = self._queue.get_nowait()
+                message, reply = self._queue.get_nowait()
             if acks:
                 await self._acknowledge(acks)
                 self._wake_waiters()
@@ -215,25 +170,38 @@ class LogActor:
             if self._last_ran and self._queue.empty():
                 return
 
-    async def _execute(self, cmd: _Command, acks: _Acks) -> None:
-        if cmd.reply.done():
+    async def _execute(self, message: LogMessage[object], reply: asyncio.Future[Any], acks: _Acks) -> None:
+        if reply.done():
             return
         if self._offline is not None:
-            cmd.reply.set_exception(self._offline)
+            reply.set_exception(self._offline)
             return
         try:
-            match cmd:
-                case _Append():
-                    acks.append((cmd.reply, await self._append_command(cmd.records, cmd.origin)))
-                case _Call():
-                    cmd.reply.set_result(cmd.fn())
-                case _Io():
-                    cmd.reply.set_result(await cmd.fn())
-                case _:
-                    assert_never(cmd)
+            if type(message) is Append:  # the hot path: answered with its group, after _before_acks
+                acks.append((reply, await self._append_command(message.records, message.origin)))
+            else:
+                reply.set_result(await self._handle(message))
         except Exception as exc:
-            if not cmd.reply.done():
-                cmd.reply.set_exception(exc)
+            if not reply.done():
+                reply.set_exception(exc)
+
+    async def _handle(self, message: LogMessage[object]) -> object:
+        """Run one message other than an append; each subclass matches its own, then asks its base."""
+        match message:
+            case BeforeAcks():
+                await self._before_acks()
+            case AfterAcks():
+                await self._after_acks()
+            case Close():
+                try:
+                    await self._last()
+                finally:
+                    self._last_ran = True
+            case Barrier():
+                pass
+            case _:
+                raise TypeError(f"{self._name}: no handler for {message!r}")
+        return None
 
     async def _acknowledge(self, acks: _Acks) -> None:
         try:
@@ -246,6 +214,9 @@ class LogActor:
         for reply, info in acks:
             if not reply.done():
                 reply.set_result(info)
+
+    async def _last(self) -> None:
+        """The last command before the task ends (close): flush and close, or a last snapshot."""
 
     async def _append_command(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
         raise NotImplementedError

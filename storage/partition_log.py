@@ -18,17 +18,28 @@ from protocol.record_batch import RecordBatchHeader
 from .api import AppendOrigin, FetchDataInfo, IsolationLevel, LogAppendInfo, TopicPartition
 from .cleaner import swap
 from .cleaner.clean_pass import CleanResult
-from .cleaner.cleanable import CleaningPlan, plan_cleaning, read_checkpoint, swap_in
+from .cleaner.cleanable import CleaningPlan, dirty_ratio_now, plan_cleaning, read_checkpoint, swap_in
 from .fs import LOCAL_FS, FileSystem
+from .local_retention import delete_records_before, enforce_retention
 from .log_append import PendingBatch
 from .log_config import LogConfig
-from .log_retention import deletable_segments
+from .log_messages import (
+    DeleteRecordsBefore,
+    DirtyRatio,
+    EnforceRetention,
+    Flush,
+    LogMessage,
+    MaxTimestampOffset,
+    OffsetForTimestamp,
+    PlanCleaning,
+    Read,
+    SwapCleaned,
+)
 from .log_segment import LogSegment
-from .log_start_offset import read_log_start_offset, write_log_start_offset
+from .log_start_offset import read_log_start_offset
 from .log_transactions import LogTransactions
 from .segment_reads import max_timestamp_offset, offset_for_timestamp, read_batches, segment_index
 from .sequenced_log import SequencedAppend, SequencedLog
-from .topic_checks import delete_records_target
 from .transaction_index import TransactionIndexFile
 
 __all__ = ("LocalPartitionLog",)
@@ -95,7 +106,10 @@ class LocalPartitionLog(SequencedLog):
         self.txns.recover(self.segments, self.log_end_offset)
 
     async def close(self) -> None:
-        await self._stop(lambda: asyncio.to_thread(self._close_sync))
+        await self._stop()
+        await asyncio.to_thread(self._close_sync)
+
+    async def _last(self) -> None:
         await asyncio.to_thread(self._close_sync)
 
     def _close_sync(self) -> None:
@@ -140,33 +154,63 @@ class LocalPartitionLog(SequencedLog):
     async def read(self, fetch_offset: int, max_bytes: int,
                    isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED, *,
                    min_one: bool = True) -> FetchDataInfo:
-        return await self.query(lambda: self.read_sync(fetch_offset, max_bytes, isolation, min_one))
+        if self._idle():  # the fetch fast path: no message, no event-loop turn
+            return self.read_sync(fetch_offset, max_bytes, isolation, min_one)
+        return await self.ask(Read(fetch_offset, max_bytes, isolation, min_one))
 
     async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        return await self.call(lambda: self._offset_for_timestamp(timestamp))
+        return await self.ask(OffsetForTimestamp(timestamp))
 
     async def enforce_retention(self, now_ms: int) -> int:
-        return await self._exclusive(lambda: self._enforce_retention(now_ms))
+        return await self.ask(EnforceRetention(now_ms))
 
     async def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to offset (-1: the high watermark), durably,
         and drop the segments wholly below it. Returns the log start offset (the low watermark)."""
-        return await self._exclusive(lambda: self._increment_log_start_offset(offset))
+        return await self.ask(DeleteRecordsBefore(offset))
 
     async def flush(self) -> None:
-        await self._exclusive(self._flush)
+        await self.ask(Flush())
 
     async def offset_for_max_timestamp(self) -> tuple[int, int] | None:
-        return await self.call(self.max_timestamp_offset)
+        return await self.ask(MaxTimestampOffset())
 
     # -- cleaning (storage/cleaner/) ---------------------------------------------------------------
 
     async def plan_cleaning(self, now_ms: int, map_capacity: int) -> CleaningPlan | None:
-        return await self.call(lambda: plan_cleaning(self, now_ms, map_capacity))
+        return await self.ask(PlanCleaning(now_ms, map_capacity))
 
     async def swap_cleaned(self, result: CleanResult) -> int:
-        """Take a cleaning pass's segments in, alone in the owner task (reads wait, never see a mix)."""
-        return await self._exclusive(lambda: swap_in(self, result))
+        return await self.ask(SwapCleaned(result))
+
+    async def dirty_ratio(self) -> float:
+        return await self.ask(DirtyRatio())
+
+    # -- the owner task's dispatch -------------------------------------------------------------------
+
+    async def _handle(self, message: LogMessage[object]) -> object:
+        match message:
+            case Read(fetch_offset, max_bytes, isolation, min_one):
+                return self.read_sync(fetch_offset, max_bytes, isolation, min_one)
+            case OffsetForTimestamp(timestamp):
+                return offset_for_timestamp(self.segments, timestamp, self._log_start_offset)
+            case MaxTimestampOffset():
+                return self.max_timestamp_offset()
+            case EnforceRetention(now_ms):
+                return await enforce_retention(self, now_ms)
+            case DeleteRecordsBefore(offset):
+                return await delete_records_before(self, offset)
+            case Flush():
+                await self._flush()
+                return None
+            case PlanCleaning(now_ms, map_capacity):
+                return plan_cleaning(self, now_ms, map_capacity)
+            case SwapCleaned(result):
+                return await swap_in(self, result)
+            case DirtyRatio():
+                return dirty_ratio_now(self)
+            case _:
+                return await super()._handle(message)
 
     @property
     def fs(self) -> FileSystem:
@@ -336,53 +380,5 @@ class LocalPartitionLog(SequencedLog):
             return False
         return segment_index(segments, fetch_offset) < segment_index(segments, end)
 
-    def _offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        return offset_for_timestamp(self.segments, timestamp, self._log_start_offset)
-
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         return max_timestamp_offset(self.segments)
-
-    # -- retention --------------------------------------------------------------------------------
-
-    async def _increment_log_start_offset(self, offset: int) -> int:
-        target = delete_records_target(self.tp, self.config, offset, self.high_watermark)
-        if target > self._log_start_offset:
-            try:
-                await asyncio.to_thread(write_log_start_offset, self.directory, self.tp.topic, self.tp.partition,
-                                        target, self._fs)
-            except OSError as exc:
-                raise KafkaError(ErrorCode.kafka_storage_error,
-                                 f"cannot checkpoint the log start offset of {self.tp}: {exc}") from exc
-            self._log_start_offset = target
-            await self._delete_segments(deletable_segments(self.segments, self.config, 0, target, retention=False))
-        return self._log_start_offset
-
-    async def _enforce_retention(self, now_ms: int) -> int:
-        """Delete whole non-active segments past retention.ms or retention.bytes; count deleted."""
-        self.txns.remove_expired_producers(now_ms)
-        count = deletable_segments(self.segments, self.config, now_ms, self._log_start_offset, retention=True)
-        await self._delete_segments(count)
-        return count
-
-    async def _delete_segments(self, count: int) -> None:
-        gone = []
-        for _ in range(count):
-            seg = self.segments.pop(0)
-            # Retention moves the start to the first kept segment; DeleteRecords may be past it.
-            self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
-            self.txns.on_delete_segment(seg.base_offset)
-            gone.append(seg)
-        if not gone:
-            return
-        try:
-            await asyncio.to_thread(_delete_all, gone)
-        except OSError as exc:
-            log.warning("%s: deleting old segment files failed (they are no longer used): %s", self.tp, exc)
-        for seg in gone:
-            log.info("%s: deleted segment %d; log start offset %d", self.tp, seg.base_offset, self._log_start_offset)
-
-
-def _delete_all(segments: list[LogSegment]) -> None:
-    for seg in segments:
-        seg.delete()
-

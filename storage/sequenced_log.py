@@ -17,6 +17,7 @@ from .api import ActiveProducer, AppendOrigin, LogAppendInfo, OpenTransaction, T
 from .log_actor import LogActor
 from .log_append import LEADER_EPOCH, PendingBatch, PreparedAppend, duplicate_info, prepare_append, validate_batches
 from .log_config import LogConfig
+from .log_messages import ActiveProducers, LogMessage, UpdateConfig
 from .producer_state import ProducerStateEntry, ProducerStateManager
 
 __all__ = ("SequencedAppend", "SequencedLog", "active_producer")
@@ -60,6 +61,10 @@ class SequencedLog(LogActor):
     def log_start_offset(self) -> int:
         return self._log_start_offset
 
+    @log_start_offset.setter
+    def log_start_offset(self, offset: int) -> None:  # DeleteRecords and retention, in the owner task
+        self._log_start_offset = offset
+
     @property
     def last_stable_offset(self) -> int:
         # Never below the log start: DeleteRecords may cut into an open transaction (Kafka's
@@ -76,7 +81,7 @@ class SequencedLog(LogActor):
     # -- producers (read on the event loop, or inside the owner task) -----------------------------
 
     async def active_producers(self) -> list[ActiveProducer]:
-        return await self.call(lambda: [active_producer(e) for e in self.producer_state.producers.values()])
+        return await self.ask(ActiveProducers())
 
     def open_transactions(self) -> list[OpenTransaction]:
         state = self.producer_state
@@ -89,10 +94,17 @@ class SequencedLog(LogActor):
 
     async def update_config(self, config: LogConfig) -> None:
         """Adopt new topic configs between two commands, never in the middle of one."""
-        await self.call(lambda: self._set_config(config))
+        await self.ask(UpdateConfig(config))
 
-    def _set_config(self, config: LogConfig) -> None:
-        self.config = config
+    async def _handle(self, message: LogMessage[object]) -> object:
+        match message:
+            case ActiveProducers():
+                return [active_producer(e) for e in self.producer_state.producers.values()]
+            case UpdateConfig(config):
+                self.config = config
+                return None
+            case _:
+                return await super()._handle(message)
 
     # -- sequencing an append (in the owner task) ---------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -67,6 +68,13 @@ def dirty_ratio(segments: list[LogSegment], first_dirty: int, first_uncleanable:
         else:
             dirty += seg.size
     return clean, dirty
+
+
+def dirty_ratio_now(plog: LocalPartitionLog) -> float:
+    """The share of the closed segments' bytes that is dirty (the ratio a pass is logged with)."""
+    first_uncleanable = first_uncleanable_offset(plog, int(time.time() * 1000))
+    clean, dirty = dirty_ratio(plog.segments, max(plog.first_dirty_offset, plog.log_start_offset), first_uncleanable)
+    return dirty / (clean + dirty) if clean + dirty else 0.0
 
 
 def _overdue(plog: LocalPartitionLog, closed: list[LogSegment], first_dirty: int, now_ms: int) -> bool:

@@ -29,7 +29,7 @@ from protocol.errors import KafkaError
 from ..api import CleanerStats, PassStats
 from ..log_config import LogConfig
 from .clean_pass import BYTES_PER_MAP_ENTRY, CleanResult, CleanTask, run_clean_pass, watch_broker
-from .cleanable import CleaningPlan, dirty_ratio, first_uncleanable_offset
+from .cleanable import CleaningPlan
 from .throttler import UNLIMITED
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ class LogCleaner(CleanerService):
         except KafkaError as exc:  # the log was closed or went offline meanwhile
             log.info("cleaned segments of %s not swapped in: %s", plog.tp, exc)
             return None
-        after = await plog.call(lambda: _ratio_now(plog))
+        after = await plog.dirty_ratio()
         stats = PassStats(partition=str(plog.tp), bytes_read=result.bytes_read, bytes_written=result.bytes_written,
                           dirty_ratio_before=plan.dirty_ratio, dirty_ratio_after=after,
                           seconds=time.monotonic() - started, throttled_s=result.throttled_s, cpu_s=result.cpu_s)
@@ -233,12 +233,6 @@ class LogCleaner(CleanerService):
     async def _clean(self, task: CleanTask) -> CleanResult:
         return await self.in_worker(run_clean_pass, task)
 
-
-
-def _ratio_now(plog: LocalPartitionLog) -> float:
-    first_uncleanable = first_uncleanable_offset(plog, int(time.time() * 1000))
-    clean, dirty = dirty_ratio(plog.segments, max(plog.first_dirty_offset, plog.log_start_offset), first_uncleanable)
-    return dirty / (clean + dirty) if clean + dirty else 0.0
 
 
 def log_pass(stats: CleanerStats, s: PassStats) -> None:

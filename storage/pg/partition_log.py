@@ -28,6 +28,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..api import AbortedTxn, AppendOrigin, FetchDataInfo, IsolationLevel, LogAppendInfo, TopicPartition
 from ..log_config import LogConfig
+from ..log_messages import DeleteRecordsBefore, EnforceRetention, LogMessage
 from ..producer_snapshot import encode_snapshot
 from ..producer_state import ProducerStateManager
 from ..sequenced_log import SequencedAppend, SequencedLog
@@ -36,6 +37,7 @@ from ..transaction_index import TransactionIndex
 from .clean_rows import PgCleanResult
 from .cleaning import ActiveRange, CleaningState, PgCleaningPlan, plan_cleaning
 from .group_commit import BatchRow, GroupCommitter, PartitionWrite
+from .log_messages import ApplyCleaning, ReadCleaningState, Recover, Snapshot
 from .partition_store import PartitionStore
 from .pool import OutOfTime, within
 from .recovery import rebuild
@@ -116,9 +118,9 @@ class PgPartitionLog(SequencedLog):
     async def close(self) -> None:
         """Stop serving (resignation, shutdown): a last snapshot first, so the next leader
         replays nothing."""
-        await self._stop(self._final_snapshot)
+        await self._stop()
 
-    async def _final_snapshot(self) -> None:
+    async def _last(self) -> None:
         if not self.fenced and not self._stale and self._since_snapshot:
             # Bounded: a broker whose lease lapsed because the database is gone must drop its
             # partitions at once, not after a statement timeout per partition.
@@ -184,7 +186,7 @@ class PgPartitionLog(SequencedLog):
     async def recover(self) -> None:
         """Re-read a stale log's state now (its owner calls this periodically), so that an append
         committed without confirmation becomes readable even if no further append comes."""
-        await self._exclusive(self._reload_if_stale)
+        await self.ask(Recover())
 
     async def _reload_if_stale(self) -> None:
         if self._stale and not self.fenced:
@@ -301,16 +303,16 @@ class PgPartitionLog(SequencedLog):
     async def plan_cleaning(self, url: str, now_ms: int, map_capacity: int) -> PgCleaningPlan | None:
         """A pass if one is due. A pass commits only over a range a producer snapshot covers (a new
         leader never replays a cleaned range), so one is written here when the newest is older."""
-        state = await self.call(self._cleaning_state)
+        state = await self.ask(ReadCleaningState())
         plan = await self._guarded(plan_cleaning(self._store, state, url=url, node_id=self._node_id, now_ms=now_ms,
                                                  map_capacity=map_capacity))
         if plan is not None and self._snapshot_offset < plan.task.first_uncleanable_offset:
-            await self._exclusive(self._snapshot)
+            await self.ask(Snapshot())
         return plan
 
     async def cleaned(self, result: PgCleanResult) -> None:
         """A committed pass: the rows below result.end_offset changed in the database."""
-        await self.call(lambda: self._apply_cleaning(result))
+        await self.ask(ApplyCleaning(result))
 
     def _apply_cleaning(self, result: PgCleanResult) -> None:
         # Until now reads saw the rows as they were (the tail cache) or as they are (the database):
@@ -322,10 +324,30 @@ class PgPartitionLog(SequencedLog):
         self._size -= result.bytes_removed
         self.first_dirty_offset = max(self.first_dirty_offset, result.end_offset)
 
+    # -- the owner task's dispatch ---------------------------------------------------------------------
+
+    async def _handle(self, message: LogMessage[object]) -> object:
+        match message:
+            case Recover():
+                await self._reload_if_stale()
+            case ReadCleaningState():
+                return self._cleaning_state()
+            case Snapshot():
+                await self._snapshot()
+            case ApplyCleaning(result):
+                self._apply_cleaning(result)
+            case DeleteRecordsBefore(offset):
+                return await self._delete_records(offset)
+            case EnforceRetention(now_ms):
+                return await self._enforce_retention(now_ms)
+            case _:
+                return await super()._handle(message)
+        return None
+
     # -- the log start offset: DeleteRecords and retention ------------------------------------------
 
     async def delete_records_before(self, offset: int) -> int:
-        return await self._exclusive(lambda: self._delete_records(offset))
+        return await self.ask(DeleteRecordsBefore(offset))
 
     async def _delete_records(self, offset: int) -> int:
         await self._move_log_start(delete_records_target(self.tp, self.config, offset, self._high_watermark))
@@ -333,7 +355,7 @@ class PgPartitionLog(SequencedLog):
 
     async def enforce_retention(self, now_ms: int) -> int:
         """Delete the batches past retention.ms / retention.bytes; the new log start offset."""
-        return await self._exclusive(lambda: self._enforce_retention(now_ms))
+        return await self.ask(EnforceRetention(now_ms))
 
     async def _enforce_retention(self, now_ms: int) -> int:
         self.producer_state.remove_expired_producers(now_ms)

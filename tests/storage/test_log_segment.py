@@ -129,7 +129,7 @@ async def check_lookups(tmp_path, clean):
     assert plog.log_end_offset == 12
     assert await plog.offset_for_timestamp(1055) == (6, 1060)
     assert await plog.offset_for_timestamp(1000) == (0, 1000)
-    assert await plog.call(plog.max_timestamp_offset) == (11, 1110)
+    assert await plog.offset_for_max_timestamp() == (11, 1110)
     for offset in (1, 5, 9):
         info = await plog.read(offset, 1)
         [(_, header)] = list(iter_batches(info.records[0]))

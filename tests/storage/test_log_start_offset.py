@@ -99,5 +99,5 @@ async def test_offset_lookups_find_the_exact_record_inside_a_batch(tmp_path: Pat
     await plog.append(batch(n=10, ts0=1000))  # one batch: offsets 0-9, timestamps 1000-1009
     assert await plog.offset_for_timestamp(1004) == (4, 1004)
     assert await plog.offset_for_timestamp(1010) is None
-    assert await plog.call(plog.max_timestamp_offset) == (9, 1009)
+    assert await plog.offset_for_max_timestamp() == (9, 1009)
     await plog.close()

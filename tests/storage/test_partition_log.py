@@ -13,6 +13,7 @@ from protocol.record_batch import iter_batches
 from protocol.records import Record, build_batch, read_records
 from storage.api import AppendOrigin, IsolationLevel, TopicPartition
 from storage.log_config import LogConfig
+from storage.log_messages import BARRIER
 from storage.partition_log import LocalPartitionLog
 from tests.storage.helpers import crash
 
@@ -171,7 +172,7 @@ async def test_offset_for_timestamp_across_segments(tmp_path):
     assert await plog.offset_for_timestamp(10_750) == (16, 10_800)
     assert await plog.offset_for_timestamp(11_901) == (39, 11_901)
     assert await plog.offset_for_timestamp(11_902) is None
-    assert await plog.call(plog.max_timestamp_offset) == (39, 11_901)
+    assert await plog.offset_for_max_timestamp() == (39, 11_901)
     await plog.close()
 
 
@@ -283,11 +284,17 @@ async def test_an_append_waits_for_the_command_the_owner_is_running(plog):
 
     gate = asyncio.Event()
 
-    async def slow() -> int:
-        await gate.wait()
-        return plog.log_end_offset
+    ended_at: list[int] = []
+    handle = plog._handle
 
-    running = asyncio.ensure_future(plog._exclusive(slow))
+    async def gated(message):  # the owner runs a command that waits on gate
+        if message is BARRIER:
+            await gate.wait()
+            ended_at.append(plog.log_end_offset)
+        return await handle(message)
+
+    plog._handle = gated
+    running = asyncio.ensure_future(plog.ask(BARRIER))
     for _ in range(100):
         if plog._running:
             break
@@ -297,7 +304,8 @@ async def test_an_append_waits_for_the_command_the_owner_is_running(plog):
         await asyncio.sleep(0)
     assert not appending.done() and plog.log_end_offset == 0
     gate.set()
-    assert await running == 0
+    await running
+    assert ended_at == [0]
     assert (await appending).base_offset == 0
     assert (await plog.append(batch(2))).base_offset == 1  # idle again
 
@@ -325,7 +333,7 @@ async def test_issue_9_an_ended_log_answers_every_later_call(tmp_path):
     await plog.append(batch(1))
     await plog.close()
     for call in (lambda: plog.append(batch(1)), lambda: plog.read(0, 100), plog.flush,
-                 lambda: plog.delete_records_before(1), lambda: plog.call(lambda: None)):
+                 lambda: plog.delete_records_before(1), lambda: plog.ask(BARRIER)):
         with pytest.raises(KafkaError) as info:
             await call()
         assert info.value.code is ErrorCode.not_leader_or_follower

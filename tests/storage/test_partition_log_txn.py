@@ -13,6 +13,7 @@ from protocol.records import Record, build_batch
 from storage.api import AbortedTxn, AppendOrigin, IsolationLevel, TopicPartition
 from storage.fs import FileSystem
 from storage.log_config import LogConfig
+from storage.log_messages import BARRIER
 from storage.partition_log import LocalPartitionLog
 from storage.producer_snapshot import list_snapshot_offsets
 from tests.storage.helpers import crash
@@ -223,7 +224,7 @@ async def test_the_append_that_crosses_the_snapshot_interval_is_acknowledged_bef
         assert info.base_offset == 2
         assert list_snapshot_offsets(tmp_path) == []  # still held, and the append was answered
         fs.release.set()
-        await plog.call(lambda: None)  # the owner ran what was queued before this
+        await plog.ask(BARRIER)  # the owner ran what was queued before this
         assert list_snapshot_offsets(tmp_path) == [3]
         assert not [p for p in fs.synced if ".snapshot" in p]
     finally:

@@ -10,6 +10,7 @@ from protocol.errors import ErrorCode, KafkaError, RecordValidationError
 from protocol.record_batch import CompressionType
 from protocol.records import Record, build_batch
 from storage.api import AppendOrigin, IsolationLevel
+from storage.log_messages import BARRIER
 from tests.storage.cleaner.helpers import clean, compressed, end_txn, kv, latest, open_log, records, write_marker
 
 
@@ -177,7 +178,8 @@ async def test_a_marker_goes_only_after_its_records_and_delete_retention_ms(tmp_
     # Once the producer expires its emptied batch goes; the marker then gets a delete horizon of
     # now + delete.retention.ms and goes only after it.
     later = int(time.time() * 1000) + 2 * 86_400_000
-    await plog.call(lambda: plog.txns.remove_expired_producers(later))
+    await plog.ask(BARRIER)  # the owner is idle: the producer state may be changed right here
+    plog.txns.remove_expired_producers(later)
     assert await dirty_and_clean(20_000) == [(1, True, 1), (2, False, 1)]
     assert await dirty_and_clean(20_500) == [(1, True, 1), (2, False, 1)]
     assert await dirty_and_clean(21_400) == [(1, True, 1), (2, False, 1)]
