@@ -205,6 +205,7 @@ def _family_fields(api_key: int, direction: str) -> dict[str, frozenset[str]]:
     return {name: frozenset(fields) for name, fields in names.items()}
 
 
+@class_cache  # asked on every build of every entity: its name's regex was most of the check's cost
 def known_fields(cls: type[DataclassInstance]) -> frozenset[str]:
     """The field names of `cls` in any version of its API: a handler describes a response once,
     and build() drops what the negotiated version lacks, so only a name in no version is wrong."""
@@ -236,8 +237,9 @@ def required_fields(cls: type[DataclassInstance]) -> tuple[frozenset[str], tuple
 def _check(cls: type[DataclassInstance], data: Mapping[str, object], missing: MissingFields) -> bool:
     """Whether the entity's children are checked too: not inside an error answer."""
     required, errors = required_fields(cls)
-    if any(data.get(name) for name in errors):  # an error answer: Kafka leaves the rest at defaults
-        return False
+    for name in errors:
+        if data.get(name):  # an error answer: Kafka leaves the rest at defaults
+            return False
     if not data.keys() >= required:
         missing(cls, required.difference(data))
     return True
