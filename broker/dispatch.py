@@ -50,6 +50,7 @@ HANDLER_MODULES: Final = (
     "share_acknowledge", "share_fetch", "share_group_describe", "share_group_heartbeat", "sync_group",
     "txn_offset_commit", "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
     "unregister_broker", "update_features", "write_txn_markers", "read_share_group_state", "write_share_group_state",
+    "initialize_share_group_state", "read_share_group_state_summary", "delete_share_group_state",
 )
 
 

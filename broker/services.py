@@ -19,6 +19,7 @@ from coordinator.transaction.lso_monitor import LsoMonitor
 from .features import FeatureLevelWatcher
 from .group_configs import consumer_overrides, share_settings
 from .inter_broker import InterBrokerClient, TxnMarkerChannel
+from .share_state_admin import ShareStateAdminClient
 from .share_state_client import RemoteShareState
 from .state import BrokerState
 
@@ -123,13 +124,15 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator:
             groups.shards.check(groups.partition_for(group_id).partition, group_id)
 
     c = state.config
-    store = None
+    store, admin = None, None
     client = state.inter_broker
     if not state.cluster.leads_everything and client is not None:
         shards = state.share_state_shards = ShareStateShards(state.logs, c.share_coordinator_state_topic_num_partitions)
         store = RemoteShareState(state.cluster, client, shards)
+        admin = ShareStateAdminClient(state.cluster, client, shards)
     coordinator = ShareCoordinator(state.logs, settings, other_group_exists=other_group_exists,
-                                   dead_letter_settings=dead_letter_settings, store=store, group_owner=group_owner,
+                                   dead_letter_settings=dead_letter_settings, store=store, admin=admin,
+                                   group_owner=group_owner,
                                    state_topic_partitions=c.share_coordinator_state_topic_num_partitions,
                                    max_sessions=c.group_share_max_share_sessions, max_group_size=c.group_share_max_size)
     state.share_coordinator = coordinator

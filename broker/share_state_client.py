@@ -30,14 +30,14 @@ if TYPE_CHECKING:
     from kio.schema.read_share_group_state.v0 import response as read_resp
     from kio.schema.write_share_group_state.v0 import response as write_resp
 
-__all__ = ("RemoteShareState",)
+__all__ = ("BACKOFF_S", "MIN_PATIENCE_S", "RETRIABLE", "RemoteShareState")
 
 T = TypeVar("T")
-_RETRIABLE: Final = frozenset({ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress,
+RETRIABLE: Final = frozenset({ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress,
                                ErrorCode.coordinator_not_available, ErrorCode.network_exception,
                                ErrorCode.request_timed_out, ErrorCode.leader_not_available})
-_BACKOFF_S: Final = 0.1
-_MIN_PATIENCE_S: Final = 15.0
+BACKOFF_S: Final = 0.1
+MIN_PATIENCE_S: Final = 15.0
 
 
 class RemoteShareState:
@@ -62,7 +62,7 @@ class RemoteShareState:
     async def _call(self, key: SharePartitionKey, local: Callable[[], Awaitable[T]],
                     remote: Callable[[int], Awaitable[T]]) -> T:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(2 * self._client.timeout_s, _MIN_PATIENCE_S)
+        deadline = loop.time() + max(2 * self._client.timeout_s, MIN_PATIENCE_S)
         await self._shards.log.ensure_topic()  # made at the first use, as Kafka makes it
         while True:
             tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, self._shards.log.partition_of(key))
@@ -72,9 +72,9 @@ class RemoteShareState:
                     raise KafkaError(ErrorCode.coordinator_not_available, f"no broker leads {tp}")
                 return await (local() if leader.leader == self._cluster.node_id else remote(leader.leader))
             except KafkaError as exc:
-                if exc.code not in _RETRIABLE or loop.time() >= deadline:
+                if exc.code not in RETRIABLE or loop.time() >= deadline:
                     raise
-            await asyncio.sleep(_BACKOFF_S)
+            await asyncio.sleep(BACKOFF_S)
 
     async def _read_remote(self, node: int, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
         request = read_req.ReadShareGroupStateRequest(group_id=key.group_id, topics=(read_req.ReadStateData(

@@ -4,7 +4,10 @@ Behaviour: sets share-partition start offsets of a share group with no members (
 --reset-offsets): each named partition forgets its record states and starts again at the offset
 given, brought within the log's start and high watermark; its records come back with delivery count
 1. A group with members is NON_EMPTY_GROUP; an id of another group type GROUP_ID_NOT_FOUND; a
-group that does not exist yet is made, empty. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
+group that does not exist yet is made, empty. In cluster mode the group coordinator initializes
+each share-partition's state at its share coordinator (InitializeShareGroupState) one state epoch
+on, so its leader reads it again (coordinator/share/admin.py); what the share coordinator refuses
+is that partition's error. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
 TOPIC_AUTHORIZATION_FAILED (READ on the topic), INVALID_REQUEST for a negative offset.
 Without READ on the group the whole request is GROUP_AUTHORIZATION_FAILED.
 """
@@ -52,7 +55,8 @@ async def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) ->
                     TopicPartition(t.topic_name, p.partition_index), p.start_offset)
     try:
         require(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
-        await share_coordinator(ctx).alter_offsets(group_id, offsets)
+        for key, error in (await share_coordinator(ctx).alter_offsets(group_id, offsets)).items():
+            errors[(offsets[key][0].topic, key.partition)] = error
     except KafkaError as exc:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message,
                             "responses": []})

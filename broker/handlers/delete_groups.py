@@ -2,7 +2,8 @@
 
 Behaviour: deletes Empty groups with their offsets (tombstones in __consumer_offsets, so they stay
 deleted after a restart), and Empty share groups with their share-partition state
-(kafka-share-groups --delete). A group with members is NON_EMPTY_GROUP, an unknown one
+(kafka-share-groups --delete; in cluster mode at their share coordinators, with
+DeleteShareGroupState). A group with members is NON_EMPTY_GROUP, an unknown one
 GROUP_ID_NOT_FOUND. v3 (protocol/newer_schemas.py) adds a message to each result, which Kafka 4.4
 leaves null and so do we: the error code says it all.
 """
@@ -33,11 +34,18 @@ async def _delete_share_group(share: ShareCoordinator, group_id: str) -> ErrorCo
     return ErrorCode.none
 
 
+async def _is_share_group(share: ShareCoordinator, group_id: str) -> bool:
+    try:
+        return await share.known(group_id) is not None
+    except KafkaError:  # coordinated elsewhere: the group coordinator answers NOT_COORDINATOR
+        return False
+
+
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> object:
     names = list(request.groups_names)
     refused = unauthorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     share = ctx.broker.share_coordinator
-    shared = [g for g in names if g not in refused and share is not None and share.describe(g) is not None]
+    shared = [g for g in names if g not in refused and share is not None and await _is_share_group(share, g)]
     allowed = [g for g in names if g not in refused and g not in shared]
     try:
         results = await group_coordinator(ctx).delete_groups(allowed) if allowed else {}

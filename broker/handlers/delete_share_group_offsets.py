@@ -4,7 +4,9 @@ Behaviour: deletes a share group's state for the named topics (kafka-share-group
 --delete-offsets): the group's next fetch from them starts where share.auto.offset.reset says. The
 group must have no members (NON_EMPTY_GROUP) and exist (GROUP_ID_NOT_FOUND); DELETE on the group,
 else GROUP_AUTHORIZATION_FAILED for the whole request. Per topic: UNKNOWN_TOPIC_OR_PARTITION,
-TOPIC_AUTHORIZATION_FAILED (READ on the topic).
+TOPIC_AUTHORIZATION_FAILED (READ on the topic). In cluster mode the group coordinator deletes the
+states at their share coordinators (DeleteShareGroupState); a topic whose states one of them could
+not delete gets its error.
 """
 
 from __future__ import annotations
@@ -40,10 +42,13 @@ async def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -
                         "error_message": error.message if error else None})
     try:
         require(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id)
-        await share_coordinator(ctx).delete_offsets(request.group_id, ids)
+        failed = await share_coordinator(ctx).delete_offsets(request.group_id, ids)
     except KafkaError as exc:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message,
                             "responses": []})
+    for result in results:
+        if (error := failed.get(result["topic_id"])) is not None:  # type: ignore[call-overload]
+            result |= {"error_code": error.code, "error_message": error.message}
     return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
                         "responses": results})
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import LogSource, TopicPartition
 
+from .admin import ClusterShareAdmin, ShareStateAdmin, ShareStateSummary, Summary
 from .dead_letters import DeadLetterSettings, DeadLetterWriter
 from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo, validate
 from .partitions import FetchedPartition, ShareGroupSettings, SharePartitionManager
@@ -69,10 +70,12 @@ class ShareCoordinator:
                  state_topic_partitions: int = 50, max_sessions: int = 2000, max_group_size: int = 200,
                  other_group_exists: Callable[[str], bool] = lambda _: False,
                  dead_letter_settings: Callable[[], DeadLetterSettings] = DeadLetterSettings,
-                 store: ShareStateStore | None = None, group_owner: Callable[[str], None] = lambda _: None,
+                 store: ShareStateStore | None = None, admin: ShareStateAdmin | None = None,
+                 group_owner: Callable[[str], None] = lambda _: None,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         """store: where share-partition states live (default: this broker's __share_group_state);
-        group_owner raises NOT_COORDINATOR for a group whose coordinator is another broker."""
+        admin: the share coordinators' administrative calls (cluster mode); group_owner raises
+        NOT_COORDINATOR for a group whose coordinator is another broker."""
         self.logs = logs
         self.settings = settings
         self.groups: dict[str, ShareGroup] = {}
@@ -81,6 +84,7 @@ class ShareCoordinator:
                                              clock_ms, DeadLetterWriter(logs, dead_letter_settings, clock_ms))
         self.group_owner = group_owner
         self.clustered = store is not None
+        self._admin = ClusterShareAdmin(logs, admin) if admin is not None else None
         self.max_group_size = max_group_size
         self.other_group_exists = other_group_exists
         self._clock_ms = clock_ms
@@ -145,7 +149,15 @@ class ShareCoordinator:
 
     async def _member_gone(self, group_id: str, member_id: str) -> None:
         self.sessions.drop_member(group_id, member_id)
+        await self._released(group_id, member_id)
+
+    async def _released(self, group_id: str, member_id: str) -> None:
+        """The member's records go back; once the group has no share session here, its
+        share-partitions go from this broker's cache (Kafka's ShareGroupListener.onGroupEmpty), so
+        the next one read again sees a start offset altered meanwhile."""
         await self.manager.release_member(group_id, member_id)
+        if self.clustered and not self.sessions.has_group(group_id):
+            self.manager.forget_group(group_id)
 
     async def _expire_members(self) -> None:
         now = self._clock_ms()
@@ -198,7 +210,7 @@ class ShareCoordinator:
         result.ack_errors = await self._acknowledge(params.group_id, params.member_id, params.acks)
         if session is None:  # epoch -1: the session ends once its acknowledgements are done
             self.sessions.close(params.group_id, params.member_id)
-            await self.manager.release_member(params.group_id, params.member_id)
+            await self._released(params.group_id, params.member_id)
             return result
         session.update(params.added, params.forgotten)
         if params.fetch:
@@ -260,7 +272,7 @@ class ShareCoordinator:
             self.sessions.advance(group_id, member_id, epoch)
         errors = await self._acknowledge(group_id, member_id, acks)
         if epoch == FINAL_EPOCH:
-            await self.manager.release_member(group_id, member_id)
+            await self._released(group_id, member_id)
         return errors, self.settings(group_id).record_lock_duration_ms
 
     # -- administration ------------------------------------------------------------------------
@@ -279,9 +291,17 @@ class ShareCoordinator:
         self._owned(group_id)
         return self.groups.get(group_id)
 
-    def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
-        self._owned(group_id)
-        group = self.groups.get(group_id)
+    async def known(self, group_id: str) -> ShareGroup | None:
+        """The group, also (cluster mode) one with state but no members since its coordinator moved
+        here (membership is not persisted): that one is made, Empty."""
+        group = self.describe(group_id)
+        if group is None and self._admin is not None and not self.other_group_exists(group_id) \
+                and await self._admin.has_state(group_id):
+            group = self.groups.setdefault(group_id, ShareGroup(group_id))
+        return group
+
+    async def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
+        group = await self.known(group_id)
         if group is None:
             if not create:
                 raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
@@ -289,28 +309,50 @@ class ShareCoordinator:
                 raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
             group = self.groups[group_id] = ShareGroup(group_id)
         if group.members:
-            raise KafkaError(ErrorCode.non_empty_group, "The group is not empty.")
+            raise KafkaError(ErrorCode.non_empty_group, "The group is not empty.")  # Kafka's Errors.NON_EMPTY_GROUP
         return group
 
     async def delete_group(self, group_id: str) -> None:
-        self._empty_group(group_id)
-        await self.manager.delete(k for k in self.manager.stored_keys() if k.group_id == group_id)
-        del self.groups[group_id]
+        await self._empty_group(group_id)
+        if self._admin is not None:
+            keys = list(await self._admin.states(group_id))
+            for error in (await self._admin.delete(keys)).values():
+                if error is not None:
+                    raise error
+        else:
+            await self.manager.delete(k for k in self.manager.stored_keys() if k.group_id == group_id)
+        self.groups.pop(group_id, None)
 
     def group_keys(self, group_id: str) -> list[SharePartitionKey]:
         return sorted((k for k in self.manager.stored_keys() if k.group_id == group_id),
                       key=lambda k: (str(k.topic_id), k.partition))
 
+    async def offsets(self, group_id: str, keys: Sequence[SharePartitionKey] | None,
+                      ) -> dict[SharePartitionKey, Summary]:
+        """DescribeShareGroupOffsets: the keys' states (keys None: every one the group has)."""
+        if self._admin is not None:
+            return await self._admin.states(group_id, keys)
+        out: dict[SharePartitionKey, Summary] = {}
+        for key in self.group_keys(group_id) if keys is None else keys:
+            stored = self.manager.stored_state(key)
+            out[key] = ShareStateSummary.of(stored) if stored is not None else None
+        return out
+
     async def alter_offsets(self, group_id: str, offsets: Mapping[SharePartitionKey, tuple[TopicPartition, int]]) \
-            -> None:
-        self._empty_group(group_id, create=True)
-        if self.clustered:  # the leaders' share-partitions would keep their old state
-            raise KafkaError(ErrorCode.unsupported_version,
-                             "Altering share group offsets is not served in cluster mode yet.")
+            -> dict[SharePartitionKey, KafkaError | None]:
+        await self._empty_group(group_id, create=True)
+        if self._admin is not None:  # at the share coordinators; the leaders read it again
+            return await self._admin.alter({key: offset for key, (_, offset) in offsets.items()})
         for key, (tp, offset) in offsets.items():
             await self.manager.alter_start(key, tp, offset)
+        return {}
 
-    async def delete_offsets(self, group_id: str, topic_ids: Sequence[uuid.UUID]) -> None:
-        self._empty_group(group_id)
-        await self.manager.delete(k for k in self.manager.stored_keys()
-                                  if k.group_id == group_id and k.topic_id in topic_ids)
+    async def delete_offsets(self, group_id: str, topic_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, KafkaError]:
+        """The topics' states; the topics whose states could not all be deleted, with why."""
+        await self._empty_group(group_id)
+        if self._admin is None:
+            await self.manager.delete(k for k in self.manager.stored_keys()
+                                      if k.group_id == group_id and k.topic_id in topic_ids)
+            return {}
+        keys = [k for k in self._admin.every_key(group_id) if k.topic_id in topic_ids]
+        return {key.topic_id: error for key, error in (await self._admin.delete(keys)).items() if error is not None}

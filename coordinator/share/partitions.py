@@ -27,7 +27,7 @@ from storage.api import IsolationLevel, LogSource, TopicPartition
 from .dead_letters import DeadLetterSource, DeadLetterTopicError, DeadLetterWriter
 from .log_reads import LogRead, batches_covering, read_batches
 from .partition_state import AcquiredRange, RecordState, SharePartitionState
-from .state_log import SharePartitionKey, ShareStateStore, StoredShareState
+from .state_log import SharePartitionKey, ShareStateStore, StoredShareState, delivery_complete_count
 
 __all__ = ("FetchedPartition", "SharePartition", "SharePartitionManager", "ShareGroupSettings")
 
@@ -91,12 +91,16 @@ def by_duration_ms(value: str) -> int:
     return int(datetime.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds).total_seconds() * 1000)
 
 
+_FENCED: Final = frozenset({ErrorCode.fenced_leader_epoch, ErrorCode.fenced_state_epoch})
+
+
 def _leadership_error(exc: KafkaError, tp: TopicPartition, leader_epoch: int) -> KafkaError:
-    """The share coordinator's FENCED_LEADER_EPOCH as the share-partition's clients get it:
-    NOT_LEADER_OR_FOLLOWER, as Kafka's SharePartition maps it (they look for the new leader)."""
-    if exc.code is not ErrorCode.fenced_leader_epoch:
+    """The share coordinator's FENCED_LEADER_EPOCH (a newer leader) or FENCED_STATE_EPOCH (the
+    state was altered) as the share-partition's clients get it: NOT_LEADER_OR_FOLLOWER, as Kafka's
+    SharePartition maps them (they look for the leader again, which reads the state again)."""
+    if exc.code not in _FENCED:
         return exc
-    return KafkaError(ErrorCode.not_leader_or_follower, f"{tp} has a newer leader than epoch {leader_epoch}")
+    return KafkaError(ErrorCode.not_leader_or_follower, f"{tp} (leader epoch {leader_epoch}): {exc.message}")
 
 
 class SharePartitionManager:
@@ -285,18 +289,18 @@ class SharePartitionManager:
 
     async def _write_state(self, partition: SharePartition) -> None:
         """A write refused as from an older leader (FENCED_LEADER_EPOCH: a newer leader of tp has
-        read or written the state) drops the share-partition here, as a resignation does, and
-        fails as NOT_LEADER_OR_FOLLOWER (Kafka's SharePartition answers so): what it changed is
-        not answered as done."""
+        read or written the state) or an older state (FENCED_STATE_EPOCH: the group's offsets were
+        altered) drops the share-partition here, as a resignation does, and fails as
+        NOT_LEADER_OR_FOLLOWER (as Kafka's SharePartition): what it changed is not answered as done."""
         state = partition.state
         stored = StoredShareState(partition.state_epoch, state.start_offset, tuple(state.snapshot()),
                                   partition.leader_epoch)
         try:
             await self._state_log.write(partition.key, stored)
         except KafkaError as exc:
-            if exc.code is ErrorCode.fenced_leader_epoch:
-                log.warning("share-partition %s fenced at leader epoch %d: no longer served here (%s)",
-                            partition.key, partition.leader_epoch, exc.message)
+            if exc.code in _FENCED:
+                log.warning("share-partition %s fenced at leader epoch %d, state epoch %d: no longer served here "
+                            "(%s)", partition.key, partition.leader_epoch, partition.state_epoch, exc.message)
                 if self.partitions.get(partition.key) is partition:  # not one made since
                     self._drop(partition.key)
                 self._wake()
@@ -348,9 +352,7 @@ class SharePartitionManager:
         partition = await self.partition(key, tp)
         async with partition.lock:
             plog = self._logs.get_log(tp)
-            if not plog.log_start_offset <= offset <= plog.high_watermark:
-                offset = min(max(offset, plog.log_start_offset), plog.high_watermark)
-            partition.state.reset(offset)
+            partition.state.reset(min(max(offset, plog.log_start_offset), plog.high_watermark))
             partition.state_epoch += 1
             await self._persist(partition)
 
@@ -361,6 +363,11 @@ class SharePartitionManager:
         for key in [k for k, p in self.partitions.items() if p.tp == tp]:
             self._drop(key)
 
+    def forget_group(self, group_id: str) -> None:
+        """The group has no share session here (cluster mode): its share-partitions are read again."""
+        for key in [k for k in self.partitions if k.group_id == group_id]:
+            self._drop(key)
+
     def _drop(self, key: SharePartitionKey) -> None:
         self.partitions.pop(key, None)
         self._stored.pop(key, None)
@@ -368,8 +375,7 @@ class SharePartitionManager:
 
     async def delete(self, keys: Iterable[SharePartitionKey]) -> None:
         for key in list(keys):
-            self.partitions.pop(key, None)
-            self._stored.pop(key, None)
+            self._drop(key)
             await self._state_log.write(key, None)
 
     def group_metrics(self) -> dict[str, tuple[Counter[str], int]]:
@@ -387,7 +393,6 @@ class SharePartitionManager:
         if stored is None or plog is None:
             return -1
         partition = self.partitions.get(key)
-        done = partition.state.done_in_window() if partition is not None else sum(
-            b.last_offset - b.first_offset + 1 for b in stored.batches if b.state.name in ("ACKNOWLEDGED", "ARCHIVED"))
+        done = partition.state.done_in_window() if partition is not None else delivery_complete_count(stored)
         return max(0, plog.high_watermark - stored.start_offset - done)
 

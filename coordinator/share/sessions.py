@@ -75,6 +75,9 @@ class ShareSessionCache:
     def drop_member(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)
 
+    def has_group(self, group_id: str) -> bool:
+        return any(g == group_id for g, _ in self._sessions)
+
     def get(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.get((group_id, member_id))
 

@@ -35,7 +35,8 @@ from storage.api import AppendOrigin, LogSource, PartitionLog, TopicPartition
 from ..partitioning import partition_for
 from .partition_state import RecordState, StateBatch
 
-__all__ = ("SHARE_GROUP_STATE_TOPIC", "SharePartitionKey", "ShareStateLog", "ShareStateStore", "StoredShareState")
+__all__ = ("SHARE_GROUP_STATE_TOPIC", "SharePartitionKey", "ShareStateLog", "ShareStateStore", "StoredShareState",
+           "delivery_complete_count")
 
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
 _KEY_TYPE: Final = 0
@@ -63,6 +64,14 @@ class StoredShareState:
     # the share-partition leader's epoch of its topic partition (-1: unknown), which the share
     # coordinator fences older leaders' reads and writes by
     leader_epoch: int = -1
+
+
+def delivery_complete_count(stored: StoredShareState) -> int:
+    """The offsets at or past the start offset whose delivery is complete (acknowledged or archived):
+    Kafka's DeliveryCompleteCount, from which the share group's lag is reckoned (KIP-1226)."""
+    done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+    return sum(b.last_offset - max(b.first_offset, stored.start_offset) + 1 for b in stored.batches
+               if b.state in done and b.last_offset >= stored.start_offset)
 
 
 def encode_key(key: SharePartitionKey) -> bytes:

@@ -30,7 +30,7 @@ from ..shards import CoordinatorShards
 from ..tasks import TaskSupervisor
 from .state_log import SHARE_GROUP_STATE_TOPIC, SharePartitionKey, ShareStateLog, StoredShareState
 
-__all__ = ("ShareStateShards", "check_leader_epoch")
+__all__ = ("ShareStateShards", "check_leader_epoch", "check_state_epoch")
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,15 @@ def check_leader_epoch(key: SharePartitionKey, recorded: int | None, leader_epoc
         raise KafkaError(ErrorCode.fenced_leader_epoch,
                          f"The leader epoch {leader_epoch} of share-partition {key} is smaller than the last "
                          f"recorded {recorded}.")
+
+
+def check_state_epoch(key: SharePartitionKey, stored: StoredShareState | None, state_epoch: int) -> None:
+    """FENCED_STATE_EPOCH for a state epoch below the key's (Kafka's ShareCoordinatorShard: a write
+    or initialization with recorded > requested; equal is allowed)."""
+    if stored is not None and stored.state_epoch > state_epoch:
+        raise KafkaError(ErrorCode.fenced_state_epoch,
+                         f"The state epoch {state_epoch} of share-partition {key} is smaller than the last "
+                         f"recorded {stored.state_epoch}.")
 
 
 class ShareStateShards:
@@ -97,9 +106,26 @@ class ShareStateShards:
         """Append the key's state (None deletes it); FENCED_LEADER_EPOCH for an older leader."""
         async with self._writing.setdefault(key, asyncio.Lock()):
             if state is not None:
-                check_leader_epoch(key, self._recorded(key, self._stored(key)), state.leader_epoch)
+                stored = self._stored(key)
+                check_leader_epoch(key, self._recorded(key, stored), state.leader_epoch)
+                check_state_epoch(key, stored, state.state_epoch)
             await self._append(key, state)
             self._read_epochs.pop(key, None)
+
+    async def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> None:
+        """InitializeShareGroupState (AlterShareGroupOffsets): the key starts again at start_offset
+        with no record states, at state_epoch (FENCED_STATE_EPOCH below the recorded one), so the
+        share-partition leader's later writes at the older epoch are fenced and it reads again."""
+        async with self._writing.setdefault(key, asyncio.Lock()):
+            stored = self._stored(key)
+            check_state_epoch(key, stored, state_epoch)
+            leader_epoch = self._recorded(key, stored)
+            await self._append(key, StoredShareState(state_epoch, start_offset, (),
+                                                     -1 if leader_epoch is None else leader_epoch))
+
+    def summary(self, key: SharePartitionKey) -> StoredShareState | None:
+        """ReadShareGroupStateSummary: the key's state, with no leader epoch check or update."""
+        return self._stored(key)
 
     def _recorded(self, key: SharePartitionKey, stored: StoredShareState | None) -> int | None:
         return stored.leader_epoch if stored is not None else self._read_epochs.get(key)
