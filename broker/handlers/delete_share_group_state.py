@@ -12,35 +12,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coordinator.share.state_log import SharePartitionKey
-from coordinator.share.state_shards import ShareStateShards
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .read_share_group_state import state_shards
+from .read_share_group_state import outcome, per_key, state_shards
 
 if TYPE_CHECKING:
     from protocol.request_types.delete_share_group_state import DeleteShareGroupStateRequest
 
 
-async def _delete(shards: ShareStateShards, key: SharePartitionKey) -> dict[str, object]:
-    try:
-        await shards.write(key, None)
-    except KafkaError as exc:
-        return {"partition": key.partition, "error_code": exc.code, "error_message": exc.message}
-    return {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None}
-
-
 async def handle(ctx: RequestContext, request: DeleteShareGroupStateRequest) -> object:
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     shards = state_shards(ctx)
-    results = [{"topic_id": topic.topic_id, "partitions": [
-        await _delete(shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition))  # type: ignore[arg-type]
-        for p in topic.partitions]} for topic in request.topics]
-    return ctx.respond({"results": results})
+    return ctx.respond({"results": await per_key(request, lambda key, p: outcome(key, shards.write(key, None)))})
 
 
 HANDLER = Handler(api_key=ApiKey.DELETE_SHARE_GROUP_STATE, min_version=0, max_version=0, handle=handle)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from coordinator.share.state_log import SharePartitionKey
 from coordinator.share.state_shards import ShareStateShards
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .read_share_group_state import state_shards
+from .read_share_group_state import outcome, per_key, state_shards
 
 if TYPE_CHECKING:
     from kio.schema.initialize_share_group_state.v0.request import PartitionData
@@ -30,23 +30,16 @@ if TYPE_CHECKING:
 
 
 async def _initialize(shards: ShareStateShards, key: SharePartitionKey, data: PartitionData) -> dict[str, object]:
-    out: dict[str, object] = {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None}
-    try:
-        if key.partition < 0 or data.state_epoch < 0 or data.start_offset < -1:
-            raise KafkaError(ErrorCode.invalid_request, "Partition, state epoch and start offset may not be negative.")
-        await shards.initialize(key, data.state_epoch, data.start_offset)
-    except KafkaError as exc:
-        return out | {"error_code": exc.code, "error_message": exc.message}
-    return out
+    if key.partition < 0 or data.state_epoch < 0 or data.start_offset < -1:
+        return {"partition": key.partition, "error_code": ErrorCode.invalid_request,
+                "error_message": "Partition, state epoch and start offset may not be negative."}
+    return await outcome(key, shards.initialize(key, data.state_epoch, data.start_offset))
 
 
 async def handle(ctx: RequestContext, request: InitializeShareGroupStateRequest) -> object:
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     shards = state_shards(ctx)
-    results = [{"topic_id": topic.topic_id, "partitions": [
-        await _initialize(shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition), p)  # type: ignore[arg-type]
-        for p in topic.partitions]} for topic in request.topics]
-    return ctx.respond({"results": results})
+    return ctx.respond({"results": await per_key(request, lambda key, p: _initialize(shards, key, p))})
 
 
 HANDLER = Handler(api_key=ApiKey.INITIALIZE_SHARE_GROUP_STATE, min_version=0, max_version=0, handle=handle)

@@ -11,7 +11,8 @@ CLUSTER_ACTION on the cluster (an inter-broker API).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from coordinator.share.state_log import SharePartitionKey
 from coordinator.share.state_shards import ShareStateShards
@@ -24,6 +25,26 @@ from ..handler import Handler, RequestContext
 
 if TYPE_CHECKING:
     from protocol.request_types.read_share_group_state import ReadShareGroupStateRequest
+
+
+def per_key(request: Any, answer: Callable[[SharePartitionKey, Any], Awaitable[dict[str, object]]],
+            ) -> Awaitable[list[dict[str, object]]]:
+    """The results of a share state request (Read/Write/Initialize/Delete/ReadSummary): each
+    topic's partitions answered in order, by key."""
+    async def results() -> list[dict[str, object]]:
+        return [{"topic_id": topic.topic_id, "partitions": [
+            await answer(SharePartitionKey(request.group_id, topic.topic_id, p.partition), p)
+            for p in topic.partitions]} for topic in request.topics]
+    return results()
+
+
+async def outcome(key: SharePartitionKey, change: Awaitable[None]) -> dict[str, object]:
+    """A partition's result of a state change (Write/Initialize/Delete): its error, if any."""
+    try:
+        await change
+    except KafkaError as exc:
+        return {"partition": key.partition, "error_code": exc.code, "error_message": exc.message}
+    return {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None}
 
 
 def state_shards(ctx: RequestContext) -> ShareStateShards:
@@ -51,11 +72,7 @@ async def _partition(shards: ShareStateShards, key: SharePartitionKey, leader_ep
 async def handle(ctx: RequestContext, request: ReadShareGroupStateRequest) -> object:
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     shards = state_shards(ctx)
-    results = [{"topic_id": topic.topic_id, "partitions": [
-        await _partition(shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition),  # type: ignore[arg-type]
-                         p.leader_epoch)
-        for p in topic.partitions]} for topic in request.topics]
-    return ctx.respond({"results": results})
+    return ctx.respond({"results": await per_key(request, lambda key, p: _partition(shards, key, p.leader_epoch))})
 
 
 HANDLER = Handler(api_key=ApiKey.READ_SHARE_GROUP_STATE, min_version=0, max_version=0, handle=handle)

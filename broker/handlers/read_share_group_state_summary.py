@@ -23,7 +23,7 @@ from protocol.errors import ErrorCode, KafkaError
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .read_share_group_state import state_shards
+from .read_share_group_state import per_key, state_shards
 
 if TYPE_CHECKING:
     from protocol.request_types.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
@@ -50,10 +50,10 @@ def _summary(ctx: RequestContext, shards: ShareStateShards, key: SharePartitionK
 async def handle(ctx: RequestContext, request: ReadShareGroupStateSummaryRequest) -> object:
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     shards = state_shards(ctx)
-    results = [{"topic_id": topic.topic_id, "partitions": [
-        _summary(ctx, shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition))  # type: ignore[arg-type]
-        for p in topic.partitions]} for topic in request.topics]
-    return ctx.respond({"results": results})
+
+    async def answer(key: SharePartitionKey, _: object) -> dict[str, object]:
+        return _summary(ctx, shards, key)
+    return ctx.respond({"results": await per_key(request, answer)})
 
 
 HANDLER = Handler(api_key=ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, min_version=0, max_version=1, handle=handle)

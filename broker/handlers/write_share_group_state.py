@@ -16,12 +16,12 @@ from coordinator.share.partition_state import RecordState, StateBatch
 from coordinator.share.state_log import SharePartitionKey, StoredShareState
 from coordinator.share.state_shards import ShareStateShards
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .read_share_group_state import state_shards
+from .read_share_group_state import outcome, per_key, state_shards
 
 if TYPE_CHECKING:
     from kio.schema.write_share_group_state.v0.request import PartitionData
@@ -35,22 +35,14 @@ async def _write(shards: ShareStateShards, key: SharePartitionKey, data: Partiti
                         for b in data.state_batches)
     except ValueError as exc:
         return {"partition": key.partition, "error_code": ErrorCode.invalid_request, "error_message": str(exc)}
-    try:
-        await shards.write(key, StoredShareState(data.state_epoch, data.start_offset, batches, data.leader_epoch))
-    except KafkaError as exc:
-        return {"partition": key.partition, "error_code": exc.code, "error_message": exc.message}
-    return {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None}
+    return await outcome(key, shards.write(key, StoredShareState(data.state_epoch, data.start_offset, batches,
+                                                                 data.leader_epoch)))
 
 
 async def handle(ctx: RequestContext, request: WriteShareGroupStateRequest) -> object:
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     shards = state_shards(ctx)
-    results = []
-    for topic in request.topics:
-        partitions = [await _write(shards, SharePartitionKey(request.group_id, topic.topic_id, p.partition), p)  # type: ignore[arg-type]
-                      for p in topic.partitions]
-        results.append({"topic_id": topic.topic_id, "partitions": partitions})
-    return ctx.respond({"results": results})
+    return ctx.respond({"results": await per_key(request, lambda key, p: _write(shards, key, p))})
 
 
 HANDLER = Handler(api_key=ApiKey.WRITE_SHARE_GROUP_STATE, min_version=0, max_version=0, handle=handle)

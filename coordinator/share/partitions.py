@@ -100,6 +100,8 @@ def _leadership_error(exc: KafkaError, tp: TopicPartition, leader_epoch: int) ->
     SharePartition maps them (they look for the leader again, which reads the state again)."""
     if exc.code not in _FENCED:
         return exc
+    log.warning("share-partitions of %s fenced at leader epoch %d: no longer served here (%s)", tp, leader_epoch,
+                exc.message)
     return KafkaError(ErrorCode.not_leader_or_follower, f"{tp} (leader epoch {leader_epoch}): {exc.message}")
 
 
@@ -299,8 +301,6 @@ class SharePartitionManager:
             await self._state_log.write(partition.key, stored)
         except KafkaError as exc:
             if exc.code in _FENCED:
-                log.warning("share-partition %s fenced at leader epoch %d, state epoch %d: no longer served here "
-                            "(%s)", partition.key, partition.leader_epoch, partition.state_epoch, exc.message)
                 if self.partitions.get(partition.key) is partition:  # not one made since
                     self._drop(partition.key)
                 self._wake()

@@ -17,7 +17,16 @@ from coordinator.share.partition_state import RecordState, StateBatch
 from coordinator.share.state_log import SharePartitionKey, StoredShareState, delivery_complete_count
 from coordinator.share.state_shards import check_state_epoch
 from protocol.errors import ErrorCode, KafkaError
-from tests.coordinator.share.test_leader_epochs import ACCEPT, TP, TP_ID, Coordinator, coordinator, fenced, key_of, leaders
+from tests.coordinator.share.test_leader_epochs import (
+    ACCEPT,
+    TP,
+    TP_ID,
+    Coordinator,
+    coordinator,
+    fenced,
+    key_of,
+    leaders,
+)
 
 __all__ = ("coordinator",)  # the fixture, used by name
 
