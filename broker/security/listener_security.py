@@ -61,13 +61,13 @@ async def fetch_verification_keys(securities: Iterable[ListenerSecurity]) -> lis
     """The JWKS of every OAUTHBEARER listener that validates signed tokens, fetched before the
     listeners serve, as Kafka's validator does when it is configured; StartupError when one cannot
     be had. Returns the caches for their refresh tasks."""
-    from .jwks import JwksError
-
     caches = []
     for security in securities:
         oauth = security.sasl.oauth if security.sasl is not None else None
         if oauth is None or oauth.jwks is None:
             continue
+        from .jwks import JwksError  # here: PyJWT's import costs every other broker start ~0.1-0.3 s
+
         try:
             await oauth.jwks.refresh_with_retry()
         except JwksError as exc:
