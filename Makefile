@@ -63,7 +63,7 @@ run: install compile
 
 # kafka-dist: kafka-clients 4.4 for the Java admin check (tests/e2e/test_java_admin.py).
 test: install-test spark-jars kafka-dist compile
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # mypy's files and strictness are in pyproject.toml ([tool.mypy]); tests/test_types.py runs it too.
 lint: install-test
