@@ -44,7 +44,7 @@ from .object_gc import DEFAULT_ORPHAN_GRACE_MS, collect_loop
 from .object_runs import DEFAULT_READ_CACHE_BYTES, ObjectPartitionStore, ObjectReader
 from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BATCHES, PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
 from .partition_store import PartitionStore
-from .pool import Pool
+from .pool import OutOfTime, Pool, within
 from .topic_store import TopicStore
 
 __all__ = ("PgLogSource",)
@@ -271,10 +271,15 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
         log.info("deleted topic %s", name)
 
     async def _write(self, change: Awaitable[object]) -> None:
+        """A topic change, waited for only while the lease lasts (a broker cut off from the database
+        answers by then); its outcome is then unknown, as with Kafka's controller timing out."""
         try:
-            await change
+            await within(change, self.committer.time_left)
         except KafkaError:
             raise
+        except OutOfTime as exc:
+            raise KafkaError(ErrorCode.request_timed_out, "the cluster database did not confirm the change "
+                             "while this broker's lease lasted (it may still be made)") from exc
         except Exception as exc:
             raise KafkaError(ErrorCode.kafka_storage_error, f"the cluster database did not take the "
                              f"change: {exc!r}") from exc

@@ -231,9 +231,11 @@ class PgPartitionLog(SequencedLog):
         self._batches_since_snapshot += len(batches)
         if (self._since_snapshot >= self._snapshot_interval
                 or self._batches_since_snapshot >= self._snapshot_interval_batches):
-            await self._snapshot()
+            await self._snapshot(self._committer.time_left)
 
-    async def _snapshot(self) -> None:
+    async def _snapshot(self, time_left: Callable[[], float | None] | None = None) -> None:
+        """A producer snapshot at the high watermark; time_left bounds the wait (the appends it follows
+        are answered after it, so within the lease)."""
         if self._next_offset != self._high_watermark:
             # Appends of this group are applied but not committed: a snapshot now would hold
             # state the database may never get. Take it right after the group's commit instead.
@@ -242,8 +244,9 @@ class PgPartitionLog(SequencedLog):
         self._since_snapshot = self._batches_since_snapshot = 0
         state = self.producer_state
         state.map_end_offset = self._high_watermark
+        write = self._store.write_snapshot(self._high_watermark, encode_snapshot(state.producers.values()))
         try:
-            await self._store.write_snapshot(self._high_watermark, encode_snapshot(state.producers.values()))
+            await (write if time_left is None else within(write, time_left))
             self._snapshot_offset = self._high_watermark
         except Exception as exc:  # the next leader replays from an older one: slower, not wrong
             log.warning("%s: producer snapshot at offset %d failed: %r", self.tp, self._high_watermark, exc)
@@ -260,7 +263,7 @@ class PgPartitionLog(SequencedLog):
         limit = lso if isolation is IsolationLevel.READ_COMMITTED else hw
         cached = self._tail.read(fetch_offset, max_bytes, limit, min_one)
         if cached is None:
-            cached = await self._guarded(self._store.read(fetch_offset, max_bytes, limit, min_one))
+            cached = await self._guarded(self._store.read(fetch_offset, max_bytes, limit, min_one), bounded=True)
         records, upper_bound = cached
         aborted = None
         if isolation is IsolationLevel.READ_COMMITTED:
@@ -274,17 +277,22 @@ class PgPartitionLog(SequencedLog):
     async def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         self._check_serving()
         return await self._guarded(offset_for_timestamp(self._store, timestamp, self._log_start_offset,
-                                                        self._high_watermark))
+                                                        self._high_watermark), bounded=True)
 
     async def offset_for_max_timestamp(self) -> tuple[int, int] | None:
         self._check_serving()
-        return await self._guarded(max_timestamp_offset(self._store, self._high_watermark))
+        return await self._guarded(max_timestamp_offset(self._store, self._high_watermark), bounded=True)
 
-    async def _guarded(self, query: Awaitable[T]) -> T:
+    async def _guarded(self, query: Awaitable[T], *, bounded: bool = False) -> T:
+        """query's result; a failure is KAFKA_STORAGE_ERROR. bounded (a request's read): waited for
+        only while the lease lasts, after which another broker may lead and the client should ask it."""
         try:
-            return await query
+            return await (within(query, self._committer.time_left) if bounded else query)
         except KafkaError:
             raise
+        except OutOfTime as exc:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"reading {self.tp}: no answer from the cluster "
+                             "database or object store while this broker's lease lasted") from exc
         except Exception as exc:
             raise KafkaError(ErrorCode.kafka_storage_error,
                              f"reading {self.tp} from the cluster database failed: {exc!r}") from exc

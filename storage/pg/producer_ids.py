@@ -10,13 +10,14 @@ a block only skips its ids.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 import asyncpg  # type: ignore[import-untyped]
 
 from protocol.errors import ErrorCode, KafkaError
 
-from .pool import Pool
+from .pool import Pool, within
 
 __all__ = ("PgProducerIdBlocks",)
 
@@ -38,6 +39,9 @@ class PgProducerIdBlocks:
 
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
+        # Seconds a request may still wait for a block (cluster mode: the lease's time left, after
+        # which the broker is cut off and the producer should ask another; None: unbounded).
+        self.time_left: Callable[[], float | None] = lambda: None
 
     async def honour(self, next_id: int) -> None:
         await self.pool.execute(_HONOUR, _KEY, next_id)
@@ -46,7 +50,7 @@ class PgProducerIdBlocks:
         if count < 1:
             raise ValueError(f"a producer-id block holds at least one id, not {count}")
         try:
-            first: int = await self.pool.fetchval(_TAKE, _KEY, count)
+            first: int = await within(self.pool.fetchval(_TAKE, _KEY, count), self.time_left)
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             # Kafka's answer while no block can be had (its controller unreachable): retriable,
             # the producer asks again.
