@@ -26,6 +26,7 @@ from .consumer_log import CONSUMER_RECORD_TYPES, decode_consumer_key, decode_con
 from .consumer_persist import apply_consumer_record
 from .log import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, parse_record
 from .metadata import GroupMetadata
+from .offset_shard import OffsetRecord, OffsetReplay
 from .offsets import OffsetAndMetadata
 from .snapshot import load_group
 
@@ -43,6 +44,8 @@ class PartitionLoader:
         self._config = config
         self._now_ms = now_ms
         self._pending: dict[int, set[str]] = {}  # producer id -> groups with pending offsets
+        # Offsets are replayed as the live coordinator replays what it writes (offset_shard.py).
+        self._offsets = OffsetReplay(groups, self._new_group)
 
     async def load(self, plog: PartitionLog) -> int:
         """Replay the whole partition; return the number of records read."""
@@ -54,12 +57,12 @@ class PartitionLoader:
             data = b"".join(bytes(r) for r in info.records)
             for header, records in read_records(data):
                 if header.last_offset >= offset:
-                    self._apply_batch(header, records)
+                    self.apply_batch(header, records)
                     count += len(records)
                 offset = max(offset, header.last_offset + 1)
         return count
 
-    def _apply_batch(self, header: RecordBatchHeader, records: list[Record]) -> None:
+    def apply_batch(self, header: RecordBatchHeader, records: list[Record]) -> None:
         if header.is_control:
             self._apply_marker(header, records)
             return
@@ -91,7 +94,7 @@ class PartitionLoader:
         except (ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
             log.warning("skipping unreadable __consumer_offsets record at %d: %s", record.offset, exc)
             return
-        group = self._group(key.group)
+        group = self._offsets.group(key.group)
         if group.consumer is None:
             group.consumer = ConsumerGroup(key.group)
         apply_consumer_record(group.consumer, key, value)
@@ -106,21 +109,11 @@ class PartitionLoader:
             return
         if not isinstance(control_type, ControlRecordType):
             return
-        for group_id in self._pending.pop(header.producer_id, set()):
-            group = self.groups.get(group_id)
-            if group is not None:
-                group.offsets.complete_txn(
-                    header.producer_id, control_type is ControlRecordType.COMMIT
-                )
+        commit = control_type is ControlRecordType.COMMIT
+        self._offsets.replay_end_txn(header.producer_id, commit, self._pending.pop(header.producer_id, set()))
 
     def _new_group(self, group_id: str) -> GroupMetadata:
         return GroupMetadata(group_id, self._config, now_ms=self._now_ms)
-
-    def _group(self, group_id: str) -> GroupMetadata:
-        group = self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = self._new_group(group_id)
-        return group
 
     def _apply_offset(
         self,
@@ -129,17 +122,10 @@ class PartitionLoader:
         key: OffsetCommitKey,
         value: OffsetAndMetadata | None,
     ) -> None:
-        group = self._group(key.group)
-        tp = key.topic_partition
-        if value is None:
-            group.offsets.delete([tp])
-            return
-        value = value.at(record.offset)
-        if header.is_transactional:
-            group.offsets.add_pending(header.producer_id, {tp: value})
-            self._pending.setdefault(header.producer_id, set()).add(key.group)
-        else:
-            group.offsets.commit({tp: value})
+        producer_id = header.producer_id if header.is_transactional else None
+        self._offsets.replay(OffsetRecord(key.group, key.topic_partition, value), record.offset, producer_id)
+        if producer_id is not None and value is not None:
+            self._pending.setdefault(producer_id, set()).add(key.group)
 
     def _apply_group(self, key: GroupMetadataKey, value: GroupMetadataValue | None) -> None:
         old = self.groups.get(key.group)

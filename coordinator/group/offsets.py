@@ -66,6 +66,11 @@ class OffsetStore:
     def committed(self) -> Mapping[TopicPartition, OffsetAndMetadata]:
         return self._committed
 
+    @property
+    def pending(self) -> Mapping[int, Mapping[TopicPartition, OffsetAndMetadata]]:
+        """Each producer's transactional offsets waiting for its marker."""
+        return self._pending_txn
+
     def __len__(self) -> int:
         return len(self._committed)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypedDict
 
 from kio.schema.errors import ErrorCode
@@ -24,14 +24,12 @@ from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
 from .config import GroupConfig
 from .consumer_persist import tombstones as consumer_tombstones
-from .group_offsets import validate_offset_commit, validate_offset_fetch
+from .group_offsets import validate_offset_fetch
 from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, offset_commit_record, partition_for
 from .member import JoinGroupResult, Outcome, SyncGroupResult
 from .metadata import GroupMetadata
-from .offset_commits import PendingCommit
-from .offsets import OffsetAndMetadata
+from .offset_shard import CommitResult, KeepAlive, OffsetReplay, OffsetShard, answer_of, is_removable
 from .snapshot import to_value
-from .state import GroupState
 
 __all__ = ("GroupOperations", "append_error", "resolve")
 
@@ -72,6 +70,9 @@ def _with_error(result: JoinGroupResult | SyncGroupResult, error: ErrorCode) -> 
     return SyncGroupResult(error=error)
 
 
+_Commit = tuple[c.CommitOffsets, CommitResult]  # a commit and what offset_shard.py decided
+
+
 class _TxnBatch(TypedDict, total=False):
     """_append's keywords for a transactional producer's offsets (none: plain records)."""
 
@@ -87,6 +88,12 @@ class GroupOperations:
         self._clock_ms = clock_ms
         self.groups: dict[str, GroupMetadata] = {}
         self.num_partitions = config.offsets_topic_num_partitions
+        self.offset_shard = OffsetShard(self.groups, config, self._topic_id)
+        self.offset_replay = OffsetReplay(self.groups, lambda gid: GroupMetadata(gid, config, now_ms=clock_ms()))
+
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        meta = self._logs.topics.get(topic)
+        return None if meta is None else meta.topic_id
 
     # -- persistence -------------------------------------------------------------------------------
 
@@ -156,14 +163,7 @@ class GroupOperations:
             await self._append(group.group_id, records)
 
     def _removable(self, group: GroupMetadata) -> bool:
-        """A group that only exists in memory and holds nothing worth keeping."""
-        return (
-            group.state is GroupState.EMPTY
-            and (group.consumer is None or (not group.consumer.members and group.consumer.group_epoch == 0))
-            and group.generation_id == 0
-            and not group.pending_members
-            and not group.offsets.has_offsets()
-        )
+        return is_removable(group)
 
     def _maybe_forget(self, group: GroupMetadata) -> None:
         if self._removable(group) and self.groups.get(group.group_id) is group:
@@ -247,104 +247,61 @@ class GroupOperations:
 
     # -- offsets -------------------------------------------------------------------------------------
 
-    def _stamped(self, cmd: c.CommitOffsets, now: int) -> tuple[dict[TopicPartition, OffsetAndMetadata],
-                                                                  dict[TopicPartition, ErrorCode]]:
-        """The offsets to write, with the commit's time, and those refused for their metadata."""
-        limit = self.config.offset_metadata_max_bytes
-        expire = None if cmd.retention_ms is None or cmd.retention_ms < 0 else now + cmd.retention_ms
-        ok, errors = {}, {}
-        for tp, value in cmd.offsets.items():
-            if len(value.metadata.encode()) > limit:
-                errors[tp] = ErrorCode.offset_metadata_too_large
-            else:
-                ok[tp] = value.stamped(now, expire)
-        return ok, errors
-
-    def _decide_commit(self, cmd: c.CommitOffsets, now: int) -> PendingCommit:
-        """Validate the commit against its group as it stands; nothing is written or applied yet."""
-        txn = cmd.producer
-        if txn is not None and not cmd.group_id:  # Kafka lets only OffsetCommit name ""
-            return PendingCommit.refused(cmd, None, ErrorCode.invalid_group_id)
-        group = self.groups.get(cmd.group_id)
-        if group is None:
-            if cmd.generation_id >= 0:
-                # A member of a group this broker does not know: an older generation. Kafka's
-                # TxnOffsetCommit says so from v6 (KIP-1319) as GROUP_ID_NOT_FOUND.
-                unknown = ErrorCode.group_id_not_found if txn is not None and cmd.api_version >= 6 \
-                    else ErrorCode.illegal_generation
-                return PendingCommit.refused(cmd, None, unknown)
-            group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
-        error = validate_offset_commit(
-            group, member_id=cmd.member_id, group_instance_id=cmd.group_instance_id,
-            generation_id=cmd.generation_id, transactional=txn is not None, api_version=cmd.api_version,
-            partitions=self._by_topic_id(cmd.offsets),
-        )
-        if error is ErrorCode.stale_member_epoch and txn is not None and cmd.api_version < 6:
-            error = ErrorCode.illegal_generation  # TxnOffsetCommit before v6 has no STALE_MEMBER_EPOCH
-        if error is not None:
-            return PendingCommit.refused(cmd, group, error)
-        member = group.members.get(cmd.member_id)
-        if txn is None and member is not None:  # a commit counts as a heartbeat
+    def _keep_alive(self, effect: KeepAlive, now: int) -> None:
+        group = self.groups.get(effect.group_id)
+        member = None if group is None else group.members.get(effect.member_id)
+        if member is not None:
             member.schedule_heartbeat(now)
-        offsets, result = self._stamped(cmd, now)
-        return PendingCommit(cmd=cmd, group=group, offsets=offsets, result=result)
-
-    def _by_topic_id(self, offsets: Iterable[TopicPartition]) -> Iterator[tuple[uuid.UUID | None, int]]:
-        """The committed partitions as consumer groups hold them: by topic id (None: no such topic).
-        Lazy: only a consumer group's commit of an older member epoch reads them."""
-        topics = self._logs.topics
-        for tp in offsets:
-            meta = topics.get(tp.topic)
-            yield (None if meta is None else meta.topic_id), tp.partition
 
     async def do_commits(self, cmds: Sequence[c.CommitOffsets]) -> list[dict[TopicPartition, ErrorCode]]:
-        """OffsetCommits and TxnOffsetCommits, in order: each is validated alone, then the records of
-        those bound for one __consumer_offsets partition (and producer) go in one append, as Kafka's
-        coordinator runtime batches consecutive writes; each is applied once its records are in the
-        log. A transaction's offsets are held pending until its marker (do_complete_txn)."""
+        """OffsetCommits and TxnOffsetCommits, in order: each is decided alone (offset_shard.py), then
+        the records of those bound for one __consumer_offsets partition (and producer) go in one
+        append, as Kafka's coordinator runtime batches consecutive writes, and are replayed once in
+        the log. A transaction's offsets are held pending until its marker (do_complete_txn)."""
         now = self._clock_ms()
-        decided = [self._decide_commit(cmd, now) for cmd in cmds]
-        appends: dict[tuple[int, ProducerIdAndEpoch | None], list[PendingCommit]] = {}
-        for pending in decided:
-            if pending.offsets:
-                key = (partition_for(pending.cmd.group_id, self.num_partitions), pending.cmd.producer)
-                appends.setdefault(key, []).append(pending)
+        created: set[str] = set()
+        decided = [(cmd, self.offset_shard.commit(cmd, now, created)) for cmd in cmds]
+        appends: dict[tuple[int, ProducerIdAndEpoch | None], list[_Commit]] = {}
+        for cmd, result in decided:
+            for effect in result.effects:
+                self._keep_alive(effect, now)
+            if result.records:
+                key = (partition_for(cmd.group_id, self.num_partitions), cmd.producer)
+                appends.setdefault(key, []).append((cmd, result))
+        answers = {id(cmd): answer_of(result) for cmd, result in decided}
         for together in appends.values():
-            await self._write_commits(together, now)
-        # Not before: a group created by one commit must stay for the next commits of the batch.
-        for pending in decided:
-            if pending.group is not None:
-                self._maybe_forget(pending.group)
-        return [pending.result for pending in decided]
+            await self._write_commits(together, now, answers)
+        return [answers[id(cmd)] for cmd in cmds]
 
     async def do_commit(self, cmd: c.CommitOffsets) -> dict[TopicPartition, ErrorCode]:
         return (await self.do_commits([cmd]))[0]
 
-    async def _write_commits(self, together: list[PendingCommit], now: int) -> None:
-        """One append for commits of one partition and producer, then apply each. A batch refused
-        as too large wrote nothing: each commit is tried alone, as if never batched, and gets the
-        answer it would have had. Any other failure is every commit's (a retry could write twice
-        what an unconfirmed append did write)."""
-        first = together[0]
-        txn = first.cmd.producer
+    async def _write_commits(self, together: list[_Commit], now: int,
+                             answers: dict[int, dict[TopicPartition, ErrorCode]]) -> None:
+        """One append for commits of one partition and producer, then replay their records. A batch
+        refused as too large wrote nothing: each commit is tried alone, as if never batched, and gets
+        the answer it would have had. Any other failure is every commit's (a retry could write twice
+        what an unconfirmed append did write); nothing was applied."""
+        txn = together[0][0].producer
         batch: _TxnBatch = {} if txn is None else {
             "producer_id": txn.producer_id, "producer_epoch": txn.epoch, "transactional": True}
+        records = [record for _, result in together for record in result.records]
         try:
-            info = await self._append(first.cmd.group_id, [r for p in together for r in p.records(now)], **batch)
+            info = await self._append(together[0][0].group_id, [r.encode(now) for r in records], **batch)
         except Exception as exc:
             if len(together) > 1 and isinstance(exc, KafkaError) and exc.code in _TOO_LARGE:
-                for pending in together:
-                    await self._write_commits([pending], now)
+                for commit in together:
+                    await self._write_commits([commit], now, answers)
                 return
-            groups = sorted({pending.cmd.group_id for pending in together})
+            groups = sorted({cmd.group_id for cmd, _ in together})
             log.warning("could not commit offsets of group %s: %r", ", ".join(groups), exc)
             error = append_error(exc, offsets=True)
-            for pending in together:
-                pending.fail(error)
+            for cmd, result in together:
+                answers[id(cmd)] |= {record.tp: error for record in result.records}
             return
-        record_offset = info.base_offset
-        for pending in together:
-            record_offset = pending.apply(record_offset)
+        producer_id = None if txn is None else txn.producer_id
+        for position, record in enumerate(records, info.base_offset):
+            self.offset_replay.replay(record, position, producer_id)
 
     def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset] | ApiError:
         group = self.groups.get(cmd.group_id)
@@ -379,9 +336,5 @@ class GroupOperations:
         )
 
     def do_complete_txn(self, cmd: c.CompleteTxn) -> None:
-        ids = self.groups.keys() if cmd.group_ids is None else cmd.group_ids
-        for group_id in list(ids):
-            group = self.groups.get(group_id)
-            if group is not None:
-                group.offsets.complete_txn(cmd.producer_id, cmd.commit)
-                self._maybe_forget(group)
+        group_ids = list(self.groups) if cmd.group_ids is None else cmd.group_ids
+        self.offset_replay.replay_end_txn(cmd.producer_id, cmd.commit, group_ids)
