@@ -17,9 +17,8 @@ from ..runtime import CoordinatorRuntime
 from . import commands as c
 from .classic_operations import ClassicInConsumerOperations
 from .consumer_operations import group_deadline
-from .group_offsets import remove_expired_offsets
+from .offset_deletion import expire
 from .sharding import ShardedGroups
-from .state import GroupState
 
 __all__ = ("RETENTION", "GroupActor", "is_offset_commit")
 
@@ -114,24 +113,15 @@ class GroupActor(ClassicInConsumerOperations, ShardedGroups):
 
     async def _expire_offsets(self, now: int) -> None:
         for group in list(self.groups.values()):
-            expired = remove_expired_offsets(group, now)
-            dead = group.is_empty() and not group.offsets.has_offsets()
-            if not expired and not dead:
-                continue
+            expiry = expire(group, now)
             try:
-                await self.write_tombstones(group, expired, group_too=dead, now=now)
-            except KafkaError as exc:
+                await self.persist(group.group_id, expiry.records, now)
+            except KafkaError as exc:  # nothing removed: the next check tries again
                 log.warning("could not expire offsets of group %s: %s", group.group_id, exc)
                 continue
-            if dead:
-                group.state = GroupState.DEAD
-                del self.groups[group.group_id]
-            log.info(
-                "group %s: expired %d offsets%s",
-                group.group_id,
-                len(expired),
-                " and removed the group" if dead else "",
-            )
+            if expiry.records:
+                log.info("group %s: expired %d offsets%s", group.group_id, expiry.expired,
+                         " and removed the group" if expiry.dead else "")
 
     async def _execute(self, cmd: c.Command) -> None:
         match cmd:

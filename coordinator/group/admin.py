@@ -7,11 +7,11 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from storage.api import TopicPartition
-
+from ..runtime import ApiError
 from . import commands as c
 from .consumer_group import ConsumerGroupState
 from .metadata import CONSUMER_PROTOCOL_TYPE
+from .offset_deletion import DeleteOffsetsAnswer, delete_group, delete_offsets, offsets_of_topics
 from .operations import GroupOperations, append_error
 from .snapshot import GroupSummary, describe
 from .state import GroupState
@@ -52,66 +52,39 @@ class AdminOperations(GroupOperations):
 
     async def do_delete_groups(self, cmd: c.DeleteGroups) -> dict[str, ErrorCode]:
         now = self._clock_ms()
-        result = {}
+        answers = {}
         for group_id in cmd.group_ids:
-            group = self.groups.get(group_id)
-            if group is None or group.state is GroupState.DEAD:
-                result[group_id] = ErrorCode.group_id_not_found
-            elif not group.is_empty():
-                result[group_id] = ErrorCode.non_empty_group
+            result = delete_group(self.groups.get(group_id), now)
+            assert not isinstance(result.response, ApiError)
+            try:
+                await self.persist(group_id, result.records, now)
+            except Exception as exc:
+                answers[group_id] = append_error(exc, offsets=False)
             else:
-                try:
-                    await self.write_tombstones(
-                        group, list(group.offsets.committed), group_too=True, now=now
-                    )
-                except Exception as exc:
-                    result[group_id] = append_error(exc, offsets=False)
-                    continue
-                group.state = GroupState.DEAD
-                del self.groups[group_id]
-                result[group_id] = ErrorCode.none
-        return result
+                answers[group_id] = result.response
+        return answers
 
-    async def do_delete_offsets(
-        self, cmd: c.DeleteOffsets
-    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        group = self.groups.get(cmd.group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return ErrorCode.group_id_not_found, {}
-        consumer = group.consumer
-        if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return ErrorCode.non_empty_group, {}
-        result, deletable = {}, []
-        for tp in cmd.partitions:
-            if consumer is not None:
-                subscribed = tp.topic in consumer.subscribed_topic_names()
-            else:
-                subscribed = group.subscribed_topics is None or tp.topic in group.subscribed_topics
-            if not group.is_empty() and subscribed:
-                result[tp] = ErrorCode.group_subscribed_to_topic
-            else:
-                result[tp] = ErrorCode.none
-                if group.offsets.get(tp) is not None:
-                    deletable.append(tp)
+    async def do_delete_offsets(self, cmd: c.DeleteOffsets) -> DeleteOffsetsAnswer:
+        now = self._clock_ms()
+        result = delete_offsets(self.groups.get(cmd.group_id), cmd.partitions, now)
+        assert not isinstance(result.response, ApiError)
         try:
-            await self.write_tombstones(group, deletable, group_too=False, now=self._clock_ms())
+            await self.persist(cmd.group_id, result.records, now)
         except Exception as exc:
             return append_error(exc, offsets=False), {}
-        group.offsets.delete(deletable)
-        return ErrorCode.none, result
+        return result.response
 
     async def do_topics_deleted(self, cmd: c.TopicsDeleted) -> int:
         now, removed = self._clock_ms(), 0
         for group in list(self.groups.values()):
-            gone = [tp for tp in group.offsets.committed if tp.topic in cmd.topics]
-            if not gone:
+            records = offsets_of_topics(group, cmd.topics, now)
+            if not records:
                 continue
             try:
-                await self.write_tombstones(group, gone, group_too=False, now=now)
+                await self.persist(group.group_id, records, now)
             except Exception as exc:  # the offsets stay; the next deletion or expiry retries
                 log.warning("could not drop offsets of deleted topics in %s: %r", group.group_id, exc)
                 continue
-            group.offsets.delete(gone)
-            removed += len(gone)
+            removed += len(records)
             self._maybe_forget(group)
         return removed

@@ -19,7 +19,7 @@ from .consumer_member import ConsumerGroupMember
 from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from .state import GroupState
 
-__all__ = ("remove_expired_offsets", "validate_consumer_offset_commit", "validate_offset_commit",
+__all__ = ("expired_offsets", "validate_consumer_offset_commit", "validate_offset_commit",
            "validate_offset_fetch")
 
 
@@ -109,8 +109,8 @@ def validate_offset_fetch(group: GroupMetadata, member_id: str | None, member_ep
     return _epoch_error(member_epoch, member)
 
 
-def remove_expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
-    """Expire offsets past offsets.retention.minutes, as Kafka 2.1+ (KIP-211) does.
+def expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
+    """The offsets past offsets.retention.minutes, as Kafka 2.1+ (KIP-211) expires them.
 
     - Empty group with a protocol type: retention counts from when the group became Empty.
     - Stable consumer group: offsets of topics nobody subscribes to any more, from their commit.
@@ -121,15 +121,15 @@ def remove_expired_offsets(group: GroupMetadata, now_ms: int) -> list[TopicParti
     store = group.offsets
     if group.consumer is not None:
         # Kafka's ConsumerGroup.isSubscribedToTopic: offsets of subscribed topics never expire.
-        return store.remove_expired(now_ms, retention, keep_topics=group.consumer.subscribed_topic_names())
+        return store.expired(now_ms, retention, keep_topics=group.consumer.subscribed_topic_names())
     if group.protocol_type is not None and group.state is GroupState.EMPTY:
-        return store.remove_expired(now_ms, retention, base_timestamp=group.current_state_timestamp)
+        return store.expired(now_ms, retention, base_timestamp=group.current_state_timestamp)
     if (
         group.protocol_type == CONSUMER_PROTOCOL_TYPE
         and group.subscribed_topics is not None
         and group.state is GroupState.STABLE
     ):
-        return store.remove_expired(now_ms, retention, keep_topics=group.subscribed_topics)
+        return store.expired(now_ms, retention, keep_topics=group.subscribed_topics)
     if group.protocol_type is None:
-        return store.remove_expired(now_ms, retention)
+        return store.expired(now_ms, retention)
     return []

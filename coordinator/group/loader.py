@@ -128,15 +128,10 @@ class PartitionLoader:
             self._pending.setdefault(producer_id, set()).add(key.group)
 
     def _apply_group(self, key: GroupMetadataKey, value: GroupMetadataValue | None) -> None:
-        old = self.groups.get(key.group)
         if value is None:
-            if old is not None and old.offsets.has_offsets():
-                fresh = self._new_group(key.group)
-                fresh.offsets = old.offsets
-                self.groups[key.group] = fresh
-            else:
-                self.groups.pop(key.group, None)
+            self._offsets.remove_group(key.group)
             return
+        old = self.groups.get(key.group)
         group = load_group(key.group, value, self._config, self._now_ms)
         if old is not None:
             group.offsets = old.offsets

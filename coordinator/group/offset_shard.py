@@ -12,7 +12,7 @@ marker: it applies (COMMIT) or drops (ABORT) the producer's pending offsets.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -24,12 +24,13 @@ from ..runtime import ApiError, CoordinatorResult
 from . import commands as c
 from .config import GroupConfig
 from .group_offsets import validate_offset_commit
-from .log import offset_commit_record
+from .log import group_metadata_record, offset_commit_record
 from .metadata import GroupMetadata
 from .offsets import OffsetAndMetadata
 from .state import GroupState
 
-__all__ = ("CommitResult", "answer_of", "KeepAlive", "OffsetRecord", "OffsetReplay", "OffsetShard", "is_removable")
+__all__ = ("CommitResult", "GroupRecord", "GroupTombstone", "KeepAlive", "OffsetRecord", "OffsetReplay", "OffsetShard",
+           "answer_of", "encode_records", "is_removable")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +41,33 @@ class OffsetRecord:
     tp: TopicPartition
     value: OffsetAndMetadata | None
 
-    def encode(self, timestamp: int) -> Record:
-        return offset_commit_record(self.group_id, self.tp, self.value, timestamp=timestamp)
+    def encode(self, timestamp: int) -> list[Record]:
+        return [offset_commit_record(self.group_id, self.tp, self.value, timestamp=timestamp)]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTombstone:
+    """The group is gone: the tombstones of its consumer group's records (KIP-848), then its
+    metadata record's."""
+
+    group_id: str
+    consumer_tombstones: tuple[Record, ...] = ()
+
+    def encode(self, timestamp: int) -> list[Record]:
+        return [*self.consumer_tombstones, group_metadata_record(self.group_id, None, timestamp=timestamp)]
+
+
+GroupRecord = OffsetRecord | GroupTombstone
+
+
+def encode_records(records: Sequence[GroupRecord], timestamp: int) -> tuple[list[Record], list[int]]:
+    """The log records of these, and where each one's own record (its last) lands among them."""
+    encoded: list[Record] = []
+    positions = []
+    for record in records:
+        encoded += record.encode(timestamp)
+        positions.append(len(encoded) - 1)
+    return encoded, positions
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +112,23 @@ class OffsetReplay:
         if group is None:
             group = self.groups[group_id] = self._new_group(group_id)
         return group
+
+    def replay_record(self, record: GroupRecord, record_offset: int, producer_id: int | None) -> None:
+        if isinstance(record, GroupTombstone):
+            self.remove_group(record.group_id)
+        else:
+            self.replay(record, record_offset, producer_id)
+
+    def remove_group(self, group_id: str) -> None:
+        """A group tombstone. Offsets it still holds (a transaction's pending ones, whose marker
+        comes later) stay with a fresh group, as loading the log has always kept them."""
+        old = self.groups.pop(group_id, None)
+        if old is None:
+            return
+        old.state = GroupState.DEAD
+        if old.offsets.has_offsets():
+            fresh = self.groups[group_id] = self._new_group(group_id)
+            fresh.offsets = old.offsets
 
     def replay(self, record: OffsetRecord, record_offset: int, producer_id: int | None) -> None:
         """The record at record_offset of __consumer_offsets; producer_id: its transactional batch's."""

@@ -109,14 +109,19 @@ class OffsetStore:
         return applied
 
     def delete(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
-        """Remove committed offsets (OffsetDelete, DeleteGroups, tombstones); return the removed."""
+        """Remove offsets (an offset tombstone): the committed ones, and any transaction's pending
+        ones of the same partitions, as Kafka's replay of a tombstone does; return the committed
+        ones removed."""
         removed = []
         for tp in partitions:
             if self._committed.pop(tp, None) is not None:
                 removed.append(tp)
+            for producer_id, offsets in list(self._pending_txn.items()):
+                if offsets.pop(tp, None) is not None and not offsets:
+                    del self._pending_txn[producer_id]
         return removed
 
-    def remove_expired(
+    def expired(
         self,
         now_ms: int,
         retention_ms: int,
@@ -124,23 +129,20 @@ class OffsetStore:
         base_timestamp: int | None = None,
         keep_topics: Collection[str] = (),
     ) -> list[TopicPartition]:
-        """Drop committed offsets older than retention_ms and return their partitions.
+        """The committed offsets older than retention_ms (their tombstones remove them).
 
         base_timestamp is when the group became Empty (if known); otherwise each offset's own
         commit timestamp counts. Offsets of keep_topics and partitions with a pending
         transactional commit are never expired; an offset written with an explicit expire
         timestamp (OffsetCommitValue v1) expires at that time.
         """
-        expired = [
+        return [
             tp
             for tp, value in self._committed.items()
             if tp.topic not in keep_topics
             and not self.is_pending(tp)
             and _is_expired(value, now_ms, retention_ms, base_timestamp)
         ]
-        for tp in expired:
-            del self._committed[tp]
-        return expired
 
 
 def _is_expired(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypedDict
 
 from kio.schema.errors import ErrorCode
@@ -23,12 +23,20 @@ from ..runtime import ApiError
 from ..transaction.metadata import ProducerIdAndEpoch
 from . import commands as c
 from .config import GroupConfig
-from .consumer_persist import tombstones as consumer_tombstones
 from .group_offsets import validate_offset_fetch
-from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, offset_commit_record, partition_for
+from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, partition_for
 from .member import JoinGroupResult, Outcome, SyncGroupResult
 from .metadata import GroupMetadata
-from .offset_shard import CommitResult, KeepAlive, OffsetReplay, OffsetShard, answer_of, is_removable
+from .offset_shard import (
+    CommitResult,
+    GroupRecord,
+    KeepAlive,
+    OffsetReplay,
+    OffsetShard,
+    answer_of,
+    encode_records,
+    is_removable,
+)
 from .snapshot import to_value
 
 __all__ = ("GroupOperations", "append_error", "resolve")
@@ -144,23 +152,15 @@ class GroupOperations:
         for waiter, result in replies:
             resolve(waiter, result)
 
-    async def write_tombstones(
-        self,
-        group: GroupMetadata,
-        partitions: Iterable[TopicPartition],
-        *,
-        group_too: bool,
-        now: int,
-    ) -> None:
-        records = [
-            offset_commit_record(group.group_id, tp, None, timestamp=now) for tp in partitions
-        ]
-        if group_too:
-            if group.consumer is not None:
-                records += consumer_tombstones(group.consumer, now)
-            records.append(group_metadata_record(group.group_id, None, timestamp=now))
-        if records:
-            await self._append(group.group_id, records)
+    async def persist(self, group_id: str, records: Sequence[GroupRecord], now: int) -> None:
+        """Append records to the group's partition, then replay them. A failed append raises and
+        changes nothing."""
+        encoded, positions = encode_records(records, now)
+        if not encoded:
+            return
+        info = await self._append(group_id, encoded)
+        for record, position in zip(records, positions, strict=True):
+            self.offset_replay.replay_record(record, info.base_offset + position, None)
 
     def _removable(self, group: GroupMetadata) -> bool:
         return is_removable(group)
@@ -287,7 +287,7 @@ class GroupOperations:
             "producer_id": txn.producer_id, "producer_epoch": txn.epoch, "transactional": True}
         records = [record for _, result in together for record in result.records]
         try:
-            info = await self._append(together[0][0].group_id, [r.encode(now) for r in records], **batch)
+            info = await self._append(together[0][0].group_id, [e for r in records for e in r.encode(now)], **batch)
         except Exception as exc:
             if len(together) > 1 and isinstance(exc, KafkaError) and exc.code in _TOO_LARGE:
                 for commit in together:

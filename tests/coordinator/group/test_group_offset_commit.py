@@ -2,7 +2,7 @@
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.group.group_offsets import remove_expired_offsets, validate_offset_commit
+from coordinator.group.group_offsets import expired_offsets, validate_offset_commit
 from coordinator.group.offsets import OffsetAndMetadata
 from coordinator.group.state import GroupState
 from storage.api import TopicPartition
@@ -85,30 +85,30 @@ def test_empty_group_offsets_expire_from_when_it_emptied() -> None:
     group.offsets.commit({TP: _offset(0)})
     group.leave([(leader, None)], 10 * DAY)
     retention = group.config.offsets_retention_ms
-    assert remove_expired_offsets(group, 10 * DAY + retention - 1) == []
-    assert remove_expired_offsets(group, 10 * DAY + retention) == [TP]
+    assert expired_offsets(group, 10 * DAY + retention - 1) == []
+    assert expired_offsets(group, 10 * DAY + retention) == [TP]
 
 
 def test_stable_consumer_group_expires_only_unsubscribed_topics() -> None:
     group, _ = stable_group("a")
     assert group.subscribed_topics == {"t"}
     group.offsets.commit({TP: _offset(0), OTHER: _offset(0)})
-    assert remove_expired_offsets(group, 100 * DAY) == [OTHER]
+    assert expired_offsets(group, 100 * DAY) == [OTHER]
 
 
 def test_standalone_offsets_expire_from_commit() -> None:
     group = new_group()
     group.offsets.commit({TP: _offset(DAY)})
     retention = group.config.offsets_retention_ms
-    assert remove_expired_offsets(group, DAY + retention - 1) == []
-    assert remove_expired_offsets(group, DAY + retention) == [TP]
+    assert expired_offsets(group, DAY + retention - 1) == []
+    assert expired_offsets(group, DAY + retention) == [TP]
 
 
 def test_rebalancing_group_keeps_offsets() -> None:
     group, (leader,) = stable_group("a")
     group.join(params(client_id="b"), 0, "w")
     group.offsets.commit({OTHER: _offset(0)})
-    assert remove_expired_offsets(group, 100 * DAY) == []
+    assert expired_offsets(group, 100 * DAY) == []
 
 
 def test_generation_minus_one_commits_to_an_empty_group_whatever_the_member_id() -> None:

@@ -75,11 +75,21 @@ def test_delete() -> None:
     assert store.delete([TP1]) == [TP1] and not store.has_offsets()
 
 
+def test_delete_drops_pending_offsets_of_the_partition() -> None:
+    """As Kafka's replay of an offset tombstone: a transaction's pending offset goes too."""
+    store = OffsetStore()
+    store.add_pending(7, {TP0: oam(1), TP1: oam(2)})
+    store.add_pending(8, {TP0: oam(3)})
+    assert store.delete([TP0]) == []
+    assert not store.is_pending(TP0) and store.is_pending(TP1) and 8 not in store.pending
+    assert store.complete_txn(7, commit=True) == {TP1: oam(2)}
+
+
 def test_retention_from_commit_timestamp() -> None:
     store = OffsetStore()
     store.commit({TP0: oam(1, ts=0), TP1: oam(2, ts=50)})
-    assert store.remove_expired(99, 100) == []
-    assert store.remove_expired(100, 100) == [TP0]
+    assert store.expired(99, 100) == []
+    assert store.expired(100, 100) == [TP0]
     assert store.get(TP1) is not None
 
 
@@ -88,9 +98,9 @@ def test_retention_from_base_timestamp_keeps_pending_and_kept_topics() -> None:
     u0 = TopicPartition("u", 0)
     store.commit({TP0: oam(1), TP1: oam(2), u0: oam(3)})
     store.add_pending(7, {TP1: oam(9, 1)})
-    assert store.remove_expired(1_000, 100, base_timestamp=950) == []
-    assert store.remove_expired(1_050, 100, base_timestamp=950, keep_topics={"u"}) == [TP0]
-    assert set(store.committed) == {TP1, u0}
+    assert store.expired(1_000, 100, base_timestamp=950) == []
+    assert store.expired(1_050, 100, base_timestamp=950, keep_topics={"u"}) == [TP0]
+    assert set(store.committed) == {TP0, TP1, u0}, "finding them removes nothing: their tombstones do"
 
 
 def test_explicit_expire_timestamp_wins() -> None:
@@ -98,5 +108,5 @@ def test_explicit_expire_timestamp_wins() -> None:
     store.commit(
         {TP0: OffsetAndMetadata(committed_offset=1, commit_timestamp=0, expire_timestamp=10)}
     )
-    assert store.remove_expired(9, 1_000_000) == []
-    assert store.remove_expired(10, 1_000_000) == [TP0]
+    assert store.expired(9, 1_000_000) == []
+    assert store.expired(10, 1_000_000) == [TP0]

@@ -1,13 +1,16 @@
 """The group coordinator's offsets driven with no I/O, as Kafka's OffsetMetadataManagerTest drives
 a shard: OffsetCommits and TxnOffsetCommits (alone or decided together as one batch), transaction
-markers, and failed writes. Decisions must change nothing; the records of the writes that succeed are
-replayed as the actor replays them; committed offsets are what was committed (a model says which,
-Kafka's rule for a transaction's offsets included); and replaying every write from empty rebuilds the
-same groups, in memory and through the __consumer_offsets batches the loader reads."""
+markers, OffsetDelete, DeleteGroups, the retention check, and failed writes. Decisions must change
+nothing; the records of the writes that succeed are replayed as the actor replays them; committed
+offsets are what was committed (a model says which, Kafka's rule for a transaction's offsets
+included); and replaying every write from empty rebuilds the same groups, in memory and through the
+__consumer_offsets batches the loader reads."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -18,14 +21,25 @@ from coordinator.group import commands as c
 from coordinator.group.config import GroupConfig
 from coordinator.group.loader import PartitionLoader
 from coordinator.group.metadata import GroupMetadata
-from coordinator.group.offset_shard import CommitResult, OffsetRecord, OffsetReplay, OffsetShard, answer_of
+from coordinator.group.offset_deletion import delete_group, delete_offsets, expire
+from coordinator.group.offset_shard import (
+    CommitResult,
+    GroupRecord,
+    OffsetRecord,
+    OffsetReplay,
+    OffsetShard,
+    answer_of,
+    encode_records,
+    is_removable,
+)
 from coordinator.group.offsets import OffsetAndMetadata
 from coordinator.transaction.metadata import ProducerIdAndEpoch
 from protocol.control import ControlRecordType, build_end_txn_marker
 from protocol.records import build_batch, read_records
 from storage.api import TopicPartition
 
-CONFIG = GroupConfig(offset_metadata_max_bytes=4)
+RETENTION_MS = 100
+CONFIG = GroupConfig(offset_metadata_max_bytes=4, offsets_retention_ms=RETENTION_MS)
 GROUPS = st.sampled_from(["g1", "g2", ""])
 PRODUCERS = st.sampled_from([None, None, 7, 8])
 TP = st.builds(TopicPartition, st.sampled_from("ab"), st.integers(0, 1))
@@ -53,13 +67,19 @@ class Commit:
 COMMITS = st.builds(Commit, group_id=GROUPS, offsets=OFFSETS, producer_id=PRODUCERS,
                     generation_id=st.sampled_from([-1, -1, -1, 2]), member_id=st.sampled_from(["", "", "m1"]))
 
-# What one write put in the log: offset records (producer id None: plain) or a marker.
-Batch = tuple[tuple[OffsetRecord, ...], int | None] | tuple[int, bool]
+# What one write put in the log: records (producer id None: plain) or a marker.
+Batch = tuple[tuple[GroupRecord, ...], int | None] | tuple[int, bool]
+Key = tuple[str, TopicPartition]
+_R = TypeVar("_R")
 
 
 def _state(groups: dict[str, GroupMetadata]) -> dict[str, tuple[object, ...]]:
     return {gid: (dict(g.offsets.committed), {p: dict(o) for p, o in g.offsets.pending.items() if o})
             for gid, g in groups.items()}
+
+
+def _kept(groups: dict[str, GroupMetadata]) -> dict[str, tuple[object, ...]]:
+    return _state({gid: g for gid, g in groups.items() if not is_removable(g)})
 
 
 def _new_group(group_id: str) -> GroupMetadata:
@@ -75,16 +95,14 @@ class OffsetShardMachine(RuleBasedStateMachine):
         self.now = 0
         self.log: list[tuple[int, Batch]] = []  # (base offset, batch), every write that succeeded
         self.end = 0  # the log end offset
-        # The model: what each group's partitions hold, as (offset, record position).
-        self.committed: dict[tuple[str, TopicPartition], tuple[int, int]] = {}
-        self.pending: dict[int, dict[tuple[str, TopicPartition], tuple[int, int]]] = {}
+        # The model: what each group's partitions hold, as (offset, record position, commit time).
+        self.committed: dict[Key, tuple[int, int, int]] = {}
+        self.pending: dict[int, dict[Key, tuple[int, int, int]]] = {}
 
     def _decide(self, commits: list[Commit]) -> list[CommitResult]:
-        before = _state(self.groups)
         self.now += 5
         created: set[str] = set()
-        results = [self.shard.commit(commit.command(), self.now, created) for commit in commits]
-        assert _state(self.groups) == before, "a decision must not change the groups"
+        results = self._unchanged(lambda: [self.shard.commit(cmd.command(), self.now, created) for cmd in commits])
         for commit, result in zip(commits, results, strict=True):
             self._check_answer(commit, result)
         return results
@@ -106,19 +124,30 @@ class OffsetShardMachine(RuleBasedStateMachine):
         if commit.group_id == "" and commit.producer_id is not None:
             assert not result.records, "TxnOffsetCommit may not name the group ''"
 
-    def _write(self, records: tuple[OffsetRecord, ...], producer_id: int | None) -> None:
+    def _write(self, records: tuple[GroupRecord, ...], producer_id: int | None) -> None:
         """What the actor does once an append succeeded: replay each record at its position."""
         base = self.end
-        for position, record in enumerate(records, base):
-            self.replay.replay(record, position, producer_id)
-            assert record.value is not None
-            key = (record.group_id, record.tp)
-            if producer_id is None:
-                self.committed[key] = (record.value.committed_offset, position)
-            else:
-                self.pending.setdefault(producer_id, {})[key] = (record.value.committed_offset, position)
+        encoded, positions = encode_records(records, self.now)
+        for record, position in zip(records, positions, strict=True):
+            self.replay.replay_record(record, base + position, producer_id)
+            if isinstance(record, OffsetRecord) and record.value is not None:
+                model = (record.value.committed_offset, base + position, record.value.commit_timestamp)
+                if producer_id is None:
+                    self.committed[(record.group_id, record.tp)] = model
+                else:
+                    self.pending.setdefault(producer_id, {})[(record.group_id, record.tp)] = model
+            elif isinstance(record, OffsetRecord):  # a tombstone: committed and pending offsets go
+                self.committed.pop((record.group_id, record.tp), None)
+                for by_key in self.pending.values():
+                    by_key.pop((record.group_id, record.tp), None)
         self.log.append((base, (records, producer_id)))
-        self.end += len(records)
+        self.end += len(encoded)
+
+    def _unchanged(self, decide: Callable[[], _R]) -> _R:
+        before = _state(self.groups)
+        result = decide()
+        assert _state(self.groups) == before, "a decision must not change the groups"
+        return result
 
     @rule(commit=COMMITS, fail=FAIL)
     def commit(self, commit: Commit, fail: bool) -> None:
@@ -144,23 +173,62 @@ class OffsetShardMachine(RuleBasedStateMachine):
         self.replay.replay_end_txn(producer_id, commit, list(self.groups))
         self.log.append((self.end, (producer_id, commit)))
         self.end += 1
-        for key, (offset, position) in self.pending.pop(producer_id).items():
+        for key, (offset, *position) in self.pending.pop(producer_id).items():
             current = self.committed.get(key)
-            if commit and (current is None or current[1] < position):
-                self.committed[key] = (offset, position)
+            if commit and (current is None or current[1] < position[0]):
+                self.committed[key] = (offset, *position)
+
+    @rule(group_id=GROUPS, partitions=st.lists(TP, max_size=3), fail=FAIL)
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition], fail: bool) -> None:
+        result = self._unchanged(lambda: delete_offsets(self.groups.get(group_id), partitions, self.now))
+        if group_id not in self.groups:
+            assert result.response == (ErrorCode.group_id_not_found, {}) and not result.records
+            return
+        assert result.response == (ErrorCode.none, dict.fromkeys(partitions, ErrorCode.none))
+        held = {tp for (gid, tp) in self.committed if gid == group_id}
+        assert {r.tp for r in result.records if isinstance(r, OffsetRecord)} == held & set(partitions)
+        if result.records and not fail:
+            self._write(result.records, None)
+
+    @rule(group_id=GROUPS, fail=FAIL)
+    def delete_group(self, group_id: str, fail: bool) -> None:
+        result = self._unchanged(lambda: delete_group(self.groups.get(group_id), self.now))
+        if group_id not in self.groups:
+            assert result.response is ErrorCode.group_id_not_found and not result.records
+            return
+        assert result.response is ErrorCode.none
+        if not fail:
+            self._write(result.records, None)
+            assert group_id not in self.groups
+            assert all(gid != group_id for gid, _ in self.committed), "DeleteGroups removes its offsets"
+            assert all(gid != group_id for p in self.pending.values() for gid, _ in p), "and the pending ones"
+
+    @rule(pause=st.sampled_from([0, RETENTION_MS // 2, RETENTION_MS]), fail=FAIL)
+    def retention_check(self, pause: int, fail: bool) -> None:
+        self.now += pause
+        pending = {key for p in self.pending.values() for key in p}
+        for group_id in sorted(self.groups):
+            expiry = self._unchanged(lambda gid=group_id: expire(self.groups[gid], self.now))
+            due = {tp for (gid, tp), (_, _, ts) in self.committed.items()
+                   if gid == group_id and self.now - ts >= RETENTION_MS and (gid, tp) not in pending}
+            assert {r.tp for r in expiry.records if isinstance(r, OffsetRecord)} == due
+            if expiry.records and not fail:
+                self._write(expiry.records, None)
+                assert (group_id in self.groups) is not expiry.dead
 
     # -- invariants ----------------------------------------------------------------------------------
 
     @invariant()
     def committed_offsets_are_what_was_committed(self) -> None:
-        held = {(gid, tp): (v.committed_offset, v.record_offset)
+        held = {(gid, tp): (v.committed_offset, v.record_offset, v.commit_timestamp)
                 for gid, g in self.groups.items() for tp, v in g.offsets.committed.items()}
         assert held == self.committed
-        pending = {p: {(gid, tp): (v.committed_offset, v.record_offset) for gid, g in self.groups.items()
-                       for tp, v in g.offsets.pending.get(p, {}).items()} for p in self.pending}
+        pending = {p: {(gid, tp): (v.committed_offset, v.record_offset, v.commit_timestamp)
+                       for gid, g in self.groups.items() for tp, v in g.offsets.pending.get(p, {}).items()}
+                   for p in self.pending}
         assert pending == self.pending
         holding = {gid for gid, _ in self.committed} | {gid for p in self.pending.values() for gid, _ in p}
-        assert set(self.groups) == holding, "a group is kept while it holds offsets, and only then"
+        assert holding <= set(self.groups), "a group is kept while it holds offsets"
 
     @invariant()
     def replay_from_empty_rebuilds_the_state(self) -> None:
@@ -171,8 +239,8 @@ class OffsetShardMachine(RuleBasedStateMachine):
                 replay.replay_end_txn(batch[0], bool(batch[1]), list(groups))
             else:
                 records, producer_id = batch
-                for position, record in enumerate(records, base):
-                    replay.replay(record, position, producer_id)
+                for record, position in zip(records, encode_records(records, 0)[1], strict=True):
+                    replay.replay_record(record, base + position, producer_id)
         assert _state(groups) == _state(self.groups)
 
     @invariant()
@@ -181,7 +249,8 @@ class OffsetShardMachine(RuleBasedStateMachine):
         loader = PartitionLoader(groups, CONFIG, now_ms=0)
         for header, records in read_records(b"".join(_encode(base, batch) for base, batch in self.log)):
             loader.apply_batch(header, records)
-        assert _state(groups) == _state(self.groups)
+        # A loaded shard keeps the groups that hold something (an OffsetDelete can leave one empty).
+        assert _kept(groups) == _kept(self.groups)
 
 
 def _encode(base: int, batch: Batch) -> bytes:
@@ -192,7 +261,7 @@ def _encode(base: int, batch: Batch) -> bytes:
     records, producer_id = batch
     assert isinstance(records, tuple)
     txn = producer_id is not None
-    return bytes(build_batch([r.encode(timestamp=0) for r in records], base_offset=base, transactional=txn,
+    return bytes(build_batch([e for r in records for e in r.encode(timestamp=0)], base_offset=base, transactional=txn,
                              producer_id=-1 if producer_id is None else producer_id,
                              producer_epoch=0 if txn else -1, base_sequence=0 if txn else -1))
 
