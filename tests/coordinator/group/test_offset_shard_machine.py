@@ -173,10 +173,10 @@ class OffsetShardMachine(RuleBasedStateMachine):
         self.replay.replay_end_txn(producer_id, commit, list(self.groups))
         self.log.append((self.end, (producer_id, commit)))
         self.end += 1
-        for key, (offset, *position) in self.pending.pop(producer_id).items():
+        for key, value in self.pending.pop(producer_id).items():
             current = self.committed.get(key)
-            if commit and (current is None or current[1] < position[0]):
-                self.committed[key] = (offset, *position)
+            if commit and (current is None or current[1] < value[1]):  # the later record wins
+                self.committed[key] = value
 
     @rule(group_id=GROUPS, partitions=st.lists(TP, max_size=3), fail=FAIL)
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition], fail: bool) -> None:
@@ -208,7 +208,8 @@ class OffsetShardMachine(RuleBasedStateMachine):
         self.now += pause
         pending = {key for p in self.pending.values() for key in p}
         for group_id in sorted(self.groups):
-            expiry = self._unchanged(lambda gid=group_id: expire(self.groups[gid], self.now))
+            group = self.groups[group_id]
+            expiry = self._unchanged(lambda: expire(group, self.now))  # noqa: B023 (called right here)
             due = {tp for (gid, tp), (_, _, ts) in self.committed.items()
                    if gid == group_id and self.now - ts >= RETENTION_MS and (gid, tp) not in pending}
             assert {r.tp for r in expiry.records if isinstance(r, OffsetRecord)} == due
