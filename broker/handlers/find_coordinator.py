@@ -12,9 +12,12 @@ coordinator_keys and answer one entry per key (Java asks for groups and transact
 
 from __future__ import annotations
 
+import base64
+import binascii
+import uuid
 from typing import TYPE_CHECKING
 
-from coordinator.share.state_log import SHARE_GROUP_STATE_TOPIC
+from coordinator.share.state_log import SHARE_GROUP_STATE_TOPIC, SharePartitionKey
 from coordinator.transaction.log import TRANSACTION_STATE_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -46,10 +49,26 @@ def _share_shard(ctx: RequestContext, key: str) -> TopicPartition | KafkaError:
     shards = ctx.broker.share_state_shards
     if shards is None:
         return KafkaError(ErrorCode.coordinator_not_available, "the share coordinator runs in cluster mode only")
+    share_key = _share_key(key)
+    if share_key is None:
+        return KafkaError(ErrorCode.invalid_request, f"Invalid coordinator key {key}: expected group:topicId:partition")
+    return TopicPartition(SHARE_GROUP_STATE_TOPIC, shards.log.partition_of(share_key))
+
+
+def _share_key(key: str) -> SharePartitionKey | None:
+    """The share-partition a SHARE key names; its topic id as Kafka writes it (URL-safe base64,
+    Uuid.toString) or as a UUID string."""
     parts = key.rsplit(":", 2)
     if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
-        return KafkaError(ErrorCode.invalid_request, f"Invalid coordinator key {key}: expected group:topicId:partition")
-    return TopicPartition(SHARE_GROUP_STATE_TOPIC, shards.log.partition_of(key))
+        return None
+    try:
+        topic_id = uuid.UUID(parts[1])
+    except ValueError:
+        try:
+            topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(parts[1] + "=="))
+        except (ValueError, binascii.Error):
+            return None
+    return SharePartitionKey(parts[0], topic_id, int(parts[2]))
 
 
 def _shard(ctx: RequestContext, key_type: int, key: str) -> TopicPartition | None:
@@ -96,6 +115,10 @@ def _leader_entry(ctx: RequestContext, key: str, shard: TopicPartition) -> dict[
 
 async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> object:
     key_type = int(getattr(request, "key_type", GROUP))
+    shards = ctx.broker.share_state_shards
+    if key_type == SHARE and shards is not None and authorized(ctx, AclOperation.CLUSTER_ACTION,
+                                                               ResourceType.CLUSTER, CLUSTER_NAME):
+        await shards.log.ensure_topic()  # as Kafka makes __share_group_state at the first lookup
     if _is_v4_plus(request):
         entries = [_lookup(ctx, key_type, key) for key in request.coordinator_keys]
         return ctx.respond({"throttle_time": 0, "coordinators": entries})

@@ -48,9 +48,10 @@ def check_state_epoch(key: SharePartitionKey, stored: StoredShareState | None, s
     """FENCED_STATE_EPOCH for a state epoch below the key's (Kafka's ShareCoordinatorShard: a write
     or initialization with recorded > requested; equal is allowed)."""
     if stored is not None and stored.state_epoch > state_epoch:
-        raise KafkaError(ErrorCode.fenced_state_epoch,
-                         f"The state epoch {state_epoch} of share-partition {key} is smaller than the last "
-                         f"recorded {stored.state_epoch}.")
+        log.info("share-partition %s: state epoch %d is smaller than the last recorded %d", key, state_epoch,
+                 stored.state_epoch)
+        raise KafkaError(ErrorCode.fenced_state_epoch,  # Kafka's message (Errors.FENCED_STATE_EPOCH)
+                         "The coordinator rejected the request because the state epoch did not match.")
 
 
 class ShareStateShards:
@@ -119,9 +120,9 @@ class ShareStateShards:
         async with self._writing.setdefault(key, asyncio.Lock()):
             stored = self._stored(key)
             check_state_epoch(key, stored, state_epoch)
-            leader_epoch = self._recorded(key, stored)
+            leader_epoch = self._recorded(key, stored)  # none recorded yet: 0, as Kafka's summary shows
             await self._append(key, StoredShareState(state_epoch, start_offset, (),
-                                                     -1 if leader_epoch is None else leader_epoch))
+                                                     0 if leader_epoch is None else leader_epoch))
 
     def summary(self, key: SharePartitionKey) -> StoredShareState | None:
         """ReadShareGroupStateSummary: the key's state, with no leader epoch check or update."""
