@@ -14,6 +14,7 @@ holds them all, so it hands the request on untyped.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ from protocol.fetch_request import FetchRequest
 from protocol.produce_request import ProduceRequest
 
 from .error_response import error_response, null_in_non_nullable
-from .handler import NO_RESPONSE, CloseConnection, Handler, RequestContext
+from .handler import NO_RESPONSE, CloseConnection, Handler, Later, RequestContext
 
 __all__ = ("HANDLERS", "HANDLER_MODULES", "describe", "dispatch", "supported")
 
@@ -73,8 +74,9 @@ def supported(api_key: int, version: int) -> bool:
     return handler is not None and handler.parses(version)
 
 
-async def dispatch(ctx: RequestContext, request: object) -> bytes | Buffers | None:
-    """The encoded response to `request`, or None when none is due (acks=0 Produce).
+async def dispatch(ctx: RequestContext, request: object) -> bytes | Buffers | Later | None:
+    """The encoded response to `request`, None when none is due (acks=0 Produce), or a Later
+    (broker/handler.py) when it comes once the request's ordered part is done.
 
     Raises KafkaError when the connection must close: the request is malformed, or it has no
     response to carry its error (acks=0)."""
@@ -86,8 +88,8 @@ async def dispatch(ctx: RequestContext, request: object) -> bytes | Buffers | No
         response = await handler.handle(ctx, request)
         if response is NO_RESPONSE:
             return None
-        if isinstance(response, bytes | list):  # written by the handler itself (protocol/fast_responses.py)
-            return response
+        if isinstance(response, bytes | list | asyncio.Future):  # written by the handler itself
+            return response  # (protocol/fast_responses.py), or later
         return encode_response(ctx.header.correlation_id, response)
     except CloseConnection:
         raise

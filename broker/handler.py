@@ -6,6 +6,7 @@ holds any of them leaves the request dynamically typed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from .security.sasl import SaslAuthenticator
     from .state import BrokerState
 
-__all__ = ("CloseConnection", "Handler", "RequestContext", "NO_RESPONSE", "check_leader", "isolation_level")
+__all__ = ("CloseConnection", "Handler", "Later", "RequestContext", "NO_RESPONSE", "check_leader", "isolation_level")
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,13 @@ _MISSING: Final[MissingFields] = _refuse_missing if os.environ.get(STRICT_RESPON
 
 # A handler returns this when the protocol wants no answer (Produce with acks=0).
 NO_RESPONSE: Final = object()
+
+# A handler returns a Later when it has done the part of its request that must run in request
+# order and its answer waits for something else (a Produce sequenced in its partitions, waiting
+# for its commit): the encoded answer, None for no answer, or CloseConnection. The connection
+# goes on to its next request meanwhile and writes the answers in request order
+# (broker/connection/answers.py).
+Later = asyncio.Future["bytes | None"]
 
 
 class CloseConnection(KafkaError):

@@ -255,6 +255,12 @@ class PartitionLog(Protocol):
     async def append(self, records: bytes | memoryview,
                      origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo: ...
 
+    def submit(self, records: bytes | memoryview,
+               origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo | asyncio.Future[LogAppendInfo]:
+        """append in two steps: sequenced now, in call order (KafkaError if refused before that),
+        and answered once durable: at once, or by the future (a pipelined Produce waits for it)."""
+        ...
+
     async def read(
         self,
         fetch_offset: int,

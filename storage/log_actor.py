@@ -96,15 +96,50 @@ class LogActor:
     # -- commands ------------------------------------------------------------------------------
 
     async def append(self, records: bytes | memoryview, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        appended = self.submit(records, origin)
+        return appended if isinstance(appended, LogAppendInfo) else await appended
+
+    def submit(self, records: bytes | memoryview,
+               origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo | asyncio.Future[LogAppendInfo]:
+        """Take an append now, in call order, and answer it once durable: at once (LogAppendInfo)
+        when it was written here and nothing is due before its acknowledgement, else a future. A
+        caller that submits appends one after another has them sequenced in that order (the
+        queue is FIFO, and one is written here only while nothing waits in it), so it can go on
+        to its next request while this one waits for its flush or commit. KafkaError now when
+        the append is refused before it is queued."""
         if self._idle() and (info := self._append_at_once(records, origin)) is not None:
             # Written in this task while the owner had nothing to do: the same all-or-nothing
             # step the owner would run, without the queue's two event-loop turns per request.
             if self._acks_due():
-                await self.ask(BEFORE_ACKS)
+                return self._acknowledged_after_flush(info)
             self._wake_waiters()
             self._after_acks_soon()
             return info
-        return await self.ask(Append(records, origin))
+        reply: asyncio.Future[LogAppendInfo] = asyncio.get_running_loop().create_future()
+        self._put((Append(records, origin), reply))
+        return reply
+
+    def _acknowledged_after_flush(self, info: LogAppendInfo) -> asyncio.Future[LogAppendInfo]:
+        """info's future, answered once BEFORE_ACKS (queued now, behind nothing) has run."""
+        reply: asyncio.Future[LogAppendInfo] = asyncio.get_running_loop().create_future()
+        flushed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def answer(done: asyncio.Future[None]) -> None:
+            if reply.done():
+                return
+            if done.cancelled():
+                reply.set_exception(self._ended_error())
+                return
+            if (exc := done.exception()) is not None:
+                reply.set_exception(exc)
+                return
+            reply.set_result(info)
+            self._wake_waiters()
+            self._after_acks_soon()
+
+        flushed.add_done_callback(answer)
+        self._put((BEFORE_ACKS, flushed))
+        return reply
 
     async def ask(self, message: LogMessage[T]) -> T:
         """Run message inside the owner task, after everything queued before it; its answer."""

@@ -5,8 +5,9 @@ drive them with a fake transport, as h11's ConnectionPair drives a protocol):
   under back-pressure, memory and quota throttles, and the idle and receive time limits;
 - auth_gate.py: the TLS principal, the SASL state before COMPLETE, re-authentication and the
   session's expiry;
-- requests.py: header decode, the API table (broker/dispatch.py), the handler call, and the
-  answers in request order.
+- requests.py: header decode, the API table (broker/dispatch.py), the handler call;
+- answers.py: the answers in request order, a Produce's arriving once it is durable while the
+  requests behind it are already sequenced (pipelining).
 
 protocol.py joins them as the asyncio protocol the listeners serve.
 """

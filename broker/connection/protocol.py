@@ -1,6 +1,7 @@
 """One client connection as an asyncio protocol: the socket's events go to the framing
 (framing.py), each frame through the authentication gate (auth_gate.py) to dispatch
-(requests.py), one request at a time, and the answers out in request order."""
+(requests.py), one request at a time but for Produce requests, which are pipelined (answers.py),
+and the answers out in request order."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ import time
 from collections.abc import Callable
 from typing import Final, cast
 
+from protocol.api_keys import ApiKey
+
 from ..connection_limits import ConnectionLimits, Verdict
+from ..handler import Later
 from ..memory_pool import MemoryPool
 from ..principal import Session
 from ..quotas.manager import now_ms
 from ..security.listener_security import ListenerSecurity
 from ..state import BrokerState
+from .answers import MAX_PIPELINED, Answers
 from .auth_gate import AuthGate, Step, api_key_of
 from .closes import log, log_close
 from .framing import Frame, FrameReader
@@ -38,10 +43,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.gate = AuthGate(security, clock)
         self.requests = RequestHandler(state, self.gate, self.close)
         self.writer = ResponseWriter(self.reader.frames)
+        self.answers = Answers(self.writer, self.close)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self._task: asyncio.Task[None] | None = None
         self._unmuted: asyncio.Future[None] | None = None
+        self._closing: asyncio.Task[None] | None = None  # a close waiting for the answers before it
         self._limited_host: str | None = None  # counted by the connection limits until closed
         if security.sasl is not None:
             self.reader.decoder.set_limit(security.sasl.max_receive_size, "sasl.server.max.receive.size")
@@ -109,6 +116,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # it and drops the response (cancelling a DeleteTopics or a coordinator write half way
         # would leave its state half changed).
         self.reader.lost()
+        self.answers.connection_lost()
         if self._limited_host is not None and self.state.connection_limits is not None:
             self.state.connection_limits.release(self._limited_host)
             self._limited_host = None
@@ -129,10 +137,24 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self.reader.closing:
             log_close(level, "closing connection from %s: %s", self.peer, reason)
         self.reader.closing = True
-        if self.transport is not None:
-            if not abort:
-                self.writer.flush()  # the answers to the requests before the one that closes
-            self.transport.abort() if abort else self.transport.close()
+        transport = self.transport
+        if transport is None:
+            return
+        if abort:
+            transport.abort()
+        elif self.answers.waiting and not self.answers.lost:
+            # The answers to the requests before the one that closes first: their batches are
+            # sequenced and may be committed, and a producer told nothing would send them again.
+            transport.pause_reading()
+            self._closing = self._loop.create_task(self._close_when_answered(transport))
+        else:
+            self.writer.flush()
+            transport.close()
+
+    async def _close_when_answered(self, transport: asyncio.Transport) -> None:
+        await self.answers.drained()
+        self.writer.flush()
+        transport.close()
 
     async def _serve(self) -> None:
         try:
@@ -146,20 +168,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.close("its request loop failed", level=logging.ERROR)
 
     async def _serve_requests(self) -> None:
-        reader, writer, requests = self.reader, self.writer, self.requests
+        reader, answers, requests = self.reader, self.answers, self.requests
         while not reader.closing:
             frame = reader.take()
             if frame is None:
                 await reader.wait_for_frame()
                 continue
+            if answers.waiting and api_key_of(frame) != ApiKey.PRODUCE:
+                await answers.drained()  # only a Produce goes on behind a Produce (answers.py)
             response = await (self._handle_watched(frame) if self.gate.watching else requests.handle(frame))
             del frame
-            if response is not None and self.transport is not None and not reader.closing:
-                writer.send(response)
+            if isinstance(response, asyncio.Future):  # added even when closing: its outcome is read
+                answers.add(response)
+            elif response is not None and self.transport is not None and not reader.closing:
+                answers.add(response)
+            if not reader.can_write.is_set():
                 await reader.can_write.wait()
             if requests.throttle_ms and not reader.closing:
+                await answers.drained()
                 await self._throttled()
             reader.request_done()
+            if answers.waiting >= MAX_PIPELINED:
+                await answers.room()
 
     async def _throttled(self) -> None:
         """KIP-219: a client over its quota has its answer at once, with throttle_time_ms, and
@@ -178,7 +208,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # -- SASL listeners: until authenticated, and while sessions expire (KIP-368) ----------------
 
-    async def _handle_watched(self, frame: Frame) -> Response | None:
+    async def _handle_watched(self, frame: Frame) -> Response | Later | None:
         gate = self.gate
         if gate.expects_raw_token:
             return self._raw_token(frame)
@@ -189,11 +219,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         response = await self.requests.handle(frame)
         return self._after_sasl_step(gate.handled(api_key), response)
 
-    def _after_sasl_step(self, step: Step, response: Response | None) -> Response | None:
+    def _after_sasl_step(self, step: Step, response: Response | Later | None) -> Response | Later | None:
         if step is Step.FAILED:
             # Answer (so the client can say why), then close: transport.close() sends what is queued.
-            if response is not None and self.transport is not None:
-                self.writer.send(response)
+            if response is not None and not isinstance(response, asyncio.Future) and self.transport is not None:
+                self.writer.send(response)  # (a SASL answer: never a Later)
                 self.writer.flush()
             self._close_after_failed_authentication()
             return None

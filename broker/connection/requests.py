@@ -1,9 +1,9 @@
 """Dispatch on one connection: a frame's header decoded, its handler from the API table
 (broker/dispatch.py) called, and the answers written in request order.
 
-Like Kafka (which mutes a channel until its response is sent), requests on one connection are
-handled strictly in sequence, so responses leave in correlation-id order even when clients
-pipeline; ResponseWriter only gathers small answers into fewer writes.
+Requests on one connection are handled in sequence; a Produce may answer later (once durable),
+and the connection then goes on to its next request (broker/connection/answers.py keeps the
+answers in correlation-id order). ResponseWriter only gathers small answers into fewer writes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.fast_responses import Buffers
 
 from ..dispatch import describe, dispatch, supported
-from ..handler import RequestContext
+from ..handler import Later, RequestContext
 from ..handlers.api_versions import api_keys
 from ..state import BrokerState
 from .auth_gate import AuthGate
@@ -45,7 +45,7 @@ class RequestHandler:
         # A quota's throttle (broker/quotas): set by the request just handled, then waited out.
         self.throttle_ms = 0
 
-    async def handle(self, frame: Frame) -> Response | None:
+    async def handle(self, frame: Frame) -> Response | Later | None:
         try:
             header, request = decode_request(frame, supported)
         except UnsupportedRequest as exc:
@@ -62,7 +62,7 @@ class RequestHandler:
         gate = self._gate
         return RequestContext(header=header, broker=self.state, peer=self.peer, session=gate.session, sasl=gate.sasl)
 
-    async def _dispatch(self, header: RequestHeader, request: object) -> Response | None:
+    async def _dispatch(self, header: RequestHeader, request: object) -> Response | Later | None:
         ctx = self._context(header)
         metrics = self.state.metrics
         started = perf_counter() if metrics is not None else 0.0
@@ -70,11 +70,14 @@ class RequestHandler:
             response = await dispatch(ctx, request)
         except KafkaError as exc:
             self._close(f"{describe(header)} failed: {exc}")
-            return None
-        finally:
-            if metrics is not None:
-                # Kafka's RequestMetrics time: decoded to response ready (the write is queued).
-                metrics.request(header.api_key).observe(header.api_version, perf_counter() - started)
+            response = None
+        if metrics is not None:
+            # Kafka's RequestMetrics time: decoded to response ready (the write is queued).
+            stats = metrics.request(header.api_key)
+            if isinstance(response, asyncio.Future):
+                response.add_done_callback(lambda _: stats.observe(header.api_version, perf_counter() - started))
+            else:
+                stats.observe(header.api_version, perf_counter() - started)
         self.throttle_ms = ctx.throttle_ms
         return response
 

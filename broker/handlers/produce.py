@@ -2,19 +2,23 @@
 
 Behaviour: each partition's batch goes to that partition's log actor as the request's bytes
 (protocol/produce_request.py reads the request, not kio: a large frame's records are views of it,
-not copies); the log validates headers and CRCs, assigns offsets and writes. Partition data
-holding more (or less) than one batch is INVALID_RECORD, as in Kafka, and nothing of it is
-written; the request's other partitions go on. acks=0 gets no response (and a failure closes the connection, as in
-Kafka); acks 1 and -1 are the same (locally the write is in the page cache when we answer; in
-cluster mode it is committed to PostgreSQL, which every broker reads). A partition this broker
-does not lead is NOT_LEADER_OR_FOLLOWER; from v10 (KIP-951) such a partition also names its current
-leader and epoch, and the response carries that leader's address. A client over its producer_byte_rate quota has its
+not copies); the log validates headers and CRCs, assigns offsets and writes. Partition data holding
+more (or less) than one batch is INVALID_RECORD, as in Kafka, and nothing of it is written; the
+request's other partitions go on. acks=0 gets no response (and a failure closes the connection, as
+in Kafka); acks 1 and -1 are the same (locally the write is in the page cache when we answer; in
+cluster mode it is committed to PostgreSQL, which every broker reads). The handler returns once
+every batch is in its log (log_actor.submit: sequenced at once, or queued behind the log's work in
+progress, which keeps the order requests came in); if any still waits for its commit, its answer is
+a Later and the connection goes on to its next request meanwhile (broker/connection/answers.py:
+answers still leave in request order). A partition this broker does not lead is
+NOT_LEADER_OR_FOLLOWER; from v10 (KIP-951) such a partition also names its current leader and epoch,
+and the response carries that leader's address. A client over its producer_byte_rate quota has its
 answer at once with throttle_time_ms, and its connection reads nothing more for that long (KIP-219).
 Transactional batches: v3-11 (Transactions V1) must go to partitions the producer added with
 AddPartitionsToTxn; under v12+ (Transactions V2) the broker adds them to the transaction itself,
 through the coordinator, before writing (coordinator/transaction/verification.py); if the last
-transaction's markers are still being written it retries for add.partitions.to.txn.retry.backoff.max.ms
-before answering CONCURRENT_TRANSACTIONS, as Kafka does.
+transaction's markers are still being written it retries for
+add.partitions.to.txn.retry.backoff.max.ms before answering CONCURRENT_TRANSACTIONS, as Kafka does.
 Version notes: v0-2 are advertised so that librdkafka < 2.11.1 enables compression, but they
 carry message formats 0/1 and are refused (as Kafka 4 does). v11 knows TRANSACTION_ABORTABLE;
 v12 means Transactions V2; v13 names topics by id (UNKNOWN_TOPIC_ID for an id not known).
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 
 from coordinator.transaction.verification import (
     AddRetry,
@@ -38,11 +43,12 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.fast_responses import NodeEndpoint, ProducePartitionResponse, encode_produce_response
 from protocol.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.record_batch import RecordBatchHeader, check_batch
-from storage.api import INTERNAL_TOPICS, TopicPartition
+from storage.api import INTERNAL_TOPICS, LogAppendInfo, TopicPartition
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import NOTHING, denied, require, unauthorized
-from ..handler import NO_RESPONSE, CloseConnection, Handler, RequestContext, check_leader
+from ..handler import NO_RESPONSE, CloseConnection, Handler, Later, RequestContext, check_leader
+from ..metrics.counters import TopicStats
 from ..quotas.manager import now_ms
 from .leader_discovery import LEADER_ERRORS, current_leader, leader_endpoints
 from .txn_routing import coordinator_add, remote_verifier
@@ -134,9 +140,23 @@ def _add_retry(ctx: RequestContext) -> AddRetry:
                     wait=None if coordinator is None else coordinator.markers_written)
 
 
-async def _append_one(ctx: RequestContext, request: ProduceRequest, topic: str | None, part: PartitionProduceData,
-                      parsed: Parsed, refused: dict[TopicPartition, KafkaError], forbidden: frozenset[str],
-                      ) -> ProducePartitionResponse:
+@dataclass(slots=True)
+class _Durable:
+    """A partition's batch sequenced in its log (offsets given, producer state checked), answered
+    once the log says it is durable: cluster mode's flush and commit, a due local flush."""
+
+    index: int
+    reply: asyncio.Future[LogAppendInfo]
+    size: int
+    stats: TopicStats | None
+
+
+Outcome = ProducePartitionResponse | _Durable
+
+
+async def _sequence_one(ctx: RequestContext, request: ProduceRequest, topic: str | None, part: PartitionProduceData,
+                        parsed: Parsed, refused: dict[TopicPartition, KafkaError], forbidden: frozenset[str],
+                        ) -> Outcome:
     stats = None
     try:
         if topic is None:
@@ -162,22 +182,45 @@ async def _append_one(ctx: RequestContext, request: ProduceRequest, topic: str |
         else:
             await check_first_sequence_v2(plog, tp, header)
         assert part.records is not None  # _batch_of refused null records
-        info = await plog.append(part.records)
+        appended = plog.submit(part.records)
     except KafkaError as exc:
-        log.debug("produce to %s-%d from %s failed: %r", topic, part.index, ctx.peer, exc)
-        if stats is not None:
-            stats.failed_produce_requests += 1
-        return _error(part.index, exc.code, exc.message, getattr(exc, "record_errors", []))
+        return _failed(ctx, topic, part.index, exc, stats)
+    if isinstance(appended, LogAppendInfo):
+        return _appended(part.index, appended, len(part.records), stats)
+    return _Durable(part.index, appended, len(part.records), stats)
+
+
+def _appended(index: int, info: LogAppendInfo, size: int, stats: TopicStats | None) -> ProducePartitionResponse:
     if stats is not None and not info.duplicate:
-        stats.bytes_in += len(part.records)
+        stats.bytes_in += size
         stats.messages_in += info.last_offset - info.base_offset + 1
-    return {"index": part.index, "error_code": ErrorCode.none, "base_offset": info.base_offset,
+    return {"index": index, "error_code": ErrorCode.none, "base_offset": info.base_offset,
             "log_append_time": info.log_append_time, "log_start_offset": info.log_start_offset}
 
 
-async def _append_all(calls: list[list[Coroutine[object, None, ProducePartitionResponse]]],
-                      ) -> list[list[ProducePartitionResponse]]:
-    """Each topic's partition results, the partitions written concurrently. A request for one
+def _failed(ctx: RequestContext, topic: str | None, index: int, exc: KafkaError,
+            stats: TopicStats | None) -> ProducePartitionResponse:
+    log.debug("produce to %s-%d from %s failed: %r", topic, index, ctx.peer, exc)
+    if stats is not None:
+        stats.failed_produce_requests += 1
+    return _error(index, exc.code, exc.message, getattr(exc, "record_errors", []))
+
+
+def _settled(ctx: RequestContext, topic: str | None, durable: _Durable) -> ProducePartitionResponse:
+    """A durable wait's outcome as the partition's answer."""
+    reply = durable.reply
+    exc = KafkaError(ErrorCode.not_leader_or_follower, "the append was dropped") if reply.cancelled() \
+        else reply.exception()
+    if exc is None:
+        return _appended(durable.index, reply.result(), durable.size, durable.stats)
+    if isinstance(exc, KafkaError):
+        return _failed(ctx, topic, durable.index, exc, durable.stats)
+    log.error("produce to %s-%d from %s failed", topic, durable.index, ctx.peer, exc_info=exc)
+    return _error(durable.index, ErrorCode.unknown_server_error)
+
+
+async def _sequence_all(calls: list[list[Coroutine[object, None, Outcome]]]) -> list[list[Outcome]]:
+    """Each topic's partition outcomes, the partitions sequenced concurrently. A request for one
     partition (what most producers send) is awaited directly: gather would wrap it in a task and
     cost two more turns of the event loop per request."""
     if len(calls) == 1 and len(calls[0]) == 1:
@@ -196,9 +239,14 @@ def _refused_topics(ctx: RequestContext, request: ProduceRequest, names: list[st
 
 
 async def handle(ctx: RequestContext, request: ProduceRequest) -> object:
+    """Sequences the request's batches in their logs, in the order requests come (the connection
+    dispatches its next request only after this returns); the answer comes once they are durable:
+    now, or as a Later the connection answers in request order (pipelining)."""
+    names: list[str | None] = []
     if request.acks not in (0, 1, -1):
-        results = [[_error(p.index, ErrorCode.invalid_required_acks, f"acks={request.acks} is not 0, 1 or -1")
-                    for p in t.partition_data] for t in request.topic_data]
+        outcomes: list[list[Outcome]] = [
+            [_error(p.index, ErrorCode.invalid_required_acks, f"acks={request.acks} is not 0, 1 or -1")
+             for p in t.partition_data] for t in request.topic_data]
     else:
         names = [_topic_name(ctx, t) for t in request.topic_data]
         forbidden = _refused_topics(ctx, request, names)
@@ -207,10 +255,18 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> object:
         if ctx.version >= 12 and (batches := _transactional_batches(ctx, request, names, parsed, forbidden)):
             refused = await add_partitions_for_produce(ctx.broker.txn_coordinator, request.transactional_id, batches,
                                                        coordinator_add(ctx), _add_retry(ctx), _open_in_log(ctx))
-        results = await _append_all([[_append_one(ctx, request, name, p, h, refused, forbidden)
-                                      for p, h in zip(t.partition_data, hs, strict=True)]
-                                     for name, t, hs in zip(names, request.topic_data, parsed, strict=True)])
+        outcomes = await _sequence_all([[_sequence_one(ctx, request, name, p, h, refused, forbidden)
+                                         for p, h in zip(t.partition_data, hs, strict=True)]
+                                        for name, t, hs in zip(names, request.topic_data, parsed, strict=True)])
     _throttle(ctx, request)
+    for parts in outcomes:
+        for p in parts:
+            if type(p) is _Durable:
+                return _later(ctx, request, names, outcomes)
+    return _answer(ctx, request, outcomes)  # type: ignore[arg-type]  # no _Durable left
+
+
+def _answer(ctx: RequestContext, request: ProduceRequest, results: list[list[ProducePartitionResponse]]) -> object:
     if request.acks == 0:
         failed = [p for parts in results for p in parts if p["error_code"] != ErrorCode.none]
         if failed:
@@ -219,6 +275,33 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> object:
             raise CloseConnection(failed[0]["error_code"], f"acks=0 produce failed: {failed[0]['error_message']}")
         return NO_RESPONSE
     return _response(ctx, request, results)
+
+
+def _later(ctx: RequestContext, request: ProduceRequest, names: list[str | None],
+           outcomes: list[list[Outcome]]) -> Later:
+    """The answer once every sequenced batch is durable (or failed): None for acks=0, or
+    CloseConnection when acks=0 has a failure to tell."""
+    answer: Later = asyncio.get_running_loop().create_future()
+    waiting = [p for parts in outcomes for p in parts if type(p) is _Durable]
+    left = len(waiting)
+
+    def one_done(_: object) -> None:
+        nonlocal left
+        left -= 1
+        if left:
+            return
+        results = [[_settled(ctx, name, p) if isinstance(p, _Durable) else p for p in parts]
+                   for name, parts in zip(names, outcomes, strict=True)]
+        try:
+            response = _answer(ctx, request, results)
+        except Exception as exc:  # CloseConnection (acks=0), or a failure to encode: the connection closes
+            answer.set_exception(exc)
+            return
+        answer.set_result(None if response is NO_RESPONSE else response)  # type: ignore[arg-type]
+
+    for p in waiting:
+        p.reply.add_done_callback(one_done)
+    return answer
 
 
 def _throttle(ctx: RequestContext, request: ProduceRequest) -> None:

@@ -55,6 +55,14 @@ class FaultyLog:
             raise self.error()
         return await self.inner.append(records, origin)
 
+    def submit(self, records: bytes | memoryview,
+               origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo | asyncio.Future[LogAppendInfo]:
+        """A Produce's append (the coordinators append through append): refused at once while failing."""
+        if self.failing:
+            self.failures += 1
+            raise self.error()
+        return self.inner.submit(records, origin)
+
     @property
     def log_start_offset(self) -> int:
         return self.inner.log_start_offset
