@@ -21,7 +21,7 @@ from typing import Final
 
 from .errors import CorruptRecordError
 from .record_batch import BATCH_HEADER, RecordBatchHeader
-from .records import Record, build_batch, decode_varint
+from .records import Record, build_batch, decode_record
 
 __all__ = (
     "ControlRecordType",
@@ -93,23 +93,6 @@ def parse_control_type(key: bytes | None) -> int:
         return int(control_type)
 
 
-def _first_record_key_value(
-    batch: bytes | memoryview, pos: int
-) -> tuple[bytes | None, bytes | None]:
-    view = memoryview(batch)
-    p = pos + BATCH_HEADER.size
-    _length, p = decode_varint(view, p)
-    p += 1  # record attributes
-    _ts_delta, p = decode_varint(view, p)
-    _offset_delta, p = decode_varint(view, p)
-    fields: list[bytes | None] = []
-    for _ in range(2):
-        n, p = decode_varint(view, p)
-        fields.append(None if n < 0 else bytes(view[p : p + n]))
-        p += max(n, 0)
-    return fields[0], fields[1]
-
-
 def read_end_txn_marker(
     batch: bytes | memoryview, pos: int = 0, header: RecordBatchHeader | None = None
 ) -> EndTransactionMarker | None:
@@ -125,10 +108,10 @@ def read_end_txn_marker(
             f"control batch at offset {header.base_offset} must hold one uncompressed record"
         )
     try:
-        key, value = _first_record_key_value(batch, pos)
+        record, _ = decode_record(memoryview(batch), pos + BATCH_HEADER.size, header)
     except (IndexError, ValueError) as exc:
         raise CorruptRecordError(f"control batch at offset {header.base_offset}: {exc}") from exc
-    control_type = parse_control_type(key)
+    control_type, value = parse_control_type(record.key), record.value
     if not isinstance(control_type, ControlRecordType):
         return None
     if value is None or len(value) < _VALUE.size:

@@ -22,7 +22,7 @@ from .record_batch import (
     iter_batches,
 )
 
-__all__ = ("Record", "build_batch", "decode_varint", "decompress", "encode_varint", "read_records")
+__all__ = ("Record", "build_batch", "decode_record", "decode_varint", "decompress", "encode_varint", "read_records")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,7 +144,8 @@ def _snappy_xerial(data: bytes) -> bytes:
     return bytes(cramjam.snappy.decompress_raw(data))
 
 
-def _decode_one(buf: bytes, pos: int, header: RecordBatchHeader) -> tuple[Record, int]:
+def decode_record(buf: bytes | memoryview, pos: int, header: RecordBatchHeader) -> tuple[Record, int]:
+    """The record at pos of a batch's (decompressed) records, and where the next one starts."""
     _length, pos = decode_varint(buf, pos)
     pos += 1  # record attributes, unused
     ts_delta, pos = decode_varint(buf, pos)
@@ -180,7 +181,7 @@ def read_records(data: bytes | memoryview) -> Iterator[tuple[RecordBatchHeader, 
         body = decompress(header.compression, raw)
         records, p = [], 0
         for _ in range(header.records_count):
-            rec, p = _decode_one(body, p, header)
+            rec, p = decode_record(body, p, header)
             records.append(rec)
         yield header, records
 

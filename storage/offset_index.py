@@ -19,118 +19,111 @@ _OFFSET_ENTRY: Final = struct.Struct(">ii")  # relative offset, file position
 _TIME_ENTRY: Final = struct.Struct(">qi")  # max timestamp so far, relative offset
 
 
-class OffsetIndex:
-    """Maps offsets to file positions at or before them."""
+class _IndexFile:
+    """What both indexes share (Kafka's AbstractIndex): entries of two increasing columns, kept in
+    memory and appended to the file, the file first (a failed write leaves memory as it was)."""
+
+    _entry: struct.Struct
 
     def __init__(self, path: Path, base_offset: int, fs: FileSystem = LOCAL_FS) -> None:
         self.path = path
         self.base_offset = base_offset
-        self._offsets: list[int] = []
-        self._positions: list[int] = []
+        self._keys: list[int] = []
+        self._values: list[int] = []
         self._fs = fs
         self._fd = fs.open_append(path)
 
-    def load(self, log_size: int) -> bool:
-        """Read entries from disk; False if the file is inconsistent (caller rebuilds)."""
+    def _read(self) -> list[tuple[int, int]] | None:
+        """The file's entries as stored; None if its size is not a whole number of them."""
         data = self._fs.pread(self._fd, self._fs.size(self._fd), 0)
-        if len(data) % _OFFSET_ENTRY.size:
-            return False
-        last_off = last_pos = -1
-        for rel, pos in _OFFSET_ENTRY.iter_unpack(data):
-            if rel <= last_off or pos <= last_pos or pos >= log_size:
-                return False
-            self._offsets.append(self.base_offset + rel)
-            self._positions.append(pos)
-            last_off, last_pos = rel, pos
-        return True
+        return None if len(data) % self._entry.size else list(self._entry.iter_unpack(data))
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return len(self._keys)
 
     def reset(self) -> None:
-        self._offsets.clear()
-        self._positions.clear()
+        self._keys.clear()
+        self._values.clear()
         self._fs.truncate(self._fd, 0)
 
-    def append(self, offset: int, position: int) -> None:
-        if self._offsets and offset <= self._offsets[-1]:
-            return
-        # The file first: a failed write leaves memory as it was (the caller truncates the file).
-        self._fs.write(self._fd, _OFFSET_ENTRY.pack(offset - self.base_offset, position))
-        self._offsets.append(offset)
-        self._positions.append(position)
-
-    def lookup(self, offset: int) -> int:
-        """File position of the last indexed batch starting at or before offset (0 if none)."""
-        i = bisect.bisect_right(self._offsets, offset)
-        return self._positions[i - 1] if i else 0
-
-    def truncate_to_position(self, position: int) -> None:
-        self.truncate_to_entries(bisect.bisect_left(self._positions, position))
+    def _append(self, key: int, value: int, stored: bytes) -> None:
+        self._fs.write(self._fd, stored)
+        self._keys.append(key)
+        self._values.append(value)
 
     def truncate_to_entries(self, count: int) -> None:
         """Keep the first count entries, in the file and in memory (undoes a failed append)."""
-        self._fs.truncate(self._fd, count * _OFFSET_ENTRY.size)
-        del self._offsets[count:], self._positions[count:]
+        self._fs.truncate(self._fd, count * self._entry.size)
+        del self._keys[count:], self._values[count:]
 
     def close(self) -> None:
         self._fs.close(self._fd)
 
 
-class TimeIndex:
-    """Maps timestamps to the first offset whose batch may hold a timestamp at or above them."""
+class OffsetIndex(_IndexFile):
+    """Maps offsets to file positions at or before them."""
 
-    def __init__(self, path: Path, base_offset: int, fs: FileSystem = LOCAL_FS) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self._timestamps: list[int] = []
-        self._offsets: list[int] = []
-        self._fs = fs
-        self._fd = fs.open_append(path)
+    _entry = _OFFSET_ENTRY
 
-    def load(self) -> bool:
-        data = self._fs.pread(self._fd, self._fs.size(self._fd), 0)
-        if len(data) % _TIME_ENTRY.size:
+    def load(self, log_size: int) -> bool:
+        """Read entries from disk; False if the file is inconsistent (caller rebuilds)."""
+        entries = self._read()
+        if entries is None:
             return False
-        for ts, rel in _TIME_ENTRY.iter_unpack(data):
-            if self._timestamps and (ts <= self._timestamps[-1] or rel + self.base_offset <= self._offsets[-1]):
+        last_off = last_pos = -1
+        for rel, pos in entries:
+            if rel <= last_off or pos <= last_pos or pos >= log_size:
                 return False
-            self._timestamps.append(ts)
-            self._offsets.append(self.base_offset + rel)
+            self._keys.append(self.base_offset + rel)
+            self._values.append(pos)
+            last_off, last_pos = rel, pos
         return True
 
-    def reset(self) -> None:
-        self._timestamps.clear()
-        self._offsets.clear()
-        self._fs.truncate(self._fd, 0)
+    def append(self, offset: int, position: int) -> None:
+        if self._keys and offset <= self._keys[-1]:
+            return
+        self._append(offset, position, _OFFSET_ENTRY.pack(offset - self.base_offset, position))
+
+    def lookup(self, offset: int) -> int:
+        """File position of the last indexed batch starting at or before offset (0 if none)."""
+        i = bisect.bisect_right(self._keys, offset)
+        return self._values[i - 1] if i else 0
+
+    def truncate_to_position(self, position: int) -> None:
+        self.truncate_to_entries(bisect.bisect_left(self._values, position))
+
+
+class TimeIndex(_IndexFile):
+    """Maps timestamps to the first offset whose batch may hold a timestamp at or above them."""
+
+    _entry = _TIME_ENTRY
+
+    def load(self) -> bool:
+        entries = self._read()
+        if entries is None:
+            return False
+        for ts, rel in entries:
+            if self._keys and (ts <= self._keys[-1] or rel + self.base_offset <= self._values[-1]):
+                return False
+            self._keys.append(ts)
+            self._values.append(self.base_offset + rel)
+        return True
 
     @property
     def max_timestamp(self) -> int:
-        return self._timestamps[-1] if self._timestamps else -1
+        return self._keys[-1] if self._keys else -1
 
     def maybe_append(self, max_timestamp: int, offset: int) -> None:
-        if self._timestamps and max_timestamp <= self._timestamps[-1]:
+        if self._keys and max_timestamp <= self._keys[-1]:
             return
-        if self._offsets and offset <= self._offsets[-1]:
+        if self._values and offset <= self._values[-1]:
             return
-        self._fs.write(self._fd, _TIME_ENTRY.pack(max_timestamp, offset - self.base_offset))
-        self._timestamps.append(max_timestamp)
-        self._offsets.append(offset)
+        self._append(max_timestamp, offset, _TIME_ENTRY.pack(max_timestamp, offset - self.base_offset))
 
     def lookup(self, timestamp: int) -> int:
         """An offset at or before the first batch whose max timestamp reaches timestamp."""
-        i = bisect.bisect_left(self._timestamps, timestamp)
-        return self._offsets[i - 1] if i else self.base_offset
+        i = bisect.bisect_left(self._keys, timestamp)
+        return self._values[i - 1] if i else self.base_offset
 
     def truncate_to_offset(self, offset: int) -> None:
-        self.truncate_to_entries(bisect.bisect_left(self._offsets, offset))
-
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    def truncate_to_entries(self, count: int) -> None:
-        self._fs.truncate(self._fd, count * _TIME_ENTRY.size)
-        del self._timestamps[count:], self._offsets[count:]
-
-    def close(self) -> None:
-        self._fs.close(self._fd)
+        self.truncate_to_entries(bisect.bisect_left(self._values, offset))

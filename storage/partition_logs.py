@@ -5,6 +5,7 @@ mode, a local set of processes)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping
 from typing import Generic, TypeVar
@@ -47,6 +48,7 @@ class LedPartitionLogs(PartitionLogs[L]):
 
     _topics: dict[str, TopicMetadata]
     _by_id: TopicIdCache
+    _changing: asyncio.Lock  # this broker's topic changes, one at a time
 
     @property
     def topics(self) -> Mapping[str, TopicMetadata]:
@@ -67,6 +69,22 @@ class LedPartitionLogs(PartitionLogs[L]):
 
     def _existing(self, name: str) -> TopicMetadata:
         return existing_topic(self._topics, name)
+
+    async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
+        async with self._changing:
+            self.log_defaults = dict(log_defaults)
+        for tp, plog in list(self.logs.items()):
+            meta = self._topics.get(tp.topic)
+            if meta is not None:
+                await self._update_config(tp, plog, meta)
+
+    async def _update_config(self, tp: TopicPartition, plog: L, meta: TopicMetadata) -> None:
+        try:
+            await plog.update_config(self.log_config(meta))
+        except KafkaError:
+            if self.logs.get(tp) is plog:
+                raise
+            # resigned meanwhile: the next leader opens it with the configs of then
 
 
 def existing_topic(topics: Mapping[str, TopicMetadata], name: str) -> TopicMetadata:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 
 from ..authorizer.acl import (
     AclBinding,
@@ -16,18 +16,41 @@ from ..authorizer.acl import (
     ResourceType,
     parse_enum,
 )
+from ..authorizer.checks import require_cluster
+from ..handler import RequestContext
 
 if TYPE_CHECKING:
     from protocol.request_types.create_acls import AclCreation
     from protocol.request_types.delete_acls import DeleteAclsFilter
     from protocol.request_types.describe_acls import DescribeAclsRequest
 
-__all__ = ("NO_AUTHORIZER", "binding_fields", "binding_of", "filter_of", "validated")
+    from ..authorizer.standard import StandardAuthorizer
+
+__all__ = ("NO_AUTHORIZER", "acl_authorizer", "acl_change", "binding_fields", "binding_of", "filter_of", "validated")
 
 # Kafka 4.x's wording (AclApis), which kafka-acls --list prints.
 NO_AUTHORIZER: Final = "No Authorizer is configured on the broker"
 V = TypeVar("V", AclBinding, AclBindingFilter)
 W = TypeVar("W")  # a wire item: a creation or a filter
+
+
+def acl_authorizer(ctx: RequestContext) -> StandardAuthorizer:
+    """The authorizer the ACL APIs work on. Without one the whole request is SECURITY_DISABLED
+    (every creation or filter, or DescribeAcls' top level, carries it), as Kafka answers."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        raise KafkaError(ErrorCode.security_disabled, NO_AUTHORIZER)
+    return authorizer
+
+
+def acl_change(ctx: RequestContext, items: Iterable[W],
+               convert: Callable[[W], V]) -> tuple[StandardAuthorizer, list[V | KafkaError], list[V]]:
+    """What CreateAcls and DeleteAcls start with: the authorizer, ALTER on the cluster (the
+    whole request fails without it), each item as a typed value or its own error, and the valid."""
+    authorizer = acl_authorizer(ctx)
+    require_cluster(ctx, AclOperation.ALTER)
+    outcomes = validated(items, convert)
+    return authorizer, outcomes, [o for o in outcomes if not isinstance(o, KafkaError)]
 
 
 def validated(items: Iterable[W], convert: Callable[[W], V]) -> list[V | KafkaError]:

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from ..authorizer.acl import AclBinding, AclOperation
-from ..authorizer.checks import require_cluster
+from ..authorizer.acl import AclBinding
 from ..handler import Handler, RequestContext
-from .acl_common import NO_AUTHORIZER, binding_of, validated
+from .acl_common import acl_change, binding_of
 
 if TYPE_CHECKING:
     from protocol.request_types.create_acls import AclCreation, CreateAclsRequest
@@ -30,14 +29,8 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request: CreateAclsRequest) -> object:
-    authorizer = ctx.broker.authorizer
-    if authorizer is None:
-        return ctx.respond({"throttle_time": 0, "results": [
-            {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER} for _ in request.creations]})
-    require_cluster(ctx, AclOperation.ALTER)
     creations: Sequence[AclCreation] = request.creations  # one type over the versions' tuples
-    outcomes = validated(creations, binding_of)
-    valid = [o for o in outcomes if isinstance(o, AclBinding)]
+    authorizer, outcomes, valid = acl_change(ctx, creations, binding_of)
     if valid:
         try:
             await authorizer.create_acls(valid)

@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from ..authorizer.acl import AclBindingFilter, AclOperation
-from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .acl_common import NO_AUTHORIZER, binding_fields, filter_of, validated
+from .acl_common import acl_change, binding_fields, filter_of
 
 if TYPE_CHECKING:
     from protocol.request_types.delete_acls import DeleteAclsFilter, DeleteAclsRequest
@@ -28,15 +26,8 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> object:
-    authorizer = ctx.broker.authorizer
-    if authorizer is None:
-        return ctx.respond({"throttle_time": 0, "filter_results": [
-            {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER, "matching_acls": []}
-            for _ in request.filters]})
-    require_cluster(ctx, AclOperation.ALTER)
     filters: Sequence[DeleteAclsFilter] = request.filters  # one type over the versions' tuples
-    outcomes = validated(filters, filter_of)
-    valid = [o for o in outcomes if isinstance(o, AclBindingFilter)]
+    authorizer, outcomes, valid = acl_change(ctx, filters, filter_of)
     removed = iter(await authorizer.delete_acls(valid)) if valid else iter(())
     results: list[dict[str, object]] = []
     for outcome in outcomes:

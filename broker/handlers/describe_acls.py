@@ -18,17 +18,14 @@ from protocol.errors import ErrorCode
 from ..authorizer.acl import AclOperation
 from ..authorizer.checks import require_cluster
 from ..handler import Handler, RequestContext
-from .acl_common import NO_AUTHORIZER, filter_of
+from .acl_common import acl_authorizer, filter_of
 
 if TYPE_CHECKING:
     from protocol.request_types.describe_acls import DescribeAclsRequest
 
 
 async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> object:
-    authorizer = ctx.broker.authorizer
-    if authorizer is None:
-        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.security_disabled,
-                            "error_message": NO_AUTHORIZER, "resources": []})
+    authorizer = acl_authorizer(ctx)
     require_cluster(ctx, AclOperation.DESCRIBE)
     acl_filter = filter_of(request)
     acl_filter.validate()

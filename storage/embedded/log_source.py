@@ -215,22 +215,6 @@ class EmbeddedLogSource(LedPartitionLogs[LocalPartitionLog]):
             await self.store.alter_configs(name, dict(configs))
             await self.refresh_topics()
 
-    async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
-        async with self._changing:
-            self.log_defaults = dict(log_defaults)
-        for tp, plog in list(self.logs.items()):
-            meta = self._topics.get(tp.topic)
-            if meta is not None:
-                await self._update_config(tp, plog, meta)
-
-    async def _update_config(self, tp: TopicPartition, plog: LocalPartitionLog, meta: TopicMetadata) -> None:
-        try:
-            await plog.update_config(self.log_config(meta))
-        except KafkaError:
-            if self.logs.get(tp) is plog:
-                raise
-            # resigned meanwhile: the next leader opens it with the configs of then
-
     async def delete_topic(self, name: str) -> None:
         async with self._changing:
             self._existing(name)

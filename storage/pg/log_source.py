@@ -255,14 +255,6 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
             await self._write(self._topic_store.alter_configs(name, dict(configs)))
             await self._adopt({**self._topics, name: replace(meta, configs=dict(configs))})
 
-    async def set_log_defaults(self, log_defaults: Mapping[str, object]) -> None:
-        async with self._changing:
-            self.log_defaults = dict(log_defaults)
-        for tp, plog in list(self.logs.items()):
-            meta = self._topics.get(tp.topic)
-            if meta is not None:
-                await plog.update_config(self.log_config(meta))
-
     async def delete_topic(self, name: str) -> None:
         async with self._changing:
             self._existing(name)
@@ -356,7 +348,7 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
                 for listener in self._fenced_listeners:
                     listener(tp)
             elif meta.configs != old.get(tp.topic, meta).configs:
-                await plog.update_config(self.log_config(meta))
+                await self._update_config(tp, plog, meta)
 
 
 if TYPE_CHECKING:  # the cluster backend implements the same seam (storage/api.py)
