@@ -239,16 +239,18 @@ class LogActor:
         return None
 
     async def _acknowledge(self, acks: _Acks) -> None:
+        failed: KafkaError | None = None
         try:
             await self._before_acks()
         except KafkaError as exc:
-            for reply, _ in acks:
-                if not reply.done():
-                    reply.set_exception(exc)
-            return
+            failed = exc  # the group's work failed: so did every append it was to make durable
         for reply, info in acks:
-            if not reply.done():
+            if reply.done():
+                continue
+            if failed is None:
                 reply.set_result(info)
+            else:
+                reply.set_exception(failed)
 
     async def _last(self) -> None:
         """The last command before the task ends (close): flush and close, or a last snapshot."""

@@ -28,7 +28,6 @@ from .api import (
     INTERNAL_TOPICS,
     LogSource,
     PartitionLog,
-    TopicIdCache,
     TopicMetadata,
     TopicPartition,
     validate_topic_name,
@@ -48,15 +47,11 @@ _CLEAN_SHUTDOWN: Final = ".kafka_cleanshutdown"
 class LogManager(PartitionLogs[LocalPartitionLog]):
     def __init__(self, data_dir: Path, log_defaults: Mapping[str, object],
                  producer_id_expiration_ms: int = 86_400_000, fs: FileSystem = LOCAL_FS) -> None:
+        super().__init__(log_defaults, producer_id_expiration_ms)
         self.data_dir = data_dir
-        self.log_defaults = log_defaults
-        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.topics: dict[str, TopicMetadata] = {}
-        self._by_id = TopicIdCache()
-        self.logs: dict[TopicPartition, LocalPartitionLog] = {}
         self._started = False
         self._fs = fs
-        self._changing = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
 from protocol.errors import ErrorCode, KafkaError
@@ -22,8 +22,12 @@ L = TypeVar("L", bound=SequencedLog)
 
 
 class PartitionLogs(Generic[L]):
-    logs: dict[TopicPartition, L]
-    log_defaults: Mapping[str, object]
+    def __init__(self, log_defaults: Mapping[str, object], producer_id_expiration_ms: int) -> None:
+        self.log_defaults = log_defaults
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.logs: dict[TopicPartition, L] = {}
+        self._by_id = TopicIdCache()
+        self._changing = asyncio.Lock()  # this broker's topic changes, one at a time
 
     def topic_defaults(self) -> dict[str, str]:
         """The value every topic config has where the topic sets none."""
@@ -46,9 +50,10 @@ class PartitionLogs(Generic[L]):
 class LedPartitionLogs(PartitionLogs[L]):
     """Topics every broker shares, of which this broker serves the partitions it leads."""
 
-    _topics: dict[str, TopicMetadata]
-    _by_id: TopicIdCache
-    _changing: asyncio.Lock  # this broker's topic changes, one at a time
+    def __init__(self, log_defaults: Mapping[str, object], producer_id_expiration_ms: int) -> None:
+        super().__init__(log_defaults, producer_id_expiration_ms)
+        self._topics: dict[str, TopicMetadata] = {}
+        self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
 
     @property
     def topics(self) -> Mapping[str, TopicMetadata]:

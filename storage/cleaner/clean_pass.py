@@ -45,19 +45,25 @@ class SegmentInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CleanTask:
-    directory: str
-    segments: tuple[SegmentInfo, ...]  # closed segments from the log start up to first_uncleanable
+class CleanRules:
+    """What a pass's record filter (_Filter) reads: both backends' tasks carry it."""
+
     first_dirty_offset: int
     first_uncleanable_offset: int
     aborted: tuple[AbortedTxn, ...]
     # producer id -> (last data offset or -1, producer epoch), of producers the log still tracks
     active_producers: dict[int, tuple[int, int]]
-    segment_bytes: int
-    index_interval_bytes: int
     delete_retention_ms: int
     map_capacity: int
     now_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CleanTask(CleanRules):
+    directory: str
+    segments: tuple[SegmentInfo, ...]  # closed segments from the log start up to first_uncleanable
+    segment_bytes: int
+    index_interval_bytes: int
     # This worker's share of log.cleaner.io.max.bytes.per.second and of log.cleaner.io.buffer.size
     # (Kafka's: half of a thread's share for reading, half for writing).
     io_max_bytes_per_second: float = UNLIMITED
@@ -178,7 +184,7 @@ class _Filter:
     """Kafka's cleaner RecordFilter for one pass: which batches and records stay. keys is an
     OffsetMap (this backend) or a plain dict of key -> latest offset."""
 
-    def __init__(self, task: CleanTask, keys: KeyOffsets, latest: int) -> None:
+    def __init__(self, task: CleanRules, keys: KeyOffsets, latest: int) -> None:
         self.task, self.keys, self.latest = task, keys, latest
         self.txns = CleanedTransactions()
         self.txns.add_aborted(task.aborted)

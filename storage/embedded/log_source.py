@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from protocol.errors import ErrorCode, KafkaError
 
-from ..api import LeadershipListener, LogSource, TopicIdCache, TopicMetadata, TopicPartition
+from ..api import LeadershipListener, LogSource, TopicMetadata, TopicPartition
 from ..log_config import check_topic_configs
 from ..partition_log import LocalPartitionLog
 from ..partition_logs import LedPartitionLogs, check_more_partitions
@@ -47,16 +47,10 @@ _LOOKUP_MIN_INTERVAL_S: Final = 0.05
 class EmbeddedLogSource(LedPartitionLogs[LocalPartitionLog]):
     def __init__(self, store: EmbeddedTopicStore, data_dir: Path, log_defaults: Mapping[str, object],
                  producer_id_expiration_ms: int = 86_400_000) -> None:
+        super().__init__(log_defaults, producer_id_expiration_ms)
         self.store = store
         self._data_dir = data_dir
-        self.log_defaults = log_defaults
-        self.producer_id_expiration_ms = producer_id_expiration_ms
-        self._topics: dict[str, TopicMetadata] = {}
-        self._by_id = TopicIdCache()
-        self.logs: dict[TopicPartition, LocalPartitionLog] = {}
         self._locks: dict[TopicPartition, PartitionLock] = {}
-        self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
-        self._changing = asyncio.Lock()
         self._topics_moved = Rereader(self.refresh_topics, "the topics")
         self._refreshing = asyncio.Lock()
         self._looked_up_at = 0.0

@@ -30,7 +30,7 @@ import asyncpg  # type: ignore[import-untyped]
 from protocol.record_batch import RecordBatchHeader, iter_batches
 
 from ..cleaner.batch_filter import decode_raw_records
-from ..cleaner.clean_pass import CleanResult, CleanTask, _control_type, _Filter
+from ..cleaner.clean_pass import CleanResult, _control_type, _Filter
 from ..cleaner.transactions import CleanedTransactions
 from .cleaning import PgCleanTask, dirty_bytes
 from .partition_store import _CONTAINING
@@ -132,13 +132,8 @@ async def build_offset_map(batches: AsyncIterator[tuple[int, bytes]],
 
 
 def rules(task: PgCleanTask, keys: dict[bytes, int], latest: int) -> _Filter:
-    """The local cleaner's RecordFilter: its task carries only the fields the rules read."""
-    rules = CleanTask(directory="", segments=(), first_dirty_offset=task.first_dirty_offset,
-                      first_uncleanable_offset=task.first_uncleanable_offset, aborted=task.aborted,
-                      active_producers=task.active_producers, segment_bytes=0, index_interval_bytes=0,
-                      delete_retention_ms=task.delete_retention_ms, map_capacity=task.map_capacity,
-                      now_ms=task.now_ms)
-    return _Filter(rules, keys, latest)
+    """The local cleaner's RecordFilter, over the CleanRules the task carries."""
+    return _Filter(task, keys, latest)
 
 
 @dataclass(slots=True)

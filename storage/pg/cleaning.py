@@ -21,6 +21,7 @@ from typing import Final
 from protocol.record_batch import RecordBatchHeader
 
 from ..api import AbortedTxn
+from ..cleaner.clean_pass import CleanRules
 from ..log_config import LogConfig
 from ..object_store import ObjectStoreSettings
 from .partition_store import PartitionStore
@@ -45,7 +46,7 @@ class CleaningState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PgCleanTask:
+class PgCleanTask(CleanRules):
     """One pass, as plain data for the worker process (storage/pg/clean_rows.py)."""
 
     url: str
@@ -54,13 +55,6 @@ class PgCleanTask:
     node_id: int
     leader_epoch: int
     log_start_offset: int
-    first_dirty_offset: int
-    first_uncleanable_offset: int
-    aborted: tuple[AbortedTxn, ...]
-    active_producers: dict[int, tuple[int, int]]
-    delete_retention_ms: int
-    map_capacity: int
-    now_ms: int
     # The object store of object-stored data (storage/pg/object_clean.py cleans its runs into objects
     # of up to object_bytes, cluster.object.archive.bytes); None: rows.
     objects: ObjectStoreSettings | None = None

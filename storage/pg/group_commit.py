@@ -34,7 +34,7 @@ from protocol.errors import ErrorCode, KafkaError
 from ..api import AbortedTxn
 from .pool import OutOfTime, Pool, Row, within
 
-__all__ = ("FENCE", "BatchRow", "GroupCommitter", "PartitionWrite", "Queued", "fail_all")
+__all__ = ("FENCE", "BatchRow", "GroupCommitter", "PartitionWrite", "Queued", "fail_all", "insert_aborted")
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +50,27 @@ WITH w AS (
       AND p.leader_epoch = w.leader_epoch AND p.next_offset = w.expected
     RETURNING p.topic_id, p.partition
 )"""
+
+
+def insert_aborted(first: int) -> str:
+    """The CTE `a` adding a group's aborted transactions ($first to $first+5, one element per
+    transaction) of the partitions `fenced` let through; object_commit.py's commit has it too."""
+    topic_id, partition, producer_id, first_offset, last_offset, lso = (f"${first + i}" for i in range(6))
+    return f""", a AS (
+    INSERT INTO aborted_txns (topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
+    SELECT a.* FROM unnest({topic_id}::uuid[], {partition}::int[], {producer_id}::bigint[], {first_offset}::bigint[],
+                           {last_offset}::bigint[], {lso}::bigint[])
+        AS a(topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
+    WHERE (a.topic_id, a.partition) IN (SELECT topic_id, partition FROM fenced)
+)"""
+
+
 _APPEND: Final = FENCE + """, b AS (
     INSERT INTO batches (topic_id, partition, base_offset, last_offset, max_timestamp, data)
     SELECT b.* FROM unnest($7::uuid[], $8::int[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[])
         AS b(topic_id, partition, base_offset, last_offset, max_timestamp, data)
     WHERE (b.topic_id, b.partition) IN (SELECT topic_id, partition FROM fenced)
-), a AS (
-    INSERT INTO aborted_txns (topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
-    SELECT a.* FROM unnest($13::uuid[], $14::int[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[])
-        AS a(topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
-    WHERE (a.topic_id, a.partition) IN (SELECT topic_id, partition FROM fenced)
-)
+)""" + insert_aborted(13) + """
 SELECT topic_id, partition FROM fenced
 """
 

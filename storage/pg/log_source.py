@@ -29,7 +29,6 @@ from ..api import (
     LeadershipListener,
     LogSource,
     PartitionLog,
-    TopicIdCache,
     TopicMetadata,
     TopicPartition,
 )
@@ -82,24 +81,18 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
         orphan_grace_ms: int = DEFAULT_ORPHAN_GRACE_MS,
         archive: ArchiveSettings = DEFAULT_ARCHIVE,
     ) -> None:
+        super().__init__(log_defaults, producer_id_expiration_ms)
         self.pool, self.node_id, self._data_dir = pool, node_id, data_dir
-        self.log_defaults = log_defaults
-        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.reader = None if object_store is None else ObjectReader(object_store, read_cache_bytes)
         self._orphan_grace_ms = orphan_grace_ms
         self.archive = archive
         self.committer = _committer(pool, node_id, object_store, flush, commit_concurrency)
         self._topic_store = TopicStore(pool)
-        self._topics: dict[str, TopicMetadata] = {}
-        self._by_id = TopicIdCache()
-        self.logs: dict[TopicPartition, PgPartitionLog] = {}
         self._refresh_interval_ms = refresh_interval_ms
         self._snapshot_interval = (snapshot_interval_bytes, snapshot_interval_batches)
-        self._fenced_listeners: list[Callable[[TopicPartition], None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._refresher: asyncio.Task[None] | None = None
         self._background: list[asyncio.Task[None]] = []  # the object store's collector and archiver
-        self._changing = asyncio.Lock()  # this broker's topic changes, one at a time
         self._refresh_failing = False
         self._lookup: asyncio.Future[None] | None = None
         self._looked_up_at = 0.0

@@ -32,7 +32,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import RecordBatchHeader
 
 from ..object_store import ObjectStore
-from .group_commit import FENCE, GroupCommitter, PartitionWrite, Queued, fail_all
+from .group_commit import FENCE, GroupCommitter, PartitionWrite, Queued, fail_all, insert_aborted
 from .pool import Pool, within
 
 __all__ = ("DEFAULT_FLUSH", "FlushSettings", "ObjectGroupCommitter", "flush_object_key")
@@ -51,12 +51,7 @@ _COMMIT: Final = FENCE + """, r AS (
     FROM unnest($9::uuid[], $10::int[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::int[])
         AS r(topic_id, partition, base_offset, last_offset, max_timestamp, byte_start, byte_length)
     WHERE (r.topic_id, r.partition) IN (SELECT topic_id, partition FROM fenced)
-), a AS (
-    INSERT INTO aborted_txns (topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
-    SELECT a.* FROM unnest($16::uuid[], $17::int[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[])
-        AS a(topic_id, partition, producer_id, first_offset, last_offset, last_stable_offset)
-    WHERE (a.topic_id, a.partition) IN (SELECT topic_id, partition FROM fenced)
-), o AS (
+)""" + insert_aborted(16) + """, o AS (
     INSERT INTO flush_objects (object_key, node_id, size) SELECT $7, $1, $8 WHERE EXISTS (SELECT 1 FROM fenced)
 )
 SELECT topic_id, partition FROM fenced
