@@ -111,7 +111,9 @@ class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
         self.logs.committer.time_left = self.member.lease_left_s  # no write outlasts the lease
         self.view: ClusterView = self.member.view
         self.producer_id_blocks = PgProducerIdBlocks(pool)
-        self.producer_id_blocks.time_left = self.member.lease_left_s  # InitProducerId: answered within the lease
+        # InitProducerId and topic changes need no lease, but a broker cut off from the database
+        # answers them within one rather than after the statement timeout.
+        self.producer_id_blocks.bound_s = self.logs.change_bound_s = config.cluster_lease_ms / 1000
         self.feature_levels = PgFeatureLevelStore(pool)
         self.security = PgSecurityMetadata(pool)  # SCRAM credentials and ACLs, shared by every broker
         self.broker_configs = PgBrokerConfigStore(pool)  # dynamic broker configs, per broker and default

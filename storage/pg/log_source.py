@@ -43,7 +43,7 @@ from .object_gc import DEFAULT_ORPHAN_GRACE_MS, collect_loop
 from .object_runs import DEFAULT_READ_CACHE_BYTES, ObjectPartitionStore, ObjectReader
 from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BATCHES, PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
 from .partition_store import PartitionStore
-from .pool import OutOfTime, Pool, within
+from .pool import OutOfTime, Pool, lasting, within
 from .topic_store import TopicStore
 
 __all__ = ("PgLogSource",)
@@ -88,6 +88,7 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
         self.archive = archive
         self.committer = _committer(pool, node_id, object_store, flush, commit_concurrency)
         self._topic_store = TopicStore(pool)
+        self.change_bound_s: float | None = None  # how long a topic change is waited for (None: statement timeout)
         self._refresh_interval_ms = refresh_interval_ms
         self._snapshot_interval = (snapshot_interval_bytes, snapshot_interval_batches)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -256,15 +257,15 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
         log.info("deleted topic %s", name)
 
     async def _write(self, change: Awaitable[object]) -> None:
-        """A topic change, waited for only while the lease lasts (a broker cut off from the database
+        """A topic change, waited for up to change_bound_s (a lease: a broker cut off from the database
         answers by then); its outcome is then unknown, as with Kafka's controller timing out."""
         try:
-            await within(change, self.committer.time_left)
+            await within(change, lasting(self.change_bound_s))
         except KafkaError:
             raise
         except OutOfTime as exc:
             raise KafkaError(ErrorCode.request_timed_out, "the cluster database did not confirm the change "
-                             "while this broker's lease lasted (it may still be made)") from exc
+                             "within a lease (it may still be made)") from exc
         except Exception as exc:
             raise KafkaError(ErrorCode.kafka_storage_error, f"the cluster database did not take the "
                              f"change: {exc!r}") from exc

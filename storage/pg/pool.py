@@ -18,7 +18,7 @@ from typing import Any, Final, Protocol, TypeVar
 import asyncpg  # type: ignore[import-untyped]
 
 __all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "Connection", "OutOfTime", "Pool", "Queries", "Row", "connect", "create_pool",
-           "within")
+           "lasting", "within")
 
 T = TypeVar("T")
 
@@ -109,6 +109,16 @@ async def within(work: Awaitable[T], time_left: Callable[[], float | None]) -> T
         raise
     task.add_done_callback(_forget)
     raise OutOfTime("no answer while this broker's lease lasted")
+
+
+def lasting(seconds: float | None) -> Callable[[], float | None]:
+    """within()'s time_left for work that needs no lease but must not outlast one: `seconds` from
+    now (None: unbounded)."""
+    if seconds is None:
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds
+    return lambda: ends - loop.time()
 
 
 def _forget(task: asyncio.Future[Any]) -> None:

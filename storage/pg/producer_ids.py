@@ -10,14 +10,13 @@ a block only skips its ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 import asyncpg  # type: ignore[import-untyped]
 
 from protocol.errors import ErrorCode, KafkaError
 
-from .pool import Pool, within
+from .pool import Pool, lasting, within
 
 __all__ = ("PgProducerIdBlocks",)
 
@@ -39,9 +38,9 @@ class PgProducerIdBlocks:
 
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
-        # Seconds a request may still wait for a block (cluster mode: the lease's time left, after
-        # which the broker is cut off and the producer should ask another; None: unbounded).
-        self.time_left: Callable[[], float | None] = lambda: None
+        # Seconds a request waits for a block (cluster mode: one lease, so a broker cut off from the
+        # database answers by then and the producer asks another; None: the statement timeout).
+        self.bound_s: float | None = None
 
     async def honour(self, next_id: int) -> None:
         await self.pool.execute(_HONOUR, _KEY, next_id)
@@ -50,7 +49,7 @@ class PgProducerIdBlocks:
         if count < 1:
             raise ValueError(f"a producer-id block holds at least one id, not {count}")
         try:
-            first: int = await within(self.pool.fetchval(_TAKE, _KEY, count), self.time_left)
+            first: int = await within(self.pool.fetchval(_TAKE, _KEY, count), lasting(self.bound_s))
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             # Kafka's answer while no block can be had (its controller unreachable): retriable,
             # the producer asks again.

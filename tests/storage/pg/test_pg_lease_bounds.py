@@ -1,8 +1,8 @@
-"""Waits a request has on the cluster database beyond appends, bounded by the broker's lease (its
-time left, as the committer's time_left gives it) rather than the statement timeout: a read for
-Fetch or ListOffsets, a producer-id block for InitProducerId, a topic change, and the producer
-snapshot an append's answer follows. A broker cut off from the database answers by the time its
-lease lapses (after which another broker leads) with a retriable error.
+"""Waits a request has on the cluster database beyond appends, bounded by the broker's lease rather
+than the statement timeout: a read for Fetch or ListOffsets and the producer snapshot an append's
+answer follows by the lease's time left (after which another broker leads), a producer-id block for
+InitProducerId and a topic change, which need no lease, by one lease's length. A broker cut off from
+the database answers in time, with a retriable error.
 
 Each case holds a lock the statement needs until the request has been answered; the statement
 timeout (600 s) is beyond pytest's, so without the bound the test hangs and fails."""
@@ -70,12 +70,12 @@ async def test_a_read_the_database_does_not_answer_within_the_lease_answers_not_
 async def test_a_producer_id_block_not_had_within_the_lease_is_retriable(pg_url: str, db: asyncpg.Pool) -> None:
     blocks = PgProducerIdBlocks(db)
     first = await blocks.allocate_producer_ids(10)
-    blocks.time_left = lease_of(1.0)
+    blocks.bound_s = 1.0
     async with locked(db, "cluster_meta"):
         with pytest.raises(KafkaError) as err:
             await blocks.allocate_producer_ids(10)
         assert err.value.code is ErrorCode.coordinator_load_in_progress
-    blocks.time_left = lambda: None
+    blocks.bound_s = None
     assert await blocks.allocate_producer_ids(10) >= first + 10  # the left statement may have taken one
 
 
@@ -83,7 +83,7 @@ async def test_a_topic_change_not_confirmed_within_the_lease_times_out(
     source_factory: SourceFactory, db: asyncpg.Pool
 ) -> None:
     source = await source_factory(1, command_timeout=STATEMENT_TIMEOUT_S, refresh_interval_ms=50)
-    source.committer.time_left = lease_of(1.0)
+    source.change_bound_s = 1.0
     async with locked(db, "topics"):
         with pytest.raises(KafkaError) as err:
             await source.create_topic("late", 2)
