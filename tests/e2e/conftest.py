@@ -4,7 +4,6 @@ internal topics; and a check that no test leaves a kafka-python client running."
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -40,13 +39,7 @@ def no_kafka_python_client_left() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    # Without tests/conftest.py's JDK_JAVA_OPTIONS: a session that runs for minutes, its JIT unmeasured.
-    options = os.environ.pop("JDK_JAVA_OPTIONS", None)
-    try:
-        session = spark_session(app_name="eosbroker-e2e")
-    finally:
-        if options is not None:
-            os.environ["JDK_JAVA_OPTIONS"] = options
+    session = spark_session(app_name="eosbroker-e2e")
     yield session
     session.stop()
 
