@@ -80,7 +80,7 @@ def run_tool(
            main_class, *args]
     try:
         done = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
-                              stdin=None if input is not None else subprocess.DEVNULL)
+                              stdin=None if input is not None else subprocess.DEVNULL, env=_tool_env())
     except subprocess.TimeoutExpired:
         if dump is not None:
             dump.unlink(missing_ok=True)  # perhaps killed mid-dump
@@ -90,6 +90,12 @@ def run_tool(
     if check:
         done.check_returncode()
     return done
+
+
+def _tool_env() -> dict[str, str]:
+    """The tools get C1 on their command line; JDK_JAVA_OPTIONS (set for the suite's other JVMs) would add
+    a "NOTE: Picked up JDK_JAVA_OPTIONS" line to the stderr the tests read as the tool's output."""
+    return {k: v for k, v in os.environ.items() if k != "JDK_JAVA_OPTIONS"}
 
 
 def _cds_archive(java: str, classpath: str) -> Path:
