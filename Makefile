@@ -62,8 +62,10 @@ run: install compile
 -include mk/*.mk
 
 # kafka-dist: kafka-clients 4.4 for the Java admin check (tests/e2e/test_java_admin.py).
+# --durations=40 and tests/time_report.py: every run's log ends with its 40 slowest test phases
+# (setup, call, teardown), its slowest files and when each worker finished.
 test: install-test spark-jars kafka-dist compile
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40 $(PYTEST_ARGS)
 
 # mypy's files and strictness are in pyproject.toml ([tool.mypy]); tests/test_types.py runs it too.
 lint: install-test

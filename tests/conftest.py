@@ -11,6 +11,7 @@ import pytest
 from tests.broker_process import BrokerProcess
 from tests.pg_server import PostgresServer
 from tests.s3_server import LoopbackS3Server, S3Server, s3_environment
+from tests.time_report import register as register_time_report
 from tests.tls_certs import TlsFiles, make_tls_files
 from tests.versitygw_server import VersityServer
 
@@ -24,6 +25,10 @@ os.environ.setdefault("EOSBROKER_STRICT_RESPONSES", "1")
 # took 2.5 s of CPU instead of 3.8, and test_spark.py's session and three tests 243 s instead of 287 s
 # (both under load).
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_time_report(config)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
