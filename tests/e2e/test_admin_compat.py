@@ -4,6 +4,7 @@ make, with the answers checked, and the state they change checked after a restar
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -45,7 +46,19 @@ SETTINGS = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.part
 
 @pytest.fixture
 def small_broker(broker_factory: Any) -> BrokerProcess:
+    """A broker of the test's own, for the tests that restart it."""
     return broker_factory(SETTINGS)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker for the tests that do not restart it: each uses topic, group and transactional
+    ids of its own. Checked for logged errors and tracebacks when the module ends."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("admin") / "data", SETTINGS).start()
+    try:
+        yield broker
+    finally:
+        broker.close()
 
 
 def admin(bs: str) -> AdminClient:
@@ -77,8 +90,8 @@ def topic_configs(a: AdminClient, topic: str) -> dict[str, ConfigEntry]:
     return results(a.describe_configs([res]))[res]  # type: ignore[no-any-return]
 
 
-def test_topics_create_describe_grow_delete(small_broker: BrokerProcess) -> None:
-    a = admin(small_broker.bootstrap)
+def test_topics_create_describe_grow_delete(shared_broker: BrokerProcess) -> None:
+    a = admin(shared_broker.bootstrap)
     results(a.create_topics([NewTopic("a1", 3), NewTopic("a2", 1, config={"retention.ms": "60000"})]))
     assert {"a1", "a2"} <= set(a.list_topics(timeout=WAIT_S).topics)
     desc = results(a.describe_topics(TopicCollection(["a1"])))["a1"]
@@ -127,8 +140,8 @@ def test_describe_and_alter_topic_configs_survive_restart(small_broker: BrokerPr
     assert topic_configs(a, "c1")["cleanup.policy"].value == "compact"
 
 
-def test_alter_configs_refusals(small_broker: BrokerProcess) -> None:
-    a = admin(small_broker.bootstrap)
+def test_alter_configs_refusals(shared_broker: BrokerProcess) -> None:
+    a = admin(shared_broker.bootstrap)
     results(a.create_topics([NewTopic("r1", 1)]))
 
     def incremental(res: ConfigResource, **kw: Any) -> KafkaError:
@@ -156,23 +169,24 @@ def test_alter_configs_refusals(small_broker: BrokerProcess) -> None:
 
 @pytest.mark.parametrize("name", ["message.timestamp.difference.max.ms", "message.format.version",
                                   "message.downconversion.enable"])
-def test_topic_configs_kafka_4_removed_are_unknown(small_broker: BrokerProcess, name: str) -> None:
+def test_topic_configs_kafka_4_removed_are_unknown(shared_broker: BrokerProcess, name: str) -> None:
     """Kafka 4's LogConfig no longer defines these: CreateTopics and the config APIs refuse them
     with INVALID_CONFIG ("Unknown topic config name"). eosbroker created the topic, then failed the
     CreateTopics answer with UNKNOWN_SERVER_ERROR on the config having no default (KafkaJS's
     produce.spec "request to a topic with max timestamp difference configured")."""
-    a = admin(small_broker.bootstrap)
+    a = admin(shared_broker.bootstrap)
+    old, plain = f"old-{name}", f"plain-{name}"  # topics of this case's own on the shared broker
     value = "false" if name == "message.downconversion.enable" else "604800000"
     if name == "message.format.version":
         value = "3.0"
-    created = a.create_topics([NewTopic("old-config", 1, config={name: value})])["old-config"]
+    created = a.create_topics([NewTopic(old, 1, config={name: value})])[old]
     assert error_of(created).code() == KafkaError.INVALID_CONFIG
-    assert "old-config" not in a.list_topics(timeout=WAIT_S).topics
-    results(a.create_topics([NewTopic("plain", 1)]))
-    res = ConfigResource("topic", "plain", incremental_configs=[
+    assert old not in a.list_topics(timeout=WAIT_S).topics
+    results(a.create_topics([NewTopic(plain, 1)]))
+    res = ConfigResource("topic", plain, incremental_configs=[
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
     assert error_of(a.incremental_alter_configs([res])[res]).code() == KafkaError.INVALID_CONFIG
-    assert name not in topic_configs(a, "plain")
+    assert name not in topic_configs(a, plain)
 
 
 def test_delete_records_moves_log_start_durably(small_broker: BrokerProcess) -> None:
@@ -243,8 +257,8 @@ def poll_error(c: Consumer) -> KafkaError:
     raise AssertionError("no error reported")
 
 
-def test_list_offsets_specs_at_both_isolation_levels(small_broker: BrokerProcess) -> None:
-    bs = small_broker.bootstrap
+def test_list_offsets_specs_at_both_isolation_levels(shared_broker: BrokerProcess) -> None:
+    bs = shared_broker.bootstrap
     a = admin(bs)
     results(a.create_topics([NewTopic("o1", 1)]))
     produce(bs, "o1", 5, ts0=1_000)  # offsets 0-4, timestamps 1000-1004, one batch
@@ -318,17 +332,17 @@ def test_consumer_group_admin(small_broker: BrokerProcess) -> None:
     assert "grp" not in {g.group_id for g in results(a.list_consumer_groups()).valid}
 
 
-def test_describe_cluster(small_broker: BrokerProcess) -> None:
-    a = admin(small_broker.bootstrap)
+def test_describe_cluster(shared_broker: BrokerProcess) -> None:
+    a = admin(shared_broker.bootstrap)
     cluster = results(a.describe_cluster())
     assert cluster.controller.id == 1
-    assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(1, "127.0.0.1", small_broker.port)]
+    assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(1, "127.0.0.1", shared_broker.port)]
     assert cluster.cluster_id
 
 
-def test_acl_calls_report_security_disabled(small_broker: BrokerProcess) -> None:
+def test_acl_calls_report_security_disabled(shared_broker: BrokerProcess) -> None:
     # As Kafka answers without an authorizer: tools learn ACLs are off, not that the API is missing.
-    a = admin(small_broker.bootstrap)
+    a = admin(shared_broker.bootstrap)
     any_filter = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                                   AclOperation.ANY, AclPermissionType.ANY)
     # librdkafka drops DescribeAcls' top-level error code: an empty listing is all it shows
