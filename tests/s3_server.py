@@ -154,16 +154,16 @@ class LoopbackS3Server:
         except Exception:
             return False
 
-    def stop(self, sig: signal.Signals = signal.SIGKILL) -> None:
+    def stop(self, sig: signal.Signals = signal.SIGKILL, grace_s: float = 20.0) -> None:
         """Kill the server (SIGKILL: a crash), or with SIGTERM let it shut down, killed if it
-        has not within 20 s."""
+        has not within grace_s."""
         pid = self._pid()
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, sig)
         if self.proc is not None:
             try:
-                self.proc.wait(timeout=20 if sig != signal.SIGKILL else 30)
+                self.proc.wait(timeout=grace_s if sig != signal.SIGKILL else 30)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
@@ -194,9 +194,10 @@ class LoopbackS3Server:
     def log_tail(self, lines: int = 30) -> str:
         return log_tail(self.root / "server.log", lines)
 
-    def shutdown(self) -> None:
-        """Stop the server cleanly and keep its data (`make cluster`; cleanup() removes it)."""
-        self.stop(signal.SIGTERM)
+    def shutdown(self, grace_s: float = 20.0) -> None:
+        """Stop the server (SIGTERM, killed after grace_s) and keep its data (`make cluster`;
+        cleanup() removes it)."""
+        self.stop(signal.SIGTERM, grace_s)
         self._stopped()
         (self.root / "owner.pid").unlink(missing_ok=True)
 

@@ -33,6 +33,11 @@ BUCKET = "eosbroker"
 DATABASE = "eosbroker"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
+# `weed server` takes 25 s to stop on SIGTERM (its filer's gRPC server waits 15 s for a stream to
+# itself, then its volume server 10 s after its last heartbeat). By then the brokers have stopped:
+# nothing is in flight, and what the store acknowledged is in its files, which it reads again
+# after a kill (the tests restart it after kill -9). So it gets a few seconds, then SIGKILL.
+STORE_STOP_GRACE_S = 3.0
 
 
 class Stop(Exception):
@@ -158,7 +163,7 @@ class DevCluster:
                 proc.send_signal(signal.SIGTERM)
         unclean = sum(not self._ended(node, proc) for node, proc, _ in self.brokers)
         if self.s3 is not None:
-            self.s3.shutdown()
+            self.s3.shutdown(STORE_STOP_GRACE_S)
         if self.pg is not None:
             self.pg.stop("fast")
         return unclean
