@@ -13,11 +13,14 @@ are shared out among them.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -41,6 +44,7 @@ __all__ = ("CleanerConfig", "CleanerService", "CleanerStats", "LogCleaner", "Pas
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_STOP_WAIT_S = 1.0  # stopping the worker takes milliseconds unless it is still starting
 R = TypeVar("R")
 
 
@@ -132,8 +136,13 @@ class CleanerService:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._executor is not None:
             # A pass in flight is abandoned (a local one's cleaner-tmp/ is discarded at the next
-            # open; a cluster one's transaction rolls back with its connection).
-            stop_executor(self._executor)
+            # open; a cluster one's transaction rolls back with its connection). Waited for only
+            # briefly: a submit() starting the first worker holds the executor's lock until the
+            # fork server has forked it (10 s seen on a loaded machine, the event loop blocked on
+            # the lock all along), and a broker stopping meanwhile leaves that worker to be killed
+            # once started (it also ends by itself with the broker).
+            stopping = _in_daemon_thread(functools.partial(stop_executor, self._executor))
+            await asyncio.wait({stopping}, timeout=_STOP_WAIT_S)
 
     async def _run(self) -> None:
         while True:
@@ -181,8 +190,9 @@ class CleanerService:
         # submit() starts a worker process when one is needed and waits for the fork server to
         # fork it (importing the preloaded modules first): 0.7 s at load 11, several seconds on a
         # busier machine. Off the event loop, so that nothing else waits (in cluster mode the
-        # broker's lease heartbeats lapsed while it did).
-        future = await asyncio.to_thread(self._executor.submit, fn, task)
+        # broker's lease heartbeats lapsed while it did), and off its executor, whose threads the
+        # loop joins as it closes: a broker stopping meanwhile does not wait for the worker.
+        future = await _in_daemon_thread(functools.partial(self._executor.submit, fn, task))
         return await asyncio.wrap_future(future)
 
 
@@ -253,8 +263,26 @@ def log_pass(stats: CleanerStats, s: PassStats) -> None:
 
 def stop_executor(executor: Executor) -> None:
     """End the worker now rather than let it write on after the logs close. Python 3.11's executor
-    has no terminate_workers(), hence its private table of processes."""
-    processes = list((getattr(executor, "_processes", None) or {}).values())
+    has no terminate_workers(), hence its private lock and table of processes. Waits for a submit()
+    that is starting a worker (it holds the lock): then that worker is in the table too."""
+    with getattr(executor, "_shutdown_lock", None) or contextlib.nullcontext():
+        processes = list((getattr(executor, "_processes", None) or {}).values())
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.kill()
+
+
+def _in_daemon_thread(call: Callable[[], R]) -> asyncio.Future[R]:
+    """call()'s outcome, from a daemon thread of its own: unlike asyncio.to_thread's, nothing
+    joins it, so a process that stops while it blocks does not wait for it."""
+    future: concurrent.futures.Future[R] = concurrent.futures.Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # noqa: BLE001  handed to the caller
+                future.set_exception(exc)
+
+    threading.Thread(target=run, name="cleaner-executor", daemon=True).start()
+    return asyncio.wrap_future(future)
