@@ -50,6 +50,18 @@ def spark_broker(broker_factory):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
+def module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """The `broker` fixture's broker, started once for a module whose tests neither restart it nor
+    read state another test could add (each names its own topics, groups and ids): a start is
+    seconds under load. Checked for logged errors and tracebacks when the module ends."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("module") / "data").start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture(scope="module")
 def secure_broker(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles) -> Iterator[BrokerProcess]:
     """A broker with every kind of listener and SCRAM users (tests/e2e/security_setup.py)."""
     broker = BrokerProcess(tmp_path_factory.mktemp("secure") / "data", broker_settings(tls_files)).start()

@@ -38,6 +38,13 @@ pytestmark = pytest.mark.e2e
 E = ErrorCode
 
 
+@pytest.fixture
+def broker(module_broker: BrokerProcess) -> BrokerProcess:
+    """The tests here share one broker (tests/e2e/conftest.py's module_broker): none restarts it,
+    and each names topics, groups and ids of its own."""
+    return module_broker
+
+
 def fields(out: str) -> dict[str, str]:
     """kafka-metadata-quorum describe --status: "Name:   value" lines."""
     return {key: value.strip() for key, _, value in (line.partition(":") for line in out.splitlines())}

@@ -34,6 +34,13 @@ E = ErrorCode
 SOURCE = Path(__file__).parent / "java" / "CompactedRead.java"
 
 
+@pytest.fixture
+def broker(module_broker: BrokerProcess) -> BrokerProcess:
+    """The tests here share one broker (tests/e2e/conftest.py's module_broker): none restarts it,
+    and each names topics, groups and ids of its own."""
+    return module_broker
+
+
 def topic_id(client: RawClient, name: str) -> uuid.UUID:
     r = client.request(MetadataRequest(topics=(MetadataRequestTopic(name=name, topic_id=None),),
                                        allow_auto_topic_creation=False, include_topic_authorized_operations=False))

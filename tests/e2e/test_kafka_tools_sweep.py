@@ -18,6 +18,14 @@ from tests.kafka_tools import run_tool
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture
+def broker(module_broker: BrokerProcess) -> BrokerProcess:
+    """The tests here share one broker (tests/e2e/conftest.py's module_broker): none restarts it,
+    and each names topics, groups and ids of its own. test_dump_log_reads_the_data_dir,
+    which reads every internal log, has its own."""
+    return module_broker
+
+
 def test_client_metrics_and_config_listings_use_list_config_resources(broker: BrokerProcess) -> None:
     """kafka-client-metrics --list/--describe and kafka-configs --describe of client-metrics list
     the resources with ListConfigResources (KIP-1142) first; before eosbroker answered it they
@@ -115,10 +123,11 @@ def test_transactional_message_copier_copies_exactly_once(broker: BrokerProcess)
     assert sorted(values, key=int) == [str(i) for i in range(400)], copied.stderr
 
 
-def test_dump_log_reads_the_data_dir(broker: BrokerProcess) -> None:
+def test_dump_log_reads_the_data_dir(broker_factory: Any) -> None:
     """kafka-dump-log on the broker's segment files: a transactional partition's batches and
     markers, its transaction index, its offset and time indexes, and __consumer_offsets and
     __transaction_state with Kafka's own decoders."""
+    broker = broker_factory()
     tool(broker, "kafka-topics", "--create", "--topic", "dumped", "--partitions", "1")
     producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "dump-txn"})
     producer.init_transactions()
