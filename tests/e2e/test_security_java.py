@@ -29,14 +29,41 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
     return compile_java(tmp_path_factory.mktemp("java"), SOURCE, classpath())
 
 
+@pytest.fixture(scope="module")
+def client_checks(compiled: str, secure_broker: BrokerProcess, tls_files: TlsFiles,
+                  tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """ClientCheck on every listener and mechanism, all in one JVM (one JVM and kafka-clients start
+    instead of six): each case's CHECK lines. Transactions on two of them (the rest produce and
+    consume)."""
+    tmp = tmp_path_factory.mktemp("java-cases")
+    cases = []
+    for case in sorted(CASES):
+        props = java_properties(secure_broker, tls_files, case, tmp / f"{case}.properties")
+        mode, n = _mode_and_count(case)
+        cases.append(f"{case}|{secure_broker.bootstrap_of(CASES[case][0])}|java-{case}|{n}|{mode}|{props}")
+    proc = subprocess.run(["java", "-cp", compiled, "ClientCheck", "--cases", *cases],
+                          capture_output=True, text=True, timeout=290)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    by_case: dict[str, dict[str, str]] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("CASE "):
+            checks = by_case.setdefault(line.split()[1], {"stderr": proc.stderr[-3000:]})
+        elif line.startswith("CHECK "):
+            _, name, value = line.split(maxsplit=2)
+            checks[name] = value
+    return by_case
+
+
+def _mode_and_count(case: str) -> tuple[str, int]:
+    return ("txn", 300) if case in ("ssl-mtls", "sasl_ssl-scram-sha-512") else ("", 50)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_java_clients_over_tls_and_sasl(compiled: str, secure_broker: BrokerProcess, tls_files: TlsFiles,
-                                        tmp_path: Path, case: str) -> None:
+def test_java_clients_over_tls_and_sasl(client_checks: dict[str, dict[str, str]], case: str) -> None:
     """Every listener and mechanism; transactions on two of them (the rest produce and consume)."""
-    mode, n = (("txn",), 300) if case in ("ssl-mtls", "sasl_ssl-scram-sha-512") else ((), 50)
-    props = java_properties(secure_broker, tls_files, case, tmp_path / "client.properties")
-    checks = run_check(compiled, secure_broker, f"java-{case}", n, *mode,
-                       bootstrap=secure_broker.bootstrap_of(CASES[case][0]), client_config=props)
+    mode, n = _mode_and_count(case)
+    checks = client_checks[case]
+    assert "failed" not in checks, checks["failed"] + checks["stderr"]
     assert checks["topic_listed"] == "true" and checks["read_committed_aborted_seen"] == "0"
     assert checks["read_committed"] == str(2 * n if mode else n)  # plain + committed, never the aborted
 

@@ -11,12 +11,14 @@ final class Checks {
         System.out.println("CHECK " + name + " " + value);
     }
 
+    // Security settings (security.protocol, ssl.*, sasl.*) for every client, from a file; a program
+    // that runs several checks sets it for each.
+    static String clientConfig = System.getenv("CHECK_CLIENT_CONFIG");
+
     static Properties admin(String bootstrap) {
         Properties p = new Properties();
-        // Security settings (security.protocol, ssl.*, sasl.*) for every client, from a file.
-        String extra = System.getenv("CHECK_CLIENT_CONFIG");
-        if (extra != null) {
-            try (java.io.FileReader reader = new java.io.FileReader(extra)) {
+        if (clientConfig != null && !clientConfig.isEmpty()) {
+            try (java.io.FileReader reader = new java.io.FileReader(clientConfig)) {
                 p.load(reader);
             } catch (java.io.IOException e) {
                 throw new java.io.UncheckedIOException(e);

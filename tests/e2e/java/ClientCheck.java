@@ -12,10 +12,29 @@ public class ClientCheck {
     static String bootstrap;
 
     public static void main(String[] args) throws Exception {
-        bootstrap = args[0];
-        String topic = args[1];
-        int n = Integer.parseInt(args[2]);
-        boolean transactions = args.length > 3 && args[3].equals("txn");
+        if (args[0].equals("--cases")) {
+            for (String c : Arrays.copyOfRange(args, 1, args.length)) runCase(c.split("\\|", -1));
+            return;
+        }
+        check(args[0], args[1], Integer.parseInt(args[2]), args.length > 3 && args[3].equals("txn"));
+    }
+
+    // One check of several in this JVM (one JVM and kafka-clients start instead of one per check):
+    // label|bootstrap|topic|n|txn or nothing|client config file. Its CHECK lines follow "CASE label";
+    // a check that throws prints "CHECK failed <exception>" and the next one runs.
+    static void runCase(String[] f) {
+        System.out.println("CASE " + f[0]);
+        Checks.clientConfig = f[5];
+        try {
+            check(f[1], f[2], Integer.parseInt(f[3]), f[4].equals("txn"));
+        } catch (Exception e) {
+            e.printStackTrace();
+            Checks.check("failed", e);
+        }
+    }
+
+    static void check(String broker, String topic, int n, boolean transactions) throws Exception {
+        bootstrap = broker;
         try (Admin admin = Admin.create(Checks.admin(bootstrap))) {
             admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
             Checks.check("topic_listed", admin.listTopics().names().get().contains(topic));
