@@ -14,6 +14,7 @@ from typing import assert_never
 from protocol.errors import KafkaError
 
 from ..runtime import CoordinatorRuntime
+from . import classic_shard
 from . import commands as c
 from .classic_operations import ClassicInConsumerOperations
 from .consumer_operations import group_deadline
@@ -103,7 +104,7 @@ class GroupActor(ClassicInConsumerOperations, ShardedGroups):
             self._schedule(group_id)  # moved on since it was set
             return
         before = set(group.members)
-        await self.complete(group, group.tick(now), now)
+        await self.run_classic(group, classic_shard.expire(group, now), now)
         gone = (before - set(group.members)) | set(await self.expire_consumer_members(group, now))
         if gone:
             log.info("group %s: removed %s after their session or rebalance timeout; %s, "

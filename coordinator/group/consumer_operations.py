@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 from protocol.errors import KafkaError
 
 from ..runtime import ApiError
+from . import classic_shard
 from . import commands as c
 from .consumer_group import ConsumerGroup, GroupSnapshot
 from .consumer_heartbeat import (
@@ -170,7 +171,7 @@ class ConsumerOperations(GroupOperations):
         self.groups[gid] = classic
         log.info("group %s: converted the consumer group (epoch %d, %d classic members) to a classic group",
                  gid, consumer.group_epoch, len(classic.members))
-        await self.complete(classic, classic.rebalance(now), now)
+        await self.run_classic(classic, classic_shard.rebalance(classic, now), now)
 
     async def do_consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult | ApiError:
         """The heartbeat's result, or the error to answer it with (a value, not raised: the

@@ -28,7 +28,7 @@ from .log import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, parse_re
 from .metadata import GroupMetadata
 from .offset_shard import OffsetRecord, OffsetReplay
 from .offsets import OffsetAndMetadata
-from .snapshot import load_group
+from .snapshot import replay_group
 
 __all__ = ("PartitionLoader",)
 
@@ -131,8 +131,4 @@ class PartitionLoader:
         if value is None:
             self._offsets.remove_group(key.group)
             return
-        old = self.groups.get(key.group)
-        group = load_group(key.group, value, self._config, self._now_ms)
-        if old is not None:
-            group.offsets = old.offsets
-        self.groups[key.group] = group
+        replay_group(self._offsets.group(key.group), value, self._now_ms)

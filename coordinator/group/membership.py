@@ -7,8 +7,11 @@ GroupMetadata in metadata.py, which extends it.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Self
 
 from kio.schema.errors import ErrorCode
 
@@ -30,6 +33,13 @@ __all__ = ("CONSUMER_PROTOCOL_TYPE", "GroupMembership")
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 _S = GroupState
+# What a decision may change, installed from its scratch copy: all but the record's fields are
+# live-only (parked requests, deadlines, ids handed out), so replay of the record leaves them.
+_RECORD_FIELDS = ("generation_id", "protocol_type", "protocol_name", "leader_id", "members",
+                  "static_members", "current_state_timestamp", "subscribed_topics")
+_LIVE_FIELDS = ("state", "consumer", "pending_members", "pending_sync", "_join_deadline_ms",
+                "_initial_delay_remaining_ms", "_new_member_added", "_sync_deadline_ms")
+_LIVE_MEMBER_FIELDS = ("supported_protocols", "join_waiter", "sync_waiter", "is_new", "heartbeat_deadline_ms")
 
 
 def _random_member_id(client_id: str) -> str:
@@ -68,6 +78,31 @@ class GroupMembership:
         self._new_member_added = False
         self._sync_deadline_ms: int | None = None
         self._out = Outcome()
+
+    def scratch(self) -> Self:
+        """A copy for a decision to change (classic_shard.py); the live group stays as it is.
+        Offsets and the consumer group are shared: no classic decision changes them."""
+        other = copy.copy(self)
+        other.members = {mid: replace(m) for mid, m in self.members.items()}
+        other.static_members = dict(self.static_members)
+        other.pending_members = dict(self.pending_members)
+        other.pending_sync = set(self.pending_sync)
+        other._out = Outcome()
+        return other
+
+    def install(self, decided: GroupMembership) -> None:
+        """Take the classic state a decision left in its scratch copy (nothing was written)."""
+        for name in (*_RECORD_FIELDS, *_LIVE_FIELDS):
+            setattr(self, name, getattr(decided, name))
+
+    def install_live(self, decided: GroupMembership) -> None:
+        """After the decision's record was replayed: take the state the record does not carry."""
+        for name in _LIVE_FIELDS:
+            setattr(self, name, getattr(decided, name))
+        for member_id, member in self.members.items():
+            source = decided.members[member_id]
+            for name in _LIVE_MEMBER_FIELDS:
+                setattr(member, name, getattr(source, name))
 
     @property
     def group_type(self) -> str:

@@ -243,30 +243,37 @@ class GroupMetadata(GroupRebalance):
             return ErrorCode.rebalance_in_progress
         return None
 
-    def store_failed(self, now_ms: int) -> Outcome:
-        """The group record could not be written: drop the assignment and rebalance again."""
-        for member in self.members.values():
-            member.assignment = b""
+    def write_failed(self, error: ErrorCode, now_ms: int) -> Outcome:
+        """A decided group record could not be written (this group is as it was before that
+        decision): parked syncs get the error and the group rebalances again (Kafka's
+        resetAndPropagateAssignmentWithError, then maybePrepareRebalanceOrCompleteJoin)."""
+        self._reset_and_propagate_assignment_error(error)
         self._maybe_prepare_rebalance(now_ms)
         return self._take()
 
     # -- Heartbeat and LeaveGroup ------------------------------------------------------------------
 
-    def heartbeat(
-        self, member_id: str, generation_id: int, group_instance_id: str | None, now_ms: int
-    ) -> None:
-        """Refresh the member's session; raise KafkaError with what the client must do."""
+    def heartbeat_error(
+        self, member_id: str, generation_id: int, group_instance_id: str | None
+    ) -> ErrorCode | None:
+        """Why a Heartbeat is refused (its session is not refreshed then), or None."""
         if self.state is _S.DEAD:
-            raise KafkaError(ErrorCode.coordinator_not_available)
+            return ErrorCode.coordinator_not_available
         error = self.validate_member(member_id, group_instance_id)
         if error is None and generation_id != self.generation_id:
             error = ErrorCode.illegal_generation
         if error is None and self.state is _S.EMPTY:
             error = ErrorCode.unknown_member_id
+        return error
+
+    def heartbeat(
+        self, member_id: str, generation_id: int, group_instance_id: str | None, now_ms: int
+    ) -> None:
+        """Refresh the member's session; raise KafkaError with what the client must do."""
+        error = self.heartbeat_error(member_id, generation_id, group_instance_id)
         if error is not None:
             raise KafkaError(error)
-        member = self.members[member_id]
-        member.schedule_heartbeat(now_ms)
+        self.members[member_id].schedule_heartbeat(now_ms)
         if self.state is _S.PREPARING_REBALANCE:
             raise KafkaError(ErrorCode.rebalance_in_progress)
 

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -21,11 +21,13 @@ from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
 
 from ..runtime import ApiError
 from ..transaction.metadata import ProducerIdAndEpoch
+from . import classic_shard as classic
 from . import commands as c
+from .classic_shard import ClassicResult, Reply
 from .config import GroupConfig
 from .group_offsets import validate_offset_fetch
 from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, partition_for
-from .member import JoinGroupResult, Outcome, SyncGroupResult
+from .member import JoinGroupResult, SyncGroupResult
 from .metadata import GroupMetadata
 from .offset_shard import (
     CommitResult,
@@ -37,11 +39,11 @@ from .offset_shard import (
     encode_records,
     is_removable,
 )
-from .snapshot import to_value
 
 __all__ = ("GroupOperations", "append_error", "resolve")
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # How Kafka's GroupMetadataManager reports a failed __consumer_offsets append to clients.
 _APPEND_ERRORS = {
@@ -70,12 +72,6 @@ def append_error(exc: Exception, *, offsets: bool) -> ErrorCode:
 def resolve(waiter: object, result: JoinGroupResult | SyncGroupResult) -> None:
     if isinstance(waiter, asyncio.Future) and not waiter.done():
         waiter.set_result(result)
-
-
-def _with_error(result: JoinGroupResult | SyncGroupResult, error: ErrorCode) -> JoinGroupResult | SyncGroupResult:
-    if isinstance(result, JoinGroupResult):
-        return JoinGroupResult(member_id=result.member_id, error=error)
-    return SyncGroupResult(error=error)
 
 
 _Commit = tuple[c.CommitOffsets, CommitResult]  # a commit and what offset_shard.py decided
@@ -128,29 +124,34 @@ class GroupOperations:
         """Append plain (non-transactional) records to the group's __consumer_offsets partition."""
         return await self._append(group_id, records)
 
-    async def complete(self, group: GroupMetadata, outcome: Outcome, now: int) -> None:
-        """Persist the group if the outcome asks, then deliver its replies."""
-        replies = outcome.replies
-        if outcome.store_group:
-            record = group_metadata_record(group.group_id, to_value(group), timestamp=now)
+    async def run_classic(self, group: GroupMetadata, result: ClassicResult[T], now: int, *,
+                          retry: bool = True) -> None:
+        """Apply a classic decision (classic_shard.py): write its record, then replay it and take
+        the rest of the decided group, then deliver its answers. A failed write leaves the group as
+        it was (but an empty generation): the answers carry the error, and the group rebalances."""
+        gid, error = group.group_id, None
+        if result.records:
             try:
-                await self._append(group.group_id, [record])
+                await self._append(gid, [group_metadata_record(gid, v, timestamp=now) for v in result.records])
             except Exception as exc:
                 error = append_error(exc, offsets=False)
-                log.warning("could not store group %s: %r", group.group_id, exc)
-                replies = [(w, _with_error(r, error)) for w, r in replies]
-                replies += group.store_failed(now).replies
+                log.warning("could not store group %s: %r", gid, exc)
+        effects, follow_up = classic.apply(group, result, now, error)
+        if result.decided is not None:
+            self.groups.setdefault(gid, group)
+        if result.records and error is None:
+            log.info("group %s: %s at generation %d with %d members (protocol %s)", gid, group.state,
+                     group.generation_id, len(group.members), group.protocol_name)
+        self._run_effects(effects, now)
+        if follow_up is not None and retry:
+            await self.run_classic(group, follow_up, now, retry=False)
+
+    def _run_effects(self, effects: Sequence[Reply | KeepAlive], now: int) -> None:
+        for effect in effects:
+            if isinstance(effect, Reply):
+                resolve(effect.waiter, effect.result)
             else:
-                log.info(
-                    "group %s: %s at generation %d with %d members (protocol %s)",
-                    group.group_id,
-                    group.state,
-                    group.generation_id,
-                    len(group.members),
-                    group.protocol_name,
-                )
-        for waiter, result in replies:
-            resolve(waiter, result)
+                self._keep_alive(effect, now)
 
     async def persist(self, group_id: str, records: Sequence[GroupRecord], now: int) -> None:
         """Append records to the group's partition, then replay them. A failed append raises and
@@ -186,13 +187,12 @@ class GroupOperations:
                     JoinGroupResult(member_id=params.member_id, error=ErrorCode.unknown_member_id)
                 )
                 return
-            group = self.groups[cmd.group_id] = GroupMetadata(cmd.group_id, self.config, now_ms=now)
+            group = GroupMetadata(cmd.group_id, self.config, now_ms=now)  # added once its join is applied
         if group.consumer is not None:
             # An empty consumer group; one with members answers its classic members itself
             # (classic_operations.py).
             log.info("group %s: now a classic group (its consumer group was empty)", cmd.group_id)
-            group.consumer = None
-        await self.complete(group, group.join(params, now, cmd.reply), now)
+        await self.run_classic(group, classic.join(group, params, now, cmd.reply), now)
         self._maybe_forget(group)
 
     async def do_sync(self, cmd: c.SyncGroup) -> None:
@@ -202,17 +202,7 @@ class GroupOperations:
             cmd.reply.set_result(SyncGroupResult(error=error))
             return
         now = self._clock_ms()
-        outcome = group.sync(
-            member_id=cmd.member_id,
-            generation_id=cmd.generation_id,
-            group_instance_id=cmd.group_instance_id,
-            protocol_type=cmd.protocol_type,
-            protocol_name=cmd.protocol_name,
-            assignments=cmd.assignments,
-            now_ms=now,
-            waiter=cmd.reply,
-        )
-        await self.complete(group, outcome, now)
+        await self.run_classic(group, classic.sync(group, cmd, now), now)
 
     def do_heartbeat(self, cmd: c.Heartbeat) -> ErrorCode:
         if not cmd.group_id:
@@ -220,13 +210,9 @@ class GroupOperations:
         group = self.groups.get(cmd.group_id)
         if group is None:
             return ErrorCode.unknown_member_id
-        try:
-            group.heartbeat(
-                cmd.member_id, cmd.generation_id, cmd.group_instance_id, self._clock_ms()
-            )
-        except KafkaError as exc:
-            return exc.code
-        return ErrorCode.none
+        result = classic.heartbeat(group, cmd.member_id, cmd.generation_id, cmd.group_instance_id)
+        self._run_effects(result.effects, self._clock_ms())
+        return result.response
 
     async def do_leave(self, cmd: c.LeaveGroup) -> None:
         if not cmd.group_id:
@@ -237,13 +223,9 @@ class GroupOperations:
             cmd.reply.set_result((ErrorCode.none, [ErrorCode.unknown_member_id] * len(cmd.members)))
             return
         now = self._clock_ms()
-        try:
-            errors, outcome = group.leave(cmd.members, now)
-        except KafkaError as exc:
-            cmd.reply.set_result((exc.code, []))
-            return
-        await self.complete(group, outcome, now)
-        cmd.reply.set_result((ErrorCode.none, errors))
+        result = classic.leave(group, cmd.members, now)
+        await self.run_classic(group, result, now)
+        cmd.reply.set_result(result.response)
 
     # -- offsets -------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from .member import MemberMetadata
 from .metadata import GroupMetadata
 from .state import GroupState
 
-__all__ = ("GroupSummary", "MemberSummary", "describe", "load_group", "to_value")
+__all__ = ("GroupSummary", "MemberSummary", "describe", "load_group", "replay_group", "to_value")
 
 
 def to_value(group: GroupMetadata) -> GroupMetadataValue:
@@ -51,6 +51,14 @@ def load_group(
 ) -> GroupMetadata:
     """Rebuild a group from its last record; offsets are loaded separately into group.offsets."""
     group = GroupMetadata(group_id, config, now_ms=now_ms)
+    replay_group(group, value, now_ms)
+    return group
+
+
+def replay_group(group: GroupMetadata, value: GroupMetadataValue, now_ms: int) -> None:
+    """Replay a group metadata record into the group, in place (its offsets stay): what the
+    loader does at start-up and the coordinator after writing a classic decision's record."""
+    group.consumer = None  # a classic record: the group speaks the classic protocol from here
     group.generation_id = value.generation
     group.protocol_type = value.protocol_type or None
     group.protocol_name = value.protocol
@@ -58,8 +66,9 @@ def load_group(
     group.current_state_timestamp = (
         None if value.current_state_timestamp < 0 else value.current_state_timestamp
     )
+    group.members, group.static_members = {}, {}
     for m in value.members:
-        member = MemberMetadata(
+        group.members[m.member_id] = MemberMetadata(
             member_id=m.member_id,
             group_instance_id=m.group_instance_id,
             client_id=m.client_id,
@@ -71,15 +80,12 @@ def load_group(
             assignment=m.assignment,
             heartbeat_deadline_ms=now_ms + m.session_timeout,
         )
-        group.members[m.member_id] = member
         if m.group_instance_id is not None:
             group.static_members[m.group_instance_id] = m.member_id
-    if group.members:
-        # Empty -> PreparingRebalance -> CompletingRebalance -> Stable, without the waiting:
-        # the log only holds groups whose assignment was persisted.
-        group.state = GroupState.STABLE
-        group.subscribed_topics = group.compute_subscribed_topics()
-    return group
+    # With members: Empty -> PreparingRebalance -> CompletingRebalance -> Stable, without the
+    # waiting: the log only holds groups whose assignment was persisted.
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    group.subscribed_topics = group.compute_subscribed_topics() if group.members else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -264,9 +264,9 @@ def test_parked_sync_gets_rebalance_in_progress_when_a_member_joins() -> None:
     assert group.state is S.PREPARING_REBALANCE
 
 
-def test_store_failed_rebalances() -> None:
+def test_write_failed_rebalances() -> None:
     group, (leader, follower) = stable_group("a", "b")
-    group.store_failed(0)
+    assert group.write_failed(ErrorCode.not_coordinator, 0).replies == []
     assert group.state is S.PREPARING_REBALANCE
     assert all(m.assignment == b"" for m in group.members.values())
 
