@@ -2,8 +2,8 @@
 
 A parked JoinGroup or SyncGroup is represented by an opaque *waiter* that the caller hands in
 (the actor passes a Future, tests pass strings). GroupMetadata never resolves a waiter itself: it
-returns (waiter, result) pairs in an Outcome and the caller delivers them, after persisting the
-group when Outcome.store_group says so.
+returns (waiter, result) pairs in an Outcome, which classic_shard.py turns into effects the actor
+delivers after writing the group record when Outcome.store_group says so.
 """
 
 from __future__ import annotations
