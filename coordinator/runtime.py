@@ -7,6 +7,12 @@ runtime writes the records, then has the shard replay them (the same replay that
 shard at start-up or on election uses), then runs the effects and answers. A write that fails
 leaves the shard as it was (revert drops what begin marked as pending).
 
+apply holds the actor until the write is durable; apply_later does not (Kafka's runtime defers
+the answer to the write the same way): the records are handed to their logs at once, in decision
+order, and the actor serves other messages while they are flushed and committed, so the writes of
+many ids share a flush instead of queueing one flush each. The messages of the same key (key_of:
+a transactional id) wait for it, so each is still decided on the state its predecessor left.
+
 The runtime owns what every coordinator needs around its shards: the queue of messages served
 one at a time by one task (so shard state needs no locks), supervision (a dead actor fails every
 waiting caller with COORDINATOR_NOT_AVAILABLE), the periodic timers that queue a message, and the
@@ -23,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from protocol.errors import ErrorCode, KafkaError
@@ -32,7 +40,7 @@ from protocol.errors import ErrorCode, KafkaError
 from .tasks import DEFAULT_BACKOFF, Backoff, TaskSupervisor
 from .timer import CoordinatorTimer
 
-__all__ = ("ApiError", "CoordinatorResult", "CoordinatorRuntime", "Message", "Shard", "wall_clock_ms")
+__all__ = ("ApiError", "CoordinatorResult", "CoordinatorRuntime", "Message", "Pending", "Shard", "wall_clock_ms")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -97,12 +105,22 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Pending(Generic[T]):
+    """What apply_later gives back while its records are being written: the runtime calls finish
+    (replay, effects, the answer) inside the actor once written is done, with its error if any."""
+
+    written: asyncio.Future[None]
+    finish: Callable[[BaseException | None], Awaitable[T]]
+
+
 @dataclass(frozen=True, slots=True)
 class _Envelope(Generic[M]):
     message: M
     # None: nobody waits (a timer's), or the message carries its own. Any: each call's future has its
     # own T (Future is invariant), set with what execute returned for that message.
     reply: asyncio.Future[Any] | None
+    finish: Pending[Any] | None = None  # set: the message's write is done, finish it
 
 
 class CoordinatorRuntime(Generic[M, R, E]):
@@ -121,10 +139,20 @@ class CoordinatorRuntime(Generic[M, R, E]):
         on_stopped: Callable[[list[M]], None] = lambda messages: None,
         clock_ms: Callable[[], int] = wall_clock_ms,
         backoff: Backoff = DEFAULT_BACKOFF,
+        start_write: Callable[[Sequence[R]], asyncio.Future[None] | None] | None = None,
+        key_of: Callable[[M], Hashable | None] = lambda message: None,
     ) -> None:
         self.name = name
         self._execute = execute
         self._write = write
+        # apply_later's write: hands the records to their logs now, and gives a future for their
+        # durability (None: durable already). Without one, apply_later is apply.
+        self._start_write = start_write
+        self._key_of = key_of
+        self._parked: dict[Hashable, deque[_Envelope[M]]] = {}  # key -> messages behind its write
+        self._in_flight: dict[int, _Envelope[M]] = {}  # id(pending) -> a message whose write is out
+        self._settled = asyncio.Event()  # set while nothing is in flight
+        self._settled.set()
         self._run_effect = run_effect
         self._execute_batch = execute_batch
         self._batchable = batchable
@@ -182,8 +210,30 @@ class CoordinatorRuntime(Generic[M, R, E]):
             except BaseException:
                 shard.revert(result.records)
                 raise
-            for record in result.records:
-                shard.replay(record)
+        return await self._finish_apply(shard, result, None)
+
+    async def apply_later(self, shard: Shard[R], result: CoordinatorResult[R, E, T]) -> T | Pending[T]:
+        """apply without holding the actor for the write (module doc): Pending while the records
+        are being written, for the message's execute to return; the answer at once when nothing
+        is written or the write was durable on the spot."""
+        if not result.records or self._start_write is None:
+            return await self.apply(shard, result)
+        shard.begin(result.records)
+        try:
+            written = self._start_write(result.records)
+        except BaseException:
+            shard.revert(result.records)
+            raise
+        finish = partial(self._finish_apply, shard, result)
+        return await finish(None) if written is None else Pending(written, finish)
+
+    async def _finish_apply(self, shard: Shard[R], result: CoordinatorResult[R, E, T],
+                            error: BaseException | None) -> T:
+        if error is not None:
+            shard.revert(result.records)
+            raise error
+        for record in result.records:
+            shard.replay(record)
         for effect in result.effects:
             await self._run_effect(effect)
         if isinstance(result.response, ApiError):
@@ -197,7 +247,9 @@ class CoordinatorRuntime(Generic[M, R, E]):
             batch = await self._next()
             # Deadlines due first: a message arriving late must see the expiry.
             await self._fire_due()
-            if batch and self._execute_batch is not None and self._batchable(batch[0].message):
+            if batch and batch[0].finish is not None:
+                await self._finish(batch[0], batch[0].finish)
+            elif batch and self._execute_batch is not None and self._batchable(batch[0].message):
                 await self._serve_batch(batch)
             elif batch:
                 await self._serve(batch[0])
@@ -219,26 +271,66 @@ class CoordinatorRuntime(Generic[M, R, E]):
             except TimeoutError:
                 return []
         batch = [first]
-        while self._batchable(first.message) and not self._queue.empty():
+        while first.finish is None and self._batchable(first.message) and not self._queue.empty():
             following = self._queue.get_nowait()
-            if not self._batchable(following.message):
+            if following.finish is not None or not self._batchable(following.message):
                 self._held = following
                 break
             batch.append(following)
         return batch
 
     async def _serve(self, envelope: _Envelope[M]) -> None:
-        reply = envelope.reply
+        key = self._key_of(envelope.message)
+        if key is not None and key in self._parked:
+            self._parked[key].append(envelope)  # its key's write is out: decided once that is done
+            return
         try:
             result = await self._execute(envelope.message)
         except Exception as exc:
-            if reply is None:
-                log.exception("%s: %s failed", self.name, type(envelope.message).__name__)
-            elif not reply.done():
-                reply.set_exception(exc)
+            self._answer_error(envelope, exc)
             return
-        if reply is not None and not reply.done():
-            reply.set_result(result)
+        if isinstance(result, Pending):
+            self._wait_for(envelope, key, result)
+        elif envelope.reply is not None and not envelope.reply.done():
+            envelope.reply.set_result(result)
+
+    def _answer_error(self, envelope: _Envelope[M], exc: Exception) -> None:
+        if envelope.reply is None:
+            log.error("%s: %s failed", self.name, type(envelope.message).__name__, exc_info=exc)
+        elif not envelope.reply.done():
+            envelope.reply.set_exception(exc)
+
+    def _wait_for(self, envelope: _Envelope[M], key: Hashable | None, pending: Pending[Any]) -> None:
+        """Park the key's next messages until pending's write is done, then queue its finish."""
+        if key is not None:
+            self._parked[key] = deque()
+        self._in_flight[id(pending)] = envelope
+        self._settled.clear()
+        pending.written.add_done_callback(lambda _: self._queue.put_nowait(replace(envelope, finish=pending)))
+
+    async def _finish(self, envelope: _Envelope[M], pending: Pending[Any]) -> None:
+        """In the actor: finish the message whose write is done, then serve what its key parked."""
+        written = pending.written
+        error = (KafkaError(ErrorCode.coordinator_not_available, f"{self.name}: the write was cancelled")
+                 if written.cancelled() else written.exception())
+        try:
+            result = await pending.finish(error)
+        except Exception as exc:
+            self._answer_error(envelope, exc)
+        else:
+            if envelope.reply is not None and not envelope.reply.done():
+                envelope.reply.set_result(result)
+        finally:
+            self._in_flight.pop(id(pending), None)
+        key = self._key_of(envelope.message)
+        for parked in self._parked.pop(key, ()) if key is not None else ():
+            await self._serve(parked)  # the first that writes again parks the ones behind it
+        if not self._in_flight:
+            self._settled.set()
+
+    async def settled(self) -> None:
+        """Wait (outside the actor) until no write of apply_later is out (quiesce, shutdown)."""
+        await self._settled.wait()
 
     async def _serve_batch(self, batch: list[_Envelope[M]]) -> None:
         assert self._execute_batch is not None
@@ -259,7 +351,13 @@ class CoordinatorRuntime(Generic[M, R, E]):
         left = [] if self._held is None else [self._held]
         self._held = None
         while not self._queue.empty():
-            left.append(self._queue.get_nowait())
+            queued = self._queue.get_nowait()
+            if queued.finish is None:
+                left.append(queued)
+        left += [*self._in_flight.values(), *(e for parked in self._parked.values() for e in parked)]
+        self._in_flight.clear()
+        self._parked.clear()
+        self._settled.set()
         error = KafkaError(ErrorCode.coordinator_not_available, f"{self.name} stopped")
         for envelope in left:
             if envelope.reply is not None and not envelope.reply.done():

@@ -3,7 +3,9 @@
 The actor is coordinator/runtime.py's: typed messages (messages.py) run one at a time. Each
 asks the id's TxnShard (shard.py, pure) to decide, which returns the __transaction_state record
 to append, the answer and the effects; the runtime appends it, replays it into the shard, runs
-the effects (markers, outcome counts, log lines) and answers. EndTxn answers once
+the effects (markers, outcome counts, log lines) and answers. A client's request does not hold
+the actor while its record is written (runtime.apply_later): the records of many ids share one
+flush, and only the next request of the same id waits for it. EndTxn answers once
 PREPARE_COMMIT / PREPARE_ABORT is persisted; the markers are written by a separate task, which
 queues a completion that persists COMPLETE_COMMIT / COMPLETE_ABORT. Until then the id answers
 CONCURRENT_TRANSACTIONS. Timers queue a scan for timed-out transactions (aborted with a bumped
@@ -34,7 +36,7 @@ from typing import assert_never
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import ClusterView, LogSource, ProducerIdBlockSource, TopicPartition
 
-from ..runtime import CoordinatorRuntime, wall_clock_ms
+from ..runtime import CoordinatorRuntime, Pending, wall_clock_ms
 from ..shards import CoordinatorShards
 from ..tasks import DEFAULT_BACKOFF, Backoff
 from .log import TRANSACTION_STATE_TOPIC, TxnLogEntry, partition_for
@@ -112,7 +114,8 @@ class TransactionCoordinator(TxnShards):
         self.outcomes = TxnOutcomes()
         self.runtime: CoordinatorRuntime[TxnMessage, TxnLogEntry, TxnEffect] = CoordinatorRuntime(
             "transaction coordinator", self._execute, write=self._write, run_effect=self._run_effect,
-            clock_ms=clock, backoff=config.retry_backoff)
+            clock_ms=clock, backoff=config.retry_backoff, key_of=_transactional_id,
+            start_write=lambda records: self.store.submit(records, self.transaction_version()))
         self._marker_tasks: dict[str, asyncio.Task[None]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -141,10 +144,12 @@ class TransactionCoordinator(TxnShards):
     async def quiesce(self) -> None:
         """Wait until every marker write in flight has finished and its completion is persisted
         (shutdown, and tests that need the end state without sleeping)."""
+        await self.runtime.settled()  # an EndTxn being written starts its markers once it is
         while self._marker_tasks:
             # wait, not gather: a caller that stops waiting must not cancel the markers
             await asyncio.wait(list(self._marker_tasks.values()))
             await self.runtime.call(Barrier())
+            await self.runtime.settled()
 
     async def abort_timed_out_transactions(self) -> None:
         await self.runtime.call(AbortTimedOut())
@@ -246,9 +251,9 @@ class TransactionCoordinator(TxnShards):
             case EndTxn():
                 return await self._end_txn(message)
             case AddPartitions():
-                await self._add_partitions(message)
+                return await self._add_partitions(message)
             case CompleteTxn():
-                await self._complete(message.transactional_id, message.producer_epoch)
+                return await self._complete(message.transactional_id, message.producer_epoch, later=True)
             case AbortTimedOut():
                 await self._abort_timed_out()
             case ExpireIds():
@@ -271,7 +276,7 @@ class TransactionCoordinator(TxnShards):
         # Deciding is synchronous, so the ids a decision may take are allocated (durably) first.
         return [await self.store.generate_producer_id() for _ in range(count)]
 
-    async def _init_producer_id(self, m: InitProducerId) -> ProducerIdAndEpoch:
+    async def _init_producer_id(self, m: InitProducerId) -> ProducerIdAndEpoch | Pending[ProducerIdAndEpoch]:
         if m.transactional_id is None:  # idempotent producer: always a fresh id
             return ProducerIdAndEpoch(producer_id=await self.store.generate_producer_id(), epoch=0)
         shard = self._shard_of(m.transactional_id)
@@ -282,26 +287,33 @@ class TransactionCoordinator(TxnShards):
                 f"(0, {self.config.max_timeout_ms}] (transaction.max.timeout.ms)",
             )
         new_ids = await self._new_ids(shard.producer_ids_for_init(m.transactional_id))
-        return await self.runtime.apply(shard, shard.init_producer_id(
+        return await self.runtime.apply_later(shard, shard.init_producer_id(
             m.transactional_id, m.txn_timeout_ms, m.expected, new_ids=new_ids, now_ms=self._now(),
             server_tv=self.transaction_version()))
 
-    async def _add_partitions(self, m: AddPartitions) -> None:
+    async def _add_partitions(self, m: AddPartitions) -> None | Pending[None]:
         shard = self._shard_of(m.transactional_id)
-        await self.runtime.apply(shard, shard.add_partitions(m.transactional_id, m.producer_id, m.producer_epoch,
-                                                             m.partitions, tv2=m.tv2, now_ms=self._now()))
+        return await self.runtime.apply_later(shard, shard.add_partitions(
+            m.transactional_id, m.producer_id, m.producer_epoch, m.partitions, tv2=m.tv2, now_ms=self._now()))
 
-    async def _end_txn(self, m: EndTxn) -> ProducerIdAndEpoch:
+    async def _end_txn(self, m: EndTxn) -> ProducerIdAndEpoch | Pending[ProducerIdAndEpoch]:
         shard = self._shard_of(m.transactional_id)
         new_ids = await self._new_ids(shard.producer_ids_for_end_txn(m.transactional_id, m.tv2))
-        return await self.runtime.apply(shard, shard.end_txn(
+        return await self.runtime.apply_later(shard, shard.end_txn(
             m.transactional_id, m.producer_id, m.producer_epoch, commit=m.commit, tv2=m.tv2, new_ids=new_ids,
             now_ms=self._now()))
 
-    async def _complete(self, transactional_id: str, producer_epoch: int) -> None:
+    async def _complete(self, transactional_id: str, producer_epoch: int, *,
+                        later: bool = False) -> Pending[None] | None:
+        """later: CompleteTxn's (the actor goes on); an effect's Complete is written in place."""
         shard = self.txn_shards.get(self.partition_for(transactional_id))
-        if shard is not None:  # else resigned: the next coordinator completes it
-            await self.runtime.apply(shard, shard.complete(transactional_id, producer_epoch, now_ms=self._now()))
+        if shard is None:  # resigned: the next coordinator completes it
+            return None
+        result = shard.complete(transactional_id, producer_epoch, now_ms=self._now())
+        if later:
+            return await self.runtime.apply_later(shard, result)
+        await self.runtime.apply(shard, result)
+        return None
 
     async def _abort_timed_out(self) -> None:
         now = self._now()
@@ -323,17 +335,9 @@ class TransactionCoordinator(TxnShards):
     # -- the actor: writes and effects -----------------------------------------------------------
 
     async def _write(self, records: Sequence[TxnLogEntry]) -> None:
-        for record in records:
-            assert record.transition is not None, "a live write always carries a transition"
-            try:
-                await self.store.append(record.transactional_id, record.transition, self.transaction_version())
-            except Exception as exc:
-                # A shard whose log this broker no longer leads: the client must find the new one.
-                moved = isinstance(exc, KafkaError) and exc.code is ErrorCode.not_leader_or_follower
-                raise KafkaError(
-                    ErrorCode.not_coordinator if moved else ErrorCode.coordinator_not_available,
-                    f"could not persist the transaction state of '{record.transactional_id}': {exc}",
-                ) from exc
+        written = self.store.submit(records, self.transaction_version())
+        if written is not None:
+            await written
 
     async def _run_effect(self, effect: TxnEffect) -> None:
         match effect:
@@ -371,3 +375,11 @@ class TransactionCoordinator(TxnShards):
         self._marker_tasks[transactional_id] = task
         task.add_done_callback(lambda t: self._marker_tasks.pop(transactional_id, None)
                                if self._marker_tasks.get(transactional_id) is t else None)
+
+
+def _transactional_id(message: TxnMessage) -> str | None:
+    """The key a message waits on while an earlier one's record is written (runtime.key_of)."""
+    match message:
+        case InitProducerId() | AddPartitions() | EndTxn() | CompleteTxn():
+            return message.transactional_id
+    return None

@@ -13,13 +13,14 @@ load, and the source is told to hand out nothing below them (honour).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import Record, build_batch, read_records
-from storage.api import AppendOrigin, LogSource, PartitionLog, ProducerIdBlockSource, TopicPartition
+from storage.api import AppendOrigin, LogAppendInfo, LogSource, PartitionLog, ProducerIdBlockSource, TopicPartition
 
 from .log import (
     TRANSACTION_STATE_TOPIC,
@@ -74,17 +75,41 @@ class TransactionStateStore:
             self.num_partitions = meta.partitions
 
     async def _write(self, partition: int, key: bytes, value: bytes | None) -> None:
+        appended = self._submit(partition, key, value)
+        if not isinstance(appended, LogAppendInfo):
+            await appended
+
+    def _submit(self, partition: int, key: bytes, value: bytes | None) -> LogAppendInfo | asyncio.Future[LogAppendInfo]:
         batch = build_batch([Record(key=key, value=value, timestamp=int(time.time() * 1000))])
-        await self._log(partition).append(bytes(batch), AppendOrigin.COORDINATOR)
+        return self._log(partition).submit(bytes(batch), AppendOrigin.COORDINATOR)
 
     async def append(self, transactional_id: str, t: TxnTransition, transaction_version: int = 0) -> None:
-        """Write t; transaction_version is the finalized level. Kafka writes value version 1 once it
-        is >= 1; so do we, and whenever t holds V2 fields that version 0 cannot carry (a V2 client
-        while the level is lower)."""
-        v2_fields = t.client_transaction_version or t.next_producer_id != -1 or t.last_producer_id != -1
-        version = 1 if transaction_version >= 1 or v2_fields else 0
-        partition = partition_for(transactional_id, self.num_partitions)
-        await self._write(partition, transaction_key(transactional_id), transaction_value(t, version))
+        """Write t and wait until it is durable (submit's record alone)."""
+        written = self.submit([TxnLogEntry(transactional_id=transactional_id, transition=t)], transaction_version)
+        if written is not None:
+            await written
+
+    def submit(self, records: Sequence[TxnLogEntry], transaction_version: int) -> asyncio.Future[None] | None:
+        """Hand the records to their partitions' logs now, in this order (a later record of the
+        same partition goes after them): None when they are durable already, else a future for
+        that. transaction_version is the finalized level: Kafka writes value version 1 once it is
+        >= 1; so do we, and whenever a transition holds V2 fields that version 0 cannot carry (a
+        V2 client while the level is lower). A failure is the KafkaError the coordinator answers."""
+        waits: list[tuple[str, asyncio.Future[LogAppendInfo]]] = []
+        for record in records:
+            t = record.transition
+            assert t is not None, "a live write always carries a transition"
+            v2_fields = t.client_transaction_version or t.next_producer_id != -1 or t.last_producer_id != -1
+            version = 1 if transaction_version >= 1 or v2_fields else 0
+            partition = partition_for(record.transactional_id, self.num_partitions)
+            try:
+                appended = self._submit(partition, transaction_key(record.transactional_id),
+                                        transaction_value(t, version))
+            except Exception as exc:
+                raise _not_persisted(record.transactional_id, exc) from exc
+            if not isinstance(appended, LogAppendInfo):
+                waits.append((record.transactional_id, appended))
+        return asyncio.ensure_future(_durable(waits)) if waits else None
 
     async def generate_producer_id(self) -> int:
         pid = self.producer_ids.try_generate()
@@ -124,3 +149,18 @@ class TransactionStateStore:
         if legacy_next:
             await self.blocks.honour(legacy_next)
         return records
+
+
+async def _durable(waits: list[tuple[str, asyncio.Future[LogAppendInfo]]]) -> None:
+    for transactional_id, appended in waits:
+        try:
+            await appended
+        except Exception as exc:
+            raise _not_persisted(transactional_id, exc) from exc
+
+
+def _not_persisted(transactional_id: str, exc: Exception) -> KafkaError:
+    # A shard whose log this broker no longer leads: the client must find the new coordinator.
+    moved = isinstance(exc, KafkaError) and exc.code is ErrorCode.not_leader_or_follower
+    return KafkaError(ErrorCode.not_coordinator if moved else ErrorCode.coordinator_not_available,
+                      f"could not persist the transaction state of '{transactional_id}': {exc}")

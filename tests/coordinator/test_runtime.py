@@ -125,3 +125,127 @@ async def test_a_timer_queues_its_message():
     finally:
         await c.runtime.stop()
     assert c.ticks >= 2
+
+
+@dataclass(frozen=True)
+class Write(Message[str]):
+    key: str
+    value: str
+
+
+class Pipelined:
+    """A coordinator whose writes stay out until the test lets them be durable (or fail)."""
+
+    def __init__(self):
+        self.shards: dict[str, Shard] = {}
+        self.writes: list[tuple[str, asyncio.Future[None]]] = []  # (value, its durability), in order
+        self.executed: list[str] = []
+        self.runtime = CoordinatorRuntime("pipelined", self.execute, start_write=self.start_write,
+                                          run_effect=self.effect, key_of=lambda m: getattr(m, "key", None))
+
+    async def execute(self, message):
+        match message:
+            case Write():
+                self.executed.append(message.value)
+                shard = self.shards.setdefault(message.key, Shard())
+                return await self.runtime.apply_later(shard, CoordinatorResult(
+                    response=f"ok {message.value} after {len(shard.state)}", records=(message.value,),
+                    effects=(message.value,)))
+            case Tick():
+                return "tick"
+
+    def start_write(self, records):
+        written = asyncio.get_running_loop().create_future()
+        self.writes.append((records[0], written))
+        return written
+
+    async def effect(self, effect):
+        self.executed.append(f"effect {effect}")
+
+    def durable(self, value, error=None):
+        written = next(w for v, w in self.writes if v == value)
+        if error is None:
+            written.set_result(None)
+        else:
+            written.set_exception(error)
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_apply_later_serves_other_keys_while_a_write_is_out_and_answers_once_it_is_durable():
+    c = Pipelined()
+    c.runtime.start()
+    try:
+        a = asyncio.ensure_future(c.runtime.call(Write("x", "a")))
+        b = asyncio.ensure_future(c.runtime.call(Write("y", "b")))
+        await settle()
+        assert await c.runtime.call(Tick()) == "tick"  # not held by the two writes out
+        assert [v for v, _ in c.writes] == ["a", "b"] and not a.done() and not b.done()
+        c.durable("b")
+        assert await b == "ok b after 0"
+        assert not a.done() and c.shards["x"].state == [] and c.shards["x"].pending == ["a"]
+        c.durable("a")
+        assert await a == "ok a after 0"
+        assert c.shards["x"].state == ["a"] and c.executed == ["a", "b", "effect b", "effect a"]
+    finally:
+        await c.runtime.stop()
+
+
+async def test_a_key_waits_for_its_write_then_is_decided_on_the_state_it_left_in_order():
+    c = Pipelined()
+    c.runtime.start()
+    try:
+        calls = [asyncio.ensure_future(c.runtime.call(Write("x", v))) for v in ("a", "b", "c")]
+        await settle()
+        assert c.executed == ["a"]  # b and c wait for a's write, not decided against its pending state
+        c.durable("a")
+        assert await calls[0] == "ok a after 0"
+        await settle()
+        assert [v for v, _ in c.writes] == ["a", "b"]
+        c.durable("b")
+        assert await calls[1] == "ok b after 1"
+        await settle()
+        c.durable("c")
+        assert await calls[2] == "ok c after 2"
+        assert c.shards["x"].state == ["a", "b", "c"]
+    finally:
+        await c.runtime.stop()
+
+
+async def test_a_failed_pipelined_write_reverts_and_the_key_is_served_again():
+    c = Pipelined()
+    c.runtime.start()
+    try:
+        first = asyncio.ensure_future(c.runtime.call(Write("x", "a")))
+        second = asyncio.ensure_future(c.runtime.call(Write("x", "b")))
+        await settle()
+        c.durable("a", KafkaError(ErrorCode.coordinator_not_available, "disk"))
+        with pytest.raises(KafkaError) as caught:
+            await first
+        assert caught.value.code is ErrorCode.coordinator_not_available
+        await settle()
+        c.durable("b")
+        assert await second == "ok b after 0"
+        assert c.shards["x"].state == ["b"] and "effect a" not in c.executed
+    finally:
+        await c.runtime.stop()
+
+
+async def test_stopping_fails_the_writes_out_and_the_messages_behind_them():
+    c = Pipelined()
+    c.runtime.start()
+    out = asyncio.ensure_future(c.runtime.call(Write("x", "a")))
+    behind = asyncio.ensure_future(c.runtime.call(Write("x", "b")))
+    await settle()
+    settled = asyncio.ensure_future(c.runtime.settled())
+    await settle()
+    assert not settled.done()
+    await c.runtime.stop()
+    for call in (out, behind):
+        with pytest.raises(KafkaError) as caught:
+            await call
+        assert caught.value.code is ErrorCode.coordinator_not_available
+    await settled

@@ -36,6 +36,7 @@ class FaultyLog:
         self.failing = True
         self.failures = 0
         self._changed = asyncio.Condition()
+        self._notifying: set[asyncio.Task[None]] = set()
 
     def heal(self) -> None:
         self.failing = False
@@ -50,18 +51,24 @@ class FaultyLog:
     async def append(self, records: bytes, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
         if self.failing:
             self.failures += 1
-            async with self._changed:
-                self._changed.notify_all()
+            await self._notify()
             raise self.error()
         return await self.inner.append(records, origin)
 
     def submit(self, records: bytes | memoryview,
                origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo | asyncio.Future[LogAppendInfo]:
-        """A Produce's append (the coordinators append through append): refused at once while failing."""
+        """A Produce's append, or a coordinator's record: refused at once while failing."""
         if self.failing:
             self.failures += 1
+            notify = asyncio.get_running_loop().create_task(self._notify())
+            self._notifying.add(notify)
+            notify.add_done_callback(self._notifying.discard)
             raise self.error()
         return self.inner.submit(records, origin)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
 
     @property
     def log_start_offset(self) -> int:

@@ -206,13 +206,19 @@ async def test_end_txn_whose_shard_moves_while_the_decision_is_written_leaves_it
     p = await first.init_producer_id("tx", 60000)
     await first.add_partitions("tx", p.producer_id, p.epoch, [T0, T1])
     await produce(logs, T0, p.producer_id, p.epoch)
-    write = first.store.append
+    submit = first.store.submit
 
-    async def append_then_lose_the_shard(*args):  # type: ignore[no-untyped-def]
-        await write(*args)
-        await first.on_resigned(SHARD)
+    def submit_then_lose_the_shard(*args):  # type: ignore[no-untyped-def]
+        written = submit(*args)
 
-    first.store.append = append_then_lose_the_shard  # type: ignore[method-assign]
+        async def then_resign() -> None:
+            if written is not None:
+                await written
+            await first.on_resigned(SHARD)
+
+        return asyncio.ensure_future(then_resign())
+
+    first.store.submit = submit_then_lose_the_shard  # type: ignore[method-assign]
     await first.end_txn("tx", p.producer_id, p.epoch, commit=True)
     await first.stop()
     assert await markers(logs, T0) == []
