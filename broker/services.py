@@ -15,6 +15,7 @@ from coordinator.share.partitions import ShareGroupSettings
 from coordinator.share.state_shards import ShareStateShards
 from coordinator.transaction.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from coordinator.transaction.lso_monitor import LsoMonitor
+from storage.api import TopicPartition
 
 from .features import FeatureLevelWatcher
 from .group_configs import consumer_overrides, share_settings
@@ -123,6 +124,10 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator:
         if groups is not None and not state.cluster.leads_everything:
             groups.shards.check(groups.partition_for(group_id).partition, group_id)
 
+    def group_log(group_id: str) -> TopicPartition:  # where the group's membership is persisted
+        assert state.group_coordinator is not None
+        return state.group_coordinator.partition_for(group_id)
+
     c = state.config
     store, admin = None, None
     client = state.inter_broker
@@ -132,7 +137,7 @@ def share_coordinator(state: BrokerState) -> ShareCoordinator:
         admin = ShareStateAdminClient(state.cluster, client, shards)
     coordinator = ShareCoordinator(state.logs, settings, other_group_exists=other_group_exists,
                                    dead_letter_settings=dead_letter_settings, store=store, admin=admin,
-                                   group_owner=group_owner,
+                                   group_owner=group_owner, group_log=group_log,
                                    state_topic_partitions=c.share_coordinator_state_topic_num_partitions,
                                    max_sessions=c.group_share_max_share_sessions, max_group_size=c.group_share_max_size)
     state.share_coordinator = coordinator

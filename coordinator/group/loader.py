@@ -34,6 +34,8 @@ __all__ = ("PartitionLoader",)
 
 log = logging.getLogger(__name__)
 _READ_BYTES = 1 << 20
+# Share-group records (Kafka's types 10-15): the share coordinator replays them (coordinator/share/group_store.py).
+_SHARE_RECORD_TYPES = frozenset(range(10, 16))
 
 
 class PartitionLoader:
@@ -67,8 +69,11 @@ class PartitionLoader:
             self._apply_marker(header, records)
             return
         for record in records:
-            if record.key is not None and len(record.key) >= 2 and \
-                    int.from_bytes(record.key[:2], "big", signed=True) in CONSUMER_RECORD_TYPES:
+            record_type = int.from_bytes(record.key[:2], "big", signed=True) \
+                if record.key is not None and len(record.key) >= 2 else None
+            if record_type in _SHARE_RECORD_TYPES:
+                continue
+            if record_type in CONSUMER_RECORD_TYPES:
                 self._apply_consumer(record)
                 continue
             try:

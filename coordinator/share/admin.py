@@ -5,10 +5,11 @@ ReadShareGroupStateSummary (DescribeShareGroupOffsets) and DeleteShareGroupState
 (DeleteShareGroupOffsets, DeleteGroups), batched per share coordinator (ShareStateAdmin, in
 broker/share_state_admin.py).
 
-Kafka's group coordinator knows which share-partitions of a group have state from its
-ShareGroupStatePartitionMetadata record in __consumer_offsets; eosbroker keeps no such record, so
-"every share-partition of the group" is found by asking the share coordinators for every
-partition of every topic that is not internal (one request per share coordinator).
+Which share-partitions of a group have state is known, as in Kafka, from its persisted
+ShareGroupStatePartitionMetadata record in __consumer_offsets (group_store.py). Only for a group
+with state but no such record (written before it was kept) is "every share-partition of the
+group" found by asking the share coordinators for every partition of every topic that is not
+internal (one request per share coordinator).
 
 An altered share-partition gets the state epoch after its current one: the share coordinator then
 fences a write from a share-partition leader that still holds the older state
@@ -71,12 +72,13 @@ class ClusterShareAdmin:
                 if name not in INTERNAL_TOPICS for p in range(meta.partitions)]
 
     async def states(self, group_id: str, keys: Sequence[SharePartitionKey] | None = None,
-                     ) -> dict[SharePartitionKey, Summary]:
-        """The keys' states (keys None: those of the group's share-partitions that have state, or
-        whose share coordinator could not answer)."""
+                     candidates: Sequence[SharePartitionKey] | None = None) -> dict[SharePartitionKey, Summary]:
+        """The keys' states (keys None: those of the group's share-partitions -- the candidates,
+        or every partition when the group's are not known -- that have state, or whose share
+        coordinator could not answer)."""
         if keys is not None:
             return await self._admin.summaries(keys)
-        found = await self._admin.summaries(self.every_key(group_id))
+        found = await self._admin.summaries(self.every_key(group_id) if candidates is None else candidates)
         return {key: got for key, got in found.items() if got is not None}
 
     async def has_state(self, group_id: str) -> bool:

@@ -29,6 +29,7 @@ from storage.api import LogSource, TopicPartition
 from .admin import ClusterShareAdmin, ShareStateAdmin, ShareStateSummary, Summary
 from .dead_letters import DeadLetterSettings, DeadLetterWriter
 from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo, validate
+from .group_store import CONSUMER_OFFSETS, PersistedGroups, ShareGroupStore
 from .partitions import FetchedPartition, ShareGroupSettings, SharePartitionManager
 from .sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartitions, ShareSession, ShareSessionCache
 from .state_log import SharePartitionKey, ShareStateLog, ShareStateStore
@@ -72,10 +73,12 @@ class ShareCoordinator:
                  dead_letter_settings: Callable[[], DeadLetterSettings] = DeadLetterSettings,
                  store: ShareStateStore | None = None, admin: ShareStateAdmin | None = None,
                  group_owner: Callable[[str], None] = lambda _: None,
+                 group_log: Callable[[str], TopicPartition] | None = None,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         """store: where share-partition states live (default: this broker's __share_group_state);
         admin: the share coordinators' administrative calls (cluster mode); group_owner raises
-        NOT_COORDINATOR for a group whose coordinator is another broker."""
+        NOT_COORDINATOR for a group whose coordinator is another broker; group_log: the group's
+        __consumer_offsets partition, where its membership is persisted (group_store.py)."""
         self.logs = logs
         self.settings = settings
         self.groups: dict[str, ShareGroup] = {}
@@ -88,10 +91,15 @@ class ShareCoordinator:
         self.max_group_size = max_group_size
         self.other_group_exists = other_group_exists
         self._clock_ms = clock_ms
+        self.persisted = PersistedGroups(self.groups, ShareGroupStore(logs, group_log, clock_ms) if group_log else None,
+                                         lambda g: settings(g).session_timeout_ms, self._topics, clock_ms)
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self.manager.load()
+        meta = self.logs.topics.get(CONSUMER_OFFSETS)
+        for partition in range(meta.partitions if meta is not None and not self.clustered else 0):
+            await self.persisted.load(TopicPartition(CONSUMER_OFFSETS, partition))
         for key in self.manager.stored_keys():
             self.groups.setdefault(key.group_id, ShareGroup(key.group_id))
         self._task = asyncio.get_running_loop().create_task(self._run_timers(), name="share-coordinator")
@@ -109,9 +117,13 @@ class ShareCoordinator:
         # epoch; what an earlier election left here is stale
         self.manager.forget(tp)
         self.manager.leader_epochs[tp] = leader_epoch
+        if tp.topic == CONSUMER_OFFSETS:
+            await self.persisted.load(tp)
 
     async def on_resigned(self, tp: TopicPartition) -> None:
         self.manager.forget(tp)
+        if tp.topic == CONSUMER_OFFSETS:
+            self.persisted.drop(tp)
 
     def _owned(self, group_id: str) -> None:
         """NOT_COORDINATOR for a group coordinated elsewhere (what it had here is stale: dropped)."""
@@ -120,6 +132,7 @@ class ShareCoordinator:
         except KafkaError:
             self.groups.pop(group_id, None)
             raise
+        self.persisted.check_loaded(group_id)
 
     # -- membership ----------------------------------------------------------------------------
 
@@ -143,6 +156,7 @@ class ShareCoordinator:
         left = hb.member_epoch == FINAL_EPOCH and hb.member_id in group.members
         result = group.heartbeat(hb, self._topics(), self._clock_ms(), settings.session_timeout_ms,
                                  self.max_group_size)
+        await self.persisted.persist(group_id)
         if left:  # its session stays for the final ShareAcknowledge that clients send after leaving
             await self.manager.release_member(group_id, hb.member_id)
         return result, settings.heartbeat_interval_ms
@@ -165,7 +179,9 @@ class ShareCoordinator:
             for member_id in group.expired(now):
                 log.info("share group %s: member %s left (session timed out)", group.group_id, member_id)
                 group.remove(member_id)
+                await self.persisted.persist(group.group_id)
                 await self._member_gone(group.group_id, member_id)
+        await self.persisted.retry()
 
     async def _run_timers(self) -> None:
         while True:
@@ -313,15 +329,16 @@ class ShareCoordinator:
         return group
 
     async def delete_group(self, group_id: str) -> None:
-        await self._empty_group(group_id)
+        group = await self._empty_group(group_id)
         if self._admin is not None:
-            keys = list(await self._admin.states(group_id))
+            keys = list(await self._admin.states(group_id, candidates=self.persisted.keys(group)))
             for error in (await self._admin.delete(keys)).values():
                 if error is not None:
                     raise error
         else:
             await self.manager.delete(k for k in self.manager.stored_keys() if k.group_id == group_id)
         self.groups.pop(group_id, None)
+        await self.persisted.persist(group_id)
 
     def group_keys(self, group_id: str) -> list[SharePartitionKey]:
         return sorted((k for k in self.manager.stored_keys() if k.group_id == group_id),
@@ -331,7 +348,8 @@ class ShareCoordinator:
                       ) -> dict[SharePartitionKey, Summary]:
         """DescribeShareGroupOffsets: the keys' states (keys None: every one the group has)."""
         if self._admin is not None:
-            return await self._admin.states(group_id, keys)
+            group = self.groups.get(group_id)
+            return await self._admin.states(group_id, keys, self.persisted.keys(group) if group else None)
         out: dict[SharePartitionKey, Summary] = {}
         for key in self.group_keys(group_id) if keys is None else keys:
             stored = self.manager.stored_state(key)
@@ -340,19 +358,31 @@ class ShareCoordinator:
 
     async def alter_offsets(self, group_id: str, offsets: Mapping[SharePartitionKey, tuple[TopicPartition, int]]) \
             -> dict[SharePartitionKey, KafkaError | None]:
-        await self._empty_group(group_id, create=True)
+        group = await self._empty_group(group_id, create=True)
         if self._admin is not None:  # at the share coordinators; the leaders read it again
-            return await self._admin.alter({key: offset for key, (_, offset) in offsets.items()})
-        for key, (tp, offset) in offsets.items():
-            await self.manager.alter_start(key, tp, offset)
-        return {}
+            errors = await self._admin.alter({key: offset for key, (_, offset) in offsets.items()})
+        else:
+            errors = {}
+            for key, (tp, offset) in offsets.items():
+                await self.manager.alter_start(key, tp, offset)
+        for key, (tp, _) in offsets.items():  # initialized now, as Kafka records them
+            if errors.get(key) is None and (meta := self.logs.topics.get(tp.topic)) is not None:
+                group.initialized[key.topic_id] = max(group.initialized.get(key.topic_id, 0), meta.partitions)
+        await self.persisted.persist(group_id)
+        return errors
 
     async def delete_offsets(self, group_id: str, topic_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, KafkaError]:
         """The topics' states; the topics whose states could not all be deleted, with why."""
-        await self._empty_group(group_id)
+        group = await self._empty_group(group_id)
         if self._admin is None:
             await self.manager.delete(k for k in self.manager.stored_keys()
                                       if k.group_id == group_id and k.topic_id in topic_ids)
-            return {}
-        keys = [k for k in self._admin.every_key(group_id) if k.topic_id in topic_ids]
-        return {key.topic_id: error for key, error in (await self._admin.delete(keys)).items() if error is not None}
+            failed = {}
+        else:
+            keys = [k for k in self.persisted.keys(group) or self._admin.every_key(group_id) if k.topic_id in topic_ids]
+            failed = {k.topic_id: e for k, e in (await self._admin.delete(keys)).items() if e is not None}
+        for topic_id in set(topic_ids) - set(failed):
+            group.initialized.pop(topic_id, None)
+            group.initializing.pop(topic_id, None)
+        await self.persisted.persist(group_id)
+        return failed
