@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Final, cast
 
+from coordinator.share.sessions import connection_id
 from protocol.api_keys import ApiKey
 
 from ..connection_limits import ConnectionLimits, Verdict
@@ -122,6 +123,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._limited_host = None
         if self._unmuted is not None and not self._unmuted.done():
             self._unmuted.set_result(None)
+        if self.state.share_coordinator is not None:  # the share sessions it opened end (KIP-932)
+            self.state.share_coordinator.connection_closed(connection_id(self.session.listener_name, self.peer))
 
     def pause_writing(self) -> None:
         self.reader.can_write.clear()

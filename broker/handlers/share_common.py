@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from coordinator.share import sessions
 from coordinator.share.coordinator import AckBatches, ShareAckRequest, ShareCoordinator
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
@@ -89,6 +90,10 @@ def share_topics(ctx: RequestContext, topics: Sequence[fetch.FetchTopic | acknow
             if batches:
                 acks[key] = (tp, batches)
     return named, acks
+
+
+def connection_id(ctx: RequestContext) -> str:
+    return sessions.connection_id(ctx.session.listener_name, ctx.peer)
 
 
 def refused(ctx: RequestContext, exc: KafkaError) -> object:

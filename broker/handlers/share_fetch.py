@@ -30,7 +30,7 @@ from storage.api import TopicPartition
 
 from ..handler import Handler, RequestContext
 from .group_common import ms
-from .share_common import leader, open_request, refused, share_topics
+from .share_common import connection_id, leader, open_request, refused, share_topics
 
 if TYPE_CHECKING:
     from protocol.request_types.share_fetch import ShareFetchRequest
@@ -79,7 +79,7 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> object:
         max_wait_ms=ms(request.max_wait), max_records=max(1, request.max_records),
         max_bytes=max(1, request.max_bytes), added=named, forgotten=forgotten, acks=acks,
         whole_batches=getattr(request, "share_acquire_mode", 0) != _RECORD_LIMIT,
-        fetch=not getattr(request, "is_renew_ack", False))
+        fetch=not getattr(request, "is_renew_ack", False), connection=connection_id(ctx))
     try:
         result = await coordinator.share_fetch(params)
     except KafkaError as exc:

@@ -56,6 +56,7 @@ class ShareFetchParams:
     forgotten: Sequence[tuple[uuid.UUID, int]] = ()
     acks: ShareAckRequest = field(default_factory=dict)
     fetch: bool = True
+    connection: str = ""  # where the request came from: its session ends when that closes
 
 
 @dataclass(slots=True)
@@ -94,6 +95,7 @@ class ShareCoordinator:
         self.persisted = PersistedGroups(self.groups, ShareGroupStore(logs, group_log, clock_ms) if group_log else None,
                                          lambda g: settings(g).session_timeout_ms, self._topics, clock_ms)
         self._task: asyncio.Task[None] | None = None
+        self._ending: set[asyncio.Task[None]] = set()  # sessions ending with their connections
 
     async def start(self) -> None:
         await self.manager.load()
@@ -173,6 +175,26 @@ class ShareCoordinator:
         if self.clustered and not self.sessions.has_group(group_id):
             self.manager.forget_group(group_id)
 
+    def connection_closed(self, connection: str) -> None:
+        """The share sessions the connection opened end, and their members' records go back (in
+        a task), as Kafka's share session cache does when a client's connection closes."""
+        ended = self.sessions.end_connection(connection)
+        if ended:
+            task = asyncio.get_running_loop().create_task(self._end_sessions(connection, ended),
+                                                          name=f"share sessions of {connection}")
+            self._ending.add(task)
+            task.add_done_callback(self._ending.discard)
+
+    async def _end_sessions(self, connection: str, ended: list[ShareSession]) -> None:
+        for session in ended:
+            log.info("share group %s: member %s's share session ended with its connection %s",
+                     session.group_id, session.member_id, connection)
+            try:
+                await self._released(session.group_id, session.member_id)
+            except KafkaError as exc:  # their locks run out instead
+                log.warning("share group %s: member %s's records not released: %s", session.group_id,
+                            session.member_id, exc)
+
     async def _expire_members(self) -> None:
         now = self._clock_ms()
         for group in list(self.groups.values()):
@@ -203,23 +225,9 @@ class ShareCoordinator:
 
     # -- ShareFetch and ShareAcknowledge -------------------------------------------------------
 
-    def _session(self, params: ShareFetchParams) -> tuple[ShareSession | None, ShareSession | None]:
-        """The session the request runs in, and a session it replaced."""
-        if params.epoch == INITIAL_EPOCH:
-            if params.acks:
-                raise KafkaError(ErrorCode.invalid_request,
-                                 "Acknowledge data present on initial fetch request")
-            session, replaced = self.sessions.open(params.group_id, params.member_id)
-            return session, replaced
-        if params.epoch == FINAL_EPOCH:
-            if self.sessions.get(params.group_id, params.member_id) is None:
-                raise KafkaError(ErrorCode.share_session_not_found,
-                                 f"The share session for member {params.member_id} was not found.")
-            return None, None
-        return self.sessions.advance(params.group_id, params.member_id, params.epoch), None
-
     async def share_fetch(self, params: ShareFetchParams) -> ShareFetchResult:
-        session, replaced = self._session(params)
+        session, replaced = self.sessions.for_fetch(params.group_id, params.member_id, params.epoch,
+                                                    bool(params.acks), params.connection)
         if replaced is not None:
             await self.manager.release_member(params.group_id, params.member_id)
         result = ShareFetchResult(lock_duration_ms=self.settings(params.group_id).record_lock_duration_ms)

@@ -5,7 +5,8 @@ each later ShareFetch or ShareAcknowledge carries the next epoch (1, 2, ..., wra
 add partitions or forget some; epoch -1 closes the session, after its acknowledgements are done.
 An epoch other than the expected one is INVALID_SHARE_SESSION_EPOCH, a session this broker does
 not have SHARE_SESSION_NOT_FOUND; past group.share.max.share.sessions a new one is
-SHARE_SESSION_LIMIT_REACHED. The session's partitions are what its fetches read.
+SHARE_SESSION_LIMIT_REACHED. The session's partitions are what its fetches read. A session ends
+too when the connection that opened it closes (Kafka's ShareSessionCache connection listener).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Final
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 
-__all__ = ("FINAL_EPOCH", "INITIAL_EPOCH", "ShareSession", "ShareSessionCache")
+__all__ = ("FINAL_EPOCH", "INITIAL_EPOCH", "ShareSession", "ShareSessionCache", "connection_id")
 
 INITIAL_EPOCH: Final = 0
 FINAL_EPOCH: Final = -1
@@ -34,6 +35,7 @@ class ShareSession:
     member_id: str
     epoch: int = 1  # the epoch its next request must carry
     partitions: SessionPartitions = field(default_factory=dict)
+    connection: str = ""  # the connection that opened it ("": none known)
 
     def update(self, added: SessionPartitions, forgotten: Iterable[tuple[uuid.UUID, int]]) -> None:
         self.partitions.update(added)
@@ -41,12 +43,17 @@ class ShareSession:
             self.partitions.pop(key, None)
 
 
+def connection_id(listener_name: str, peer: str) -> str:
+    """A client connection's name among those open ("": unknown, no session is tied to it)."""
+    return "" if peer == "?" else f"{listener_name}/{peer}"
+
+
 class ShareSessionCache:
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
 
-    def open(self, group_id: str, member_id: str) -> tuple[ShareSession, ShareSession | None]:
+    def open(self, group_id: str, member_id: str, connection: str = "") -> tuple[ShareSession, ShareSession | None]:
         """A new session at epoch 0, and the one it replaces (its records go back)."""
         key = (group_id, member_id)
         previous = self._sessions.pop(key, None)
@@ -55,8 +62,29 @@ class ShareSessionCache:
                 self._sessions[key] = previous
             raise KafkaError(ErrorCode.share_session_limit_reached,
                              f"The share session cache is full ({self.max_sessions} sessions).")
-        session = self._sessions[key] = ShareSession(group_id, member_id)
+        session = self._sessions[key] = ShareSession(group_id, member_id, connection=connection)
         return session, previous
+
+    def end_connection(self, connection: str) -> list[ShareSession]:
+        """The sessions the connection opened, ended."""
+        ended = [s for s in self._sessions.values() if connection and s.connection == connection]
+        for session in ended:
+            del self._sessions[(session.group_id, session.member_id)]
+        return ended
+
+    def for_fetch(self, group_id: str, member_id: str, epoch: int, acks: bool, connection: str,
+                  ) -> tuple[ShareSession | None, ShareSession | None]:
+        """The session a ShareFetch runs in (None at epoch -1: it ends), and one it replaced."""
+        if epoch == INITIAL_EPOCH:
+            if acks:
+                raise KafkaError(ErrorCode.invalid_request, "Acknowledge data present on initial fetch request")
+            return self.open(group_id, member_id, connection)
+        if epoch == FINAL_EPOCH:
+            if self.get(group_id, member_id) is None:
+                raise KafkaError(ErrorCode.share_session_not_found,
+                                 f"The share session for member {member_id} was not found.")
+            return None, None
+        return self.advance(group_id, member_id, epoch), None
 
     def advance(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
         """The session a request at `epoch` (> 0) continues, moved to the next epoch."""

@@ -10,7 +10,7 @@ import pytest
 from coordinator.share.assignor import assign
 from coordinator.share.group import ShareGroup, ShareHeartbeat, TopicInfo
 from coordinator.share.partition_state import RecordState, StateBatch
-from coordinator.share.sessions import ShareSessionCache
+from coordinator.share.sessions import ShareSessionCache, connection_id
 from coordinator.share.state_log import (
     SharePartitionKey,
     StoredShareState,
@@ -117,3 +117,14 @@ def test_state_records_round_trip_and_refuse_garbage() -> None:
             decode_key(bad)
     with pytest.raises(CorruptRecordError):
         decode_value(encode_value(value)[:-3])
+
+
+def test_sessions_end_with_the_connection_that_opened_them() -> None:
+    cache = ShareSessionCache(max_sessions=3)
+    a, _ = cache.open("g", "a", "L/1.2.3.4:5")
+    cache.open("g", "b", "L/1.2.3.4:6")
+    cache.open("g", "c")  # no connection known: never ended by one
+    assert cache.end_connection("L/1.2.3.4:5") == [a]
+    assert cache.get("g", "a") is None and cache.get("g", "b") is not None
+    assert cache.end_connection("") == [] and cache.get("g", "c") is not None
+    assert connection_id("L", "?") == "" and connection_id("L", "1.2.3.4:5") == "L/1.2.3.4:5"
