@@ -6,6 +6,7 @@ Produce v12+, EndTxn v5 and no AddPartitionsToTxn for V2."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,17 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
 def compiled_39(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The same checks against kafka-clients 3.9 (Spark's), a client with no V2 code at all."""
     return compile_java(tmp_path_factory.mktemp("java-tv2-39"), SOURCE, spark_classpath(), "-nowarn")
+
+
+@pytest.fixture(scope="module")
+def fencing_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker for the fencing and timeout checks, which read no metrics and use transactional
+    ids and topics of their own; checked for unexpected errors when the module ends."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("tv2-fencing") / "data", SETTINGS).start()
+    try:
+        yield broker
+    finally:
+        broker.close()
 
 
 def run_check(cp: str, broker: BrokerProcess | str, *args: str) -> dict[str, str]:
@@ -78,25 +90,27 @@ def test_java4_commits_aborts_and_aborts_empty_under_v2(compiled: str, broker_fa
     assert_used_v2(samples_of(broker))
 
 
-def test_java4_zombie_is_fenced_under_v2(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
-    broker = broker_factory(SETTINGS)
+def test_java4_zombie_is_fenced_under_v2(compiled: str, fencing_broker: BrokerProcess) -> None:
+    broker = fencing_broker
     checks = run_check(compiled, broker, "fence", "v2-fence", "20")
     assert checks == {"zombie_commit": "ProducerFencedException", "read_committed": "1"}
     broker.expect_log(r"EndTxn v5 for 'fence-v2-fence' -> PRODUCER_FENCED")
 
 
-def test_admin_fence_producers_fences_a_live_transactional_producer(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
+def test_admin_fence_producers_fences_a_live_transactional_producer(compiled: str,
+                                                                    fencing_broker: BrokerProcess) -> None:
     """Issue 36: Admin.fenceProducers bumps the epoch of a producer with an open transaction, which is
     aborted; the producer's next send and its commit fail with InvalidProducerEpochException, and
     read_committed sees none of its records: what the same program prints against Kafka 4.4."""
-    broker = broker_factory(SETTINGS)
+    broker = fencing_broker
     checks = run_check(compiled, broker, "fence-admin", "v2-fence-admin", "4")
     assert checks == {"fence_producers": "ok", "next_send": "InvalidProducerEpochException",
                       "commit": "InvalidProducerEpochException", "read_committed": "0", "read_uncommitted": "4"}
 
 
-def test_java4_timed_out_transaction_is_aborted_and_its_producer_fenced(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]
-    broker = broker_factory(SETTINGS)
+def test_java4_timed_out_transaction_is_aborted_and_its_producer_fenced(compiled: str,
+                                                                        fencing_broker: BrokerProcess) -> None:
+    broker = fencing_broker
     checks = run_check(compiled, broker, "timeout", "v2-timeout", "20")
     # Kafka 4.4 answers the late commit so too: the abort bumped the epoch once (KAFKA-19367), so
     # V2 reads the producer's epoch as a retry of the ended transaction, which was no commit
