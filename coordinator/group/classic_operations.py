@@ -46,17 +46,12 @@ class ClassicInConsumerOperations(ConsumerOperations):
             return
         consumer = group.consumer
         assert consumer is not None
-        before, now = consumer.snapshot(), self._clock_ms()
+        now, topics, cfg_consumer = self._clock_ms(), self.topics_view(), self.consumer_config
         try:
-            result = classic_join(consumer, params, self.topics_view(), self.consumer_config, now)
-            await self.persist_consumer(group, before, now)
+            result = await self.change_consumer(
+                group, consumer, lambda g: classic_join(g, params, topics, cfg_consumer, now), now)
         except KafkaError as exc:
-            consumer.restore(before)
             result = JoinGroupResult(member_id=params.member_id, error=exc.code)
-        except Exception as exc:
-            consumer.restore(before)
-            log.warning("could not store consumer group %s: %r", cmd.group_id, exc)
-            result = JoinGroupResult(member_id=params.member_id, error=append_error(exc, offsets=False))
         cmd.reply.set_result(result)
 
     async def do_sync(self, cmd: c.SyncGroup) -> None:
@@ -93,13 +88,10 @@ class ClassicInConsumerOperations(ConsumerOperations):
             return
         consumer = group.consumer
         assert consumer is not None
-        before, now = consumer.snapshot(), self._clock_ms()
-        errors, gone = classic_leave(consumer, cmd.members)
         try:
-            await self.persist_consumer(group, before, now)
-        except Exception as exc:
-            consumer.restore(before)
-            log.warning("could not store consumer group %s: %r", cmd.group_id, exc)
+            errors, gone = await self.change_consumer(group, consumer, lambda g: classic_leave(g, cmd.members),
+                                                      self._clock_ms())
+        except KafkaError as exc:  # the write failed (classic_leave refuses per member)
             cmd.reply.set_result((append_error(exc, offsets=False), []))
             return
         if gone:

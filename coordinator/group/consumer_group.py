@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from .consumer_member import Assignment, ConsumerGroupMember, MemberState
 from .state import WireNamedState
 
-__all__ = ("ConsumerGroup", "ConsumerGroupState", "GroupSnapshot")
+__all__ = ("ConsumerGroup", "ConsumerGroupState")
 
 
 class ConsumerGroupState(WireNamedState):
@@ -30,21 +29,6 @@ class ConsumerGroupState(WireNamedState):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSnapshot:
-    """Everything a heartbeat may change, to put back if its records cannot be written."""
-
-    group_epoch: int
-    assignment_epoch: int
-    members: dict[str, ConsumerGroupMember]
-    target: dict[str, Assignment]
-    partition_epochs: dict[tuple[uuid.UUID, int], int]
-    subscription_metadata: dict[str, tuple[uuid.UUID, int]]
-    session_deadlines: dict[str, int]
-    rebalance_deadlines: dict[str, tuple[int, int]]
-    classic_deadlines: dict[str, int]
 
 
 class ConsumerGroup:
@@ -130,19 +114,15 @@ class ConsumerGroup:
                 for p in parts:
                     self.partition_epochs.pop((topic_id, p), None)
 
-    def snapshot(self) -> GroupSnapshot:
-        return GroupSnapshot(
-            self.group_epoch, self.assignment_epoch, dict(self.members), dict(self.target),
-            dict(self.partition_epochs), dict(self.subscription_metadata),
-            dict(self.session_deadlines), dict(self.rebalance_deadlines), dict(self.classic_deadlines),
-        )
-
-    def restore(self, s: GroupSnapshot) -> None:
-        self.group_epoch, self.assignment_epoch = s.group_epoch, s.assignment_epoch
-        self.members, self.target = s.members, s.target
-        self.partition_epochs, self.subscription_metadata = s.partition_epochs, s.subscription_metadata
-        self.session_deadlines, self.rebalance_deadlines = s.session_deadlines, s.rebalance_deadlines
-        self.classic_deadlines = s.classic_deadlines
+    def copy(self) -> ConsumerGroup:
+        """A copy to decide a change on (members are immutable values: shallow copies suffice)."""
+        out = ConsumerGroup(self.group_id)
+        out.group_epoch, out.assignment_epoch = self.group_epoch, self.assignment_epoch
+        out.members, out.target = dict(self.members), dict(self.target)
+        out.partition_epochs, out.subscription_metadata = dict(self.partition_epochs), dict(self.subscription_metadata)
+        out.session_deadlines, out.rebalance_deadlines = dict(self.session_deadlines), dict(self.rebalance_deadlines)
+        out.classic_deadlines = dict(self.classic_deadlines)
+        return out
 
     def all_classic_except(self, member_ids: set[str]) -> bool:
         """Kafka's allMembersUseClassicProtocolExcept: whether only classic members remain

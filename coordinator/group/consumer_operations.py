@@ -9,8 +9,9 @@ group on the first JoinGroup; under group.consumer.migration.policy a classic gr
 is upgraded by a consumer heartbeat (else GROUP_ID_NOT_FOUND, Kafka's refusal), and a consumer
 group whose last consumer-protocol member leaves is downgraded back to a classic group.
 
-A heartbeat mutates the group in memory, then persists what changed (consumer_log.py); when the
-append fails the group is put back as it was and the heartbeat fails with the append's error.
+A heartbeat, a leave and a timeout are decided without changing the group (consumer_shard.py):
+the decision's records are appended, then replayed into the group; when the append fails nothing
+changed and the heartbeat fails with the append's error.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -26,7 +28,7 @@ from protocol.errors import KafkaError
 from ..runtime import ApiError
 from . import classic_shard
 from . import commands as c
-from .consumer_group import ConsumerGroup, GroupSnapshot
+from .consumer_group import ConsumerGroup
 from .consumer_heartbeat import (
     ConsumerGroupConfig,
     HeartbeatResult,
@@ -43,8 +45,8 @@ from .consumer_persist import (
     all_records,
     all_tombstones,
     describe_consumer_group,
-    persist_changes,
 )
+from .consumer_shard import ConsumerResult, apply, decide, fenced, postpone, preview
 from .log import group_metadata_record
 from .member import JoinGroupResult, SyncGroupResult
 from .metadata import GroupMetadata
@@ -55,6 +57,10 @@ from .snapshot import load_group
 __all__ = ("ConsumerOperations", "group_deadline")
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# Kafka's coordinator timer retries an operation whose write failed after this long.
+RETRY_BACKOFF_MS = 500
 
 
 def group_deadline(group: GroupMetadata) -> int | None:
@@ -101,23 +107,32 @@ class ConsumerOperations(GroupOperations):
                                                                    member.member_epoch)
                 consumer.subscription_metadata = subscription_metadata(consumer, topics)
 
-    async def _consumer_group(self, group_id: str, *, create: bool) -> GroupMetadata:
+    async def _consumer_group(self, group_id: str, *, create: bool) -> tuple[GroupMetadata, ConsumerGroup]:
+        """The group and its consumer group to decide on; a new one (or an empty classic group
+        becoming one) is only installed once its first records are written (_adopt)."""
         group = self.groups.get(group_id)
         if group is None:
             if not create:
                 # Kafka would say GROUP_ID_NOT_FOUND; a member of a group this coordinator does not
                 # know (state lost, group deleted) must rejoin, which UNKNOWN_MEMBER_ID tells it.
                 raise KafkaError(ErrorCode.unknown_member_id, f"Group {group_id} has no such member.")
-            group = self.groups[group_id] = GroupMetadata(group_id, self.config, now_ms=self._clock_ms())
+            group = GroupMetadata(group_id, self.config, now_ms=self._clock_ms())
         if group.consumer is None:
             if not create:
                 raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
             if not (group.is_empty() and not group.pending_members):
                 check_upgrade(group, self.consumer_config)
-                return await self._upgrade(group)
-            log.info("group %s: now a consumer group (consumer protocol)", group_id)
-            group.consumer = ConsumerGroup(group_id)
-        return group
+                group = await self._upgrade(group)
+                assert group.consumer is not None
+                return group, group.consumer
+            return group, ConsumerGroup(group_id)
+        return group, group.consumer
+
+    def _adopt(self, group: GroupMetadata, consumer: ConsumerGroup) -> None:
+        if group.consumer is not consumer:
+            log.info("group %s: now a consumer group (consumer protocol)", group.group_id)
+            group.consumer = consumer
+        self.groups.setdefault(group.group_id, group)
 
     async def _upgrade(self, group: GroupMetadata) -> GroupMetadata:
         """Convert a classic group with members: one append (the classic record's tombstone and
@@ -148,29 +163,48 @@ class ConsumerOperations(GroupOperations):
                  gid, group.generation_id, len(consumer.members))
         return fresh
 
-    async def persist_consumer(self, group: GroupMetadata, before: GroupSnapshot, now: int) -> None:
-        """Write what a change did; when it fenced members and only classic members remain, the
-        group goes back to the classic protocol instead (Kafka's downgrade on member removal)."""
-        consumer = group.consumer
-        assert consumer is not None
-        if before.members.keys() - consumer.members.keys() and \
-                downgrade_allowed(consumer, set(), self.consumer_config, self.config):
-            await self._downgrade(group, before, now)
-        else:
-            await persist_changes(self, group, before, now)
+    async def change_consumer(self, group: GroupMetadata, consumer: ConsumerGroup,
+                              change: Callable[[ConsumerGroup], T], now: int) -> T:
+        """Decide `change` on the consumer group, write its records, then replay them; raises
+        KafkaError when the decision refuses or the write fails (then nothing changed)."""
+        result = decide(consumer, change)
+        if isinstance(result.response, ApiError):
+            raise result.response.exception()
+        try:
+            await self._persist_consumer(group, consumer, result, now)
+        except KafkaError:
+            raise
+        except Exception as exc:
+            log.warning("could not store consumer group %s: %r", group.group_id, exc)
+            raise KafkaError(append_error(exc, offsets=False), str(exc)) from exc
+        return result.response
 
-    async def _downgrade(self, group: GroupMetadata, before: GroupSnapshot, now: int) -> None:
-        consumer, gid = group.consumer, group.group_id
-        assert consumer is not None
+    async def _persist_consumer(self, group: GroupMetadata, consumer: ConsumerGroup,
+                                result: ConsumerResult[T], now: int) -> None:
+        """Write the result and replay it; when it fences members and only classic members
+        remain, the group goes back to the classic protocol instead (Kafka's downgrade on
+        member removal)."""
+        if fenced(result):
+            after = preview(consumer, result)
+            if downgrade_allowed(after, set(), self.consumer_config, self.config):
+                await self._downgrade(group, consumer, after, now)
+                return
+        if result.records:
+            await self.append_records(group.group_id, [r.encode(now) for r in result.records])
+        self._adopt(group, consumer)
+        apply(consumer, result)
+
+    async def _downgrade(self, group: GroupMetadata, before: ConsumerGroup, after: ConsumerGroup, now: int) -> None:
+        gid = group.group_id
         names = {meta.topic_id: name for name, meta in self._logs.topics.items()}
-        value = classic_value(consumer, names, before.group_epoch, now)
-        await self.append_records(gid, [*all_tombstones(consumer, [*before.members, *consumer.members], now),
+        value = classic_value(after, names, before.group_epoch, now)
+        await self.append_records(gid, [*all_tombstones(after, [*before.members, *after.members], now),
                                         group_metadata_record(gid, value, timestamp=now)])
         classic = load_group(gid, value, self.config, now)
         classic.offsets = group.offsets
         self.groups[gid] = classic
         log.info("group %s: converted the consumer group (epoch %d, %d classic members) to a classic group",
-                 gid, consumer.group_epoch, len(classic.members))
+                 gid, after.group_epoch, len(classic.members))
         await self.run_classic(classic, classic_shard.rebalance(classic, now), now)
 
     async def do_consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult | ApiError:
@@ -184,25 +218,13 @@ class ConsumerOperations(GroupOperations):
     async def _consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult:
         cfg, req = self.consumer_config_for(cmd.group_id), cmd.request
         validate(cmd.group_id, req, cfg)
-        group = await self._consumer_group(cmd.group_id, create=req.member_epoch == 0)
-        consumer = group.consumer
-        assert consumer is not None
-        before, now = consumer.snapshot(), self._clock_ms()
-        try:
-            if req.member_epoch < 0:
-                result = leave(consumer, req, cfg, now)
-            else:
-                result = heartbeat(consumer, req, self.topics_view(), cfg, now)
-            await self.persist_consumer(group, before, now)
-        except KafkaError:
-            consumer.restore(before)
-            raise
-        except Exception as exc:
-            consumer.restore(before)
-            log.warning("could not store consumer group %s: %r", cmd.group_id, exc)
-            raise KafkaError(append_error(exc, offsets=False), str(exc)) from exc
+        group, consumer = await self._consumer_group(cmd.group_id, create=req.member_epoch == 0)
+        now, epoch, topics = self._clock_ms(), consumer.group_epoch, self.topics_view()
+        result = await self.change_consumer(
+            group, consumer, (lambda g: leave(g, req, cfg, now)) if req.member_epoch < 0
+            else (lambda g: heartbeat(g, req, topics, cfg, now)), now)
         if self.groups.get(group.group_id) is group:  # else downgraded: _downgrade logged it
-            self._log_epochs(group.group_id, consumer, before.group_epoch)
+            self._log_epochs(group.group_id, consumer, epoch)
         return result
 
     @staticmethod
@@ -212,18 +234,19 @@ class ConsumerOperations(GroupOperations):
                      len(consumer.members), consumer.state)
 
     async def expire_consumer_members(self, group: GroupMetadata, now: int) -> list[str]:
+        """Fence the members whose session or rebalance timeout passed; their ids once written."""
         consumer = group.consumer
         if consumer is None:
             return []
-        before = consumer.snapshot()
-        gone = expire(consumer, self.topics_view(), now)
-        if gone:
-            try:
-                await self.persist_consumer(group, before, now)
-            except Exception as exc:  # fenced in memory anyway: the next change writes it again
-                log.warning("could not store consumer group %s: %r", group.group_id, exc)
-            if self.groups.get(group.group_id) is group:
-                self._log_epochs(group.group_id, consumer, before.group_epoch)
+        epoch, topics = consumer.group_epoch, self.topics_view()
+        try:
+            gone = await self.change_consumer(group, consumer, lambda g: expire(g, topics, now), now)
+        except KafkaError as exc:  # nothing fenced: tried again after Kafka's timer retry backoff
+            log.warning("could not fence expired members of consumer group %s: %s", group.group_id, exc)
+            postpone(consumer, now, now + RETRY_BACKOFF_MS)
+            return []
+        if gone and self.groups.get(group.group_id) is group:
+            self._log_epochs(group.group_id, consumer, epoch)
         return gone
 
     def do_consumer_describe(self, cmd: c.ConsumerGroupDescribe) -> list[ConsumerGroupDescription]:

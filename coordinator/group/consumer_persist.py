@@ -1,12 +1,12 @@
 """What a consumer group writes to __consumer_offsets after a change, and how it is read back;
 plus its ConsumerGroupDescribe view.
 
-persist_changes diffs the group against the snapshot taken before the change and appends only
+changes() diffs the group as a decision left it against the group as it stands and returns only
 the records that differ, in Kafka's order (member subscription, group epoch, target assignment,
-assignment epoch, current assignment; tombstones for members that left). ConsumerGroupLoader
-replays them at start-up into the same ConsumerGroup, so a restarted broker knows every member,
-its epoch and its partitions: members resume with their next heartbeat, within their session
-timeout (which restarts at load, as in Kafka).
+assignment epoch, current assignment; tombstones for members that left). apply_consumer_record
+replays them: after a write (consumer_shard.py) and at start-up (loader.py) alike, so a restarted
+broker knows every member, its epoch and its partitions: members resume with their next
+heartbeat, within their session timeout (which restarts at load, as in Kafka).
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from protocol.records import Record
 
-from .consumer_group import ConsumerGroup, ConsumerGroupState, GroupSnapshot
+from .consumer_group import ConsumerGroup, ConsumerGroupState
 from .consumer_heartbeat import ConsumerGroupConfig, assignor_name
 from .consumer_log import (
     CURRENT_MEMBER_ASSIGNMENT,
@@ -36,12 +35,8 @@ from .consumer_log import (
 )
 from .consumer_member import Assignment, ConsumerGroupMember
 
-if TYPE_CHECKING:
-    from .metadata import GroupMetadata
-    from .operations import GroupOperations
-
-__all__ = ("ConsumerGroupDescription", "all_records", "all_tombstones", "apply_consumer_record",
-           "describe_consumer_group", "persist_changes", "tombstones")
+__all__ = ("ConsumerGroupDescription", "ConsumerRecord", "all_records", "all_tombstones", "apply_consumer_record",
+           "changes", "describe_consumer_group", "tombstones")
 
 _SUBSCRIPTION_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
                         "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor", "classic")
@@ -53,41 +48,53 @@ def _current(m: ConsumerGroupMember) -> CurrentAssignment:
                              assignment_epochs=m.assignment_epochs)
 
 
-def _records(group: ConsumerGroup, before: GroupSnapshot, now: int) -> list[Record]:
-    gid = group.group_id
-    out: list[Record] = []
+def _subscription(m: ConsumerGroupMember) -> ConsumerGroupMember:
+    """The member as its ConsumerGroupMemberMetadata record holds it (no current assignment), so
+    replaying the value equals replaying it decoded."""
+    fields = {f: getattr(m, f) for f in _SUBSCRIPTION_FIELDS}
+    return ConsumerGroupMember(member_id=m.member_id, **fields)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """One consumer-group record (key and value, None for a tombstone) before it is encoded."""
+
+    key: ConsumerRecordKey
+    value: ConsumerValue | None
+
+    def encode(self, timestamp: int) -> Record:
+        return consumer_record(self.key, self.value, timestamp=timestamp)
+
+
+def changes(before: ConsumerGroup, after: ConsumerGroup) -> list[ConsumerRecord]:
+    """The records that take the group from `before` to `after`, in Kafka's order (tombstones of
+    members gone, then subscriptions, group epoch, targets, assignment epoch, current assignments)."""
+    gid = after.group_id
+    out: list[ConsumerRecord] = []
 
     def add(kind: int, value: ConsumerValue | None, member_id: str | None = None) -> None:
-        key = ConsumerRecordKey(record_type=kind, group=gid, member_id=member_id)
-        out.append(consumer_record(key, value, timestamp=now))
+        out.append(ConsumerRecord(ConsumerRecordKey(record_type=kind, group=gid, member_id=member_id), value))
 
-    for mid in before.members.keys() - group.members.keys():
+    for mid in before.members.keys() - after.members.keys():
         add(CURRENT_MEMBER_ASSIGNMENT, None, mid)
         add(TARGET_ASSIGNMENT_MEMBER, None, mid)
         add(MEMBER_METADATA, None, mid)
-    for mid, member in group.members.items():
+    for mid, member in after.members.items():
         old = before.members.get(mid)
         if old is None or any(getattr(old, f) != getattr(member, f) for f in _SUBSCRIPTION_FIELDS):
-            add(MEMBER_METADATA, member, mid)
-    if group.group_epoch != before.group_epoch:
-        add(GROUP_METADATA, group.group_epoch)
-    for mid, target in group.target.items():
+            add(MEMBER_METADATA, _subscription(member), mid)
+    if after.group_epoch != before.group_epoch:
+        add(GROUP_METADATA, after.group_epoch)
+    for mid, target in after.target.items():
         if before.target.get(mid) != target:
             add(TARGET_ASSIGNMENT_MEMBER, dict(target), mid)
-    if group.assignment_epoch != before.assignment_epoch:
-        add(TARGET_ASSIGNMENT_METADATA, group.assignment_epoch)
-    for mid, member in group.members.items():
+    if after.assignment_epoch != before.assignment_epoch:
+        add(TARGET_ASSIGNMENT_METADATA, after.assignment_epoch)
+    for mid, member in after.members.items():
         old = before.members.get(mid)
         if old is None or _current(old) != _current(member):
             add(CURRENT_MEMBER_ASSIGNMENT, _current(member), mid)
     return out
-
-
-async def persist_changes(ops: GroupOperations, group: GroupMetadata, before: GroupSnapshot, now: int) -> None:
-    assert group.consumer is not None
-    records = _records(group.consumer, before, now)
-    if records:
-        await ops.append_records(group.group_id, records)
 
 
 def tombstones(group: ConsumerGroup, now: int) -> list[Record]:
@@ -99,7 +106,7 @@ def tombstones(group: ConsumerGroup, now: int) -> list[Record]:
 
 def all_records(group: ConsumerGroup, now: int) -> list[Record]:
     """Every record of the group, as a new group would write them (an upgrade's records)."""
-    return _records(group, ConsumerGroup(group.group_id).snapshot(), now)
+    return [r.encode(now) for r in changes(ConsumerGroup(group.group_id), group)]
 
 
 def all_tombstones(group: ConsumerGroup, member_ids: Iterable[str], now: int) -> list[Record]:
@@ -114,7 +121,7 @@ def all_tombstones(group: ConsumerGroup, member_ids: Iterable[str], now: int) ->
 
 
 def apply_consumer_record(group: ConsumerGroup, key: ConsumerRecordKey, value: ConsumerValue | None) -> None:
-    """Replay one record (loader.py); the inverse of _records."""
+    """Replay one record (after its write, and in loader.py); the inverse of changes()."""
     mid = key.member_id or ""
     if key.record_type == GROUP_METADATA:
         group.group_epoch = value if isinstance(value, int) else 0

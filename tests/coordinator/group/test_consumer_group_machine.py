@@ -77,7 +77,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     def heartbeating_everyone_converges(self) -> None:
         if not self.epochs:
             return
-        saved = (dict(self.owned), dict(self.epochs), self.group.snapshot())
+        saved = (dict(self.owned), dict(self.epochs), self.group.copy())
         for _ in range(4):
             for name in sorted(self.epochs):
                 self._beat(name, HeartbeatRequest(member_id=name, member_epoch=self.epochs[name],
@@ -86,8 +86,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         assert self.group.state is ConsumerGroupState.STABLE
         counts = sorted(len(p) for p in self.owned.values())
         assert sum(counts) == self.partitions and counts[-1] - counts[0] <= 1, self.owned
-        self.owned, self.epochs = saved[0], saved[1]
-        self.group.restore(saved[2])
+        self.owned, self.epochs, self.group = saved
 
 
 ConsumerGroupMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=30, deadline=None)
