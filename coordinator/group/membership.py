@@ -78,12 +78,21 @@ class GroupMembership:
         self._new_member_added = False
         self._sync_deadline_ms: int | None = None
         self._out = Outcome()
+        self._shared: set[str] = set()  # members whose objects a scratch copy shares with the live group
+
+    def _own(self, member_id: str) -> MemberMetadata:
+        """The member, to change: in a scratch copy, first copied from the live group's object."""
+        if member_id in self._shared:
+            self._shared.discard(member_id)
+            self.members[member_id] = replace(self.members[member_id])
+        return self.members[member_id]
 
     def scratch(self) -> Self:
         """A copy for a decision to change (classic_shard.py); the live group stays as it is.
         Offsets and the consumer group are shared: no classic decision changes them."""
         other = copy.copy(self)
-        other.members = {mid: replace(m) for mid, m in self.members.items()}
+        other.members = dict(self.members)
+        other._shared = set(self.members)  # copied on their first change (_own)
         other.static_members = dict(self.static_members)
         other.pending_members = dict(self.pending_members)
         other.pending_sync = set(self.pending_sync)
@@ -94,6 +103,7 @@ class GroupMembership:
         """Take the classic state a decision left in its scratch copy (nothing was written)."""
         for name in (*_RECORD_FIELDS, *_LIVE_FIELDS):
             setattr(self, name, getattr(decided, name))
+        decided._shared = set(decided.members)  # the live group's now: never change them there
 
     def install_live(self, decided: GroupMembership) -> None:
         """After the decision's record was replayed: take the state the record does not carry."""
@@ -225,6 +235,7 @@ class GroupMembership:
         return None if member_id in self.members else ErrorCode.unknown_member_id
 
     def _update_member(self, member: MemberMetadata, params: JoinParams, waiter: object) -> None:
+        member = self._own(member.member_id)
         if member.join_waiter is not None:
             # A second join while one is parked: the first can never be answered usefully.
             self._reply(
@@ -238,7 +249,8 @@ class GroupMembership:
 
     def _swap_static_member(self, old_id: str, new_id: str, instance_id: str) -> MemberMetadata:
         """Give a static member a new member id; the old id is fenced from now on."""
-        member = self.members.pop(old_id)
+        member = self._own(old_id)
+        del self.members[old_id]
         # Whoever still waits under the old id is a duplicate of this instance: fence it now.
         if member.join_waiter is not None:
             self._reply(
@@ -260,14 +272,16 @@ class GroupMembership:
         return member
 
     def _reset_and_propagate_assignment_error(self, error: ErrorCode) -> None:
-        for member in self.members.values():
+        for member_id in self.members:
+            member = self._own(member_id)
             member.assignment = b""
             if member.sync_waiter is not None:
                 self._reply(member.sync_waiter, SyncGroupResult(error=error))
                 member.sync_waiter = None
 
     def _propagate_assignment(self, now_ms: int) -> None:
-        for member in self.members.values():
+        for member_id in self.members:
+            member = self._own(member_id)
             if member.sync_waiter is not None:
                 self._reply(member.sync_waiter, self._sync_result(member))
                 member.sync_waiter = None
@@ -275,7 +289,10 @@ class GroupMembership:
 
     def _remove_member(self, member_id: str) -> None:
         member = self.members.pop(member_id)
-        member.join_waiter = member.sync_waiter = None
+        if member_id in self._shared:
+            self._shared.discard(member_id)  # the live group's object: leave it as it is
+        else:
+            member.join_waiter = member.sync_waiter = None
         iid = member.group_instance_id
         if iid is not None and self.static_members.get(iid) == member_id:
             del self.static_members[iid]

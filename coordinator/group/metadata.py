@@ -199,7 +199,7 @@ class GroupMetadata(GroupRebalance):
         if error is not None:
             self._reply(waiter, SyncGroupResult(error=error))
             return self._take()
-        member = self.members[member_id]
+        member = self._own(member_id)
         self.pending_sync.discard(member_id)
         if self.state is _S.STABLE:
             member.schedule_heartbeat(now_ms)
@@ -211,8 +211,8 @@ class GroupMetadata(GroupRebalance):
         member.sync_waiter = waiter
         if self.is_leader(member_id):
             given = assignments or {}
-            for m in self.members.values():
-                m.assignment = given.get(m.member_id, b"")
+            for mid in self.members:
+                self._own(mid).assignment = given.get(mid, b"")
             self.state = transition_to(self.state, _S.STABLE, self.group_id)
             self._propagate_assignment(now_ms)
             self._out.store_group = True
@@ -273,7 +273,7 @@ class GroupMetadata(GroupRebalance):
         error = self.heartbeat_error(member_id, generation_id, group_instance_id)
         if error is not None:
             raise KafkaError(error)
-        self.members[member_id].schedule_heartbeat(now_ms)
+        self._own(member_id).schedule_heartbeat(now_ms)
         if self.state is _S.PREPARING_REBALANCE:
             raise KafkaError(ErrorCode.rebalance_in_progress)
 
@@ -346,7 +346,7 @@ class GroupMetadata(GroupRebalance):
         # A member parked in a join or sync is bounded by the rebalance timeout instead,
         # except a brand-new member, which gets new_member_join_timeout_ms.
         if not member.is_new and (member.is_awaiting_join or member.is_awaiting_sync):
-            member.schedule_heartbeat(now_ms)
+            self._own(member.member_id).schedule_heartbeat(now_ms)
             return
         self._remove_member_and_update(member.member_id, now_ms)
 

@@ -77,7 +77,8 @@ class GroupRebalance(GroupMembership):
         if self.state is _S.EMPTY:
             self._out.store_group = True
             return
-        for member in self.members.values():
+        for member_id in self.members:
+            member = self._own(member_id)
             if member.join_waiter is not None:
                 result = self._join_result(member, with_members=self.is_leader(member.member_id))
                 self._reply(member.join_waiter, result)
