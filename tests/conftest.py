@@ -33,18 +33,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files in the order make test hands them to its two workers (--dist loadfile
-    --no-loadscope-reorder): the end-to-end files first, then the unit-test files, each group by
-    number of tests, most first. xdist's own order (number of tests alone) hands out the files of
-    one or two end-to-end tests last, each up to minutes long, so one worker ran them while the
-    other had nothing left; with the many short unit tests last, both finish within seconds."""
+    --no-loadscope-reorder): the end-to-end files first, those with Spark tests ahead of the rest,
+    then the unit-test files, each group by number of tests, most first. xdist's own order (number
+    of tests alone) hands out the files of one or two end-to-end tests last, each up to minutes
+    long, so one worker ran them while the other had nothing left; with the many short unit tests
+    last, both finish within seconds. A Spark file is minutes long whatever its number of tests
+    (test_oauthbearer_spark and test_compaction_spark have one each), so none is left for the end."""
     by_file: dict[Path, list[pytest.Item]] = {}
     for item in items:
         by_file.setdefault(item.path, []).append(item)
 
-    def weight(tests: list[pytest.Item]) -> tuple[bool, int]:
-        e2e = any(t.get_closest_marker("e2e") or t.get_closest_marker("spark") for t in tests) or \
-            "e2e" in tests[0].path.parts
-        return not e2e, -len(tests)
+    def weight(tests: list[pytest.Item]) -> tuple[bool, bool, int]:
+        spark = any(t.get_closest_marker("spark") for t in tests)
+        e2e = spark or any(t.get_closest_marker("e2e") for t in tests) or "e2e" in tests[0].path.parts
+        return not e2e, not spark, -len(tests)
 
     items[:] = [item for tests in sorted(by_file.values(), key=weight) for item in tests]
 
