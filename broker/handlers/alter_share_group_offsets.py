@@ -2,7 +2,8 @@
 
 Behaviour: sets share-partition start offsets of a share group with no members (kafka-share-groups
 --reset-offsets): each named partition forgets its record states and starts again at the offset
-given, brought within the log's start and high watermark; its records come back with delivery count
+given, brought within the log's start and high watermark (in cluster mode as the partition's
+leader answers them to ListOffsets); its records come back with delivery count
 1. A group with members is NON_EMPTY_GROUP; an id of another group type GROUP_ID_NOT_FOUND; a
 group that does not exist yet is made, empty. In cluster mode the group coordinator initializes
 each share-partition's state at its share coordinator (InitializeShareGroupState) one state epoch
@@ -14,6 +15,7 @@ Without READ on the group the whole request is GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from coordinator.share.state_log import SharePartitionKey
@@ -24,6 +26,7 @@ from storage.api import TopicPartition
 from ..authorizer.acl import AclOperation, ResourceType
 from ..authorizer.checks import authorized, denied, require
 from ..handler import Handler, RequestContext
+from ..share_lag import high_watermarks, log_start_offsets
 from .share_common import share_coordinator
 
 if TYPE_CHECKING:
@@ -41,6 +44,21 @@ def _check(ctx: RequestContext, name: str, partition: int, offset: int) -> Kafka
     return None
 
 
+async def _clamped(ctx: RequestContext, offsets: dict[SharePartitionKey, tuple[TopicPartition, int]],
+                   ) -> dict[SharePartitionKey, tuple[TopicPartition, int]]:
+    """Cluster mode: each start offset within its partition's [log start, high watermark], asked of
+    the leaders (local mode clamps at the share-partition, which has the log)."""
+    if ctx.broker.cluster.leads_everything or not offsets:
+        return offsets
+    tps = [tp for tp, _ in offsets.values()]
+    starts, ends = await asyncio.gather(log_start_offsets(ctx.broker, tps), high_watermarks(ctx.broker, tps))
+    out = {}
+    for key, (tp, offset) in offsets.items():
+        offset = max(offset, starts.get(tp, offset))
+        out[key] = (tp, min(offset, ends.get(tp, offset)))
+    return out
+
+
 async def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> object:
     group_id = request.group_id
     errors: dict[tuple[str, int], KafkaError | None] = {}
@@ -55,7 +73,8 @@ async def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) ->
                     TopicPartition(t.topic_name, p.partition_index), p.start_offset)
     try:
         require(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
-        for key, error in (await share_coordinator(ctx).alter_offsets(group_id, offsets)).items():
+        altered = await share_coordinator(ctx).alter_offsets(group_id, await _clamped(ctx, offsets))
+        for key, error in altered.items():
             errors[(offsets[key][0].topic, key.partition)] = error
     except KafkaError as exc:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "error_message": exc.message,

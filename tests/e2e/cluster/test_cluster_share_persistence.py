@@ -1,13 +1,19 @@
 """A share group's membership is persisted in __consumer_offsets (Kafka 4.4's ShareGroup* records),
 so a cluster failover of its group coordinator keeps it: after a kill -9 of the coordinator's
 broker, the group whose member left (no share-partition state: nothing was produced) is listed by
-the next coordinator as an Empty share group, and kafka-share-groups describes it."""
+the next coordinator as an Empty share group, and kafka-share-groups describes it. The next
+coordinator then alters the group's start offset past the partition's end: it is brought back to
+the high watermark, which it asks of the partition's leader."""
 
 from __future__ import annotations
 
 import confluent_kafka as ck
 import pytest
+from kio.schema.alter_share_group_offsets.v0 import request as alter
+from kio.schema.describe_share_group_offsets.v1 import request as describe
 from kio.schema.list_groups.v5.request import ListGroupsRequest
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i64
 
 from tests.e2e.cluster.conftest import Cluster, wait_until
 from tests.e2e.cluster.test_cluster_coordinators import coordinator_of, create_topic
@@ -46,3 +52,23 @@ def test_an_empty_share_group_survives_the_loss_of_its_group_coordinator(cluster
                          "--group", "kept", "--state")
     rows = [line.split() for line in described.stdout.splitlines() if line.strip()]
     assert len(rows) == 2 and rows[1][0] == "kept" and "Empty" in rows[1], described.stdout + described.stderr
+    assert start_offset_after_altering(cluster, 1000) == 3
+
+
+def start_offset_after_altering(cluster: Cluster, offset: int) -> int:
+    """st-0 holds 3 records; the group's start offset there once altered to `offset`."""
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap()})
+    for i in range(3):
+        producer.produce("st", value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    with RawClient(cluster.brokers[coordinator_of(cluster, GROUP, "kept")].bootstrap) as client:
+        altered = client.request(alter.AlterShareGroupOffsetsRequest(group_id=GroupId("kept"), topics=(
+            alter.AlterShareGroupOffsetsRequestTopic(topic_name=TopicName("st"), partitions=(
+                alter.AlterShareGroupOffsetsRequestPartition(partition_index=i32(0), start_offset=i64(offset)),)),)))
+        assert [p.error_code for t in altered.responses for p in t.partitions] == [0], altered
+        described = client.request(describe.DescribeShareGroupOffsetsRequest(groups=(
+            describe.DescribeShareGroupOffsetsRequestGroup(group_id=GroupId("kept"), topics=(
+                describe.DescribeShareGroupOffsetsRequestTopic(topic_name=TopicName("st"),
+                                                               partitions=(i32(0),)),)),)))
+    [partition] = [p for g in described.groups for t in g.topics for p in t.partitions]
+    return int(partition.start_offset)
