@@ -50,6 +50,13 @@ def compile_java(out: Path, source: Path, jars: list[Path], *javac_flags: str) -
     return f"{out}:{cp}"
 
 
+@pytest.fixture
+def broker(module_broker: BrokerProcess) -> BrokerProcess:
+    """Both tests here share one broker (tests/e2e/conftest.py's module_broker): neither restarts
+    it, and each writes a topic and transactional id of its own."""
+    return module_broker
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> str:
     return compile_java(tmp_path_factory.mktemp("java"), SOURCE, classpath())
