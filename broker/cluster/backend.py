@@ -27,7 +27,7 @@ from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_archive import ArchiveSettings
 from storage.pg.object_commit import FlushSettings
-from storage.pg.pool import Pool, create_pool
+from storage.pg.pool import Pool, close_pool, create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.schema import SchemaTooNewError, migrate
 from storage.pg.security_store import PgSecurityMetadata
@@ -130,7 +130,7 @@ class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
         if config.cluster_object_store_url:
             await _check_object_store(config, self._object_store, self._object_store_error)
         url = config.cluster_url or ""
-        self.pool.pool = await _connect(url)
+        self.pool.pool = await _connect(url, config.cluster_lease_ms / 1000)
         try:
             await self._read(config, url)
         except BaseException as exc:
@@ -192,7 +192,9 @@ class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.pool.pool is not None:
             await self.logs.close()
-            await self.pool.close()
+            # A statement left running on a database that does not answer (within()) holds its
+            # connection until its statement timeout: the pool waits at most a lease for it.
+            await close_pool(self.pool.pool, self.config.cluster_lease_ms / 1000)
         self._remove_temp_dir()
 
     async def abandon(self) -> None:
@@ -249,10 +251,13 @@ async def _check_object_store(config: BrokerConfig, store: ObjectStore | None, e
                            EXIT_DATABASE_UNREACHABLE) from None
 
 
-async def _connect(url: str) -> Pool:
+async def _connect(url: str, lease_s: float) -> Pool:
     try:
         async with asyncio.timeout(_CONNECT_TIMEOUT_S):
-            return await create_pool(url)
+            # A connection the pool opens again later (after a database restart or a network
+            # fault) is given up after a lease, not asyncpg's 60 s: by then this broker leads
+            # nothing and its next heartbeat tries again.
+            return await create_pool(url, connect_timeout=lease_s)
     except Exception as exc:
         raise StartupError(f"cannot reach the cluster database at {redacted(url)}: {_reason(exc)}",
                            EXIT_DATABASE_UNREACHABLE) from None

@@ -17,7 +17,6 @@ Three outcomes of a group's write:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
@@ -39,7 +38,7 @@ from .cleaning import ActiveRange, CleaningState, PgCleaningPlan, plan_cleaning
 from .group_commit import BatchRow, GroupCommitter, PartitionWrite
 from .log_messages import ApplyCleaning, ReadCleaningState, Recover, Snapshot
 from .partition_store import PartitionStore
-from .pool import OutOfTime, within
+from .pool import OutOfTime, lasting, within
 from .recovery import rebuild
 from .tail_cache import DEFAULT_TAIL_CACHE_BYTES, TailCache
 from .timestamps import max_timestamp_offset, offset_for_timestamp
@@ -123,11 +122,9 @@ class PgPartitionLog(SequencedLog):
     async def _last(self) -> None:
         if not self.fenced and not self._stale and self._since_snapshot:
             # Bounded: a broker whose lease lapsed because the database is gone must drop its
-            # partitions at once, not after a statement timeout per partition.
-            try:
-                await asyncio.wait_for(self._snapshot(), FINAL_SNAPSHOT_TIMEOUT_S)
-            except TimeoutError:
-                log.warning("%s: no final producer snapshot (the database did not answer)", self.tp)
+            # partitions at once, not after a statement timeout per partition. Not cancelled
+            # (within()): a cancel request on a dead network holds the caller just as long.
+            await self._snapshot(lasting(FINAL_SNAPSHOT_TIMEOUT_S))
 
     def _fence(self, why: str) -> KafkaError:
         if not self.fenced:
@@ -284,8 +281,9 @@ class PgPartitionLog(SequencedLog):
         return await self._guarded(max_timestamp_offset(self._store, self._high_watermark), bounded=True)
 
     async def _guarded(self, query: Awaitable[T], *, bounded: bool = False) -> T:
-        """query's result; a failure is KAFKA_STORAGE_ERROR. bounded (a request's read): waited for
-        only while the lease lasts, after which another broker may lead and the client should ask it."""
+        """query's result; a failure is KAFKA_STORAGE_ERROR. bounded (a read a request or the owner task
+        waits for): waited for only while the lease lasts, after which another broker may lead and the
+        client should ask it."""
         try:
             return await (within(query, self._committer.time_left) if bounded else query)
         except KafkaError:
@@ -313,7 +311,7 @@ class PgPartitionLog(SequencedLog):
         leader never replays a cleaned range), so one is written here when the newest is older."""
         state = await self.ask(ReadCleaningState())
         plan = await self._guarded(plan_cleaning(self._store, state, url=url, node_id=self._node_id, now_ms=now_ms,
-                                                 map_capacity=map_capacity))
+                                                 map_capacity=map_capacity), bounded=True)
         if plan is not None and self._snapshot_offset < plan.task.first_uncleanable_offset:
             await self.ask(Snapshot())
         return plan
@@ -340,8 +338,8 @@ class PgPartitionLog(SequencedLog):
                 await self._reload_if_stale()
             case ReadCleaningState():
                 return self._cleaning_state()
-            case Snapshot():
-                await self._snapshot()
+            case Snapshot():  # for a cleaning pass: appends wait behind it, so no longer than the lease
+                await self._snapshot(self._committer.time_left)
             case ApplyCleaning(result):
                 self._apply_cleaning(result)
             case DeleteRecordsBefore(offset):
@@ -369,7 +367,8 @@ class PgPartitionLog(SequencedLog):
         self.producer_state.remove_expired_producers(now_ms)
         cutoff = now_ms - self.config.retention_ms if self.config.retention_ms >= 0 else None
         size = self.config.retention_bytes if self.config.retention_bytes >= 0 else None
-        target = await self._guarded(self._store.retention_start(cutoff, size, self._high_watermark))
+        # Bounded by the lease as a request's read: the owner task waits for it, and appends behind it.
+        target = await self._guarded(self._store.retention_start(cutoff, size, self._high_watermark), bounded=True)
         if target is not None and target > self._log_start_offset:
             await self._move_log_start(min(target, self._high_watermark))
         return self._log_start_offset

@@ -17,12 +17,13 @@ from typing import Any, Final, Protocol, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 
-__all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "Connection", "OutOfTime", "Pool", "Queries", "Row", "connect", "create_pool",
-           "lasting", "within")
+__all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "DEFAULT_CONNECT_TIMEOUT_S", "Connection", "OutOfTime", "Pool", "Queries",
+           "Row", "close_pool", "connect", "create_pool", "lasting", "within")
 
 T = TypeVar("T")
 
 DEFAULT_COMMAND_TIMEOUT_S: Final = 30.0
+DEFAULT_CONNECT_TIMEOUT_S: Final = 60.0  # asyncpg's
 
 
 class Row(Protocol):
@@ -67,6 +68,8 @@ class Pool(Queries, Protocol):
 
     async def close(self) -> None: ...
 
+    def terminate(self) -> None: ...
+
 
 async def connect(url: str) -> Connection:
     """A connection of its own, outside the pool (LISTEN)."""
@@ -74,14 +77,27 @@ async def connect(url: str) -> Connection:
     return conn
 
 
-async def create_pool(url: str, *, max_size: int = 10, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S) -> Pool:
+async def create_pool(url: str, *, max_size: int = 10, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S,
+                      connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> Pool:
     """Connect (raises OSError or asyncpg's errors when the database cannot be reached).
 
     min_size 1: one connection is opened now, so an unreachable database fails the start; the
-    others open on demand and the pool replaces any that a restart of the server broke.
+    others open on demand and the pool replaces any that a restart of the server broke, each
+    given up after connect_timeout (behind a dead route a connection never completes).
     """
-    pool: Pool = await asyncpg.create_pool(url, min_size=1, max_size=max_size, command_timeout=command_timeout)
+    pool: Pool = await asyncpg.create_pool(url, min_size=1, max_size=max_size, command_timeout=command_timeout,
+                                           timeout=connect_timeout)
     return pool
+
+
+async def close_pool(pool: Pool, timeout: float) -> None:
+    """Close once every connection is back, or after timeout cut off the ones still held (a
+    statement left to end by itself, within(), on a database that does not answer)."""
+    try:
+        async with asyncio.timeout(timeout):
+            await pool.close()
+    except TimeoutError:
+        pool.terminate()
 
 
 class OutOfTime(TimeoutError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
@@ -20,6 +21,7 @@ import pytest
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
 from storage.pg.log_source import PgLogSource
+from storage.pg.pool import close_pool, create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
 from tests.storage.pg.conftest import SourceFactory
 from tests.storage.pg.helpers import batch, take, values
@@ -113,3 +115,41 @@ async def test_an_append_is_answered_when_its_producer_snapshot_outlasts_the_lea
             info = await plog.append(batch(1, pid=7, epoch=0, seq=0))  # committed, then the snapshot waits
     assert info.base_offset == 0 and plog.high_watermark == 1
     assert any("producer snapshot at offset 1 failed" in m for m in found), found
+
+
+async def test_a_log_closes_while_its_final_snapshot_waits_and_leaves_the_statement_to_end(
+    source_factory: SourceFactory, db: asyncpg.Pool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The final snapshot is given up after FINAL_SNAPSHOT_TIMEOUT_S without cancelling its
+    statement: a cancel request waits for an answer that a dead network never gives."""
+    source = await source_factory(1, command_timeout=STATEMENT_TIMEOUT_S)
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    await plog.append(batch(2, pid=7, epoch=0, seq=0))
+    count = "SELECT count(*) FROM producer_snapshots WHERE end_offset = 2"
+    with warnings_of(caplog) as found:
+        async with locked(db, "producer_snapshots"):
+            await plog.close()  # (reading the table here would wait for the lock too)
+    assert any("producer snapshot at offset 2 failed" in m for m in found), found
+    while await db.fetchval(count) == 0:  # not cancelled: it is written once the table is free
+        await asyncio.sleep(0.05)
+
+
+async def test_a_pool_closes_by_its_timeout_while_a_left_statement_holds_a_connection(pg_url: str) -> None:
+    pool = await create_pool(pg_url, max_size=2, command_timeout=STATEMENT_TIMEOUT_S)
+    left = asyncio.ensure_future(pool.fetchval("SELECT pg_sleep($1)", float(STATEMENT_TIMEOUT_S)))
+    while await pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'") == 0:
+        await asyncio.sleep(0.05)
+    await close_pool(pool, 0.5)  # pool.close() alone waits for the statement
+    with pytest.raises(asyncpg.ConnectionDoesNotExistError):  # its connection was cut off
+        await left
+
+
+async def test_a_pool_gives_up_a_connection_that_never_completes_after_its_connect_timeout() -> None:
+    """Behind a dead route (here a port that completes the TCP handshake and never answers) a new
+    connection fails after connect_timeout, not asyncpg's 60 s."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        with pytest.raises(TimeoutError):
+            await create_pool(f"postgresql://eos@127.0.0.1:{silent.getsockname()[1]}/eos", connect_timeout=0.5)
