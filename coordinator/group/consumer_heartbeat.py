@@ -10,7 +10,9 @@ One heartbeat does, in order (each step can only move the group forward):
    with its epoch and, when it changed or the request was a full one, its assignment.
 
 Time is an argument; the actor calls expire() at the group's next deadline to fence members that
-missed their session timeout or did not revoke within their rebalance timeout.
+missed their session timeout or did not revoke within their rebalance timeout. These functions
+change the group they are given: the actor gives them a copy (consumer_shard.decide), turns what
+they did into records, and the live group changes only when those are written and replayed.
 
 Regex subscriptions (SubscribedTopicRegex) are Java RE2/J patterns in Kafka; here Python's `re`
 full-matches them against topic names. The common subset (classes, alternation, anchors,

@@ -42,11 +42,10 @@ from .consumer_heartbeat import (
 from .consumer_member import MemberState
 from .consumer_persist import (
     ConsumerGroupDescription,
-    all_records,
     all_tombstones,
     describe_consumer_group,
 )
-from .consumer_shard import ConsumerResult, apply, decide, fenced, postpone, preview
+from .consumer_shard import ConsumerResult, apply, created, decide, fenced, postpone, preview
 from .log import group_metadata_record
 from .member import JoinGroupResult, SyncGroupResult
 from .metadata import GroupMetadata
@@ -139,17 +138,20 @@ class ConsumerOperations(GroupOperations):
         the consumer group's records), then the group is replaced and its parked requests told
         to rejoin."""
         topics, now, gid = self.topics_view(), self._clock_ms(), group.group_id
-        consumer = to_consumer_group(group, topics)
-        consumer.subscription_metadata = subscription_metadata(consumer, topics)
-        for mid, member in consumer.members.items():
+        built = to_consumer_group(group, topics)
+        built.subscription_metadata = subscription_metadata(built, topics)
+        for mid, member in built.members.items():
             assert member.classic is not None
-            consumer.session_deadlines[mid] = now + member.classic.session_timeout_ms
+            built.session_deadlines[mid] = now + member.classic.session_timeout_ms
+        result = created(built)
         try:
             await self.append_records(gid, [group_metadata_record(gid, None, timestamp=now),
-                                            *all_records(consumer, now)])
+                                            *(r.encode(now) for r in result.records)])
         except Exception as exc:
             log.warning("could not upgrade group %s: %r", gid, exc)
             raise KafkaError(append_error(exc, offsets=False), str(exc)) from exc
+        consumer = ConsumerGroup(gid)
+        apply(consumer, result)
         fresh = GroupMetadata(gid, self.config, now_ms=now)
         fresh.offsets, fresh.consumer = group.offsets, consumer
         self.groups[gid] = fresh

@@ -35,7 +35,7 @@ from .consumer_log import (
 )
 from .consumer_member import Assignment, ConsumerGroupMember
 
-__all__ = ("ConsumerGroupDescription", "ConsumerRecord", "all_records", "all_tombstones", "apply_consumer_record",
+__all__ = ("ConsumerGroupDescription", "ConsumerRecord", "all_tombstones", "apply_consumer_record",
            "changes", "describe_consumer_group", "tombstones")
 
 _SUBSCRIPTION_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
@@ -102,11 +102,6 @@ def tombstones(group: ConsumerGroup, now: int) -> list[Record]:
     kinds = (TARGET_ASSIGNMENT_METADATA, GROUP_METADATA)
     keys = [ConsumerRecordKey(record_type=k, group=group.group_id) for k in kinds]
     return [consumer_record(key, None, timestamp=now) for key in keys]
-
-
-def all_records(group: ConsumerGroup, now: int) -> list[Record]:
-    """Every record of the group, as a new group would write them (an upgrade's records)."""
-    return [r.encode(now) for r in changes(ConsumerGroup(group.group_id), group)]
 
 
 def all_tombstones(group: ConsumerGroup, member_ids: Iterable[str], now: int) -> list[Record]:

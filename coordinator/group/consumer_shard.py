@@ -23,7 +23,7 @@ from .consumer_group import ConsumerGroup
 from .consumer_log import MEMBER_METADATA
 from .consumer_persist import ConsumerRecord, apply_consumer_record, changes
 
-__all__ = ("ConsumerResult", "Timers", "apply", "decide", "fenced", "postpone", "preview", "replay")
+__all__ = ("ConsumerResult", "Timers", "apply", "created", "decide", "fenced", "postpone", "preview", "replay")
 
 T = TypeVar("T")
 
@@ -61,6 +61,13 @@ def decide(group: ConsumerGroup, change: Callable[[ConsumerGroup], T]) -> Coordi
     except KafkaError as exc:
         return CoordinatorResult(response=ApiError.of(exc))
     return CoordinatorResult(response=response, records=tuple(changes(group, scratch)), effects=(Timers.of(scratch),))
+
+
+def created(built: ConsumerGroup) -> CoordinatorResult[ConsumerRecord, Timers, None]:
+    """The records and timers of a group built whole (a classic group's upgrade, Kafka's
+    ConsumerGroup.fromClassicGroup): applied to an empty group they rebuild it."""
+    empty = ConsumerGroup(built.group_id)
+    return CoordinatorResult(response=None, records=tuple(changes(empty, built)), effects=(Timers.of(built),))
 
 
 def replay(group: ConsumerGroup, record: ConsumerRecord) -> None:
