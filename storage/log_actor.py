@@ -20,7 +20,7 @@ from protocol.errors import ErrorCode, KafkaError
 from .api import AppendOrigin, LogAppendInfo
 from .log_messages import AFTER_ACKS, BEFORE_ACKS, CLOSE, AfterAcks, Append, Barrier, BeforeAcks, Close, LogMessage
 
-__all__ = ("LogActor",)
+__all__ = ("Acks", "LogActor", "answer_appends")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -29,7 +29,7 @@ T = TypeVar("T")
 # Any: each message's reply future has its own T (Future is invariant), set with what _handle
 # returned for that message.
 _Command = tuple[LogMessage[object], asyncio.Future[Any]]
-_Acks = list[tuple[asyncio.Future[LogAppendInfo], LogAppendInfo]]
+Acks = list[tuple[asyncio.Future[LogAppendInfo], LogAppendInfo]]  # appends of a group, answered with it
 
 
 class LogActor:
@@ -191,7 +191,7 @@ class LogActor:
         while True:
             message, reply = await self._queue.get()
             self._running = True
-            acks: _Acks = []
+            acks: Acks = []
             while True:
                 await self._execute(message, reply, acks)
                 if self._queue.empty():
@@ -205,7 +205,7 @@ class LogActor:
             if self._last_ran and self._queue.empty():
                 return
 
-    async def _execute(self, message: LogMessage[object], reply: asyncio.Future[Any], acks: _Acks) -> None:
+    async def _execute(self, message: LogMessage[object], reply: asyncio.Future[Any], acks: Acks) -> None:
         if reply.done():
             return
         if self._offline is not None:
@@ -215,6 +215,7 @@ class LogActor:
             if type(message) is Append:  # the hot path: answered with its group, after _before_acks
                 acks.append((reply, await self._append_command(message.records, message.origin)))
             else:
+                await self._before_message(acks)
                 reply.set_result(await self._handle(message))
         except Exception as exc:
             if not reply.done():
@@ -238,25 +239,23 @@ class LogActor:
                 raise TypeError(f"{self._name}: no handler for {message!r}")
         return None
 
-    async def _acknowledge(self, acks: _Acks) -> None:
+    async def _acknowledge(self, acks: Acks) -> None:
         failed: KafkaError | None = None
         try:
             await self._before_acks()
         except KafkaError as exc:
             failed = exc  # the group's work failed: so did every append it was to make durable
-        for reply, info in acks:
-            if reply.done():
-                continue
-            if failed is None:
-                reply.set_result(info)
-            else:
-                reply.set_exception(failed)
+        answer_appends(acks, failed)
 
     async def _last(self) -> None:
         """The last command before the task ends (close): flush and close, or a last snapshot."""
 
     async def _append_command(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo:
         raise NotImplementedError
+
+    async def _before_message(self, acks: Acks) -> None:
+        """Before a message other than an append runs in the owner task (acks: the appends run before
+        it in this group, not yet acknowledged)."""
 
     def _append_at_once(self, records: bytes | memoryview, origin: AppendOrigin) -> LogAppendInfo | None:
         """_append_command when it needs no await (no roll, no remote write), else None."""
@@ -275,6 +274,17 @@ class LogActor:
 
     async def _after_acks(self) -> None:
         """Work that follows the acknowledgement of appends, which none of them waits for."""
+
+
+def answer_appends(acks: Acks, failed: KafkaError | None) -> None:
+    """Answer each append not answered yet: its info, or failed."""
+    for reply, info in acks:
+        if reply.done():
+            continue
+        if failed is None:
+            reply.set_result(info)
+        else:
+            reply.set_exception(failed)
 
 
 def _retrieve(reply: asyncio.Future[None]) -> None:

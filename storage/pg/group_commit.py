@@ -33,6 +33,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..api import AbortedTxn
 from .pool import OutOfTime, Pool, Row, within
+from .write_order import after_predecessors, coalesce
 
 __all__ = ("FENCE", "BatchRow", "GroupCommitter", "PartitionWrite", "Queued", "fail_all", "insert_aborted")
 
@@ -94,14 +95,17 @@ class PartitionWrite:
     next_offset: int
     batches: list[BatchRow]
     aborted: list[AbortedTxn] = field(default_factory=list)
+    # The answer of this partition's write before this one, while it is in flight: this one is
+    # committed after it, or not at all (storage/pg/write_order.py).
+    after: asyncio.Future[bool] | None = field(default=None, compare=False, repr=False)
 
 
 Queued = tuple[PartitionWrite, "asyncio.Future[bool]"]
 
 
 class GroupCommitter:
-    """Commits PartitionWrites in groups; `concurrency` statements may run at once (a partition
-    never has two writes in flight: its log waits for one before it sends the next)."""
+    """Commits PartitionWrites in groups; `concurrency` statements may run at once, and a
+    partition's writes commit in their order (storage/pg/write_order.py)."""
 
     def __init__(self, pool: Pool, node_id: int, *, concurrency: int = 2) -> None:
         self._pool = pool
@@ -109,6 +113,7 @@ class GroupCommitter:
         self._concurrency = concurrency
         self._queue: asyncio.Queue[Queued] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        self._taking = asyncio.Lock()  # one worker takes a group at a time: groups follow queue order
         self._failing = False
         # Seconds a write may still take: the lease's time left once cluster mode sets it (None:
         # unbounded but for the statement timeout).
@@ -134,21 +139,29 @@ class GroupCommitter:
     async def commit(self, write: PartitionWrite) -> bool:
         """True once committed; False if the fence failed (another broker leads the partition, or
         the topic is gone). KafkaError KAFKA_STORAGE_ERROR if the outcome is unknown."""
-        if not self._tasks:
-            raise KafkaError(ErrorCode.kafka_storage_error, "the database writer is not running")
+        return await self.submit(write)
+
+    def submit(self, write: PartitionWrite) -> asyncio.Future[bool]:
+        """commit's answer as a future, the write queued now (behind write.after if that is set)."""
         reply: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((write, reply))
-        return await reply
+        if not self._tasks:
+            reply.set_exception(KafkaError(ErrorCode.kafka_storage_error, "the database writer is not running"))
+        else:
+            self._queue.put_nowait((write, reply))
+        return reply
 
     async def _worker(self) -> None:
         while True:
-            group = [await self._queue.get()]
-            while not self._queue.empty():
-                group.append(self._queue.get_nowait())
-            await self._commit_group(group)
+            async with self._taking:
+                group = [await self._queue.get()]
+                while not self._queue.empty():
+                    group.append(self._queue.get_nowait())
+            await self._commit_group(coalesce(group))
 
     async def _commit_group(self, group: list[Queued]) -> None:
-        await self._run_statement(group, _APPEND, self._node_id, *_arguments([w for w, _ in group]))
+        group = await after_predecessors(group)
+        if group:
+            await self._run_statement(group, _APPEND, self._node_id, *_arguments([w for w, _ in group]))
 
     async def _run_statement(self, group: list[Queued], statement: str, *arguments: object) -> None:
         """Run the group's one fenced statement (it returns the partitions that passed) and answer

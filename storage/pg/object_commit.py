@@ -34,6 +34,7 @@ from protocol.record_batch import RecordBatchHeader
 from ..object_store import ObjectStore
 from .group_commit import FENCE, GroupCommitter, PartitionWrite, Queued, fail_all, insert_aborted
 from .pool import Pool, within
+from .write_order import after_predecessors, coalesce
 
 __all__ = ("DEFAULT_FLUSH", "FlushSettings", "ObjectGroupCommitter", "flush_object_key")
 
@@ -90,7 +91,9 @@ class ObjectGroupCommitter(GroupCommitter):
 
     async def _worker(self) -> None:
         while True:
-            await self._commit_group(await self._gather())
+            async with self._taking:
+                group = await self._gather()
+            await self._commit_group(coalesce(group))
 
     async def _gather(self) -> list[Queued]:
         """The writes of one flush: from the first, until flush.ms passed or flush.bytes are in."""
@@ -126,7 +129,14 @@ class ObjectGroupCommitter(GroupCommitter):
         self.objects += 1
         if self._crash_after is not None:
             self._maybe_crash(key, [w for w, _ in group])
-        await self._run_statement(group, _COMMIT, self._node_id, *_arguments([w for w, _ in group], key, size, runs))
+        # A write whose predecessor (in an earlier flush) was not committed is left out: its run
+        # in this object is never referenced, as a fenced partition's.
+        ready = await after_predecessors(group)
+        if not ready:
+            return
+        kept = {id(reply) for _, reply in ready}
+        runs = [run for (_, reply), run in zip(group, runs, strict=True) if id(reply) in kept]
+        await self._run_statement(ready, _COMMIT, self._node_id, *_arguments([w for w, _ in ready], key, size, runs))
 
     def _maybe_crash(self, key: str, writes: list[PartitionWrite]) -> None:
         """CRASH_AFTER_PUT_ENV's fault: count the objects holding a producer's records, die at the Nth."""

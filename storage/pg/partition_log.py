@@ -3,8 +3,9 @@
 An append runs in two steps, as the local log's write-then-flush: inside the owner task each append
 of a group is validated against the producer state, given its offsets and applied (producer state,
 aborted index); then the whole group goes to the database as one fenced PartitionWrite (group
-commit across partitions: storage/pg/group_commit.py) and only then is acknowledged. The high
-watermark is the last committed next offset, so reads never serve a batch that is not durable.
+commit across partitions: storage/pg/group_commit.py) and only then is acknowledged, while the
+owner task sequences the next groups (storage/pg/in_flight.py). The high watermark is the last
+committed next offset, so reads never serve a batch that is not durable.
 
 Three outcomes of a group's write:
 - committed: the high watermark moves, waiters wake, the producer state is periodically snapshotted;
@@ -13,10 +14,12 @@ Three outcomes of a group's write:
 - unknown (the database went away): KAFKA_STORAGE_ERROR, and the state the group applied in memory
   may not match the database, so the next append first rebuilds it from the database (and finds out
   whether this broker still leads); until the database answers, appends keep failing retriably.
+Groups sequenced behind one that failed are not written and fail as it did (write_order.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -30,12 +33,13 @@ from ..log_config import LogConfig
 from ..log_messages import DeleteRecordsBefore, EnforceRetention, LogMessage
 from ..producer_snapshot import encode_snapshot
 from ..producer_state import ProducerStateManager
-from ..sequenced_log import SequencedAppend, SequencedLog
+from ..sequenced_log import SequencedAppend
 from ..topic_checks import delete_records_target
 from ..transaction_index import TransactionIndex
 from .clean_rows import PgCleanResult
 from .cleaning import ActiveRange, CleaningState, PgCleaningPlan, plan_cleaning
 from .group_commit import BatchRow, GroupCommitter, PartitionWrite
+from .in_flight import Flight, PipelinedLog
 from .log_messages import ApplyCleaning, ReadCleaningState, Recover, Snapshot
 from .partition_store import PartitionStore
 from .pool import OutOfTime, lasting, within
@@ -55,7 +59,7 @@ FINAL_SNAPSHOT_TIMEOUT_S: Final = 2.0
 T = TypeVar("T")
 
 
-class PgPartitionLog(SequencedLog):
+class PgPartitionLog(PipelinedLog):
     def __init__(
         self,
         tp: TopicPartition,
@@ -89,7 +93,6 @@ class PgPartitionLog(SequencedLog):
         self._size = 0
         self._since_snapshot = 0
         self._batches_since_snapshot = 0
-        self._stale = False  # a write's outcome is unknown: rebuild before the next append
         self._tail = TailCache(tail_cache_bytes)
         self._snapshot_offset = -1  # the end offset of the newest producer snapshot this leader wrote
         self._active = ActiveRange(0)
@@ -187,7 +190,9 @@ class PgPartitionLog(SequencedLog):
 
     async def _reload_if_stale(self) -> None:
         if self._stale and not self.fenced:
-            await self._reload()
+            await self._settle()  # every write sent before is answered: none lands after
+            if not self.fenced:
+                await self._reload()
 
     async def _reload(self) -> None:
         try:
@@ -201,41 +206,41 @@ class PgPartitionLog(SequencedLog):
                              f"{self.tp} cannot be read back from the cluster database: {exc!r}") from exc
         log.info("%s: state re-read from the cluster database at offset %d", self.tp, self._high_watermark)
 
-    async def _before_acks(self) -> None:
+    def _send(self, after: asyncio.Future[bool] | None) -> Flight | None:
         if not self._pending:
-            return  # only duplicates (or nothing passed validation): nothing to write
-        batches, aborted = self._pending, self._pending_aborted
-        self._pending, self._pending_aborted = [], []
+            return None
         write = PartitionWrite(topic_id=self._store.topic_id, partition=self.tp.partition,
-                               leader_epoch=self.leader_epoch, expected_offset=self._high_watermark,
-                               next_offset=self._next_offset, batches=batches, aborted=aborted)
-        try:
-            committed = await self._committer.commit(write)
-        except KafkaError as exc:
-            self._stale = True
-            if exc.code is ErrorCode.not_leader_or_follower:  # not confirmed within the lease
-                raise self._fence(str(exc)) from exc
-            raise
-        if not committed:
-            self._stale = True
-            raise self._fence("its leader epoch or next offset changed in the database")
-        self._high_watermark = self._next_offset
+                               leader_epoch=self.leader_epoch, expected_offset=self._sent_offset(self._high_watermark),
+                               next_offset=self._next_offset, batches=self._pending, aborted=self._pending_aborted,
+                               after=after)
+        self._pending, self._pending_aborted = [], []
+        return Flight(write, self._committer.submit(write), [])
+
+    def _committed(self, write: PartitionWrite) -> None:
+        self._high_watermark = write.next_offset
+        batches = write.batches
         self._tail.add(batches)
         written = sum(len(b.data) for b in batches)
         self._active.on_commit(batches[0].base_offset, written, int(time.time() * 1000), self.config)
         self._size += written
         self._since_snapshot += written
         self._batches_since_snapshot += len(batches)
-        if (self._since_snapshot >= self._snapshot_interval
-                or self._batches_since_snapshot >= self._snapshot_interval_batches):
+
+    def _after_acks_due(self) -> bool:
+        return not self.fenced and not self._stale and (
+            self._since_snapshot >= self._snapshot_interval
+            or self._batches_since_snapshot >= self._snapshot_interval_batches)
+
+    async def _after_acks(self) -> None:
+        if self._after_acks_due():  # (queued after several commits, it may have run already)
             await self._snapshot(self._committer.time_left)
 
     async def _snapshot(self, time_left: Callable[[], float | None] | None = None) -> None:
-        """A producer snapshot at the high watermark; time_left bounds the wait (the appends it follows
-        are answered after it, so within the lease)."""
+        """A producer snapshot at the high watermark; time_left bounds the wait (a request's appends
+        may be queued behind it)."""
         if self._next_offset != self._high_watermark:
-            # Appends of this group are applied but not committed: a snapshot now would hold
-            # state the database may never get. Take it right after the group's commit instead.
+            # Appends are applied but not committed: a snapshot now would hold state the database
+            # may never get. Take it right after their commit instead.
             self._since_snapshot = max(self._since_snapshot, self._snapshot_interval, 1)
             return
         self._since_snapshot = self._batches_since_snapshot = 0

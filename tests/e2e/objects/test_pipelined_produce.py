@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import threading
 import time
 
 import asyncpg
@@ -18,7 +19,7 @@ from kio.schema.produce.v8.response import ProduceResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.e2e.cluster.conftest import WAIT_S
+from tests.e2e.cluster.conftest import WAIT_S, wait_until
 from tests.e2e.cluster.test_failover import Sender, batch, create_topic, exactly_once_in_order, read_all
 from tests.e2e.objects.conftest import ObjectCluster
 from tests.e2e.test_pipelining import send_all
@@ -154,3 +155,43 @@ def _until_written(bootstrap: str, requests: list[ProduceRequest]) -> list[tuple
         assert all(code in RETRIABLE for _, code, _ in answers), answers
         time.sleep(0.25)
     raise AssertionError("the store never took the appends again")
+
+
+def test_one_partition_with_flushes_in_flight_through_a_store_outage_has_every_record_once(
+        cluster: ObjectCluster, s3_server: S3Server) -> None:
+    """An idempotent producer with five requests in flight to ONE partition, whose flushes are in
+    flight together (the leader sequences the next while the one before commits): the store goes
+    away mid-stream, so flushes fail with others of the partition behind them, and comes back.
+    Every acknowledged record is there once, in order, at offsets neither reused nor skipped."""
+    cluster.start(1)
+    create_topic(cluster, "one", 1)
+    cluster.settled("one")
+    sender = Sender(cluster.bootstrap(), **{"max.in.flight.requests.per.connection": 5, "batch.size": 2048,
+                                            "linger.ms": 2, "acks": "all"})
+    stop = threading.Event()
+    sent = 0
+
+    def produce() -> None:  # without pause, from before the outage until well after it
+        nonlocal sent
+        while not stop.is_set():
+            sender.send("one", range(sent, sent + 50), 1)
+            sent += 50
+            sender.producer.poll(0.01)
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    try:
+        wait_until(lambda: len(sender.acked) >= 500, "the first acknowledgements")
+        s3_server.stop()
+        try:
+            wait_until(lambda: cluster.brokers[1].logged("flushes to the object store fail"), "a failed flush")
+        finally:
+            s3_server.start()
+        before = len(sender.acked)
+        wait_until(lambda: len(sender.acked) >= before + 1000, "acknowledgements once the store is back")
+    finally:
+        stop.set()
+        thread.join(WAIT_S)
+    sender.flush()
+    assert sender.errors == [] and len(sender.acked) == sent
+    exactly_once_in_order(read_all(cluster, "one", 1, sent), sender.acked, 1)

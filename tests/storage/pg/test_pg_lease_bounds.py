@@ -1,6 +1,6 @@
 """Waits a request has on the cluster database beyond appends, bounded by the broker's lease rather
-than the statement timeout: a read for Fetch or ListOffsets and the producer snapshot an append's
-answer follows by the lease's time left (after which another broker leads), a producer-id block for
+than the statement timeout: a read for Fetch or ListOffsets and the producer snapshot that follows
+an append's answer by the lease's time left (after which another broker leads), a producer-id block for
 InitProducerId and a topic change, which need no lease, by one lease's length. A broker cut off from
 the database answers in time, with a retriable error.
 
@@ -20,6 +20,7 @@ import pytest
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import TopicPartition
+from storage.log_messages import BARRIER
 from storage.pg.log_source import PgLogSource
 from storage.pg.pool import close_pool, create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
@@ -112,7 +113,10 @@ async def test_an_append_is_answered_when_its_producer_snapshot_outlasts_the_lea
     source.committer.time_left = lease_of(2.0)
     with warnings_of(caplog) as found:
         async with locked(db, "producer_snapshots"):
-            info = await plog.append(batch(1, pid=7, epoch=0, seq=0))  # committed, then the snapshot waits
+            # Answered once committed: the snapshot it makes due runs after it, in the log's queue,
+            # and gives up when the lease runs out (the barrier behind it waits for that).
+            info = await plog.append(batch(1, pid=7, epoch=0, seq=0))
+            await plog.ask(BARRIER)
     assert info.base_offset == 0 and plog.high_watermark == 1
     assert any("producer snapshot at offset 1 failed" in m for m in found), found
 
