@@ -79,21 +79,23 @@ def changes(before: ConsumerGroup, after: ConsumerGroup) -> list[ConsumerRecord]
         add(CURRENT_MEMBER_ASSIGNMENT, None, mid)
         add(TARGET_ASSIGNMENT_MEMBER, None, mid)
         add(MEMBER_METADATA, None, mid)
-    for mid, member in after.members.items():
-        old = before.members.get(mid)
+    # Members and targets are immutable values, and a decision's copy shares those it left alone:
+    # an identity test skips them (a heartbeat changes one member of many).
+    changed = [(before.members.get(mid), m) for mid, m in after.members.items() if before.members.get(mid) is not m]
+    for old, member in changed:
         if old is None or any(getattr(old, f) != getattr(member, f) for f in _SUBSCRIPTION_FIELDS):
-            add(MEMBER_METADATA, _subscription(member), mid)
+            add(MEMBER_METADATA, _subscription(member), member.member_id)
     if after.group_epoch != before.group_epoch:
         add(GROUP_METADATA, after.group_epoch)
     for mid, target in after.target.items():
-        if before.target.get(mid) != target:
+        old_target = before.target.get(mid)
+        if old_target is not target and old_target != target:
             add(TARGET_ASSIGNMENT_MEMBER, dict(target), mid)
     if after.assignment_epoch != before.assignment_epoch:
         add(TARGET_ASSIGNMENT_METADATA, after.assignment_epoch)
-    for mid, member in after.members.items():
-        old = before.members.get(mid)
+    for old, member in changed:
         if old is None or _current(old) != _current(member):
-            add(CURRENT_MEMBER_ASSIGNMENT, _current(member), mid)
+            add(CURRENT_MEMBER_ASSIGNMENT, _current(member), member.member_id)
     return out
 
 
