@@ -19,7 +19,9 @@ import dataclasses
 import functools
 import logging
 import multiprocessing
+import multiprocessing.forkserver
 import os
+import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -44,7 +46,7 @@ __all__ = ("CleanerConfig", "CleanerService", "CleanerStats", "LogCleaner", "Pas
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-_STOP_WAIT_S = 1.0  # stopping the worker takes milliseconds unless it is still starting
+_STOP_WAIT_S = 2.0  # stopping the worker takes milliseconds unless it is still starting
 R = TypeVar("R")
 
 
@@ -136,13 +138,15 @@ class CleanerService:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._executor is not None:
             # A pass in flight is abandoned (a local one's cleaner-tmp/ is discarded at the next
-            # open; a cluster one's transaction rolls back with its connection). Waited for only
-            # briefly: a submit() starting the first worker holds the executor's lock until the
-            # fork server has forked it (10 s seen on a loaded machine, the event loop blocked on
-            # the lock all along), and a broker stopping meanwhile leaves that worker to be killed
-            # once started (it also ends by itself with the broker).
+            # open; a cluster one's transaction rolls back with its connection). Off the event
+            # loop: a submit() starting the first worker holds the executor's lock until the fork
+            # server has forked it (10 s seen on a loaded machine, the loop blocked on the lock all
+            # along). If that takes long, the fork server is killed, which fails the start at once;
+            # a broker that exited first would leave the half-started worker to fail loudly.
             stopping = _in_daemon_thread(functools.partial(stop_executor, self._executor))
-            await asyncio.wait({stopping}, timeout=_STOP_WAIT_S)
+            if not (await asyncio.wait({stopping}, timeout=_STOP_WAIT_S))[0]:
+                _kill_fork_server()
+                await asyncio.wait({stopping}, timeout=_STOP_WAIT_S)
 
     async def _run(self) -> None:
         while True:
@@ -286,3 +290,12 @@ def _in_daemon_thread(call: Callable[[], R]) -> asyncio.Future[R]:
 
     threading.Thread(target=run, name="cleaner-executor", daemon=True).start()
     return asyncio.wrap_future(future)
+
+
+def _kill_fork_server() -> None:
+    """Kill the fork server (only the cleaner's workers use one): a worker it is still preparing
+    is never forked, and the submit() waiting for it fails at once."""
+    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
