@@ -61,9 +61,9 @@ class OnePass(CleanerService):
 
 
 async def test_a_cleaner_stops_while_its_worker_is_still_starting() -> None:
-    """The broker stopping neither waits for the worker's start nor blocks its event loop on the
-    executor's lock; the executor is shut down once the start is done (a 20 s shutdown hang, the
-    broker SIGKILLed, was this)."""
+    """The broker stopping does not block its event loop on the executor's lock, and waits for a
+    worker's start only a few seconds; the executor is shut down once the start is done (a 20 s
+    shutdown hang, the broker SIGKILLed, was this)."""
     executor = StartingWorker()
     service = OnePass(CleanerConfig(), executor=lambda: executor)
     service.start()
