@@ -84,6 +84,9 @@ class BatchRow:
     last_offset: int
     max_timestamp: int
     data: bytes
+    # The broker's own record (a coordinator's state, a transaction marker): a transaction's next
+    # step waits on it, so an object store's flush holding it waits out no flush.ms.
+    urgent: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

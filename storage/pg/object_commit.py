@@ -77,6 +77,10 @@ def _size(write: PartitionWrite) -> int:
     return sum(len(b.data) for b in write.batches)
 
 
+def _urgent(write: PartitionWrite) -> bool:
+    return any(b.urgent for b in write.batches)
+
+
 class ObjectGroupCommitter(GroupCommitter):
     def __init__(self, pool: Pool, node_id: int, store: ObjectStore, settings: FlushSettings, *,
                  concurrency: int = 2) -> None:
@@ -96,11 +100,14 @@ class ObjectGroupCommitter(GroupCommitter):
             await self._commit_group(coalesce(group))
 
     async def _gather(self) -> list[Queued]:
-        """The writes of one flush: from the first, until flush.ms passed or flush.bytes are in."""
+        """The writes of one flush: from the first, until flush.ms passed or flush.bytes are in,
+        or at once with what is queued once one is urgent (BatchRow.urgent: a transaction's next
+        step waits on it, and a one-record transaction waits on four of them one after another)."""
         group = [await self._queue.get()]
         size = _size(group[0][0])
+        urgent = _urgent(group[0][0])
         deadline = time.monotonic() + self._settings.flush_ms / 1000
-        while size < self._settings.flush_bytes:
+        while size < self._settings.flush_bytes and not (urgent and self._queue.empty()):
             if self._queue.empty():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -113,6 +120,7 @@ class ObjectGroupCommitter(GroupCommitter):
                 item = self._queue.get_nowait()
             group.append(item)
             size += _size(item[0])
+            urgent = urgent or _urgent(item[0])
         return group
 
     async def _commit_group(self, group: list[Queued]) -> None:

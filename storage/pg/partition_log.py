@@ -170,7 +170,7 @@ class PgPartitionLog(PipelinedLog):
             data = b"".join(parts[4 * i : 4 * i + 4])  # the row's bytes: the one copy
             self._pending.append(BatchRow(base_offset=h.base_offset, last_offset=h.last_offset,
                                           max_timestamp=now_ms if appended.append_time else h.max_timestamp,
-                                          data=data))
+                                          data=data, urgent=origin is AppendOrigin.COORDINATOR))
             completed = self.producer_state.update(h, b.marker, now_ms)
             if completed is not None and completed.is_aborted:
                 self._aborted.append(completed.aborted_txn())

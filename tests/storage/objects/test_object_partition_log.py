@@ -14,14 +14,15 @@ import pytest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.record_batch import iter_batches
-from storage.api import TopicPartition
+from storage.api import AppendOrigin, TopicPartition
 from storage.object_store import ObjectStore, ObjectStoreError
 from storage.pg.log_source import PgLogSource
+from storage.pg.object_commit import FlushSettings
 from storage.pg.object_gc import collect_garbage
 from storage.pg.partition_log import PgPartitionLog
 from tests.storage.objects.conftest import TP, StoreWrapper
 from tests.storage.pg.conftest import SourceFactory
-from tests.storage.pg.helpers import batch, take, values
+from tests.storage.pg.helpers import batch, marker, take, values
 from tests.storage.pg.test_pg_partition_log import (  # noqa: F401  (run here over objects)
     test_a_new_leader_rebuilds_producer_state_and_deduplicates_retries,
     test_appends_in_flight_when_the_log_closes_are_answered,
@@ -60,6 +61,22 @@ async def test_appends_of_many_partitions_share_objects_and_commits(source: PgLo
         assert [r["base_offset"] for r in mine[1:]] == [r["last_offset"] + 1 for r in mine[:-1]]
         assert sum(r["byte_length"] for r in mine) == logs[p].size_bytes == sum(
             len(batch(1, tag=b"%d-" % i)) for i in range(40))
+
+
+async def test_the_brokers_own_records_do_not_wait_out_flush_ms(
+    source_factory: SourceFactory, db: asyncpg.Pool
+) -> None:
+    """A coordinator's record or a transaction marker (AppendOrigin.COORDINATOR) is flushed at
+    once: with cluster.object.flush.ms at ten minutes each is durable and read back (a flush
+    that waited would end in the test's timeout), one object each."""
+    source = await source_factory(1, flush=FlushSettings(flush_ms=600_000))
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    await plog.append(batch(1, tag=b"state"), AppendOrigin.COORDINATOR)
+    await plog.append(marker(7, commit=True), AppendOrigin.COORDINATOR)
+    assert [v for _, v in await values(plog)] == [b"state0"]
+    assert plog.high_watermark == 2 and source.committer.objects == 2
+    assert await db.fetchval("SELECT count(*) FROM batch_runs") == 2
 
 
 async def test_a_fenced_flush_records_nothing_and_its_object_is_an_orphan(
