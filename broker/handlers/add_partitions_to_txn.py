@@ -3,7 +3,10 @@
 Behaviour: adds partitions to the producer's transaction (persisted before the answer), which
 begins it if needed. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION and then the
 others OPERATION_NOT_ATTEMPTED, with no state change, as Kafka answers. While the previous
-transaction's markers are being written: CONCURRENT_TRANSACTIONS (clients retry).
+transaction's markers are being written: CONCURRENT_TRANSACTIONS (clients retry), once they have
+been waited for up to add.partitions.to.txn.retry.backoff.max.ms (as a V2 Produce's add is
+retried): the next transaction's add comes right after EndTxn answered, and its markers usually
+take a flush or two, less than the client's own back-off (librdkafka's and Java's 20 ms).
 v4-5 (batched, broker to broker, as Kafka's brokers send it to the coordinator): with
 verify_only=false the partitions join the transaction as a V2 Produce adds them (what another
 broker of the cluster sends when a Produce v12+ reaches it and the coordinator is here); with
@@ -97,7 +100,10 @@ async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> obj
         def code_for(tp: TopicPartition) -> ErrorCode:
             return failed.get(tp, ErrorCode.operation_not_attempted)
     else:
-        call = txn_coordinator(ctx).add_partitions(
+        coordinator, config = txn_coordinator(ctx), ctx.broker.config
+        await coordinator.markers_done(txn_id, min(config.add_partitions_to_txn_retry_backoff_max_ms,
+                                                   config.request_timeout_ms) / 1000)
+        call = coordinator.add_partitions(
             txn_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, partitions)
         code = await txn_outcome(call, ctx.version, 2, "AddPartitionsToTxn", txn_id)
 

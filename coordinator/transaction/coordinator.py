@@ -218,6 +218,12 @@ class TransactionCoordinator(TxnShards):
         else:
             await asyncio.wait({task}, timeout=timeout_s)
 
+    async def markers_done(self, transactional_id: str, timeout_s: float) -> None:
+        """markers_written, but at once when no such write is under way here."""
+        task = self._marker_tasks.get(transactional_id)
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=timeout_s)
+
     @property
     def transactions(self) -> Mapping[str, TransactionMetadata]:
         """Every id of the shards loaded here (a copy: for metrics and tests)."""

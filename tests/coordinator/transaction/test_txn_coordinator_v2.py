@@ -107,6 +107,22 @@ async def test_fencing_under_level_2_aborts_with_epoch_plus_1(broker):
     await expect(ErrorCode.producer_fenced, c.end_txn("tx", zombie.producer_id, zombie.epoch, True, tv2=True))
 
 
+async def test_markers_done_waits_for_the_markers_under_way_and_for_nothing_else(broker):
+    # what AddPartitionsToTxn (v0-3) waits for before deciding, rather than answer CONCURRENT_TRANSACTIONS
+    c = broker.coordinator
+    await asyncio.wait_for(c.markers_done("tx", 3600.0), timeout=5)  # an id it does not know: at once
+    p = await c.init_producer_id("tx", 60000)
+    await c.add_partitions("tx", p.producer_id, p.epoch, [T0])
+    await broker.produce(T0, p.producer_id, p.epoch, 0)
+    await c.end_txn("tx", p.producer_id, p.epoch, commit=True)
+    assert c.describe("tx").state is TxnState.PREPARE_COMMIT  # the markers are being written
+    await asyncio.wait_for(c.markers_done("tx", 3600.0), timeout=5)
+    assert c.describe("tx").state is TxnState.COMPLETE_COMMIT
+    await asyncio.wait_for(c.markers_done("tx", 3600.0), timeout=5)  # none under way: at once
+    await c.add_partitions("tx", p.producer_id, p.epoch, [T0])
+    assert c.describe("tx").state is TxnState.ONGOING
+
+
 async def test_markers_written_returns_once_they_are_and_the_next_add_succeeds(broker):
     # what a V2 Produce that met CONCURRENT_TRANSACTIONS waits for before its next try
     c = broker.coordinator
