@@ -161,14 +161,21 @@ def _led_elsewhere(cluster: Cluster, topic: str, via: int) -> bool:
     return all(leader not in (CUT, -1) for leader, _ in cluster.leaders(topic, via).values())
 
 
-def test_a_broker_cut_off_by_latency_then_a_blackhole_acknowledges_nothing_and_rejoins(
-    cluster: ProxiedCluster, toxiproxy: Toxiproxy, paths: dict[str, str]
-) -> None:
+def _started(cluster: Cluster) -> int:
+    """Three brokers, the producer's topic "cut" (6 partitions) and "probe" (3), broker 1 leading
+    part of each: the probe partition it leads."""
     cluster.start(1, 2, 3)
     create_topic(cluster, "cut", 6)
     create_topic(cluster, "probe", 3)
     [probed] = led_by(cluster.settled("probe"), CUT)
     assert led_by(cluster.settled("cut"), CUT), "broker 1 leads part of the producer's topic"
+    return probed
+
+
+def test_a_broker_cut_off_by_latency_then_a_blackhole_acknowledges_nothing_and_rejoins(
+    cluster: ProxiedCluster, toxiproxy: Toxiproxy, paths: dict[str, str]
+) -> None:
+    probed = _started(cluster)
     cut = cluster.brokers[CUT]
     assert _answer(cut.bootstrap, "probe", probed, b"direct") == (ErrorCode.none, 0)
     names = (paths["pg"], paths["s3"])
@@ -309,11 +316,7 @@ def test_a_broker_cut_off_from_the_store_alone_under_transactions_answers_retria
     acknowledges nothing of what it cannot store, answering a retriable error if anything;
     healed, the transactions go on, and every committed record is read exactly once at
     read_committed, none of an aborted one."""
-    cluster.start(1, 2, 3)
-    create_topic(cluster, "cut", 6)
-    create_topic(cluster, "probe", 3)
-    [probed] = led_by(cluster.settled("probe"), CUT)
-    assert led_by(cluster.settled("cut"), CUT), "broker 1 leads part of the producer's topic"
+    probed = _started(cluster)
     cut = cluster.brokers[CUT]
     with Transactions(cluster.bootstrap(), "cut") as txns:
         txns.commits_more(3, "transactions before the fault")
