@@ -174,9 +174,7 @@ class ConsumerOperations(GroupOperations):
             raise result.response.exception()
         try:
             await self._persist_consumer(group, consumer, result, now)
-        except KafkaError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # the log's errors answered as Kafka's coordinator does
             log.warning("could not store consumer group %s: %r", group.group_id, exc)
             raise KafkaError(append_error(exc, offsets=False), str(exc)) from exc
         return result.response
