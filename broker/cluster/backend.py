@@ -109,6 +109,7 @@ class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
         self.member = ClusterMember(store, endpoint, config.cluster_lease_ms, self.logs)
         self.logs.add_fenced_listener(self.member.lost)
         self.logs.committer.time_left = self.member.lease_left_s  # no write outlasts the lease
+        self.logs.committer.lease_s = config.cluster_lease_ms / 1000
         self.view: ClusterView = self.member.view
         self.producer_id_blocks = PgProducerIdBlocks(pool)
         # InitProducerId and topic changes need no lease, but a broker cut off from the database

@@ -121,6 +121,9 @@ class GroupCommitter:
         # Seconds a write may still take: the lease's time left once cluster mode sets it (None:
         # unbounded but for the statement timeout).
         self.time_left: Callable[[], float | None] = lambda: None
+        # The lease's length (None: no lease): a write that needs no database (an object's PUT)
+        # is still given up after one, since heartbeats renewing the lease would not bound it.
+        self.lease_s: float | None = None
         self.statements = 0  # committed statements (how well appends are grouped)
 
     def start(self) -> None:

@@ -8,7 +8,7 @@ expected next offset), records the runs of the partitions that passed (object ke
 base/last offset, max timestamp) with their aborted transactions and the object itself, and only
 then are the writes acknowledged.
 
-Outcomes: the PUT fails, or is not done within the lease -> nothing was committed
+Outcomes: the PUT fails, or is not done within the lease or one lease from its start -> nothing was committed
 (KAFKA_STORAGE_ERROR; the logs re-read their state). The statement fails -> unknown, as with rows,
 and not done within the lease -> NOT_LEADER_OR_FOLLOWER, the logs resign (storage/pg/group_commit.py).
 A partition fenced -> its run is not recorded; an object no commit recorded is an orphan, deleted after
@@ -25,6 +25,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -33,7 +34,7 @@ from protocol.record_batch import RecordBatchHeader
 
 from ..object_store import ObjectStore
 from .group_commit import FENCE, GroupCommitter, PartitionWrite, Queued, fail_all, insert_aborted
-from .pool import Pool, within
+from .pool import Pool, lasting, within
 from .write_order import after_predecessors, coalesce
 
 __all__ = ("DEFAULT_FLUSH", "FlushSettings", "ObjectGroupCommitter", "flush_object_key")
@@ -127,7 +128,7 @@ class ObjectGroupCommitter(GroupCommitter):
         key = flush_object_key(self._node_id)
         parts, runs, size = _layout([w for w, _ in group])
         try:
-            await within(self._store.put(key, parts), self.time_left)
+            await within(self._store.put(key, parts), self._put_time_left())
         except Exception as exc:
             self._put_failed(group, exc)
             return
@@ -146,6 +147,15 @@ class ObjectGroupCommitter(GroupCommitter):
         runs = [run for (_, reply), run in zip(group, runs, strict=True) if id(reply) in kept]
         await self._run_statement(ready, _COMMIT, self._node_id, *_arguments([w for w, _ in ready], key, size, runs))
 
+    def _put_time_left(self) -> Callable[[], float | None]:
+        """The lease's time left, and at most one lease from now: a store that stops answering
+        (a black-holed route) while the database renews the lease is given up after one lease, not
+        after the S3 client's own request timeout and retries."""
+        if self.lease_s is None:
+            return self.time_left
+        once = lasting(self.lease_s)
+        return lambda: _sooner(self.time_left(), once())
+
     def _maybe_crash(self, key: str, writes: list[PartitionWrite]) -> None:
         """CRASH_AFTER_PUT_ENV's fault: count the objects holding a producer's records, die at the Nth."""
         produced = sum(1 for w in writes for b in w.batches if _from_a_producer(b.data))
@@ -163,6 +173,10 @@ class ObjectGroupCommitter(GroupCommitter):
         self._put_failing = True
         fail_all(group, KafkaError(ErrorCode.kafka_storage_error, f"the object store did not take the append "
                                    f"(nothing was written; retry): {exc}"))
+
+
+def _sooner(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _from_a_producer(batch: bytes) -> bool:
