@@ -16,6 +16,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, TypeVar
@@ -25,6 +26,7 @@ __all__ = ("DB_FILE", "WATCH_INTERVAL_S", "Rereader", "SharedDb", "bump")
 log = logging.getLogger(__name__)
 DB_FILE: Final = "cluster.db"
 WATCH_INTERVAL_S: Final = 0.05
+OPEN_RETRY_S: Final = 30.0  # as the busy timeout
 T = TypeVar("T")
 
 _SCHEMA: Final = """
@@ -60,6 +62,30 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _with_schema(path: Path) -> sqlite3.Connection:
+    conn = connect(path)
+    try:  # processes starting together create the tables once
+        conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _retried(open_: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
+    """open_() again while the file is locked: switching a new database to WAL, or recovering its
+    WAL index, answers SQLITE_BUSY at once, without the busy handler (processes starting together
+    met it: "database is locked" within a second, busy_timeout 30 s)."""
+    deadline = time.monotonic() + OPEN_RETRY_S
+    while True:
+        try:
+            return open_()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class SharedDb:
     """One process's connections to cluster.db: one for changes, one for reads (the polls)."""
 
@@ -76,13 +102,7 @@ class SharedDb:
     def open(self) -> None:
         """Connect, creating the database and its tables if this is the set's first start."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = connect(self.path)
-        try:  # processes starting together create the tables once
-            conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
-        except BaseException:
-            conn.close()
-            raise
-        self._conn, self._reader = conn, connect(self.path)
+        self._conn, self._reader = _retried(lambda: _with_schema(self.path)), _retried(lambda: connect(self.path))
         # The version rows are read on the event loop (a worker-thread hop 20 times a second
         # cost more than the read): a WAL reader waits only while a checkpoint resets the WAL,
         # and then this poll is skipped rather than waited for (timeout 0).
