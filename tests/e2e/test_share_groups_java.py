@@ -49,14 +49,20 @@ def produce(bootstrap: str, records: int, partitions: int) -> None:
     # first, as Kafka 4.4 does), so no member holds every partition when the records come.
     ("members", 3, {"described": "Stable 3", "consumed": "60", "duplicates": "0", "members_with_records": "3"}),
     ("explicit", 2, {"first": "60 [1]", "second": "60 [2]", "after": "0"}),
-    ("lock_timeout", 1, {"held": "60 [1]", "redelivered": "60 [2]", "late_ack_failed": "true"}),
+    # Each record's deliveries at both members count 1, 2, ...: the other member gets it at 2, or
+    # at 3 when the holder's client fetched it again first (its own ShareFetch, waiting at the
+    # broker, may win the records as their lock runs out: ShareCheck.java says why).
+    ("lock_timeout", 1, {"held": "60 [1]", "redelivered": "60", "late_ack_failed": "true",
+                         "each_delivery_counted_once": "true"}),
     ("delivery_limit", 2, {"first": "60", "second": "60", "third": "0"}),
 ])
 def test_java_share_consumers(compiled: str, broker_factory, scenario: str, partitions: int,  # type: ignore[no-untyped-def]
                               expected: dict[str, str]) -> None:
     broker = broker_factory(SETTINGS)
     produce(broker.bootstrap, 0 if scenario == "members" else 60, partitions)  # members: produced by the check
-    assert run_check(compiled, broker.bootstrap, scenario, 60) == expected
+    checks = run_check(compiled, broker.bootstrap, scenario, 60)
+    checks.pop("holder_fetched_again", None)  # how many the holder's client fetched again: it varies
+    assert checks == expected
 
 
 def test_java_share_consumer_read_committed(compiled: str, broker_factory) -> None:  # type: ignore[no-untyped-def]

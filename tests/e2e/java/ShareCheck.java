@@ -174,7 +174,14 @@ public final class ShareCheck {
     }
 
     // A member that holds its records without acknowledging them: once the lock (1 s) runs out,
-    // another member gets them, delivered a second time.
+    // another member gets them, delivered again, and the late acknowledgement of the first fails.
+    // The holder's client may fetch again by itself: a poll that found its buffer empty queues a
+    // fetch event, and if the response with the records was handled first, that event sends one
+    // more ShareFetch (and more while they come back empty), which competes with the other member
+    // for the records when their lock runs out. Records it wins sit in its buffer until their lock
+    // runs out too, and the other member then gets them one delivery later. So the check counts
+    // every delivery, in both members: each record must come with delivery counts 1, 2, ..., n,
+    // each once (each acquisition counts one delivery), the last one at the other member.
     static void lockTimeout(String bootstrap, String topic, String group, int records) {
         try (var holder = consumer(bootstrap, group, true); var other = consumer(bootstrap, group, false)) {
             holder.subscribe(List.of(topic));
@@ -190,12 +197,44 @@ public final class ShareCheck {
             while (got.size() < held.size() && System.currentTimeMillis() < end) {
                 other.poll(Duration.ofMillis(200)).forEach(got::add);
             }
-            Checks.check("redelivered", got.size() + " " + deliveryCounts(got));
+            Checks.check("redelivered", got.size());
             other.commitSync();
             held.forEach(r -> holder.acknowledge(r, AcknowledgeType.ACCEPT));
             var late = holder.commitSync();
             Checks.check("late_ack_failed", late.values().stream().anyMatch(java.util.Optional::isPresent));
+            // what the holder's own fetches took meanwhile (already in its buffer)
+            List<ConsumerRecord<String, String>> ahead = new ArrayList<>(holder.poll(Duration.ofMillis(500)).records(
+                new org.apache.kafka.common.TopicPartition(topic, 0)));
+            Checks.check("holder_fetched_again", ahead.size() + " " + deliveryCounts(ahead));
+            Checks.check("each_delivery_counted_once", eachDeliveryCountedOnce(held, ahead, got));
         }
+    }
+
+    // Per record value, the delivery counts seen in all the lists are exactly 1..n, and n was the
+    // last list's (the member that got it last).
+    static boolean eachDeliveryCountedOnce(List<ConsumerRecord<String, String>> first,
+                                           List<ConsumerRecord<String, String>> between,
+                                           List<ConsumerRecord<String, String>> last) {
+        Map<String, List<Integer>> counts = new HashMap<>();
+        for (var list : List.of(first, between, last)) {
+            list.forEach(r -> counts.computeIfAbsent(r.value(), k -> new ArrayList<>())
+                .add((int) r.deliveryCount().orElse((short) -1)));
+        }
+        Map<String, Integer> lastCount = new HashMap<>();
+        last.forEach(r -> lastCount.put(r.value(), (int) r.deliveryCount().orElse((short) -1)));
+        for (var e : counts.entrySet()) {
+            List<Integer> seen = new ArrayList<>(e.getValue());
+            seen.sort(null);
+            boolean consecutive = true;
+            for (int i = 0; i < seen.size(); i++) {
+                consecutive &= seen.get(i) == i + 1;
+            }
+            if (!consecutive || !Integer.valueOf(seen.size()).equals(lastCount.get(e.getKey()))) {
+                System.out.println("DELIVERIES " + e.getKey() + " " + e.getValue());
+                return false;
+            }
+        }
+        return counts.size() == first.size();
     }
 
     // share.delivery.count.limit=2: after two releases the records are archived.
