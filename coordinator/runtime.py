@@ -83,8 +83,9 @@ class Shard(Protocol[R_contra]):
     def revert(self, records: Sequence[R_contra]) -> None:
         """Their write failed: drop the pending marks, the state stays as it was."""
 
-    def replay(self, record: R_contra) -> None:
-        """Apply a persisted record (after a write, and when loading the shard)."""
+    def replay(self, record: R_contra, offset: int | None = None) -> None:
+        """Apply a persisted record, at offset in its log if known (after a write, and when
+        loading the shard)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ class Message(Generic[T]):
     """Base of a coordinator's typed messages; T is what the caller gets back."""
 
 
-async def _no_write(records: Sequence[object]) -> None:
+async def _no_write(records: Sequence[object]) -> int | None:
     raise AssertionError("this coordinator's runtime was given no write")
 
 
@@ -132,7 +133,7 @@ class CoordinatorRuntime(Generic[M, R, E]):
 
     def __init__(
         self, name: str, execute: Callable[[M], Awaitable[object]], *,
-        write: Callable[[Sequence[R]], Awaitable[None]] = _no_write,
+        write: Callable[[Sequence[R]], Awaitable[int | None]] = _no_write,
         run_effect: Callable[[E], Awaitable[None]] = _no_effect,
         execute_batch: Callable[[list[M]], Awaitable[None]] | None = None,
         batchable: Callable[[M], bool] = lambda message: False,
@@ -203,14 +204,15 @@ class CoordinatorRuntime(Generic[M, R, E]):
     async def apply(self, shard: Shard[R], result: CoordinatorResult[R, E, T]) -> T:
         """Persist the result's records, replay them into shard, run its effects, and answer:
         the one place a shard's decision becomes state and an ApiError becomes a KafkaError."""
+        base = None
         if result.records:
             shard.begin(result.records)
             try:
-                await self._write(result.records)
+                base = await self._write(result.records)
             except BaseException:
                 shard.revert(result.records)
                 raise
-        return await self._finish_apply(shard, result, None)
+        return await self._finish_apply(shard, result, None, base)
 
     async def apply_later(self, shard: Shard[R], result: CoordinatorResult[R, E, T]) -> T | Pending[T]:
         """apply without holding the actor for the write (module doc): Pending while the records
@@ -228,12 +230,12 @@ class CoordinatorRuntime(Generic[M, R, E]):
         return await finish(None) if written is None else Pending(written, finish)
 
     async def _finish_apply(self, shard: Shard[R], result: CoordinatorResult[R, E, T],
-                            error: BaseException | None) -> T:
+                            error: BaseException | None, base: int | None = None) -> T:
         if error is not None:
             shard.revert(result.records)
             raise error
-        for record in result.records:
-            shard.replay(record)
+        for position, record in enumerate(result.records):
+            shard.replay(record, None if base is None else base + position)
         for effect in result.effects:
             await self._run_effect(effect)
         if isinstance(result.response, ApiError):

@@ -13,7 +13,6 @@ from typing import assert_never
 
 from protocol.errors import KafkaError
 
-from ..runtime import CoordinatorRuntime
 from . import classic_shard
 from . import commands as c
 from .classic_operations import ClassicInConsumerOperations
@@ -35,7 +34,6 @@ RETENTION = "offsets retention"  # the timer key of the retention check
 
 
 class GroupActor(ClassicInConsumerOperations, ShardedGroups):
-    runtime: CoordinatorRuntime[c.GroupMessage, object, object]
 
     async def _run_message(self, message: c.GroupMessage) -> None:
         match message:
@@ -116,7 +114,7 @@ class GroupActor(ClassicInConsumerOperations, ShardedGroups):
         for group in list(self.groups.values()):
             expiry = expire(group, now)
             try:
-                await self.persist(group.group_id, expiry.records, now)
+                await self.persist(expiry.records)
             except KafkaError as exc:  # nothing removed: the next check tries again
                 log.warning("could not expire offsets of group %s: %s", group.group_id, exc)
                 continue

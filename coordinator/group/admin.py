@@ -7,7 +7,6 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from ..runtime import ApiError
 from . import commands as c
 from .consumer_group import ConsumerGroupState
 from .metadata import CONSUMER_PROTOCOL_TYPE
@@ -51,37 +50,28 @@ class AdminOperations(GroupOperations):
         return [entry for entry in out if not wanted or entry[2].value.lower() in wanted]
 
     async def do_delete_groups(self, cmd: c.DeleteGroups) -> dict[str, ErrorCode]:
-        now = self._clock_ms()
         answers = {}
         for group_id in cmd.group_ids:
-            result = delete_group(self.groups.get(group_id), now)
-            assert not isinstance(result.response, ApiError)
             try:
-                await self.persist(group_id, result.records, now)
+                answers[group_id] = await self.runtime.apply(self.replay, delete_group(self.groups.get(group_id)))
             except Exception as exc:
                 answers[group_id] = append_error(exc, offsets=False)
-            else:
-                answers[group_id] = result.response
         return answers
 
     async def do_delete_offsets(self, cmd: c.DeleteOffsets) -> DeleteOffsetsAnswer:
-        now = self._clock_ms()
-        result = delete_offsets(self.groups.get(cmd.group_id), cmd.partitions, now)
-        assert not isinstance(result.response, ApiError)
         try:
-            await self.persist(cmd.group_id, result.records, now)
+            return await self.runtime.apply(self.replay, delete_offsets(self.groups.get(cmd.group_id), cmd.partitions))
         except Exception as exc:
             return append_error(exc, offsets=False), {}
-        return result.response
 
     async def do_topics_deleted(self, cmd: c.TopicsDeleted) -> int:
-        now, removed = self._clock_ms(), 0
+        removed = 0
         for group in list(self.groups.values()):
-            records = offsets_of_topics(group, cmd.topics, now)
+            records = offsets_of_topics(group, cmd.topics)
             if not records:
                 continue
             try:
-                await self.persist(group.group_id, records, now)
+                await self.persist(records)
             except Exception as exc:  # the offsets stay; the next deletion or expiry retries
                 log.warning("could not drop offsets of deleted topics in %s: %r", group.group_id, exc)
                 continue

@@ -198,7 +198,8 @@ class ConsumerOperations(GroupOperations):
         gid = group.group_id
         names = {meta.topic_id: name for name, meta in self._logs.topics.items()}
         value = classic_value(after, names, before.group_epoch, now)
-        await self.append_records(gid, [*all_tombstones(after, [*before.members, *after.members], now),
+        gone = all_tombstones(after, [*before.members, *after.members])
+        await self.append_records(gid, [*(r.encode(now) for r in gone),
                                         group_metadata_record(gid, value, timestamp=now)])
         classic = load_group(gid, value, self.config, now)
         classic.offsets = group.offsets

@@ -99,22 +99,20 @@ def changes(before: ConsumerGroup, after: ConsumerGroup) -> list[ConsumerRecord]
     return out
 
 
-def tombstones(group: ConsumerGroup, now: int) -> list[Record]:
+def tombstones(group: ConsumerGroup) -> list[ConsumerRecord]:
     """The records that delete an (empty) consumer group's own records."""
     kinds = (TARGET_ASSIGNMENT_METADATA, GROUP_METADATA)
-    keys = [ConsumerRecordKey(record_type=k, group=group.group_id) for k in kinds]
-    return [consumer_record(key, None, timestamp=now) for key in keys]
+    return [ConsumerRecord(ConsumerRecordKey(record_type=k, group=group.group_id), None) for k in kinds]
 
 
-def all_tombstones(group: ConsumerGroup, member_ids: Iterable[str], now: int) -> list[Record]:
+def all_tombstones(group: ConsumerGroup, member_ids: Iterable[str]) -> list[ConsumerRecord]:
     """Tombstones for these members' records and then the group's own (a downgrade's), in
     Kafka's createGroupTombstoneRecords order."""
     out = []
     for mid in dict.fromkeys(member_ids):
         for kind in (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA):
-            out.append(consumer_record(ConsumerRecordKey(record_type=kind, group=group.group_id, member_id=mid),
-                                       None, timestamp=now))
-    return out + tombstones(group, now)
+            out.append(ConsumerRecord(ConsumerRecordKey(record_type=kind, group=group.group_id, member_id=mid), None))
+    return out + tombstones(group)
 
 
 def apply_consumer_record(group: ConsumerGroup, key: ConsumerRecordKey, value: ConsumerValue | None) -> None:

@@ -69,9 +69,9 @@ class GroupCoordinator(GroupActor):
         self.consumer_config = consumer_config or ConsumerGroupConfig()
         self._init_shards()
         self.cluster = cluster
-        self.runtime: CoordinatorRuntime[c.GroupMessage, object, object] = CoordinatorRuntime(
-            "group coordinator", self._run_message, execute_batch=self._serve_commits, batchable=is_offset_commit,
-            on_stopped=self._on_stopped, clock_ms=clock_ms)
+        self.runtime = CoordinatorRuntime(
+            "group coordinator", self._run_message, write=self.write_records, execute_batch=self._serve_commits,
+            batchable=is_offset_commit, on_stopped=self._on_stopped, clock_ms=clock_ms)
 
     # -- lifecycle -------------------------------------------------------------------------------
 

@@ -20,15 +20,15 @@ from protocol.record_batch import RecordBatchHeader
 from protocol.records import Record, read_records
 from storage.api import PartitionLog
 
+from ..transaction.metadata import ProducerIdAndEpoch
 from .config import GroupConfig
-from .consumer_group import ConsumerGroup
 from .consumer_log import CONSUMER_RECORD_TYPES, decode_consumer_key, decode_consumer_value
-from .consumer_persist import apply_consumer_record
-from .log import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, parse_record
+from .consumer_persist import ConsumerRecord
+from .log import GroupMetadataValue, OffsetCommitKey, parse_record
 from .metadata import GroupMetadata
-from .offset_shard import OffsetRecord, OffsetReplay
 from .offsets import OffsetAndMetadata
-from .snapshot import replay_group
+from .records import ClassicRecord, OffsetRecord
+from .replay import GroupReplay
 
 __all__ = ("PartitionLoader",)
 
@@ -46,8 +46,8 @@ class PartitionLoader:
         self._config = config
         self._now_ms = now_ms
         self._pending: dict[int, set[str]] = {}  # producer id -> groups with pending offsets
-        # Offsets are replayed as the live coordinator replays what it writes (offset_shard.py).
-        self._offsets = OffsetReplay(groups, self._new_group)
+        # Replayed as the live coordinator replays what it writes (replay.py).
+        self._replay = GroupReplay(groups, self._new_group, lambda: now_ms)
 
     async def load(self, plog: PartitionLog) -> int:
         """Replay the whole partition; return the number of records read."""
@@ -88,7 +88,7 @@ class PartitionLoader:
                 self._apply_offset(header, record, key, value)
             else:
                 assert value is None or isinstance(value, GroupMetadataValue)
-                self._apply_group(key, value)
+                self._replay.replay(ClassicRecord(key.group, value))
 
     def _apply_consumer(self, record: Record) -> None:
         """A consumer-group (KIP-848) record: it makes (or keeps) the group a consumer group."""
@@ -99,10 +99,7 @@ class PartitionLoader:
         except (ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
             log.warning("skipping unreadable __consumer_offsets record at %d: %s", record.offset, exc)
             return
-        group = self._offsets.group(key.group)
-        if group.consumer is None:
-            group.consumer = ConsumerGroup(key.group)
-        apply_consumer_record(group.consumer, key, value)
+        self._replay.replay(ConsumerRecord(key, value))
 
     def _apply_marker(self, header: RecordBatchHeader, records: list[Record]) -> None:
         if not records:  # a marker batch the cleaner emptied: its transaction is long settled
@@ -115,7 +112,7 @@ class PartitionLoader:
         if not isinstance(control_type, ControlRecordType):
             return
         commit = control_type is ControlRecordType.COMMIT
-        self._offsets.replay_end_txn(header.producer_id, commit, self._pending.pop(header.producer_id, set()))
+        self._replay.replay_end_txn(header.producer_id, commit, self._pending.pop(header.producer_id, set()))
 
     def _new_group(self, group_id: str) -> GroupMetadata:
         return GroupMetadata(group_id, self._config, now_ms=self._now_ms)
@@ -127,13 +124,8 @@ class PartitionLoader:
         key: OffsetCommitKey,
         value: OffsetAndMetadata | None,
     ) -> None:
-        producer_id = header.producer_id if header.is_transactional else None
-        self._offsets.replay(OffsetRecord(key.group, key.topic_partition, value), record.offset, producer_id)
-        if producer_id is not None and value is not None:
-            self._pending.setdefault(producer_id, set()).add(key.group)
-
-    def _apply_group(self, key: GroupMetadataKey, value: GroupMetadataValue | None) -> None:
-        if value is None:
-            self._offsets.remove_group(key.group)
-            return
-        replay_group(self._offsets.group(key.group), value, self._now_ms)
+        producer = ProducerIdAndEpoch(producer_id=header.producer_id, epoch=header.producer_epoch) \
+            if header.is_transactional else None
+        self._replay.replay(OffsetRecord(key.group, key.topic_partition, value, producer), record.offset)
+        if producer is not None and value is not None:
+            self._pending.setdefault(producer.producer_id, set()).add(key.group)

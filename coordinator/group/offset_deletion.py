@@ -1,7 +1,7 @@
 """What removing offsets and groups writes, decided without changing anything (Kafka's
 OffsetMetadataManager.deleteOffsets and cleanupExpiredOffsets, GroupMetadataManager's group
 tombstones): OffsetDelete, DeleteGroups, the offsets of deleted topics, and the retention check.
-The records are tombstones; replaying them (offset_shard.OffsetReplay) is what removes the offsets
+The records are tombstones; replaying them (replay.py) is what removes the offsets
 and the group, once they are in __consumer_offsets. A write that fails leaves both in place, and
 the next check or request tries again.
 """
@@ -19,7 +19,7 @@ from ..runtime import CoordinatorResult
 from .consumer_persist import tombstones as consumer_tombstones
 from .group_offsets import expired_offsets
 from .metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata
-from .offset_shard import GroupRecord, GroupTombstone, OffsetRecord
+from .records import ClassicRecord, GroupRecord, OffsetRecord
 from .state import GroupState
 
 __all__ = ("DeleteOffsetsAnswer", "Expiry", "delete_group", "delete_offsets", "expire", "offsets_of_topics")
@@ -27,17 +27,18 @@ __all__ = ("DeleteOffsetsAnswer", "Expiry", "delete_group", "delete_offsets", "e
 DeleteOffsetsAnswer = tuple[ErrorCode, dict[TopicPartition, ErrorCode]]
 
 
-def tombstones(group: GroupMetadata, partitions: Iterable[TopicPartition], *, group_too: bool,
-               now: int) -> tuple[GroupRecord, ...]:
+def tombstones(group: GroupMetadata, partitions: Iterable[TopicPartition], *,
+               group_too: bool) -> tuple[GroupRecord, ...]:
+    """The offsets' tombstones; with group_too, then its consumer group's and its own."""
     records: list[GroupRecord] = [OffsetRecord(group.group_id, tp, None) for tp in partitions]
     if group_too:
-        consumer = () if group.consumer is None else tuple(consumer_tombstones(group.consumer, now))
-        records.append(GroupTombstone(group.group_id, consumer))
+        records += [] if group.consumer is None else consumer_tombstones(group.consumer)
+        records.append(ClassicRecord(group.group_id))
     return tuple(records)
 
 
-def delete_offsets(group: GroupMetadata | None, partitions: Iterable[TopicPartition],
-                   now: int) -> CoordinatorResult[GroupRecord, object, DeleteOffsetsAnswer]:
+def delete_offsets(group: GroupMetadata | None,
+                   partitions: Iterable[TopicPartition]) -> CoordinatorResult[GroupRecord, object, DeleteOffsetsAnswer]:
     """OffsetDelete: a group's offsets of topics none of its members subscribes to."""
     if group is None or group.state is GroupState.DEAD:
         return CoordinatorResult(response=(ErrorCode.group_id_not_found, {}))
@@ -56,11 +57,11 @@ def delete_offsets(group: GroupMetadata | None, partitions: Iterable[TopicPartit
             answer[tp] = ErrorCode.none
             if group.offsets.get(tp) is not None:
                 deletable.append(tp)
-    records = tombstones(group, deletable, group_too=False, now=now)
+    records = tombstones(group, deletable, group_too=False)
     return CoordinatorResult(response=(ErrorCode.none, answer), records=records)
 
 
-def delete_group(group: GroupMetadata | None, now: int) -> CoordinatorResult[GroupRecord, object, ErrorCode]:
+def delete_group(group: GroupMetadata | None) -> CoordinatorResult[GroupRecord, object, ErrorCode]:
     """DeleteGroups of one group: only an empty one, with its offsets, committed or pending in a
     transaction (Kafka's deleteAllOffsets: a tombstone removes both)."""
     if group is None or group.state is GroupState.DEAD:
@@ -70,14 +71,14 @@ def delete_group(group: GroupMetadata | None, now: int) -> CoordinatorResult[Gro
     offsets = group.offsets
     pending = (tp for by_producer in offsets.pending.values() for tp in by_producer)
     partitions = dict.fromkeys([*offsets.committed, *pending])
-    records = tombstones(group, partitions, group_too=True, now=now)
+    records = tombstones(group, partitions, group_too=True)
     return CoordinatorResult(response=ErrorCode.none, records=records)
 
 
-def offsets_of_topics(group: GroupMetadata, topics: Collection[str], now: int) -> tuple[GroupRecord, ...]:
+def offsets_of_topics(group: GroupMetadata, topics: Collection[str]) -> tuple[GroupRecord, ...]:
     """The tombstones of a group's offsets of deleted topics (Kafka's handleDeletedPartitions)."""
     gone = [tp for tp in group.offsets.committed if tp.topic in topics]
-    return tombstones(group, gone, group_too=False, now=now)
+    return tombstones(group, gone, group_too=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,4 +97,4 @@ def expire(group: GroupMetadata, now: int) -> Expiry:
     dead = group.is_empty() and not offsets.pending and len(expired) == len(offsets)
     if not expired and not dead:
         return Expiry((), 0, dead=False)
-    return Expiry(tombstones(group, expired, group_too=dead, now=now), len(expired), dead)
+    return Expiry(tombstones(group, expired, group_too=dead), len(expired), dead)

@@ -3,71 +3,30 @@
 A commit is decided against the groups as they stand and changes nothing: commit() returns a
 CoordinatorResult with the records to write (OffsetRecord, one per partition), the answer once
 they are written, and the effect to run (a classic member's commit keeps its session alive).
-The actor appends the records and then replays them with replay(), the same function the loader
-runs over __consumer_offsets at start-up, so live state and loaded state come from one path; a
-write that fails leaves everything as it was. replay_end_txn() is the same for a transaction's
-marker: it applies (COMMIT) or drops (ABORT) the producer's pending offsets.
+The runtime appends the records and then replays them (replay.py), as the loader replays
+__consumer_offsets at start-up, so live state and loaded state come from one path; a write that
+fails leaves everything as it was.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from protocol.records import Record
 from storage.api import TopicPartition
 
 from ..runtime import ApiError, CoordinatorResult
 from . import commands as c
 from .config import GroupConfig
 from .group_offsets import validate_offset_commit
-from .log import group_metadata_record, offset_commit_record
 from .metadata import GroupMetadata
-from .offsets import OffsetAndMetadata
+from .records import OffsetRecord
 from .state import GroupState
 
-__all__ = ("CommitResult", "GroupRecord", "GroupTombstone", "KeepAlive", "OffsetRecord", "OffsetReplay", "OffsetShard",
-           "answer_of", "encode_records", "is_removable")
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetRecord:
-    """An OffsetCommit key and value in __consumer_offsets; value None is the tombstone."""
-
-    group_id: str
-    tp: TopicPartition
-    value: OffsetAndMetadata | None
-
-    def encode(self, timestamp: int) -> list[Record]:
-        return [offset_commit_record(self.group_id, self.tp, self.value, timestamp=timestamp)]
-
-
-@dataclass(frozen=True, slots=True)
-class GroupTombstone:
-    """The group is gone: the tombstones of its consumer group's records (KIP-848), then its
-    metadata record's."""
-
-    group_id: str
-    consumer_tombstones: tuple[Record, ...] = ()
-
-    def encode(self, timestamp: int) -> list[Record]:
-        return [*self.consumer_tombstones, group_metadata_record(self.group_id, None, timestamp=timestamp)]
-
-
-GroupRecord = OffsetRecord | GroupTombstone
-
-
-def encode_records(records: Sequence[GroupRecord], timestamp: int) -> tuple[list[Record], list[int]]:
-    """The log records of these, and where each one's own record (its last) lands among them."""
-    encoded: list[Record] = []
-    positions = []
-    for record in records:
-        encoded += record.encode(timestamp)
-        positions.append(len(encoded) - 1)
-    return encoded, positions
+__all__ = ("CommitResult", "KeepAlive", "OffsetShard", "answer_of", "is_removable")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,60 +57,6 @@ def is_removable(group: GroupMetadata) -> bool:
         and not group.pending_members
         and not group.offsets.has_offsets()
     )
-
-
-class OffsetReplay:
-    """Applies persisted offset records and transaction markers to groups (created as needed)."""
-
-    def __init__(self, groups: MutableMapping[str, GroupMetadata], new_group: Callable[[str], GroupMetadata]) -> None:
-        self.groups = groups
-        self._new_group = new_group
-
-    def group(self, group_id: str) -> GroupMetadata:
-        group = self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = self._new_group(group_id)
-        return group
-
-    def replay_record(self, record: GroupRecord, record_offset: int, producer_id: int | None) -> None:
-        if isinstance(record, GroupTombstone):
-            self.remove_group(record.group_id)
-        else:
-            self.replay(record, record_offset, producer_id)
-
-    def remove_group(self, group_id: str) -> None:
-        """A group tombstone. Offsets it still holds (a transaction's pending ones, whose marker
-        comes later) stay with a fresh group, as loading the log has always kept them."""
-        old = self.groups.pop(group_id, None)
-        if old is None:
-            return
-        old.state = GroupState.DEAD
-        if old.offsets.has_offsets():
-            fresh = self.groups[group_id] = self._new_group(group_id)
-            fresh.offsets = old.offsets
-
-    def replay(self, record: OffsetRecord, record_offset: int, producer_id: int | None) -> None:
-        """The record at record_offset of __consumer_offsets; producer_id: its transactional batch's."""
-        group = self.group(record.group_id)
-        if record.value is None:
-            group.offsets.delete([record.tp])
-            return
-        value = record.value.at(record_offset)
-        if producer_id is None:
-            group.offsets.commit({record.tp: value})
-        else:
-            group.offsets.add_pending(producer_id, {record.tp: value})
-
-    def replay_end_txn(self, producer_id: int, commit: bool, group_ids: Iterable[str]) -> None:
-        """The producer's marker is in the log: apply or drop its pending offsets in these groups;
-        a group that held only those pending offsets is gone with an abort."""
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                continue
-            group.offsets.complete_txn(producer_id, commit)
-            if is_removable(group):
-                del self.groups[group_id]
 
 
 class OffsetShard:
@@ -205,7 +110,7 @@ class OffsetShard:
             if len(value.metadata.encode()) > limit:
                 answer[tp] = ErrorCode.offset_metadata_too_large
             else:
-                records.append(OffsetRecord(cmd.group_id, tp, value.stamped(now, expire)))
+                records.append(OffsetRecord(cmd.group_id, tp, value.stamped(now, expire), cmd.producer))
                 answer[tp] = ErrorCode.none
         return tuple(records), answer
 

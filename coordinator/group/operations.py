@@ -1,8 +1,10 @@
 """What the GroupCoordinator actor does with each command, inside its owner task.
 
-Every method here runs in GroupCoordinator._run, one at a time; the only awaits are appends to
-__consumer_offsets, so no other command sees a half-applied change. Errors that belong in a
-response are returned (or set as results), never raised out of the actor.
+Every method here runs in the actor, one at a time; the only awaits are appends to
+__consumer_offsets, so no other command sees a half-applied change. A decision's records are
+written and then replayed (replay.py) by the runtime's apply (coordinator/runtime.py), whose write
+is write_records here. Errors that belong in a response are returned (or set as results), never
+raised out of the actor.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TypedDict, TypeVar
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -19,7 +21,7 @@ from protocol.errors import KafkaError
 from protocol.records import Record, build_batch
 from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
 
-from ..runtime import ApiError
+from ..runtime import ApiError, CoordinatorResult, CoordinatorRuntime
 from ..transaction.metadata import ProducerIdAndEpoch
 from . import classic_shard as classic
 from . import commands as c
@@ -29,16 +31,9 @@ from .group_offsets import validate_offset_fetch
 from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, partition_for
 from .member import JoinGroupResult, SyncGroupResult
 from .metadata import GroupMetadata
-from .offset_shard import (
-    CommitResult,
-    GroupRecord,
-    KeepAlive,
-    OffsetReplay,
-    OffsetShard,
-    answer_of,
-    encode_records,
-    is_removable,
-)
+from .offset_shard import CommitResult, KeepAlive, OffsetShard, answer_of, is_removable
+from .records import GroupRecord, OffsetRecord, group_id_of
+from .replay import GroupReplay
 
 __all__ = ("GroupOperations", "append_error", "resolve")
 
@@ -75,17 +70,12 @@ def resolve(waiter: object, result: JoinGroupResult | SyncGroupResult) -> None:
 
 
 _Commit = tuple[c.CommitOffsets, CommitResult]  # a commit and what offset_shard.py decided
-
-
-class _TxnBatch(TypedDict, total=False):
-    """_append's keywords for a transactional producer's offsets (none: plain records)."""
-
-    producer_id: int
-    producer_epoch: int
-    transactional: bool
+_Answer = dict[TopicPartition, ErrorCode]
 
 
 class GroupOperations:
+    runtime: CoordinatorRuntime[c.GroupMessage, GroupRecord, object]  # GroupCoordinator's
+
     def __init__(self, logs: LogSource, config: GroupConfig, clock_ms: Callable[[], int]) -> None:
         self._logs = logs
         self.config = config
@@ -93,7 +83,7 @@ class GroupOperations:
         self.groups: dict[str, GroupMetadata] = {}
         self.num_partitions = config.offsets_topic_num_partitions
         self.offset_shard = OffsetShard(self.groups, config, self._topic_id)
-        self.offset_replay = OffsetReplay(self.groups, lambda gid: GroupMetadata(gid, config, now_ms=clock_ms()))
+        self.replay = GroupReplay(self.groups, lambda gid: GroupMetadata(gid, config, now_ms=clock_ms()), clock_ms)
 
     def _topic_id(self, topic: str) -> uuid.UUID | None:
         meta = self._logs.topics.get(topic)
@@ -101,24 +91,28 @@ class GroupOperations:
 
     # -- persistence -------------------------------------------------------------------------------
 
-    async def _append(
-        self,
-        group_id: str,
-        records: Sequence[Record],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> LogAppendInfo:
+    async def _append(self, group_id: str, records: Sequence[Record],
+                      producer: ProducerIdAndEpoch | None = None) -> LogAppendInfo:
+        """One batch to the group's partition; a producer's is a batch of its transaction."""
         tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
-        batch = build_batch(
-            records,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            base_sequence=0 if transactional else -1,
-            transactional=transactional,
-        )
+        if producer is None:
+            batch = build_batch(records)
+        else:
+            batch = build_batch(records, producer_id=producer.producer_id, producer_epoch=producer.epoch,
+                                base_sequence=0, transactional=True)
         return await self._logs.get_log(tp).append(bytes(batch), AppendOrigin.COORDINATOR)
+
+    async def write_records(self, records: Sequence[GroupRecord]) -> int:
+        """The runtime's write: the records of one decision (one group's partition, one producer at
+        most) in one batch; the offset of the first."""
+        first, now = records[0], self._clock_ms()
+        producer = first.producer if isinstance(first, OffsetRecord) else None
+        info = await self._append(group_id_of(first), [record.encode(now) for record in records], producer)
+        return info.base_offset
+
+    async def persist(self, records: Sequence[GroupRecord]) -> None:
+        """Write the records, then replay them; a failed write raises and changes nothing."""
+        await self.runtime.apply(self.replay, CoordinatorResult(response=None, records=tuple(records)))
 
     async def append_records(self, group_id: str, records: Sequence[Record]) -> LogAppendInfo:
         """Append plain (non-transactional) records to the group's __consumer_offsets partition."""
@@ -152,16 +146,6 @@ class GroupOperations:
                 resolve(effect.waiter, effect.result)
             else:
                 self._keep_alive(effect, now)
-
-    async def persist(self, group_id: str, records: Sequence[GroupRecord], now: int) -> None:
-        """Append records to the group's partition, then replay them. A failed append raises and
-        changes nothing."""
-        encoded, positions = encode_records(records, now)
-        if not encoded:
-            return
-        info = await self._append(group_id, encoded)
-        for record, position in zip(records, positions, strict=True):
-            self.offset_replay.replay_record(record, info.base_offset + position, None)
 
     def _removable(self, group: GroupMetadata) -> bool:
         return is_removable(group)
@@ -252,38 +236,29 @@ class GroupOperations:
                 appends.setdefault(key, []).append((cmd, result))
         answers = {id(cmd): answer_of(result) for cmd, result in decided}
         for together in appends.values():
-            await self._write_commits(together, now, answers)
+            await self._write_commits(together, answers)
         return [answers[id(cmd)] for cmd in cmds]
 
     async def do_commit(self, cmd: c.CommitOffsets) -> dict[TopicPartition, ErrorCode]:
         return (await self.do_commits([cmd]))[0]
 
-    async def _write_commits(self, together: list[_Commit], now: int,
-                             answers: dict[int, dict[TopicPartition, ErrorCode]]) -> None:
+    async def _write_commits(self, together: list[_Commit], answers: dict[int, _Answer]) -> None:
         """One append for commits of one partition and producer, then replay their records. A batch
         refused as too large wrote nothing: each commit is tried alone, as if never batched, and gets
         the answer it would have had. Any other failure is every commit's (a retry could write twice
         what an unconfirmed append did write); nothing was applied."""
-        txn = together[0][0].producer
-        batch: _TxnBatch = {} if txn is None else {
-            "producer_id": txn.producer_id, "producer_epoch": txn.epoch, "transactional": True}
-        records = [record for _, result in together for record in result.records]
         try:
-            info = await self._append(together[0][0].group_id, [e for r in records for e in r.encode(now)], **batch)
+            await self.persist([record for _, result in together for record in result.records])
         except Exception as exc:
             if len(together) > 1 and isinstance(exc, KafkaError) and exc.code in _TOO_LARGE:
                 for commit in together:
-                    await self._write_commits([commit], now, answers)
+                    await self._write_commits([commit], answers)
                 return
             groups = sorted({cmd.group_id for cmd, _ in together})
             log.warning("could not commit offsets of group %s: %r", ", ".join(groups), exc)
             error = append_error(exc, offsets=True)
             for cmd, result in together:
                 answers[id(cmd)] |= {record.tp: error for record in result.records}
-            return
-        producer_id = None if txn is None else txn.producer_id
-        for position, record in enumerate(records, info.base_offset):
-            self.offset_replay.replay(record, position, producer_id)
 
     def do_fetch(self, cmd: c.FetchOffsets) -> list[c.FetchedOffset] | ApiError:
         group = self.groups.get(cmd.group_id)
@@ -319,4 +294,4 @@ class GroupOperations:
 
     def do_complete_txn(self, cmd: c.CompleteTxn) -> None:
         group_ids = list(self.groups) if cmd.group_ids is None else cmd.group_ids
-        self.offset_replay.replay_end_txn(cmd.producer_id, cmd.commit, group_ids)
+        self.replay.replay_end_txn(cmd.producer_id, cmd.commit, group_ids)

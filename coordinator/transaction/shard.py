@@ -96,8 +96,8 @@ class TxnShard:
             if md is not None:
                 md.cancel_pending()
 
-    def replay(self, record: TxnLogEntry) -> None:
-        """Apply a persisted record: a live write completes its pending transition (checked
+    def replay(self, record: TxnLogEntry, offset: int | None = None) -> None:
+        """Apply a persisted record (its offset is not needed): a live write completes its pending transition (checked
         against the state machine); a loaded one is adopted as is; a tombstone removes the id."""
         t, transactional_id = record.transition, record.transactional_id
         if t is None or t.state is TxnState.DEAD:

@@ -21,8 +21,8 @@ class Shard:
     def revert(self, records):
         self.pending = None
 
-    def replay(self, record):
-        self.events.append(("replay", record))
+    def replay(self, record, offset=None):
+        self.events.append(("replay", record) if offset is None else ("replay", record, offset))
         self.state.append(record)
         self.pending = None
 
@@ -36,6 +36,11 @@ class Put(Message[str]):
 @dataclass(frozen=True)
 class Tick(Message[None]):
     pass
+
+
+@dataclass(frozen=True)
+class PutMany(Message[None]):
+    values: tuple[str, ...]
 
 
 class Coordinator:
@@ -53,6 +58,8 @@ class Coordinator:
                 self.fail = message.fail
                 return await self.runtime.apply(self.shard, CoordinatorResult(
                     response=f"ok {message.value}", records=(message.value,), effects=(f"after {message.value}",)))
+            case PutMany(values):
+                return await self.runtime.apply(self.shard, CoordinatorResult(response=None, records=values))
             case Tick():
                 self.ticks += 1
                 if self.ticks == 2:
@@ -62,6 +69,9 @@ class Coordinator:
         self.shard.events.append(("write", tuple(records)))
         if self.fail:
             raise KafkaError(ErrorCode.coordinator_not_available, "disk")
+        if records[0].startswith("at "):  # a log that says where it wrote: each record's offset from it
+            return int(records[0].removeprefix("at "))
+        return None
 
     async def effect(self, effect):
         self.shard.events.append(("effect", effect))
@@ -75,6 +85,17 @@ async def test_records_are_written_then_replayed_then_effects_run_then_the_answe
     finally:
         await c.runtime.stop()
     assert c.shard.events == [("write", ("a",)), ("replay", "a"), ("effect", "after a")]
+
+
+async def test_each_record_is_replayed_at_its_offset_when_the_write_gives_the_first():
+    c = Coordinator()
+    c.runtime.start()
+    try:
+        await c.runtime.call(PutMany(("at 40", "b", "c")))
+    finally:
+        await c.runtime.stop()
+    assert c.shard.events == [("write", ("at 40", "b", "c")), ("replay", "at 40", 40), ("replay", "b", 41),
+                              ("replay", "c", 42)]
 
 
 async def test_a_failed_write_reverts_and_nothing_is_replayed_or_run():

@@ -5,8 +5,9 @@ from kio.schema.errors import ErrorCode
 from coordinator.group import commands as c
 from coordinator.group.config import GroupConfig
 from coordinator.group.metadata import GroupMetadata
-from coordinator.group.offset_shard import KeepAlive, OffsetRecord, OffsetShard, answer_of
+from coordinator.group.offset_shard import KeepAlive, OffsetShard, answer_of
 from coordinator.group.offsets import OffsetAndMetadata
+from coordinator.group.records import OffsetRecord
 from storage.api import TopicPartition
 
 from .helpers import stable_group

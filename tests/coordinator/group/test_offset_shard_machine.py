@@ -22,17 +22,10 @@ from coordinator.group.config import GroupConfig
 from coordinator.group.loader import PartitionLoader
 from coordinator.group.metadata import GroupMetadata
 from coordinator.group.offset_deletion import delete_group, delete_offsets, expire
-from coordinator.group.offset_shard import (
-    CommitResult,
-    GroupRecord,
-    OffsetRecord,
-    OffsetReplay,
-    OffsetShard,
-    answer_of,
-    encode_records,
-    is_removable,
-)
+from coordinator.group.offset_shard import CommitResult, OffsetShard, answer_of, is_removable
 from coordinator.group.offsets import OffsetAndMetadata
+from coordinator.group.records import GroupRecord, OffsetRecord
+from coordinator.group.replay import GroupReplay
 from coordinator.transaction.metadata import ProducerIdAndEpoch
 from protocol.control import ControlRecordType, build_end_txn_marker
 from protocol.records import build_batch, read_records
@@ -57,11 +50,15 @@ class Commit:
     member_id: str
 
     def command(self) -> c.CommitOffsets:
-        producer = None if self.producer_id is None else ProducerIdAndEpoch(producer_id=self.producer_id, epoch=0)
+        producer = _producer(self.producer_id)
         reply: c.Reply[dict[TopicPartition, ErrorCode]] = None  # type: ignore[assignment]  # never answered here
         return c.CommitOffsets(group_id=self.group_id, member_id=self.member_id, generation_id=self.generation_id,
                                group_instance_id=None, offsets=self.offsets, retention_ms=None,
                                producer=producer, reply=reply)
+
+
+def _producer(producer_id: int | None) -> ProducerIdAndEpoch | None:
+    return None if producer_id is None else ProducerIdAndEpoch(producer_id=producer_id, epoch=0)
 
 
 COMMITS = st.builds(Commit, group_id=GROUPS, offsets=OFFSETS, producer_id=PRODUCERS,
@@ -91,7 +88,7 @@ class OffsetShardMachine(RuleBasedStateMachine):
         super().__init__()
         self.groups: dict[str, GroupMetadata] = {}
         self.shard = OffsetShard(self.groups, CONFIG, lambda topic: None)
-        self.replay = OffsetReplay(self.groups, _new_group)
+        self.replay = GroupReplay(self.groups, _new_group, lambda: 0)
         self.now = 0
         self.log: list[tuple[int, Batch]] = []  # (base offset, batch), every write that succeeded
         self.end = 0  # the log end offset
@@ -125,13 +122,13 @@ class OffsetShardMachine(RuleBasedStateMachine):
             assert not result.records, "TxnOffsetCommit may not name the group ''"
 
     def _write(self, records: tuple[GroupRecord, ...], producer_id: int | None) -> None:
-        """What the actor does once an append succeeded: replay each record at its position."""
+        """What the runtime does once an append succeeded: replay each record at its offset."""
         base = self.end
-        encoded, positions = encode_records(records, self.now)
-        for record, position in zip(records, positions, strict=True):
-            self.replay.replay_record(record, base + position, producer_id)
+        for position, record in enumerate(records, base):
+            assert not isinstance(record, OffsetRecord) or record.producer == _producer(producer_id)
+            self.replay.replay(record, position)
             if isinstance(record, OffsetRecord) and record.value is not None:
-                model = (record.value.committed_offset, base + position, record.value.commit_timestamp)
+                model = (record.value.committed_offset, position, record.value.commit_timestamp)
                 if producer_id is None:
                     self.committed[(record.group_id, record.tp)] = model
                 else:
@@ -141,7 +138,7 @@ class OffsetShardMachine(RuleBasedStateMachine):
                 for by_key in self.pending.values():
                     by_key.pop((record.group_id, record.tp), None)
         self.log.append((base, (records, producer_id)))
-        self.end += len(encoded)
+        self.end += len(records)
 
     def _unchanged(self, decide: Callable[[], _R]) -> _R:
         before = _state(self.groups)
@@ -180,7 +177,7 @@ class OffsetShardMachine(RuleBasedStateMachine):
 
     @rule(group_id=GROUPS, partitions=st.lists(TP, max_size=3), fail=FAIL)
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition], fail: bool) -> None:
-        result = self._unchanged(lambda: delete_offsets(self.groups.get(group_id), partitions, self.now))
+        result = self._unchanged(lambda: delete_offsets(self.groups.get(group_id), partitions))
         if group_id not in self.groups:
             assert result.response == (ErrorCode.group_id_not_found, {}) and not result.records
             return
@@ -192,7 +189,7 @@ class OffsetShardMachine(RuleBasedStateMachine):
 
     @rule(group_id=GROUPS, fail=FAIL)
     def delete_group(self, group_id: str, fail: bool) -> None:
-        result = self._unchanged(lambda: delete_group(self.groups.get(group_id), self.now))
+        result = self._unchanged(lambda: delete_group(self.groups.get(group_id)))
         if group_id not in self.groups:
             assert result.response is ErrorCode.group_id_not_found and not result.records
             return
@@ -234,14 +231,13 @@ class OffsetShardMachine(RuleBasedStateMachine):
     @invariant()
     def replay_from_empty_rebuilds_the_state(self) -> None:
         groups: dict[str, GroupMetadata] = {}
-        replay = OffsetReplay(groups, _new_group)
+        replay = GroupReplay(groups, _new_group, lambda: 0)
         for base, batch in self.log:
             if isinstance(batch[0], int):
                 replay.replay_end_txn(batch[0], bool(batch[1]), list(groups))
             else:
-                records, producer_id = batch
-                for record, position in zip(records, encode_records(records, 0)[1], strict=True):
-                    replay.replay_record(record, base + position, producer_id)
+                for position, record in enumerate(batch[0], base):
+                    replay.replay(record, position)
         assert _state(groups) == _state(self.groups)
 
     @invariant()
@@ -262,7 +258,7 @@ def _encode(base: int, batch: Batch) -> bytes:
     records, producer_id = batch
     assert isinstance(records, tuple)
     txn = producer_id is not None
-    return bytes(build_batch([e for r in records for e in r.encode(timestamp=0)], base_offset=base, transactional=txn,
+    return bytes(build_batch([r.encode(timestamp=0) for r in records], base_offset=base, transactional=txn,
                              producer_id=-1 if producer_id is None else producer_id,
                              producer_epoch=0 if txn else -1, base_sequence=0 if txn else -1))
 
