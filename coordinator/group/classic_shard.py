@@ -5,10 +5,11 @@ Each operation decides against a scratch copy of the group (GroupMembership.scra
 live group, and returns a ClassicResult: the response; the group metadata record to write when
 the step must be durable (a new generation's assignment, a static member's new member id, an
 empty generation); the answers of JoinGroups and SyncGroups, parked or not, as effects; and the
-decided group. The actor (operations.py) writes the record, replays it with the loader's code
-(snapshot.replay_group) and then takes from the decided group what the record does not carry
-(parked requests, deadlines, ids handed out: install_live); a step without a record is taken
-whole (install). A failed write leaves the live group as it was; write_failed decides what then.
+decided group. written() is the step as the runtime applies it (operations.py): the runtime
+writes the record, replays it with the loader's code (replay.py) and runs the effects, Install
+first, which takes from the decided group what the record does not carry (parked requests,
+deadlines, ids handed out: install_live), or, for a step without a record, all of it (install).
+A failed write leaves the live group as it was; failed() says what then (write_failed).
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 
+from ..runtime import CoordinatorResult
 from . import commands as c
 from .log import GroupMetadataValue
 from .member import JoinGroupResult, JoinParams, Outcome, SyncGroupResult
 from .metadata import GroupMetadata
 from .offset_shard import KeepAlive
-from .snapshot import replay_group, to_value
+from .records import ClassicRecord, GroupRecord
+from .snapshot import to_value
 from .state import GroupState
 
-__all__ = ("ClassicResult", "LeaveAnswer", "Reply", "apply", "expire", "heartbeat", "join", "leave", "rebalance",
-           "sync", "write_failed")
+__all__ = ("ClassicEffect", "ClassicResult", "Install", "LeaveAnswer", "Reply", "expire", "failed", "heartbeat", "join",
+           "leave", "rebalance", "sync", "write_failed", "written")
 
 T = TypeVar("T")
 LeaveAnswer = tuple[ErrorCode, list[ErrorCode]]  # the request's error, then each member's
@@ -50,6 +53,25 @@ class Reply:
         return Reply(self.waiter, SyncGroupResult(error=error))
 
 
+@dataclass(frozen=True, slots=True)
+class Install:
+    """An effect, the first a step runs: the live group takes the decided one's state, all of it
+    (nothing was written) or, once the record is replayed, what the record does not carry."""
+
+    group: GroupMetadata
+    decided: GroupMetadata
+    replayed: bool
+
+    def run(self) -> None:
+        if self.replayed:
+            self.group.install_live(self.decided)
+        else:
+            self.group.install(self.decided)
+
+
+ClassicEffect = Install | Reply | KeepAlive
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClassicResult(Generic[T]):
     response: T
@@ -58,28 +80,27 @@ class ClassicResult(Generic[T]):
     effects: tuple[Reply | KeepAlive, ...] = ()
 
 
-def apply(group: GroupMetadata, result: ClassicResult[T], now_ms: int,
-          error: ErrorCode | None = None) -> tuple[tuple[Reply | KeepAlive, ...], ClassicResult[None] | None]:
-    """Apply a decision whose record was written (error None) or failed with error; return the
-    effects to run and the follow-up decision to apply after them (after a failed write)."""
-    decided, effects = result.decided, result.effects
-    if decided is None:
-        return effects, None
-    if not result.records:
-        group.install(decided)
-    elif error is None:
-        for value in result.records:
-            replay_group(group, value, now_ms)
-        group.install_live(decided)
-    else:
-        effects = tuple(e.with_error(error) if isinstance(e, Reply) else e for e in effects)
-        if decided.state is not GroupState.EMPTY:
-            return effects, _unanswered(write_failed(group, error, now_ms), effects)
-        group.install(decided)  # Kafka keeps an empty generation whatever its write: no member is lost
-    return effects, None
+def written(group: GroupMetadata, result: ClassicResult[T]) -> CoordinatorResult[GroupRecord, ClassicEffect, T]:
+    """The step for the runtime to apply: its record, then Install and the answers."""
+    install = () if result.decided is None else (Install(group, result.decided, bool(result.records)),)
+    return CoordinatorResult(response=result.response,
+                             records=tuple(ClassicRecord(group.group_id, value) for value in result.records),
+                             effects=(*install, *result.effects))
 
 
-def _unanswered(result: ClassicResult[T], answered: Sequence[Reply | KeepAlive]) -> ClassicResult[T]:
+def failed(group: GroupMetadata, result: ClassicResult[T], now_ms: int,
+           error: ErrorCode) -> tuple[tuple[ClassicEffect, ...], ClassicResult[None] | None]:
+    """The step's record failed with error: the effects to run (the answers carry the error) and
+    the decision to apply after them: the rebalance write_failed starts, but an empty generation
+    is kept whatever its write (Kafka's: no member is lost)."""
+    effects = tuple(e.with_error(error) if isinstance(e, Reply) else e for e in result.effects)
+    assert result.decided is not None, "a step that writes decided a group"
+    if result.decided.state is not GroupState.EMPTY:
+        return effects, _unanswered(write_failed(group, error, now_ms), effects)
+    return (Install(group, result.decided, replayed=False), *effects), None
+
+
+def _unanswered(result: ClassicResult[T], answered: Sequence[ClassicEffect]) -> ClassicResult[T]:
     """result without the replies to requests answered already (syncs parked in the live group)."""
     waiters = [e.waiter for e in answered if isinstance(e, Reply)]
     kept = tuple(e for e in result.effects if not isinstance(e, Reply) or e.waiter not in waiters)

@@ -70,8 +70,9 @@ class GroupCoordinator(GroupActor):
         self._init_shards()
         self.cluster = cluster
         self.runtime = CoordinatorRuntime(
-            "group coordinator", self._run_message, write=self.write_records, execute_batch=self._serve_commits,
-            batchable=is_offset_commit, on_stopped=self._on_stopped, clock_ms=clock_ms)
+            "group coordinator", self._run_message, write=self.write_records, run_effect=self.run_effect,
+            execute_batch=self._serve_commits, batchable=is_offset_commit, on_stopped=self._on_stopped,
+            clock_ms=clock_ms)
 
     # -- lifecycle -------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TypeVar, assert_never
 
 from kio.schema.errors import ErrorCode
 
@@ -25,10 +25,10 @@ from ..runtime import ApiError, CoordinatorResult, CoordinatorRuntime
 from ..transaction.metadata import ProducerIdAndEpoch
 from . import classic_shard as classic
 from . import commands as c
-from .classic_shard import ClassicResult, Reply
+from .classic_shard import ClassicEffect, ClassicResult, Install, Reply
 from .config import GroupConfig
 from .group_offsets import validate_offset_fetch
-from .log import CONSUMER_OFFSETS_TOPIC, group_metadata_record, partition_for
+from .log import CONSUMER_OFFSETS_TOPIC, partition_for
 from .member import JoinGroupResult, SyncGroupResult
 from .metadata import GroupMetadata
 from .offset_shard import CommitResult, KeepAlive, OffsetShard, answer_of, is_removable
@@ -69,12 +69,13 @@ def resolve(waiter: object, result: JoinGroupResult | SyncGroupResult) -> None:
         waiter.set_result(result)
 
 
+GroupEffect = ClassicEffect  # what the group coordinator's runtime runs after a write (run_effect)
 _Commit = tuple[c.CommitOffsets, CommitResult]  # a commit and what offset_shard.py decided
 _Answer = dict[TopicPartition, ErrorCode]
 
 
 class GroupOperations:
-    runtime: CoordinatorRuntime[c.GroupMessage, GroupRecord, object]  # GroupCoordinator's
+    runtime: CoordinatorRuntime[c.GroupMessage, GroupRecord, GroupEffect]  # GroupCoordinator's
 
     def __init__(self, logs: LogSource, config: GroupConfig, clock_ms: Callable[[], int]) -> None:
         self._logs = logs
@@ -120,32 +121,38 @@ class GroupOperations:
 
     async def run_classic(self, group: GroupMetadata, result: ClassicResult[T], now: int, *,
                           retry: bool = True) -> None:
-        """Apply a classic decision (classic_shard.py): write its record, then replay it and take
-        the rest of the decided group, then deliver its answers. A failed write leaves the group as
-        it was (but an empty generation): the answers carry the error, and the group rebalances."""
-        gid, error = group.group_id, None
-        if result.records:
-            try:
-                await self._append(gid, [group_metadata_record(gid, v, timestamp=now) for v in result.records])
-            except Exception as exc:
-                error = append_error(exc, offsets=False)
-                log.warning("could not store group %s: %r", gid, exc)
-        effects, follow_up = classic.apply(group, result, now, error)
+        """Apply a classic decision (classic_shard.py) on the runtime: write its record, replay it,
+        take the rest of the decided group and deliver its answers. A failed write leaves the group
+        as it was (but an empty generation): the answers carry the error, and the group rebalances."""
+        gid = group.group_id
         if result.decided is not None:
-            self.groups.setdefault(gid, group)
-        if result.records and error is None:
+            self.groups.setdefault(gid, group)  # a new group: its record is replayed into this one
+        try:
+            await self.runtime.apply(self.replay, classic.written(group, result))
+        except Exception as exc:
+            error = append_error(exc, offsets=False)
+            log.warning("could not store group %s: %r", gid, exc)
+            effects, follow_up = classic.failed(group, result, now, error)
+            for effect in effects:
+                await self.run_effect(effect)
+            if follow_up is not None and retry:
+                await self.run_classic(group, follow_up, now, retry=False)
+            return
+        if result.records:
             log.info("group %s: %s at generation %d with %d members (protocol %s)", gid, group.state,
                      group.generation_id, len(group.members), group.protocol_name)
-        self._run_effects(effects, now)
-        if follow_up is not None and retry:
-            await self.run_classic(group, follow_up, now, retry=False)
 
-    def _run_effects(self, effects: Sequence[Reply | KeepAlive], now: int) -> None:
-        for effect in effects:
-            if isinstance(effect, Reply):
-                resolve(effect.waiter, effect.result)
-            else:
-                self._keep_alive(effect, now)
+    async def run_effect(self, effect: GroupEffect) -> None:
+        """The runtime's: what a decision does besides its records, once they are replayed."""
+        match effect:
+            case Install():
+                effect.run()
+            case Reply(waiter, result):
+                resolve(waiter, result)
+            case KeepAlive():
+                self._keep_alive(effect, self._clock_ms())
+            case _:
+                assert_never(effect)
 
     def _removable(self, group: GroupMetadata) -> bool:
         return is_removable(group)
@@ -195,7 +202,9 @@ class GroupOperations:
         if group is None:
             return ErrorCode.unknown_member_id
         result = classic.heartbeat(group, cmd.member_id, cmd.generation_id, cmd.group_instance_id)
-        self._run_effects(result.effects, self._clock_ms())
+        for effect in result.effects:
+            if isinstance(effect, KeepAlive):
+                self._keep_alive(effect, self._clock_ms())
         return result.response
 
     async def do_leave(self, cmd: c.LeaveGroup) -> None:

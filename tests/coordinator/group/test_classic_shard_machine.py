@@ -20,13 +20,13 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.group import classic_shard as classic
 from coordinator.group import commands as c
-from coordinator.group.classic_shard import ClassicResult, Reply
+from coordinator.group.classic_shard import ClassicEffect, ClassicResult, Install
 from coordinator.group.config import GroupConfig
 from coordinator.group.loader import PartitionLoader
-from coordinator.group.log import group_metadata_record
 from coordinator.group.member import JoinGroupResult
 from coordinator.group.metadata import GroupMetadata
 from coordinator.group.offset_shard import KeepAlive
+from coordinator.group.replay import GroupReplay
 from coordinator.group.snapshot import to_value
 from coordinator.group.state import GroupState
 from protocol.records import build_batch, read_records
@@ -58,26 +58,32 @@ class ClassicShardMachine(RuleBasedStateMachine):
         self.outstanding: set[int] = set()
         self.known_ids: list[str] = ["ghost"]
         self.written: list[bytes] = []  # the encoded batches of every record written
+        self.replay = GroupReplay({"g": self.group}, lambda gid: self.group, lambda: self.now)
 
     @initialize(delay=st.sampled_from([0, 0, 500]))
     def initial_delay(self, delay) -> None:  # type: ignore[no-untyped-def]
         self.group.config = GroupConfig(initial_rebalance_delay_ms=delay)
 
     def _run(self, result: ClassicResult[object], fail: bool) -> object:
-        """Apply result as operations.run_classic does, the write failing if fail."""
+        """Apply result as operations.run_classic does on the runtime, the write failing if fail."""
         assert result.decided is not self.group
-        error = ErrorCode.not_coordinator if fail and result.records else None
-        if result.records and error is None:
-            records = [group_metadata_record("g", v, timestamp=self.now) for v in result.records]
-            self.written.append(bytes(build_batch(records, base_offset=len(self.written))))
         if result.records:
-            event("record failed" if error else f"record written: {result.decided and result.decided.state}")
-        effects, follow_up = classic.apply(self.group, result, self.now, error)
-        if result.decided is not None and error is None:
+            event("record failed" if fail else f"record written: {result.decided and result.decided.state}")
+        if result.records and fail:
+            effects, follow_up = classic.failed(self.group, result, self.now, ErrorCode.not_coordinator)
+            self._deliver(effects)
+            if follow_up is not None:
+                self._run(follow_up, fail=False)
+            return result.response
+        applied = classic.written(self.group, result)
+        if applied.records:
+            records = [record.encode(self.now) for record in applied.records]
+            self.written.append(bytes(build_batch(records, base_offset=len(self.written))))
+        for record in applied.records:
+            self.replay.replay(record)
+        self._deliver(applied.effects)
+        if result.decided is not None:
             assert fingerprint(self.group) == fingerprint(result.decided), "replay + live state != decided"
-        self._deliver(effects)
-        if follow_up is not None:
-            self._run(follow_up, fail=False)
         return result.response
 
     def _decide(self, decide: object, fail: bool) -> object:
@@ -87,8 +93,11 @@ class ClassicShardMachine(RuleBasedStateMachine):
         assert fingerprint(self.group) == before, "a decision changed the live group"
         return self._run(result, fail)
 
-    def _deliver(self, effects: tuple[Reply | KeepAlive, ...]) -> None:
+    def _deliver(self, effects: tuple[ClassicEffect, ...]) -> None:
         for effect in effects:
+            if isinstance(effect, Install):
+                effect.run()
+                continue
             if isinstance(effect, KeepAlive):
                 member = self.group.members.get(effect.member_id)
                 if member is not None:
