@@ -1,0 +1,39 @@
+"""The cluster's connection pool (storage/pg/pool.py) against a real PostgreSQL: a connection given
+back to the pool costs no round trip (asyncpg's default reset sends one query and commits one
+transaction per release), and a transaction left open is still rolled back."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from storage.pg.pool import create_pool
+
+_LAST_QUERY = "SELECT query FROM pg_stat_activity WHERE pid = $1"
+
+
+async def test_a_released_connection_sends_nothing(pg_url: str) -> None:
+    pool = await create_pool(pg_url, max_size=1)
+    watcher = await asyncpg.connect(pg_url)
+    try:
+        async with pool.acquire() as conn:
+            pid = await conn.fetchval("SELECT pg_backend_pid()")
+        # The backend's last query is still ours: the release sent none (the default reset's
+        # "SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL;" would show here).
+        assert await watcher.fetchval(_LAST_QUERY, pid) == "SELECT pg_backend_pid()"
+    finally:
+        await watcher.close()
+        await pool.close()
+
+
+async def test_a_transaction_left_open_is_rolled_back_on_release(pg_url: str) -> None:
+    pool = await create_pool(pg_url, max_size=1)
+    try:
+        async with pool.acquire() as conn:
+            await conn.execute("CREATE TABLE IF NOT EXISTS pool_left_open (n int)")
+            await conn.execute("BEGIN")
+            await conn.execute("INSERT INTO pool_left_open VALUES (1)")
+        async with pool.acquire() as conn:  # the one connection again
+            assert await conn.fetchval("SELECT count(*) FROM pool_left_open") == 0
+            assert not conn.is_in_transaction()
+    finally:
+        await pool.close()
