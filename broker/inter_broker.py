@@ -114,15 +114,30 @@ class _Connection:
             raise KafkaError(ErrorCode.unsupported_version, f"broker {self.endpoint.node_id} does not support api "
                              f"key {api_key} v{version} (it supports v{low}-{high})")
         correlation_id = next(self._ids)
+        self._write(writer, encode_request(request, correlation_id, self._client_id))
+        # Waited for only once written: a reply registered before a write that failed would be
+        # failed by close() with nobody to read it.
         reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = (reply, api_key, version)
-        writer.write(encode_request(request, correlation_id, self._client_id))
         try:
             return await asyncio.wait_for(reply, timeout_s)
         finally:
             self._pending.pop(correlation_id, None)
             if self.retiring and not self._pending:
                 self.close()
+
+    def _write(self, writer: asyncio.StreamWriter, frame: bytes) -> None:
+        """Send a request, or ConnectionError if the connection closed while the request waited
+        for it: its peer went away, and the reader task closes it on the loop's next turn or
+        already did. uvloop refuses a write on a transport that has closed (RuntimeError)."""
+        if not (self.closed or writer.is_closing()):
+            try:
+                writer.write(frame)
+                return
+            except RuntimeError:  # closed under us: as broken as any other lost connection
+                pass
+        self.close()
+        raise ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         error: BaseException = ConnectionError(f"connection to broker {self.endpoint.node_id} closed")
