@@ -8,6 +8,11 @@ appends are answered when its write is, and only after every group before it: th
 outcomes in the order it sequenced them, though a later failure may be known first (its
 object's PUT failed). Every other command runs with nothing in flight, as when each group waited
 for its commit.
+
+The producer state ends a transaction when its marker is sequenced (the next appends are checked
+against it), but the LSO passes the transaction only once the marker is committed, as Kafka moves
+it only once the marker is appended: a read_committed consumer never reads a transaction whose
+commit marker may still be lost.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from protocol.errors import ErrorCode, KafkaError
 from ..api import TopicPartition
 from ..log_actor import Acks, answer_appends
 from ..log_config import LogConfig
+from ..producer_state import CompletedTxn
 from ..sequenced_log import SequencedLog
 from .group_commit import PartitionWrite
 
@@ -41,6 +47,23 @@ class PipelinedLog(SequencedLog):
         super().__init__(tp, config)
         self._flights: deque[Flight] = deque()  # writes sent, not yet answered, in order
         self._stale = False  # a write's outcome is unknown: rebuild before the next append
+        self._ending: deque[CompletedTxn] = deque()  # ended by a marker sequenced, not yet committed
+
+    @property
+    def last_stable_offset(self) -> int:
+        lso = super().last_stable_offset
+        if not self._ending:
+            return lso
+        return min(lso, max(min(t.first_offset for t in self._ending), self._log_start_offset))
+
+    def _ended(self, completed: CompletedTxn) -> None:
+        """A marker sequenced now ended a transaction: it holds the LSO until its commit."""
+        self._ending.append(completed)
+
+    def _markers_committed(self) -> None:
+        hw = self.high_watermark
+        while self._ending and self._ending[0].last_offset < hw:
+            self._ending.popleft()
 
     def _send(self, after: asyncio.Future[bool] | None) -> Flight | None:
         """The group's write handed to the committer (after: the answer it must follow), with no
@@ -109,6 +132,7 @@ class PipelinedLog(SequencedLog):
             error = self._outcome(flight.committed)
             if error is None and flight.write is not None:
                 self._committed(flight.write)
+                self._markers_committed()
             answer_appends(flight.acks, error)
             if error is None:
                 self._wake_waiters()

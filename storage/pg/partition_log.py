@@ -114,6 +114,7 @@ class PgPartitionLog(PipelinedLog):
         self.first_dirty_offset = row.cleaner_checkpoint
         self._active = ActiveRange(row.next_offset)
         self._pending, self._pending_aborted = [], []
+        self._ending.clear()
         self._tail.clear()
         self._stale = False
 
@@ -172,6 +173,8 @@ class PgPartitionLog(PipelinedLog):
                                           max_timestamp=now_ms if appended.append_time else h.max_timestamp,
                                           data=data, urgent=origin is AppendOrigin.COORDINATOR))
             completed = self.producer_state.update(h, b.marker, now_ms)
+            if completed is not None:
+                self._ended(completed)
             if completed is not None and completed.is_aborted:
                 self._aborted.append(completed.aborted_txn())
                 self._pending_aborted.append(completed.aborted_txn())

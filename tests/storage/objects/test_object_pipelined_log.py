@@ -1,7 +1,8 @@
 """One partition with several flushes in flight (storage/pg/in_flight.py, write_order.py): the
 leader sequences its next appends while an earlier flush is stored and committed; the commits
 and the answers follow the order of sequencing, and a flush that fails takes the ones behind it
-down with it, so nothing is written after a gap and the producer's retries are written once."""
+down with it, so nothing is written after a gap and the producer's retries are written once. A
+transaction's commit marker in flight holds the LSO until it is committed."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import asyncpg
 import pytest
 
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import LogAppendInfo
+from storage.api import AppendOrigin, IsolationLevel, LogAppendInfo
 from storage.object_store import ObjectStore, ObjectStoreError
 from storage.pg.object_commit import FlushSettings
 from storage.pg.partition_log import PgPartitionLog
 from tests.storage.objects.conftest import TP, StoreWrapper
 from tests.storage.pg.conftest import SourceFactory
-from tests.storage.pg.helpers import batch, take, values
+from tests.storage.pg.helpers import batch, marker, take, values
 
 
 class _Held(StoreWrapper):
@@ -129,3 +130,38 @@ async def test_appends_of_one_partition_in_one_flush_are_one_run(
     runs = await db.fetch("SELECT base_offset, last_offset FROM batch_runs")
     assert [(r["base_offset"], r["last_offset"]) for r in runs] == [(0, 2)]  # one write, fenced once
     assert [v for _, v in await values(plog)] == [b"0-0", b"1-0", b"2-0"]
+
+
+async def _read_committed(plog: PgPartitionLog) -> list[bytes]:
+    return [bytes(b) for b in (await plog.read(0, 1 << 20, IsolationLevel.READ_COMMITTED)).records]
+
+
+async def test_a_commit_marker_holds_the_lso_until_it_is_committed(
+    source_factory: SourceFactory, s3_store: ObjectStore, db: asyncpg.Pool
+) -> None:
+    held = _Held(s3_store)
+    plog = await _log(source_factory, held, db)
+    data = _queued(plog.submit(batch(2, pid=9, epoch=0, seq=0, txn=True)))
+    await held.held(1)
+    held.waiting[0][1].set_result(True)
+    await data
+    commit = _queued(plog.submit(marker(9, commit=True), AppendOrigin.COORDINATOR))
+    await held.held(2)  # the marker is sequenced (the producer state ended the transaction) ...
+    in_flight = (plog.high_watermark, plog.last_stable_offset, await _read_committed(plog))
+    held.waiting[1][1].set_result(False)  # ... but its flush fails: the coordinator writes it again
+    with pytest.raises(KafkaError):
+        await commit
+    after_failure = (plog.last_stable_offset, await _read_committed(plog))
+    again = _queued(plog.submit(marker(9, commit=True), AppendOrigin.COORDINATOR))
+    await held.held(3)
+    held.waiting[2][1].set_result(True)
+    await again
+    assert in_flight == (2, 0, [])  # (asserted once nothing is held: a failure must not hang the teardown)
+    assert after_failure == (0, [])
+    assert (plog.high_watermark, plog.last_stable_offset) == (3, 3)
+    assert len(await _read_committed(plog)) == 2  # the data batch and the marker
+
+
+def _queued(answer: LogAppendInfo | asyncio.Future[LogAppendInfo]) -> asyncio.Future[LogAppendInfo]:
+    assert isinstance(answer, asyncio.Future)  # queued: answered once committed
+    return answer
