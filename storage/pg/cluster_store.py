@@ -24,15 +24,16 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from typing import Final
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Final, TypeVar
 
 from ..api import BrokerEndpoint, ClusterSnapshot, PartitionLease, TopicPartition, Unregistered
-from .pool import Connection, Pool, Row, connect
+from .pool import Connection, Pool, Row, connect, lasting, within
 
 __all__ = ("ClusterStore", "ensure_cluster_id", "ensure_record_storage")
 
 
+T = TypeVar("T")
 LEADERSHIP_CHANNEL: Final = "eos_leadership"
 _NOTIFY: Final = "SELECT pg_notify($1, $2)"
 _LISTEN_TIMEOUT_S: Final = 10.0
@@ -143,9 +144,9 @@ class ClusterStore:
         node id holds a live lease (a broker that was killed: its lease has to lapse first, or a
         second broker given the same node.id)."""
         incarnation = uuid.uuid4()
-        row = await self.pool.fetchrow(_REGISTER, self.node_id, incarnation, self.lease_ms,
-                                       endpoint.host, endpoint.port, endpoint.rack,
-                                       json.dumps([list(listener) for listener in endpoint.listeners]))
+        row = await self._within_lease(self.pool.fetchrow(
+            _REGISTER, self.node_id, incarnation, self.lease_ms, endpoint.host, endpoint.port, endpoint.rack,
+            json.dumps([list(listener) for listener in endpoint.listeners])))
         if row is None:
             return False
         self.incarnation = incarnation
@@ -156,8 +157,17 @@ class ClusterStore:
         """Extend the lease; False if it had lapsed (or was taken over): register again."""
         if self.incarnation is None:
             return False
-        status = await self.pool.execute(_HEARTBEAT, self.node_id, self.incarnation, self.lease_ms)
+        status = await self._within_lease(self.pool.execute(_HEARTBEAT, self.node_id, self.incarnation,
+                                                            self.lease_ms))
         return bool(_rows(status))
+
+    async def _within_lease(self, statement: Awaitable[T]) -> T:
+        """statement's answer, or OutOfTime after one lease: a heartbeat that late is no use (the lease
+        ran out meanwhile by this broker's timer), and the next one, sent on a connection the pool opens
+        again, finds the database as soon as it is back, not after the statement timeout. The statement is
+        left to end by itself (within()); one that lands late extends the lease in the database only,
+        which this broker's timer does not count, or registers an incarnation the next register waits out."""
+        return await within(statement, lasting(self.lease_ms / 1000))
 
     async def deregister(self) -> None:
         """Leave: the lease ends now, so other brokers take this one's partitions at once."""

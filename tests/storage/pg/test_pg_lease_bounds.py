@@ -1,8 +1,8 @@
 """Waits a request has on the cluster database beyond appends, bounded by the broker's lease rather
 than the statement timeout: a read for Fetch or ListOffsets and the producer snapshot that follows
 an append's answer by the lease's time left (after which another broker leads), a producer-id block for
-InitProducerId and a topic change, which need no lease, by one lease's length. A broker cut off from
-the database answers in time, with a retriable error.
+InitProducerId, a topic change, which need no lease, and the lease's own heartbeat and registration by
+one lease's length. A broker cut off from the database answers in time, with a retriable error.
 
 Each case holds a lock the statement needs until the request has been answered; the statement
 timeout (600 s) is beyond pytest's, so without the bound the test hangs and fails."""
@@ -19,8 +19,9 @@ import asyncpg
 import pytest
 
 from protocol.errors import ErrorCode, KafkaError
-from storage.api import TopicPartition
+from storage.api import BrokerEndpoint, TopicPartition
 from storage.log_messages import BARRIER
+from storage.pg.cluster_store import ClusterStore
 from storage.pg.log_source import PgLogSource
 from storage.pg.pool import close_pool, create_pool
 from storage.pg.producer_ids import PgProducerIdBlocks
@@ -157,3 +158,23 @@ async def test_a_pool_gives_up_a_connection_that_never_completes_after_its_conne
         silent.listen()
         with pytest.raises(TimeoutError):
             await create_pool(f"postgresql://eos@127.0.0.1:{silent.getsockname()[1]}/eos", connect_timeout=0.5)
+
+
+async def test_a_heartbeat_or_registration_the_database_does_not_answer_fails_after_one_lease(
+    pg_url: str, db: asyncpg.Pool
+) -> None:
+    """Not after the statement timeout: the next heartbeat, tried a lease / 4 later, finds the
+    database once it is back."""
+    pool = await create_pool(pg_url, max_size=4, command_timeout=STATEMENT_TIMEOUT_S)
+    try:
+        store = ClusterStore(pool, 1, lease_ms=1000)
+        assert await store.register(BrokerEndpoint(1, "127.0.0.1", 9092))
+        async with locked(db, "brokers"):
+            with pytest.raises(TimeoutError):
+                await store.heartbeat()
+            with pytest.raises(TimeoutError):
+                await ClusterStore(pool, 2, lease_ms=1000).register(BrokerEndpoint(2, "127.0.0.1", 9093))
+        assert not await store.heartbeat()  # the lease lapsed meanwhile (the heartbeat left ran too late)
+        assert await store.register(BrokerEndpoint(1, "127.0.0.1", 9092))
+    finally:
+        await close_pool(pool, 1.0)
