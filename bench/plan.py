@@ -37,7 +37,7 @@ class Size:
 SIZES = {
     "tiny": Size(rounds=1, warmup_records=500, produce_records=2_000, txn_records=2_000,
                  read_committed_mb=2, ctp_records=2_000, txns_one=20, txns_each_of_8=5,
-                 e2e_rate=50, e2e_seconds=2, tool_records=2_000, redeliveries=2),
+                 e2e_rate=50, e2e_seconds=2, tool_records=2_000, redeliveries=1),
     "small": Size(rounds=3, warmup_records=20_000, produce_records=200_000, txn_records=60_000,
                   read_committed_mb=128, ctp_records=20_000, txns_one=300, txns_each_of_8=60,
                   e2e_rate=200, e2e_seconds=10, tool_records=500_000, redeliveries=5),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import resource
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,10 +23,6 @@ from bench.load.kafka_perf import _emit, _java, fill_topic
 SOURCE = Path(__file__).parent / "java" / "ShareRedelivery.java"
 CONSUME_TIMEOUT_MS = 60_000  # ShareConsumerPerformance gives up after this long without a record
 SAMPLE_TIMEOUT_S = 120.0  # beyond the lock: JVM starts, joins, a redelivery far too late
-
-
-def _helper(tmp: str) -> str:
-    return compile_java(Path(tmp), SOURCE)
 
 
 def parse_share_perf(out: str) -> tuple[int, float]:
@@ -44,9 +39,8 @@ def share_perf(bootstrap: str, params: dict) -> None:
     """params: topic, partitions, records, consumers."""
     topic, records, group = params["topic"], params["records"], params["topic"] + "-share"
     fill_topic(bootstrap, topic, params["partitions"], records, transactional=False)
-    with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run(["java", "-Xmx128m", "-cp", _helper(tmp), "ShareRedelivery", "configure", bootstrap,
-                               group, "share.auto.offset.reset=earliest"], capture_output=True, text=True)
+    done = subprocess.run(["java", "-Xmx128m", "-cp", compile_java(SOURCE), "ShareRedelivery", "configure", bootstrap,
+                           group, "share.auto.offset.reset=earliest"], capture_output=True, text=True)
     if done.returncode != 0:
         fail(f"setting {group}'s share.auto.offset.reset failed: {done.stderr[-1500:]}")
     mark("start")
@@ -66,13 +60,12 @@ def share_perf(bootstrap: str, params: dict) -> None:
 
 def share_redelivery(bootstrap: str, params: dict) -> None:
     """params: topic, samples, lock_ms. Each sample on a topic and group of its own."""
-    with tempfile.TemporaryDirectory() as tmp:
-        cp = _helper(tmp)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        mark("start")
-        t0 = time.perf_counter()
-        ms = [_redelivery(cp, bootstrap, f"{params['topic']}-{i}", params["lock_ms"]) for i in range(params["samples"])]
-        wall = time.perf_counter() - t0
+    cp = compile_java(SOURCE)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    mark("start")
+    t0 = time.perf_counter()
+    ms = [_redelivery(cp, bootstrap, f"{params['topic']}-{i}", params["lock_ms"]) for i in range(params["samples"])]
+    wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     _emit({"redelivery p50 ms": percentile(ms, 50), "redelivery max ms": max(ms)}, wall, cpu,
