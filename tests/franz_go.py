@@ -58,6 +58,14 @@ NOT_RUN: Final[Mapping[str, str]] = {
 # other tests use the PLAINTEXT one (KGO_SEEDS).
 SCRAM_SETTINGS: Final = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
                          "sasl.enabled.mechanisms": "SCRAM-SHA-256"}
+# What every broker of these runs gets: no initial rebalance delay, as Kafka's own
+# config/server.properties sets "for development and testing" (the broker franz-go's CI runs). The
+# group ETLs start their consumers in a new group and rebalance it as more join and leave: each
+# group's first join would otherwise wait Kafka's default 3 s.
+SETTINGS: Final = {"group.initial.rebalance.delay.ms": "0"}
+# Tests run at once (go test's -parallel; GOMAXPROCS, 2 here, by default). Nearly every broker test
+# of pkg/kgo calls t.Parallel() and mostly waits (the V2 run takes ~22 s of client CPU in ~90 s).
+PARALLEL: Final = 4
 SCRAM_USER: Final = ("franz", "franz-secret")
 
 
@@ -118,7 +126,8 @@ def run(binary: Path, bootstrap: str, records: int = 5000, timeout_s: float = 60
                         "KGO_LOG_LEVEL": "none"} | dict(extra_env or {})
     skip = "^(" + "|".join(NOT_RUN) + ")$"
     only = [] if tests == ALLOWED else ["-test.run", "^(" + "|".join(tests) + ")$"]
-    done = subprocess.run([str(binary), "-test.v", "-test.skip", skip, *only, "-test.timeout", f"{int(timeout_s)}s"],
+    done = subprocess.run([str(binary), "-test.v", "-test.skip", skip, *only, "-test.timeout", f"{int(timeout_s)}s",
+                           "-test.parallel", str(PARALLEL)],
                           cwd=binary.parent / f"franz-go-{VERSION}" / "pkg" / "kgo", env=env, capture_output=True,
                           text=True, timeout=timeout_s + 60)
     result = SuiteResult(output=done.stdout + done.stderr)
@@ -138,7 +147,7 @@ def main() -> int:
     status = 0
     for level in ("2", "1"):
         with tempfile.TemporaryDirectory() as tmp, BrokerProcess(
-                Path(tmp) / "data", SCRAM_SETTINGS | {"transaction.version": level}) as broker:
+                Path(tmp) / "data", SETTINGS | SCRAM_SETTINGS | {"transaction.version": level}) as broker:
             broker.start()
             env = scram_env(broker.bootstrap, broker.bootstrap_of("SASL_PLAINTEXT"))
             result = run(binary, broker.bootstrap, records=20000, extra_env=env)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.conftest import BrokerFactory
-from tests.franz_go import ALLOWED, SCRAM_SETTINGS, SuiteResult, build, run, scram_env
+from tests.franz_go import ALLOWED, SCRAM_SETTINGS, SETTINGS, SuiteResult, build, run, scram_env
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(shutil.which("go") is None, reason="the Go toolchain (go) is not installed")]
@@ -25,7 +25,8 @@ def v1_etl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[SuiteRes
     the module so that it runs beside the V2 suite: both mostly wait (on rebalances and commits;
     the V2 suite takes ~22 s of client CPU in ~90 s), so the two take about as long as one."""
     binary = build()
-    broker = BrokerProcess(tmp_path_factory.mktemp("franz-go-v1") / "data", {"transaction.version": "1"}).start()
+    broker = BrokerProcess(tmp_path_factory.mktemp("franz-go-v1") / "data",
+                           SETTINGS | {"transaction.version": "1"}).start()
     with ThreadPoolExecutor(1) as pool:
         yield pool.submit(run, binary, broker.bootstrap, 5000, tests=("TestTxnEtl",))
     broker.close()  # fails the module's last test if the broker logged an error or exited badly
@@ -34,7 +35,7 @@ def v1_etl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[SuiteRes
 @pytest.mark.usefixtures("v1_etl")  # first, so that the V1 ETL runs while this one does
 def test_franz_go_kgo_suite_under_transactions_v2(broker_factory: BrokerFactory) -> None:
     binary = build()
-    broker = broker_factory(SCRAM_SETTINGS | {"transaction.version": "2"})
+    broker = broker_factory(SETTINGS | SCRAM_SETTINGS | {"transaction.version": "2"})
     env = scram_env(broker.bootstrap, broker.bootstrap_of("SASL_PLAINTEXT"))
     # fewer records per ETL than franz-go's default 500,000 keeps the run around a minute
     result = run(binary, broker.bootstrap, records=5000, extra_env=env)
