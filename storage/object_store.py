@@ -10,6 +10,7 @@ ObjectNotFoundError when the key does not exist.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
@@ -24,7 +25,7 @@ from obstore.exceptions import NotFoundError
 from obstore.store import LocalStore, S3Store
 
 __all__ = ("ObjectInfo", "ObjectNotFoundError", "ObjectStore", "ObjectStoreError", "ObjectStoreSettings",
-           "ObstoreObjectStore", "check_writable", "open_object_store")
+           "ObstoreObjectStore", "check_writable", "open_object_store", "payload_signed")
 
 _REQUEST_TIMEOUT: Final = "30s"
 _CONNECT_TIMEOUT: Final = "5s"
@@ -173,7 +174,31 @@ def _s3_store(bucket: str, prefix: str, endpoint: str | None, region: str | None
     return S3Store(bucket, prefix=prefix or None, endpoint=endpoint,
                    region=region or os.environ.get("AWS_REGION") or "us-east-1",
                    virtual_hosted_style_request=endpoint is None, client_options=options,  # type: ignore[arg-type]
+                   unsigned_payload=not payload_signed(endpoint),
                    retry_config={"max_retries": 3, "retry_timeout": _RETRY_TIMEOUT}, **credentials)  # type: ignore[arg-type]
+
+
+def payload_signed(endpoint: str | None) -> bool:
+    """Whether a PUT signs its body's SHA-256 (SigV4's x-amz-content-sha256) rather than sending
+    UNSIGNED-PAYLOAD. Hashing every byte took a fifth of a broker's CPU under produce load (perf,
+    docs/cluster.md), and it guards the body on the way only where nothing else does: over plain
+    HTTP to another host. Over TLS (AWS's own endpoint, any https:// one) the connection guards it,
+    and loopback has nothing on the way. Every request's headers are signed either way."""
+    if endpoint is None:
+        return False
+    parts = urlsplit(endpoint)
+    return parts.scheme != "https" and not _loopback(parts.hostname)
+
+
+def _loopback(host: str | None) -> bool:
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve anywhere
+        return False
 
 
 def _metadata_disabled() -> bool:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
 import pytest
 
-from storage.object_store import ObjectNotFoundError, ObjectStoreError, ObstoreObjectStore, open_object_store
-from tests.s3_server import REGION, S3Server
+from storage.object_store import (
+    ObjectNotFoundError,
+    ObjectStoreError,
+    ObstoreObjectStore,
+    open_object_store,
+    payload_signed,
+)
+from tests.s3_server import REGION, LoopbackS3Server, S3Server
 
 
 async def _keys(store: ObstoreObjectStore, prefix: str = "") -> dict[str, int]:
@@ -57,3 +69,52 @@ def test_urls_it_cannot_use() -> None:
                      ("file://host/dir", "local directory")):
         with pytest.raises(ValueError, match=why):
             open_object_store(url)
+
+
+def test_the_body_is_signed_only_over_plain_http_to_another_host() -> None:
+    assert payload_signed("http://10.1.2.3:9000")
+    assert payload_signed("http://objects.internal:9000")  # a name may resolve anywhere
+    for endpoint in (None, "https://objects.internal", "https://10.1.2.3", "http://127.0.0.1:9000",
+                     "http://localhost:9000", "http://[::1]:9000"):
+        assert not payload_signed(endpoint), endpoint
+
+
+@contextlib.asynccontextmanager
+async def _recording_relay(endpoint: str, sent: bytearray) -> AsyncIterator[str]:
+    """A loopback TCP relay to endpoint keeping every byte the client sends; yields its endpoint.
+    Its connections are closed on leaving (the client keeps them alive in its pool)."""
+    target = urlsplit(endpoint)
+    writers: list[asyncio.StreamWriter] = []
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, keep: bytearray | None) -> None:
+        while data := await reader.read(65536):
+            if keep is not None:
+                keep.extend(data)
+            writer.write(data)
+            await writer.drain()
+
+    async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection(target.hostname, target.port)
+        writers.extend((client_w, server_w))
+        await asyncio.gather(pump(client_r, server_w, sent), pump(server_r, client_w, None), return_exceptions=True)
+
+    relay = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{relay.sockets[0].getsockname()[1]}"
+    finally:
+        relay.close()
+        for writer in writers:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+        await relay.wait_closed()
+
+
+async def test_a_put_to_a_loopback_store_sends_an_unsigned_body(s3_server: LoopbackS3Server, s3_bucket: str) -> None:
+    sent = bytearray()
+    async with _recording_relay(s3_server.endpoint, sent) as endpoint:
+        store = open_object_store(s3_server.url(s3_bucket), endpoint=endpoint, region=REGION)
+        await store.put("flush/0001", [b"x" * 5000, b"y" * 5000])
+        assert await store.get_range("flush/0001", 4990, 5010) == b"x" * 10 + b"y" * 10  # the server took it
+    put = re.search(rb"^PUT [^\r]*\r\n(?:[^\r]+\r\n)*?x-amz-content-sha256: *([^\r]+)\r\n", sent, re.I | re.M)
+    assert put is not None and put.group(1) == b"UNSIGNED-PAYLOAD"
