@@ -175,7 +175,9 @@ class FeatureLevelWatcher:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            # A read cancelled on a database that does not answer ends only when the backend cuts
+            # the pool off (asyncpg waits for its cancel request): not waited for past half a second.
+            await asyncio.wait({self._task}, timeout=0.5)
 
     async def _run(self) -> None:
         while True:

@@ -27,7 +27,7 @@ from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_archive import ArchiveSettings
 from storage.pg.object_commit import FlushSettings
-from storage.pg.pool import Pool, close_pool, create_pool
+from storage.pg.pool import Pool, close_pool, create_pool, stop_tasks
 from storage.pg.producer_ids import PgProducerIdBlocks
 from storage.pg.schema import SchemaTooNewError, migrate
 from storage.pg.security_store import PgSecurityMetadata
@@ -44,6 +44,10 @@ __all__ = ("ClusterBackend", "EXIT_DATABASE_UNREACHABLE")
 log = logging.getLogger(__name__)
 EXIT_DATABASE_UNREACHABLE: Final = 1
 _CONNECT_TIMEOUT_S: Final = 15.0
+# Shutdown, after the broker left the cluster: how long its polling tasks and the pool's connections
+# are waited for before they are cut off (a database that answers needs milliseconds).
+_TASKS_END_S: Final = 0.5
+_POOL_CLOSE_S: Final = 2.0
 
 
 class _OneLine(logging.Filter):
@@ -188,14 +192,13 @@ class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
         await self.member.start()
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await stop_tasks(self._tasks, _TASKS_END_S)
         if self.pool.pool is not None:
             await self.logs.close()
-            # A statement left running on a database that does not answer (within()) holds its
-            # connection until its statement timeout: the pool waits at most a lease for it.
-            await close_pool(self.pool.pool, self.config.cluster_lease_ms / 1000)
+            # A statement left running on a database that does not answer (within()), or cancelled
+            # and waiting for its cancel request's answer, holds its connection until its statement
+            # timeout: the pool waits a little (what a live database needs), then cuts them off.
+            await close_pool(self.pool.pool, min(self.config.cluster_lease_ms / 1000, _POOL_CLOSE_S))
         self._remove_temp_dir()
 
     async def abandon(self) -> None:

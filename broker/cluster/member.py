@@ -34,7 +34,11 @@ from .lease_view import LeaseView, notify
 __all__ = ("ClusterMember", "LeaseStore")
 
 log = logging.getLogger(__name__)
-_STOP_TIMEOUT_S = 5.0
+_STOP_TIMEOUT_S = 3.0
+# Leaving (stop): how long the appends and coordinator writes in flight may still take, and how long
+# the heartbeat and balancing tasks are waited for once cancelled.
+_LEAVE_GRACE_S = 2.0
+_TASKS_END_S = 0.5
 # Rounds that were woken early are at least this far apart (wakes come from requests).
 _MIN_ROUND_GAP_S = 0.2
 # How long after another broker's lease should have run out to look (its row must read lapsed).
@@ -70,6 +74,7 @@ class ClusterMember:
         self._registered = False
         self._generation = 0  # bumped on each loss of the lease: elections begun before it are void
         self._deadline: asyncio.TimerHandle | None = None
+        self._leave_by: float | None = None  # leaving (stop): writes in flight end by then, not with the lease
         self._tasks: list[asyncio.Task[object]] = []
         self._side_tasks: set[asyncio.Task[object]] = set()
         self._db_down = False
@@ -98,20 +103,37 @@ class ClusterMember:
 
     async def stop(self) -> None:
         """Leave cleanly: stop serving, release every partition and end the lease, so the other
-        brokers take over at once (not after a lease); bounded when the database is gone."""
+        brokers take over at once (not after a lease). Bounded when the database does not answer
+        (as Kafka's controlled shutdown is): writes in flight get _LEAVE_GRACE_S rather than the
+        rest of the lease, the release _STOP_TIMEOUT_S; then the others take over when the lease lapses."""
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            # A heartbeat or round cancelled inside a statement ends only once the database answers
+            # asyncpg's cancel request, or the backend cuts the pool off at close: not waited for.
+            await asyncio.wait(self._tasks, timeout=_TASKS_END_S)
+        self._leave_by = asyncio.get_running_loop().time() + _LEAVE_GRACE_S
+        serving = list(self.view.serving)
+        epochs = await asyncio.gather(*(self._resign(tp) for tp in serving))  # each log's last snapshot at once
         self._cancel_deadline()
-        held = [(tp, epoch) for tp in list(self.view.serving) if (epoch := await self._resign(tp)) is not None]
-        await self.store.unlisten()
-        try:
-            async with asyncio.timeout(_STOP_TIMEOUT_S):
-                await self.store.release(held)
-                await self.store.deregister()
-        except Exception as exc:  # the others take over once the lease lapses
-            log.warning("could not leave the cluster cleanly (%s); other brokers take over when the lease "
-                        "lapses", exc or type(exc).__name__)
+        held = [(tp, epoch) for tp, epoch in zip(serving, epochs, strict=True) if epoch is not None]
+        # Not cancelled when out of time: cancelling a statement waits for a database that does not answer.
+        leaving = asyncio.get_running_loop().create_task(self._leave(held), name="cluster-leave")
+        if (await asyncio.wait({leaving}, timeout=_STOP_TIMEOUT_S))[0]:
+            failure = leaving.exception()
+        else:
+            leaving.add_done_callback(_retrieve)
+            failure = TimeoutError(f"no answer within {_STOP_TIMEOUT_S:g} s")
+        if failure is not None:  # the others take over once the lease lapses
+            log.warning("could not leave the cluster cleanly (%s); other brokers take over when the lease lapses",
+                        str(failure) or type(failure).__name__)
+
+    async def _leave(self, held: list[tuple[TopicPartition, int]]) -> None:
+        """Release the partitions and end the lease; meanwhile stop listening."""
+        async def release() -> None:
+            await self.store.release(held)
+            await self.store.deregister()
+        await asyncio.gather(release(), self.store.unlisten())
 
     def wake(self) -> None:
         """Balance now (a topic was created, a partition was lost)."""
@@ -147,11 +169,13 @@ class ClusterMember:
         self._deadline = asyncio.get_running_loop().call_at(sent + self._lease_s, self._lapsed)
 
     def lease_left_s(self) -> float:
-        """Seconds until the lease runs out by this broker's own timer (0 while it holds none):
-        what a write a request waits for may still take (storage/pg/group_commit.py)."""
+        """Seconds until the lease runs out by this broker's own timer (0 while it holds none; no more
+        than the grace left once it is leaving): what a write a request waits for may still take
+        (storage/pg/group_commit.py)."""
         if self._deadline is None:
             return 0.0
-        return max(self._deadline.when() - asyncio.get_running_loop().time(), 0.0)
+        ends = self._deadline.when() if self._leave_by is None else min(self._deadline.when(), self._leave_by)
+        return max(ends - asyncio.get_running_loop().time(), 0.0)
 
     def _cancel_deadline(self) -> None:
         if self._deadline is not None:
@@ -202,7 +226,7 @@ class ClusterMember:
     def _database_down(self, exc: BaseException) -> None:
         if not self._db_down:
             log.warning("cannot reach the cluster database (%s); partitions stay led here until the lease "
-                        "lapses", exc or type(exc).__name__)
+                        "lapses", str(exc) or type(exc).__name__)
             self._db_down = True
 
     def _database_back(self) -> None:
@@ -288,6 +312,12 @@ class ClusterMember:
         task = asyncio.get_running_loop().create_task(work)
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """The outcome of a leave given up on (already reported): retrieved, so asyncio logs nothing."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _names(tps: Iterable[TopicPartition]) -> str:

@@ -43,7 +43,7 @@ from .object_gc import DEFAULT_ORPHAN_GRACE_MS, collect_loop
 from .object_runs import DEFAULT_READ_CACHE_BYTES, ObjectPartitionStore, ObjectReader
 from .partition_log import PRODUCER_SNAPSHOT_INTERVAL_BATCHES, PRODUCER_SNAPSHOT_INTERVAL_BYTES, PgPartitionLog
 from .partition_store import PartitionStore
-from .pool import OutOfTime, Pool, lasting, within
+from .pool import OutOfTime, Pool, lasting, stop_tasks, within
 from .topic_store import TopicStore
 
 __all__ = ("PgLogSource",)
@@ -51,6 +51,7 @@ __all__ = ("PgLogSource",)
 log = logging.getLogger(__name__)
 # A Metadata request for a topic unknown here re-reads the topics at most this often.
 _LOOKUP_MIN_INTERVAL_S: Final = 0.1
+_TASKS_END_S: Final = 0.5  # close: how long the refresh and background tasks are waited for once cancelled
 DEFAULT_REFRESH_INTERVAL_MS: Final = 1000
 
 
@@ -118,9 +119,8 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
 
     async def close(self) -> None:
         """Close every log (each stores a last producer snapshot), then the writer."""
-        for task in [t for t in (self._refresher, *self._background) if t is not None]:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        # Their statements may wait on a database that does not answer: the pool's close ends them.
+        await stop_tasks([t for t in (self._refresher, *self._background) if t is not None], _TASKS_END_S)
         await self.close_all_partitions()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.committer.close()

@@ -11,14 +11,14 @@ more tightly, by the time left on the broker's lease (within()).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 
 __all__ = ("DEFAULT_COMMAND_TIMEOUT_S", "DEFAULT_CONNECT_TIMEOUT_S", "Connection", "OutOfTime", "Pool", "Queries",
-           "Row", "close_pool", "connect", "create_pool", "lasting", "within")
+           "Row", "close_pool", "connect", "create_pool", "lasting", "stop_tasks", "within")
 
 T = TypeVar("T")
 
@@ -109,13 +109,19 @@ async def close_pool(pool: Pool, timeout: float) -> None:
         pool.terminate()
 
 
+# How often within() reads its time left again while a statement runs (a fast one is answered
+# before the first read).
+_RECHECK_S: Final = 0.5
+
+
 class OutOfTime(TimeoutError):
     """within()'s time ran out (a statement's own command_timeout is a plain TimeoutError)."""
 
 
 async def within(work: Awaitable[T], time_left: Callable[[], float | None]) -> T:
     """work's result, or OutOfTime once time_left() (seconds; None: unbounded) reads 0 (work's
-    outcome then unknown). Read again when it runs out: a lease renewed meanwhile has more left.
+    outcome then unknown). Read again when it runs out, and at least every _RECHECK_S: a lease
+    renewed meanwhile has more left, and a broker that is leaving has less (ClusterMember.stop).
 
     On OutOfTime work is left to end by itself (command_timeout) rather than cancelled: cancelling a
     statement sends PostgreSQL a cancel request over a new connection and waits for it, which with
@@ -125,7 +131,7 @@ async def within(work: Awaitable[T], time_left: Callable[[], float | None]) -> T
     try:
         while (left := time_left()) is None or left > 0:
             try:
-                return await asyncio.wait_for(asyncio.shield(task), left)
+                return await asyncio.wait_for(asyncio.shield(task), None if left is None else min(left, _RECHECK_S))
             except TimeoutError:
                 if task.done():
                     raise  # work's own timeout
@@ -144,6 +150,19 @@ def lasting(seconds: float | None) -> Callable[[], float | None]:
     loop = asyncio.get_running_loop()
     ends = loop.time() + seconds
     return lambda: ends - loop.time()
+
+
+async def stop_tasks(tasks: Collection[asyncio.Task[Any]], timeout: float) -> None:
+    """Cancel tasks and wait for them to end, no longer than timeout. One cancelled inside a
+    statement does not end at once when the database does not answer: returning its connection
+    to the pool, asyncpg waits for the server to answer the cancel request, up to the statement
+    timeout. close_pool() ends that wait when it cuts the connections off."""
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout)
+    for task in tasks:
+        task.add_done_callback(_forget)
 
 
 def _forget(task: asyncio.Future[Any]) -> None:
