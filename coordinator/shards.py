@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode, KafkaError
+from storage.api import ClusterView, TopicPartition
 
 __all__ = ("CoordinatorShards", "ShardStatus")
 
@@ -38,10 +39,12 @@ class _Shard:
 
 
 class CoordinatorShards:
-    def __init__(self, topic: str, what: str) -> None:
+    def __init__(self, topic: str, what: str, view: ClusterView | None = None) -> None:
         self.topic = topic
         self.what = what  # "transactional id", "group": for error messages
         self._shards: dict[int, _Shard] = {}
+        # Says which partitions this broker was just elected to but has not announced yet.
+        self._view = view
 
     def elect(self, partition: int, epoch: int) -> bool:
         """This broker now leads the partition at epoch: load it. False for an election already
@@ -89,6 +92,11 @@ class CoordinatorShards:
     def check(self, partition: int, key: str) -> int:
         """The shard's coordinator epoch if it is loaded here; else the error Kafka answers."""
         shard = self._shards.get(partition)
+        if shard is None and self._view is not None and self._view.electing(TopicPartition(self.topic, partition)):
+            # Elected, its log still opening: the other brokers already send its clients here, and
+            # NOT_COORDINATOR would end a librdkafka committed() (it retries only this error).
+            raise KafkaError(ErrorCode.coordinator_load_in_progress,
+                             f"the coordinator of {self.what} '{key}' is opening {self.topic}-{partition}")
         if shard is None:
             raise KafkaError(ErrorCode.not_coordinator,
                              f"this broker is not the coordinator of {self.what} '{key}' "

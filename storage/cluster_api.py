@@ -124,6 +124,11 @@ class ClusterView(Protocol):
         """None for a partition the cluster does not have."""
         ...
 
+    def electing(self, tp: TopicPartition) -> bool:
+        """This broker holds tp's lease but is still opening its log: the other brokers already
+        name it the leader, while its coordinators have not heard of the election yet."""
+        ...
+
     def replicas(self, tp: TopicPartition) -> list[int]:
         """The brokers that could lead the partition at once, leader first (with shared storage:
         the live brokers, up to the topic's replication factor); Metadata's replicas and ISR."""

@@ -44,6 +44,7 @@ class LeaseView:
         self._fenced: list[BrokerEndpoint] = []
         self._rows: dict[TopicPartition, PartitionLease] = {}
         self.serving: dict[TopicPartition, int] = {}  # partition -> the leader epoch we hold
+        self.opening: set[TopicPartition] = set()  # taken in the database, log not open yet
         self.listeners: list[LeadershipListener] = []
         self._announcing: set[asyncio.Task[None]] = set()
 
@@ -82,6 +83,9 @@ class LeaseView:
             self._on_unknown()
             return None
         return PartitionLeader(row.leader if row.leader != self._node_id else -1, row.leader_epoch)
+
+    def electing(self, tp: TopicPartition) -> bool:
+        return tp in self.opening
 
     async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
         """Reads the database's leases again every _LOOK_AGAIN_S (the balancing rounds run at least

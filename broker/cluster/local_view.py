@@ -58,6 +58,9 @@ class LocalClusterView:
     def replicas(self, tp: TopicPartition) -> list[int]:
         return [self.node_id] if self.leader(tp) is not None else []
 
+    def electing(self, tp: TopicPartition) -> bool:
+        return False  # every partition is led here from the start
+
     async def await_leaders(self, partitions: Sequence[TopicPartition], timeout_s: float) -> bool:
         return all(self.leader(tp) is not None for tp in partitions)  # this broker leads them all
 

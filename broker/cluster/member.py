@@ -14,8 +14,9 @@ by the database's clock from a moment after that send.
 
 On election the storage backend opens the log first (it rebuilds producer state at the new
 epoch), then the view reports the partition led here, then the listeners (the coordinators) hear
-of it; on resignation the listeners go first, then the log closes, and only then is the
-partition released in the database.
+of it (until then the view reports it electing, and the coordinators answer its keys as loading);
+on resignation the listeners go first, then the log closes, and only then is the partition
+released in the database.
 """
 
 from __future__ import annotations
@@ -278,12 +279,24 @@ class ClusterMember:
             await self.store.release(released)
             log.info("handed over %d partitions for balance: %s", len(released), _names(tp for tp, _ in released))
         taken = await self.store.take(moves.take) if moves.take else {}
-        for tp, epoch in sorted(taken.items()):
-            await self._elect(tp, epoch)
+        # The other brokers name us the leader from now on, while the logs open one by one: our
+        # coordinators answer their shards as loading meanwhile (the view says which).
+        self.view.opening.update(taken)
+        try:
+            for tp, epoch in sorted(taken.items()):
+                await self._elect(tp, epoch)
+        finally:
+            self.view.opening.difference_update(taken)  # a round cut short (cancelled at stop)
         if taken:
             log.info("now leading %d partitions; took %s", len(self.view.serving), _names(taken))
 
     async def _elect(self, tp: TopicPartition, epoch: int) -> None:
+        try:
+            await self._open(tp, epoch)
+        finally:
+            self.view.opening.discard(tp)  # the coordinators have heard (or it is not ours)
+
+    async def _open(self, tp: TopicPartition, epoch: int) -> None:
         generation = self._generation
         try:
             await self._logs.on_elected(tp, epoch)

@@ -67,8 +67,8 @@ class GroupCoordinator(GroupActor):
     ) -> None:
         super().__init__(logs, config or GroupConfig(), clock_ms)
         self.consumer_config = consumer_config or ConsumerGroupConfig()
-        self._init_shards()
         self.cluster = cluster
+        self._init_shards()
         self.runtime = CoordinatorRuntime(
             "group coordinator", self._run_message, write=self.write_records, run_effect=self.run_effect,
             execute_batch=self._serve_commits, batchable=is_offset_commit, on_stopped=self._on_stopped,

@@ -51,7 +51,7 @@ class ShardedGroups(AdminOperations):
     _loads: TaskSupervisor
 
     def _init_shards(self) -> None:
-        self.shards = CoordinatorShards(CONSUMER_OFFSETS_TOPIC, "group")
+        self.shards = CoordinatorShards(CONSUMER_OFFSETS_TOPIC, "group", self.cluster)
         self._loads = TaskSupervisor("group coordinator")
 
     async def _install_in_actor(self, partition: int, epoch: int, loaded: dict[str, GroupMetadata],

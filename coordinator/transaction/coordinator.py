@@ -109,7 +109,7 @@ class TransactionCoordinator(TxnShards):
                                            producer_id_blocks, segment_bytes=config.segment_bytes)
         self.markers = MarkerWriter(logs, config.coordinator_epoch, group, config.retry_backoff,
                                     cluster=cluster, remote=remote_markers)
-        self.shards = CoordinatorShards(TRANSACTION_STATE_TOPIC, "transactional id")
+        self.shards = CoordinatorShards(TRANSACTION_STATE_TOPIC, "transactional id", cluster)
         self.txn_shards: dict[int, TxnShard] = {}  # the loaded shards, by partition
         self.outcomes = TxnOutcomes()
         self.runtime: CoordinatorRuntime[TxnMessage, TxnLogEntry, TxnEffect] = CoordinatorRuntime(

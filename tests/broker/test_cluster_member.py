@@ -161,3 +161,47 @@ async def test_a_fenced_partition_is_dropped_and_a_deleted_topic_forgotten(membe
     one.lost(TopicPartition("v", 0))  # the backend's fenced append
     await one.balance()
     assert ("logs1", "resigned", "v-0") in events
+
+
+class SlowOpen(Recorder):
+    """A storage backend whose logs open only once the test lets them."""
+
+    def __init__(self, name: str, events: list[Event]) -> None:
+        super().__init__(name, events)
+        self.opening: TopicPartition | None = None
+        self.started, self.go = asyncio.Event(), asyncio.Event()
+
+    async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+        self.opening = self.opening or tp
+        self.started.set()
+        await self.go.wait()
+        await super().on_elected(tp, leader_epoch)
+
+
+async def test_partitions_taken_but_not_open_yet_read_as_electing(members, pool: asyncpg.Pool, pg_url: str) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """From the take on, the database (so every other broker) names the new leader, while its logs
+    open one by one: its view says which are still opening, so its coordinators answer them as
+    loading rather than not theirs."""
+    start, events = members
+    one = await start(1)
+    logs = SlowOpen("logs2", events)
+    two = ClusterMember(ClusterStore(pool, 2, LEASE_MS, pg_url), lambda: BrokerEndpoint(2, "127.0.0.1", 9002),
+                        LEASE_MS, logs)
+    await two.start()  # 1 leads everything and is live: 2 takes nothing yet
+    try:
+        await one.stop()  # hands everything over; its notice wakes 2's balancing as well
+        round_ = asyncio.ensure_future(two.balance())
+        await logs.started.wait()  # a round of 2 took partitions, and the first one's log is opening
+        tp = logs.opening
+        assert tp is not None
+        rows = {p.tp: p.leader for p in (await two.store.snapshot()).partitions}
+        assert rows[tp] == 2 and two.view.electing(tp) and tp not in two.view.serving
+        assert all(two.view.electing(p) for p, leader in rows.items() if leader == 2)
+        logs.go.set()
+        await round_
+        await settle(two)
+        assert led(two) == {2: ["t-0", "t-1", "u-0"]}
+        assert not any(two.view.electing(p) for p in rows)
+    finally:
+        logs.go.set()
+        await two.stop()

@@ -53,6 +53,9 @@ class ThreeBrokers:
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         return self.LEADERS.get(tp.partition) if tp.topic == "t" else None
 
+    def electing(self, tp: TopicPartition) -> bool:
+        return False
+
     def replicas(self, tp: TopicPartition) -> list[int]:
         leader = self.LEADERS[tp.partition].leader
         return [leader, *(b.node_id for b in BROKERS if b.node_id != leader)][:2] if leader >= 0 else [1, 2]

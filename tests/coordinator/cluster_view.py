@@ -14,6 +14,7 @@ class StaticClusterView:
         self.default = default
         self.brokers = [BrokerEndpoint(n, "127.0.0.1", 9000 + n) for n in (1, 2, 3)]
         self.listeners: list[LeadershipListener] = []
+        self.opening: set[TopicPartition] = set()  # elected here, log still opening
 
     @property
     def node_id(self) -> int:
@@ -28,6 +29,9 @@ class StaticClusterView:
 
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         return self.leaders.get(tp, self.default)
+
+    def electing(self, tp: TopicPartition) -> bool:
+        return tp in self.opening
 
     def add_listener(self, listener: LeadershipListener) -> None:
         self.listeners.append(listener)

@@ -91,3 +91,20 @@ async def test_a_loading_shard_answers_load_in_progress(logs: LogManager) -> Non
         assert await coordinator.list_groups() == []
     finally:
         await coordinator.stop()
+
+
+async def test_a_shard_whose_log_still_opens_after_the_election_answers_load_in_progress(logs: LogManager) -> None:
+    """The other brokers name this one the shard's leader as soon as it takes the lease, before its
+    log is open and the coordinator hears of the election: an OffsetFetch then is told to retry
+    (librdkafka's committed() gives up on NOT_COORDINATOR, and retries this)."""
+    view = StaticClusterView(1)
+    coordinator = GroupCoordinator(logs, CONFIG, cluster=view)
+    await coordinator.start()
+    try:
+        shard = coordinator.partition_for("g")
+        view.opening.add(shard)
+        await expect(ErrorCode.coordinator_load_in_progress, coordinator.fetch_offsets("g", [TP0]))
+        view.opening.discard(shard)  # handed back (the log would not open): not ours after all
+        await expect(ErrorCode.not_coordinator, coordinator.fetch_offsets("g", [TP0]))
+    finally:
+        await coordinator.stop()
