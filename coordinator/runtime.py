@@ -48,6 +48,10 @@ R = TypeVar("R")  # a shard's record
 R_contra = TypeVar("R_contra", contravariant=True)
 E = TypeVar("E")  # a coordinator's effect
 M = TypeVar("M")  # a coordinator's message type
+# A result is immutable: one of records, effects and a response of narrower types is one of wider.
+R_co = TypeVar("R_co", covariant=True)
+E_co = TypeVar("E_co", covariant=True)
+T_co = TypeVar("T_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +70,14 @@ class ApiError:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CoordinatorResult(Generic[R, E, T]):
+class CoordinatorResult(Generic[R_co, E_co, T_co]):
     """What a shard operation decided: persist records, then answer response and run effects
     (Kafka's CoordinatorResult). An ApiError with records is a refusal that still changes state:
     InitProducerId fencing an open transaction answers CONCURRENT_TRANSACTIONS and aborts it."""
 
-    response: T | ApiError
-    records: tuple[R, ...] = ()
-    effects: tuple[E, ...] = ()
+    response: T_co | ApiError
+    records: tuple[R_co, ...] = ()
+    effects: tuple[E_co, ...] = ()
 
 
 class Shard(Protocol[R_contra]):

@@ -9,9 +9,10 @@ group on the first JoinGroup; under group.consumer.migration.policy a classic gr
 is upgraded by a consumer heartbeat (else GROUP_ID_NOT_FOUND, Kafka's refusal), and a consumer
 group whose last consumer-protocol member leaves is downgraded back to a classic group.
 
-A heartbeat, a leave and a timeout are decided without changing the group (consumer_shard.py):
-the decision's records are appended, then replayed into the group; when the append fails nothing
-changed and the heartbeat fails with the append's error.
+A heartbeat, a leave and a timeout are decided without changing the group (consumer_shard.py);
+the runtime appends the decision's records, then replays them into the group (replay.py); when the
+append fails nothing changed and the heartbeat fails with the append's error. A conversion is one
+write too: the old type's tombstones and the new type's records, whose replay converts the group.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 
-from ..runtime import ApiError
+from ..runtime import ApiError, CoordinatorResult
 from . import classic_shard
 from . import commands as c
+from .classic_shard import Reply
 from .consumer_group import ConsumerGroup
 from .consumer_heartbeat import (
     ConsumerGroupConfig,
@@ -45,13 +47,12 @@ from .consumer_persist import (
     all_tombstones,
     describe_consumer_group,
 )
-from .consumer_shard import ConsumerResult, apply, created, decide, fenced, postpone, preview
-from .log import group_metadata_record
+from .consumer_shard import ConsumerResult, created, decide, fenced, postpone, preview
 from .member import JoinGroupResult, SyncGroupResult
 from .metadata import GroupMetadata
 from .migration import check_upgrade, classic_value, downgrade_allowed, to_consumer_group
-from .operations import GroupOperations, append_error, resolve
-from .snapshot import load_group
+from .operations import GroupOperations, append_error
+from .records import ClassicRecord
 
 __all__ = ("ConsumerOperations", "group_deadline")
 
@@ -127,16 +128,10 @@ class ConsumerOperations(GroupOperations):
             return group, ConsumerGroup(group_id)
         return group, group.consumer
 
-    def _adopt(self, group: GroupMetadata, consumer: ConsumerGroup) -> None:
-        if group.consumer is not consumer:
-            log.info("group %s: now a consumer group (consumer protocol)", group.group_id)
-            group.consumer = consumer
-        self.groups.setdefault(group.group_id, group)
-
     async def _upgrade(self, group: GroupMetadata) -> GroupMetadata:
-        """Convert a classic group with members: one append (the classic record's tombstone and
-        the consumer group's records), then the group is replaced and its parked requests told
-        to rejoin."""
+        """Convert a classic group with members: one write (the classic record's tombstone and the
+        consumer group's records), whose replay replaces the group, keeping its offsets; then its
+        parked requests are told to rejoin."""
         topics, now, gid = self.topics_view(), self._clock_ms(), group.group_id
         built = to_consumer_group(group, topics)
         built.subscription_metadata = subscription_metadata(built, topics)
@@ -144,26 +139,20 @@ class ConsumerOperations(GroupOperations):
             assert member.classic is not None
             built.session_deadlines[mid] = now + member.classic.session_timeout_ms
         result = created(built)
+        rejoin = ErrorCode.rebalance_in_progress
+        replies = [Reply(m.join_waiter, JoinGroupResult(member_id=m.member_id, error=rejoin))
+                   for m in group.members.values() if m.join_waiter is not None]
+        replies += [Reply(m.sync_waiter, SyncGroupResult(error=rejoin))
+                    for m in group.members.values() if m.sync_waiter is not None]
         try:
-            await self.append_records(gid, [group_metadata_record(gid, None, timestamp=now),
-                                            *(r.encode(now) for r in result.records)])
+            await self.runtime.apply(self.replay, CoordinatorResult(
+                response=None, records=(ClassicRecord(gid), *result.records), effects=(*result.effects, *replies)))
         except Exception as exc:
             log.warning("could not upgrade group %s: %r", gid, exc)
             raise KafkaError(append_error(exc, offsets=False), str(exc)) from exc
-        consumer = ConsumerGroup(gid)
-        apply(consumer, result)
-        fresh = GroupMetadata(gid, self.config, now_ms=now)
-        fresh.offsets, fresh.consumer = group.offsets, consumer
-        self.groups[gid] = fresh
-        for m in group.members.values():
-            if m.join_waiter is not None:
-                resolve(m.join_waiter, JoinGroupResult(member_id=m.member_id,
-                                                            error=ErrorCode.rebalance_in_progress))
-            if m.sync_waiter is not None:
-                resolve(m.sync_waiter, SyncGroupResult(error=ErrorCode.rebalance_in_progress))
         log.info("group %s: converted the classic group (generation %d, %d members) to a consumer group",
-                 gid, group.generation_id, len(consumer.members))
-        return fresh
+                 gid, group.generation_id, len(built.members))
+        return self.groups[gid]
 
     async def change_consumer(self, group: GroupMetadata, consumer: ConsumerGroup,
                               change: Callable[[ConsumerGroup], T], now: int) -> T:
@@ -181,32 +170,38 @@ class ConsumerOperations(GroupOperations):
 
     async def _persist_consumer(self, group: GroupMetadata, consumer: ConsumerGroup,
                                 result: ConsumerResult[T], now: int) -> None:
-        """Write the result and replay it; when it fences members and only classic members
-        remain, the group goes back to the classic protocol instead (Kafka's downgrade on
-        member removal)."""
+        """Write the result and replay it into the group, installed for that (and taken out
+        again if the write fails); when it fences members and only classic members remain, the
+        group goes back to the classic protocol instead (Kafka's downgrade on member removal)."""
         if fenced(result):
             after = preview(consumer, result)
             if downgrade_allowed(after, set(), self.consumer_config, self.config):
                 await self._downgrade(group, consumer, after, now)
                 return
-        if result.records:
-            await self.append_records(group.group_id, [r.encode(now) for r in result.records])
-        self._adopt(group, consumer)
-        apply(consumer, result)
+        gid, previous, new = group.group_id, group.consumer, group.group_id not in self.groups
+        self.groups[gid], group.consumer = group, consumer
+        try:
+            await self.runtime.apply(self.replay, result)
+        except BaseException:
+            group.consumer = previous
+            if new:
+                del self.groups[gid]
+            raise
+        if previous is not consumer:
+            log.info("group %s: now a consumer group (consumer protocol)", gid)
 
     async def _downgrade(self, group: GroupMetadata, before: ConsumerGroup, after: ConsumerGroup, now: int) -> None:
+        """One write: the consumer group's tombstones and the classic group's record, whose replay
+        makes the group classic again (its offsets stay); then it rebalances."""
         gid = group.group_id
         names = {meta.topic_id: name for name, meta in self._logs.topics.items()}
         value = classic_value(after, names, before.group_epoch, now)
         gone = all_tombstones(after, [*before.members, *after.members])
-        await self.append_records(gid, [*(r.encode(now) for r in gone),
-                                        group_metadata_record(gid, value, timestamp=now)])
-        classic = load_group(gid, value, self.config, now)
-        classic.offsets = group.offsets
-        self.groups[gid] = classic
+        await self.runtime.apply(self.replay, CoordinatorResult(
+            response=None, records=(*gone, ClassicRecord(gid, value))))
         log.info("group %s: converted the consumer group (epoch %d, %d classic members) to a classic group",
-                 gid, after.group_epoch, len(classic.members))
-        await self.run_classic(classic, classic_shard.rebalance(classic, now), now)
+                 gid, after.group_epoch, len(group.members))
+        await self.run_classic(group, classic_shard.rebalance(group, now), now)
 
     async def do_consumer_heartbeat(self, cmd: c.ConsumerGroupHeartbeat) -> HeartbeatResult | ApiError:
         """The heartbeat's result, or the error to answer it with (a value, not raised: the
@@ -224,7 +219,7 @@ class ConsumerOperations(GroupOperations):
         result = await self.change_consumer(
             group, consumer, (lambda g: leave(g, req, cfg, now)) if req.member_epoch < 0
             else (lambda g: heartbeat(g, req, topics, cfg, now)), now)
-        if self.groups.get(group.group_id) is group:  # else downgraded: _downgrade logged it
+        if group.consumer is consumer:  # else downgraded: _downgrade logged it
             self._log_epochs(group.group_id, consumer, epoch)
         return result
 
@@ -246,7 +241,7 @@ class ConsumerOperations(GroupOperations):
             log.warning("could not fence expired members of consumer group %s: %s", group.group_id, exc)
             postpone(consumer, now, now + RETRY_BACKOFF_MS)
             return []
-        if gone and self.groups.get(group.group_id) is group:
+        if gone and group.consumer is consumer:
             self._log_epochs(group.group_id, consumer, epoch)
         return gone
 

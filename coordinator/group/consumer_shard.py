@@ -4,9 +4,9 @@ decide() runs a change -- a ConsumerGroupHeartbeat or its leave, a classic membe
 LeaveGroup, the session and rebalance timeouts -- on a copy of the group and returns a
 CoordinatorResult: the records that take the group there (consumer_persist.changes), the answer,
 and one effect, Timers: the deadlines and the subscribed topics' metadata, which no record
-carries. The live group is untouched. The actor appends the records, then apply() replays them
-with apply_consumer_record, which the loader runs over __consumer_offsets too, and runs the
-effect; a write that fails leaves the group as it was.
+carries. The live group is untouched. The runtime appends the records, replays them with
+apply_consumer_record (replay.py), which the loader runs over __consumer_offsets too, and runs the
+effect; a write that fails leaves the group as it was. apply() is the same without the write.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class Timers:
     """The group's timers and subscribed topics as a decision left them: in memory only (Kafka
     schedules its timers in the decision and derives the subscription metadata from the topics)."""
 
+    group_id: str
     session_deadlines: Mapping[str, int]
     rebalance_deadlines: Mapping[str, tuple[int, int]]
     classic_deadlines: Mapping[str, int]
@@ -40,8 +41,8 @@ class Timers:
 
     @classmethod
     def of(cls, group: ConsumerGroup) -> Timers:
-        return cls(dict(group.session_deadlines), dict(group.rebalance_deadlines), dict(group.classic_deadlines),
-                   dict(group.subscription_metadata))
+        return cls(group.group_id, dict(group.session_deadlines), dict(group.rebalance_deadlines),
+                   dict(group.classic_deadlines), dict(group.subscription_metadata))
 
     def apply(self, group: ConsumerGroup) -> None:
         group.session_deadlines, group.classic_deadlines = dict(self.session_deadlines), dict(self.classic_deadlines)

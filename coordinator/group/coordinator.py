@@ -2,11 +2,11 @@
 
 The actor is coordinator/runtime.py's, as the transaction coordinator's: the public methods only
 queue a typed command (commands.py) and await its reply, so group state is touched by one task
-and needs no locks. actor.py says what each command does; the pure rules live in GroupMetadata
-(metadata.py) and OffsetStore (offsets.py), and operations.py sequences the __consumer_offsets
-writes around them, Kafka's way:
+and needs no locks. actor.py says what each command does; the decisions are pure (offset_shard.py,
+classic_shard.py, consumer_shard.py) and the runtime applies them, Kafka's way:
 
-- decide (validate, compute the outcome), persist (append the records), then apply and reply.
+- decide (validate, compute the records and the answer), persist (the runtime appends the
+  records: operations.write_records), then replay them (replay.py) and reply.
   A commit is acknowledged only once its records are in the log; a SyncGroup or a group emptying
   out is answered only once the group record is.
 - OffsetCommits queued one behind the other are decided one by one, then written with one

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Never
 
 from kio.schema.errors import ErrorCode
 
@@ -26,7 +26,6 @@ from .state import GroupState
 __all__ = ("DeleteOffsetsAnswer", "Expiry", "delete_group", "delete_offsets", "expire", "offsets_of_topics")
 
 DeleteOffsetsAnswer = tuple[ErrorCode, dict[TopicPartition, ErrorCode]]
-E = TypeVar("E")  # the coordinator's effects: these decisions have none
 
 
 def tombstones(group: GroupMetadata, partitions: Iterable[TopicPartition], *,
@@ -40,7 +39,7 @@ def tombstones(group: GroupMetadata, partitions: Iterable[TopicPartition], *,
 
 
 def delete_offsets(group: GroupMetadata | None,
-                   partitions: Iterable[TopicPartition]) -> CoordinatorResult[GroupRecord, E, DeleteOffsetsAnswer]:
+                   partitions: Iterable[TopicPartition]) -> CoordinatorResult[GroupRecord, Never, DeleteOffsetsAnswer]:
     """OffsetDelete: a group's offsets of topics none of its members subscribes to."""
     if group is None or group.state is GroupState.DEAD:
         return CoordinatorResult(response=(ErrorCode.group_id_not_found, {}))
@@ -63,7 +62,7 @@ def delete_offsets(group: GroupMetadata | None,
     return CoordinatorResult(response=(ErrorCode.none, answer), records=records)
 
 
-def delete_group(group: GroupMetadata | None) -> CoordinatorResult[GroupRecord, E, ErrorCode]:
+def delete_group(group: GroupMetadata | None) -> CoordinatorResult[GroupRecord, Never, ErrorCode]:
     """DeleteGroups of one group: only an empty one, with its offsets, committed or pending in a
     transaction (Kafka's deleteAllOffsets: a tombstone removes both)."""
     if group is None or group.state is GroupState.DEAD:

@@ -18,8 +18,8 @@ from typing import TypeVar, assert_never
 from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
-from protocol.records import Record, build_batch
-from storage.api import AppendOrigin, LogAppendInfo, LogSource, TopicPartition
+from protocol.records import build_batch
+from storage.api import AppendOrigin, LogSource, TopicPartition
 
 from ..runtime import ApiError, CoordinatorResult, CoordinatorRuntime
 from ..transaction.metadata import ProducerIdAndEpoch
@@ -27,6 +27,7 @@ from . import classic_shard as classic
 from . import commands as c
 from .classic_shard import ClassicEffect, ClassicResult, Install, Reply
 from .config import GroupConfig
+from .consumer_shard import Timers
 from .group_offsets import validate_offset_fetch
 from .log import CONSUMER_OFFSETS_TOPIC, partition_for
 from .member import JoinGroupResult, SyncGroupResult
@@ -69,7 +70,7 @@ def resolve(waiter: object, result: JoinGroupResult | SyncGroupResult) -> None:
         waiter.set_result(result)
 
 
-GroupEffect = ClassicEffect  # what the group coordinator's runtime runs after a write (run_effect)
+GroupEffect = ClassicEffect | Timers  # what the group coordinator's runtime runs after a write (run_effect)
 _Commit = tuple[c.CommitOffsets, CommitResult]  # a commit and what offset_shard.py decided
 _Answer = dict[TopicPartition, ErrorCode]
 
@@ -92,32 +93,24 @@ class GroupOperations:
 
     # -- persistence -------------------------------------------------------------------------------
 
-    async def _append(self, group_id: str, records: Sequence[Record],
-                      producer: ProducerIdAndEpoch | None = None) -> LogAppendInfo:
-        """One batch to the group's partition; a producer's is a batch of its transaction."""
-        tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
-        if producer is None:
-            batch = build_batch(records)
-        else:
-            batch = build_batch(records, producer_id=producer.producer_id, producer_epoch=producer.epoch,
-                                base_sequence=0, transactional=True)
-        return await self._logs.get_log(tp).append(bytes(batch), AppendOrigin.COORDINATOR)
-
     async def write_records(self, records: Sequence[GroupRecord]) -> int:
         """The runtime's write: the records of one decision (one group's partition, one producer at
-        most) in one batch; the offset of the first."""
+        most: a TxnOffsetCommit's are a batch of its transaction) in one batch; the offset of the first."""
         first, now = records[0], self._clock_ms()
+        tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(group_id_of(first), self.num_partitions))
+        encoded = [record.encode(now) for record in records]
         producer = first.producer if isinstance(first, OffsetRecord) else None
-        info = await self._append(group_id_of(first), [record.encode(now) for record in records], producer)
+        if producer is None:
+            batch = build_batch(encoded)
+        else:
+            batch = build_batch(encoded, producer_id=producer.producer_id, producer_epoch=producer.epoch,
+                                base_sequence=0, transactional=True)
+        info = await self._logs.get_log(tp).append(bytes(batch), AppendOrigin.COORDINATOR)
         return info.base_offset
 
     async def persist(self, records: Sequence[GroupRecord]) -> None:
         """Write the records, then replay them; a failed write raises and changes nothing."""
         await self.runtime.apply(self.replay, CoordinatorResult(response=None, records=tuple(records)))
-
-    async def append_records(self, group_id: str, records: Sequence[Record]) -> LogAppendInfo:
-        """Append plain (non-transactional) records to the group's __consumer_offsets partition."""
-        return await self._append(group_id, records)
 
     async def run_classic(self, group: GroupMetadata, result: ClassicResult[T], now: int, *,
                           retry: bool = True) -> None:
@@ -151,6 +144,10 @@ class GroupOperations:
                 resolve(waiter, result)
             case KeepAlive():
                 self._keep_alive(effect, self._clock_ms())
+            case Timers(group_id):
+                group = self.groups.get(group_id)
+                if group is not None and group.consumer is not None:
+                    effect.apply(group.consumer)
             case _:
                 assert_never(effect)
 
