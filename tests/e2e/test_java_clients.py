@@ -3,9 +3,12 @@ against the broker: admin, idempotent and transactional producers, both isolatio
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,10 @@ from tests.broker_process import REPO, BrokerProcess
 pytestmark = pytest.mark.e2e
 
 SOURCE = Path(__file__).parent / "java" / "ClientCheck.java"
+# The check programs compiled, one directory per sources, jars, javac flags and javac: a program
+# several files run (ClientCheck) is compiled once a run, and not again while nothing changes
+# (each javac is a JVM start and seconds of CPU under load).
+JAVA_CLASSES = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eosbroker" / "java-checks"
 # Logging and compression codecs the clients load at run time come with PySpark's jars.
 RUNTIME_JARS = ("slf4j-api", "zstd-jni", "lz4-java", "snappy-java")
 
@@ -40,14 +47,43 @@ def java4_jars() -> list[Path]:
 
 
 def compile_java(out: Path, source: Path, jars: list[Path], *javac_flags: str) -> str:
-    """Compile one check program (with Checks.java, what they share) against `jars` into `out`;
-    returns the classpath to run it."""
-    if shutil.which("javac") is None:
+    """Compile one check program (with Checks.java, what they share) against `jars` into `out`,
+    unless JAVA_CLASSES has it from the same sources, jars, flags and javac; returns the classpath
+    to run it."""
+    javac = shutil.which("javac")
+    if javac is None:
         pytest.fail("javac is required (Java 17)")
     cp = ":".join(str(j) for j in jars)
-    sources = [str(source), str(source.with_name("Checks.java"))]
-    subprocess.run(["javac", *javac_flags, "-cp", cp, "-d", str(out), *sources], check=True)
-    return f"{out}:{cp}"
+    sources = [source, source.with_name("Checks.java")]
+    cached = JAVA_CLASSES / f"{source.stem}-{_javac_key(sources, jars, javac_flags, javac)}"
+    if not cached.is_dir():
+        subprocess.run([javac, *javac_flags, "-cp", cp, "-d", str(out), *map(str, sources)], check=True)
+        _keep(out, cached)
+    return f"{cached}:{cp}"
+
+
+def _javac_key(sources: list[Path], jars: list[Path], flags: tuple[str, ...], javac: str) -> str:
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.read_bytes())
+    for jar in jars:
+        stat = jar.stat()
+        digest.update(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    digest.update(" ".join([*flags, os.path.realpath(javac)]).encode())
+    return digest.hexdigest()[:20]
+
+
+def _keep(out: Path, cached: Path) -> None:
+    """Copy javac's classes from `out` (the caller's directory may hold other files) to `cached`,
+    whole: a worker that compiled the same program at the same time leaves the first copy there."""
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cached.parent) as scratch:
+        for cls in out.rglob("*.class"):
+            target = Path(scratch) / "classes" / cls.relative_to(out)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(cls, target)
+        with contextlib.suppress(OSError):
+            os.rename(Path(scratch) / "classes", cached)
 
 
 @pytest.fixture
