@@ -25,7 +25,7 @@ from .dynamic_keys import DYNAMIC_CONFIGS, LIST_CONFIGS, base_name
 
 __all__ = ("ConfigEntry", "ConfigSynonym", "DEFAULT_CONFIG",
            "DYNAMIC_TOPIC_CONFIG", "NO_DYNAMIC", "STATIC_BROKER_CONFIG", "broker_config_entries",
-           "broker_synonyms", "kafka_defaults", "render", "topic_default_synonyms")
+           "broker_synonyms", "kafka_defaults", "property_synonyms", "render", "topic_default_synonyms")
 
 # Kafka's ConfigSource ids (DescribeConfigs v1+)
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
@@ -145,6 +145,12 @@ def broker_synonyms(name: str, static: Mapping[str, str | None], defaults: Mappi
               for n in group if defaults.get(n) is not None]
     first_own = next((i for i, s in enumerate(found) if s["name"] == name), len(found))
     return found[first_own:]
+
+
+def property_synonyms(config: BrokerConfig, name: str) -> list[ConfigSynonym]:
+    """The static and default synonyms of one broker property; none for a name eosbroker has no
+    property of."""
+    return broker_synonyms(name, _static_values(config), _default_values())
 
 
 def _config_type(key: str) -> int:

@@ -28,7 +28,7 @@ from coordinator.share.partitions import ShareGroupSettings
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import IsolationLevel
 
-from .broker_configs import ConfigEntry, ConfigSynonym
+from .broker_configs import ConfigEntry, ConfigSynonym, property_synonyms
 from .config import BrokerConfig
 
 __all__ = ("GROUP", "GROUP_KEYS", "entity", "group_entries", "incremental", "replace", "validate")
@@ -103,6 +103,14 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
     "streams.assignment.interval.ms": _ranged("streams", "assignment.interval.ms", 1000, 0, 15000, at_least=0),
     "streams.assignor.offload.enable": GroupKey("boolean", _const(True)),
 }
+# Kafka defines these internal: a group may set them, DescribeConfigs never lists them.
+_INTERNAL: Final = frozenset({"consumer.assignor.offload.enable", "share.assignor.offload.enable",
+                              "streams.assignor.offload.enable"})
+# The keys whose default is no broker setting's: in Kafka their synonym is the key itself, the others'
+# the broker's group.<key> (share.session.timeout.ms: group.share.session.timeout.ms).
+_NO_BROKER_SETTING: Final = frozenset({"share.auto.offset.reset", "share.isolation.level",
+                                       "share.renew.acknowledge.enable", "errors.deadletterqueue.topic.name",
+                                       "errors.deadletterqueue.copy.record.enable"})
 _CHOICES: Final = {"share.isolation.level": ("read_committed", "read_uncommitted")}
 # (session key, heartbeat key): the session must outlast the interval
 _SESSION_OVER_HEARTBEAT: Final = (("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
@@ -206,17 +214,28 @@ def _text(value: object) -> str:
 
 
 def group_entries(own: Mapping[str, str], broker: BrokerConfig, include_synonyms: bool) -> list[ConfigEntry]:
-    """DescribeConfigs entries of every group config: the group's own value (GROUP_CONFIG) or the
-    default the broker gives (DEFAULT_CONFIG), as Kafka's ConfigHelper.createGroupConfigEntry."""
+    """DescribeConfigs entries of every group config but Kafka's internal ones, as Kafka's
+    ConfigHelper.createGroupConfigEntry: the group's own value (GROUP_CONFIG) first, then the
+    broker setting the default comes from; the source is the first synonym's."""
     out: list[ConfigEntry] = []
     for name, key in GROUP_KEYS.items():
-        value = own[name] if name in own else _text(key.default(broker))
-        source = DYNAMIC_GROUP_CONFIG if name in own else DEFAULT_CONFIG
-        synonym: ConfigSynonym = {"name": name, "value": value, "source": source}
-        out.append({"name": name, "value": value, "read_only": False, "config_source": source,
-                    "is_sensitive": False, "synonyms": [synonym] if include_synonyms else [],
-                    "config_type": _CONFIG_TYPES[key.kind]})
+        if name in _INTERNAL:
+            continue
+        synonyms = _default_synonyms(name, key, broker)
+        if name in own:
+            synonyms.insert(0, {"name": name, "value": own[name], "source": DYNAMIC_GROUP_CONFIG})
+        out.append({"name": name, "value": synonyms[0]["value"], "read_only": False,
+                    "config_source": synonyms[0]["source"], "is_sensitive": False,
+                    "synonyms": synonyms if include_synonyms else [], "config_type": _CONFIG_TYPES[key.kind]})
     return out
+
+
+def _default_synonyms(name: str, key: GroupKey, broker: BrokerConfig) -> list[ConfigSynonym]:
+    """The broker setting behind a group config's default: static or default if eosbroker has the
+    property, else Kafka's default under the setting's name."""
+    setting = name if name in _NO_BROKER_SETTING else f"group.{name}"
+    found = property_synonyms(broker, setting)
+    return found or [{"name": setting, "value": _text(key.default(broker)), "source": DEFAULT_CONFIG}]
 
 
 def consumer_overrides(own: Mapping[str, str]) -> dict[str, int]:

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.broker_process import BrokerProcess
-from tests.e2e.test_kafka_tools import failing, tool
+from tests.e2e.test_kafka_tools import config_lines, failing, tool
 from tests.kafka_tools import run_tool
 
 pytestmark = pytest.mark.e2e
@@ -41,12 +41,22 @@ def test_client_metrics_and_config_listings_use_list_config_resources(broker: Br
                       "org.apache.kafka.producer.", "--interval", "10000")
     assert "InvalidRequestException: eosbroker keeps no client-metrics resources: it has no client telemetry " \
            "(KIP-714: GetTelemetrySubscriptions, PushTelemetry); nothing was changed" in refusal, refusal
-    # A group with configs of its own is listed (ListConfigResources' GROUP type) and described.
+    # A group with configs of its own is listed (ListConfigResources' GROUP type) and described,
+    # each config with the broker setting behind its default as Kafka 4.4 prints it (the synonym
+    # was missing, and Kafka's internal *.assignor.offload.enable keys were listed).
     tool(broker, "kafka-configs", "--alter", "--entity-type", "groups", "--entity-name", "g1",
          "--add-config", "consumer.session.timeout.ms=50000")
     out = tool(broker, "kafka-configs", "--describe", "--entity-type", "groups")
     assert "Dynamic configs for group g1 are:\n  consumer.session.timeout.ms=50000 sensitive=false " \
-           "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}" in out, out
+           "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, " \
+           "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}\n" in out, out
+    every = config_lines(tool(broker, "kafka-configs", "--describe", "--all", "--entity-type", "groups",
+                              "--entity-name", "g1"))
+    assert every["share.delivery.count.limit"] == \
+        "5 sensitive=false synonyms={DEFAULT_CONFIG:group.share.delivery.count.limit=5}", every
+    assert every["share.isolation.level"] == \
+        "read_uncommitted sensitive=false synonyms={DEFAULT_CONFIG:share.isolation.level=read_uncommitted}", every
+    assert not [name for name in every if "offload" in name], every
 
 
 def test_delegation_tokens_are_refused_as_kafka_refuses_them_on_plaintext(broker: BrokerProcess,
