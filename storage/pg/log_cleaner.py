@@ -55,6 +55,7 @@ class PgLogCleaner(CleanerService):
                  task.first_uncleanable_offset, plan.dirty_ratio,
                  " (max.compaction.lag.ms passed)" if plan.forced else "")
         started = time.monotonic()
+        plog.cleaning = True  # the archiver leaves its runs alone meanwhile (storage/pg/object_archive.py)
         try:
             result = await self._clean(plan)
         except CorruptRecordError:
@@ -67,9 +68,12 @@ class PgLogCleaner(CleanerService):
             log.warning("cleaning %s failed, nothing of the pass was committed; retrying after "
                         "log.cleaner.backoff.ms: %r", plog.tp, exc)
             return None
+        finally:
+            plog.cleaning = False
         if not result.committed:
-            log.info("cleaning %s not committed: this broker no longer leads it at epoch %d (or no producer "
-                     "snapshot covers the range yet)", plog.tp, task.leader_epoch)
+            log.info("cleaning %s not committed: this broker no longer leads it at epoch %d, no producer "
+                     "snapshot covers the range yet, or its rows changed meanwhile (retention, DeleteRecords)",
+                     plog.tp, task.leader_epoch)
             return None
         try:
             await plog.cleaned(result)

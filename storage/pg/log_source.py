@@ -287,8 +287,8 @@ class PgLogSource(LedPartitionLogs[PgPartitionLog]):
 
     def archived(self) -> list[ArchivedPartition]:
         """The partitions archiving may rewrite: those this broker leads, at the epoch it leads them."""
-        return [ArchivedPartition(p.topic_id, tp.partition, p.leader_epoch) for tp, p in self.logs.items()
-                if not p.fenced]
+        return [ArchivedPartition(p.topic_id, tp.partition, p.leader_epoch, p.being_cleaned)
+                for tp, p in self.logs.items() if not p.fenced]
 
     async def _recover_stale_logs(self) -> None:
         """Logs whose last write's outcome is unknown re-read their state (once the database

@@ -66,13 +66,19 @@ SELECT $1, $2, r.* FROM unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::tex
 """
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class ArchivedPartition:
-    """What one log tells the archiver: where its runs are and the epoch it leads at."""
+    """What one log tells the archiver: where its runs are, the epoch it leads at, and whether
+    this broker's cleaner is rewriting its runs now."""
 
     topic_id: uuid.UUID
     partition: int
     leader_epoch: int
+    being_cleaned: Callable[[], bool] = _never
 
 
 def archive_key(node_id: int) -> str:
@@ -135,6 +141,11 @@ async def archive_partition(pool: Pool, store: ObjectStore, part: ArchivedPartit
     runs = [run_from_row(r) for r in await pool.fetch(_RUN_ROWS, part.topic_id, part.partition)]
     replaced = 0
     for group in plan_archive(runs, settings):
+        if part.being_cleaned():
+            # A cleaning pass replaces the runs it read only if they are still as read: rewriting any
+            # of them voids it, and under steady writes a pass slower than the archiving interval would
+            # seldom if ever commit. It writes what it cleans into archives itself; the rest waits a round.
+            return replaced
         data = [await store.get_range(r.object_key, r.byte_start, r.byte_start + r.byte_length) for r in group]
         key, size = archive_key(node_id), sum(len(d) for d in data)
         await store.put(key, data)

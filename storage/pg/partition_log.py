@@ -97,6 +97,7 @@ class PgPartitionLog(PipelinedLog):
         self._snapshot_offset = -1  # the end offset of the newest producer snapshot this leader wrote
         self._active = ActiveRange(0)
         self.fenced = False
+        self.cleaning = False  # this broker's cleaner is rewriting its rows (storage/pg/log_cleaner.py)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -137,6 +138,9 @@ class PgPartitionLog(PipelinedLog):
             self._on_fenced(self)
         return KafkaError(ErrorCode.not_leader_or_follower,
                           f"this broker no longer leads {self.tp} (epoch {self.leader_epoch}): {why}")
+
+    def being_cleaned(self) -> bool:
+        return self.cleaning
 
     def _check_serving(self) -> None:
         if self.fenced or self._stopping is not None:

@@ -9,6 +9,7 @@ while archiving keeps the rows of a partition bounded."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import asyncpg
@@ -17,9 +18,14 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from broker.embedded import create_topic
+from coordinator.group.log import partition_for
 from storage.object_store import open_object_store
 from tests.e2e.cluster.conftest import WAIT_S, wait_until
 from tests.e2e.cluster.test_cluster_compaction import (  # noqa: F401  (run here over objects)
+    CLEANER,
+    _commit,
+    checkpoint,
     test_a_groups_offsets_after_many_commits_survive_failover_with_bounded_rows,
     test_a_leader_killed_while_cleaning_loses_and_resurrects_nothing,
     test_transaction_state_is_compacted_and_survives_the_loss_of_its_coordinator,
@@ -95,3 +101,39 @@ def test_retention_and_delete_records_remove_runs_and_then_their_objects(cluster
     assert any(cluster.brokers[n].logged("objects no run reads any more") for n in (1, 2))
     assert any(cluster.brokers[n].logged("archived") for n in (1, 2))
     assert _read_from_start(cluster.bootstrap(2)) == [(o, b"%d" % o) for o in range(18, 24)]
+
+
+def test_a_groups_offsets_are_compacted_while_its_commits_go_on(cluster: ObjectCluster) -> None:
+    """Cleaning makes progress under a steady write load, as Kafka's does, while archiving rewrites
+    the partition's newest runs all along (every 100 ms here): a pass replaces the runs it read
+    only if they are still as read, so each archiving round that rewrote some voided the pass in
+    flight, and one slower than the round's interval seldom if ever committed while the commits went on."""
+    cluster.start(1, settings={**CLEANER, "offsets.topic.segment.bytes": "4096",
+                               "cluster.object.archive.interval.ms": "100", "cluster.object.archive.min.runs": "2"})
+    create_topic(cluster.brokers[1].bootstrap, "committed", 1)
+    cluster.settled("__consumer_offsets")
+    group = "steady-commits"
+    shard = partition_for(group, 4)
+    stop, committed = threading.Event(), [0]
+
+    def commit_on() -> None:
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": group, "enable.auto.commit": False})
+        try:
+            while not stop.is_set():
+                _commit(consumer, [CTopicPartition("committed", 0, committed[0])])
+                committed[0] += 1
+        finally:
+            consumer.close()
+
+    thread = threading.Thread(target=commit_on)
+    thread.start()
+    try:
+        wait_until(lambda: checkpoint(cluster.url, "__consumer_offsets", shard) > 200 or not thread.is_alive(),
+                   "__consumer_offsets cleaned past offset 200 while the commits go on")
+        assert thread.is_alive(), "the commits stopped"
+        at_the_pass = committed[0]
+        wait_until(lambda: committed[0] > at_the_pass, "more commits after the pass")
+    finally:
+        stop.set()
+        thread.join(WAIT_S)
+    assert cluster.brokers[1].logged("archived")  # archiving went on too

@@ -5,9 +5,12 @@ objects and switched in one transaction, and the old objects collected once no r
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 import asyncpg
 import pytest
@@ -18,6 +21,7 @@ from storage.object_store import ObjectStore, ObjectStoreSettings
 from storage.pg.clean_rows import PgCleanResult
 from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
+from storage.pg.object_archive import ArchiveSettings, archive_partition
 from storage.pg.object_clean import run_object_clean_pass
 from storage.pg.object_gc import collect_garbage
 from storage.pg.partition_log import PgPartitionLog
@@ -173,3 +177,46 @@ async def test_a_pass_that_removes_nothing_stores_nothing_and_output_is_cut_at_t
     want = latest([w for w in writes if w[0] < result.end_offset])
     assert await records(plog) == sorted([(o, k, v) for k, (o, v) in want.items()]
                                          + [w for w in writes if w[0] >= result.end_offset])
+
+
+class _HeldExecutor(Executor):
+    """The cleaner's worker, on a thread, holding each pass until released."""
+
+    def __init__(self) -> None:
+        self.submitted, self.release = threading.Event(), threading.Event()
+        self._pool = ThreadPoolExecutor(1)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted.set()
+
+        def held() -> Any:
+            self.release.wait(30)
+            return fn(*args, **kwargs)
+        return self._pool.submit(held)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._pool.shutdown(wait, cancel_futures=cancel_futures)
+
+
+async def test_archiving_leaves_a_partition_alone_while_this_brokers_cleaner_passes_over_it(
+    db: asyncpg.Pool, source: PgLogSource, pg_url: str, settings: ObjectStoreSettings, s3_store: ObjectStore,
+) -> None:
+    """A pass replaces the runs it read only if they are still as read: archiving them meanwhile
+    voided it, and under steady writes (new small runs for every archiving round) a pass slower than
+    the archiving interval seldom if ever committed. Archiving waits for the pass instead."""
+    plog = await open_compacted(db, source)
+    for i in range(40):  # a flush each: 40 small runs, enough for archiving's groups
+        await plog.append(kv(b"k%d" % (i % 3), b"%d" % i))
+    worker = _HeldExecutor()
+    cleaner = PgLogCleaner(source, pg_url, CleanerConfig(backoff_ms=10, dedupe_buffer_size=1 << 20),
+                           executor=lambda: worker, objects=settings)
+    passing = asyncio.ensure_future(cleaner.clean_dirtiest())
+    while not worker.submitted.is_set():  # the pass is in flight
+        await asyncio.sleep(0.01)
+    [part] = source.archived()
+    assert await archive_partition(source.pool, s3_store, part, 1, ArchiveSettings(1 << 20, min_runs=4)) == 0
+    worker.release.set()
+    stats = await passing
+    await cleaner.stop()
+    assert stats is not None and stats.bytes_written < stats.bytes_read  # the pass committed
+    assert {k: v for _, k, v in await records(plog)} == {b"k0": b"39", b"k1": b"37", b"k2": b"38"}
