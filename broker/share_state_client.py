@@ -49,7 +49,7 @@ class RemoteShareState:
     async def load(self) -> dict[SharePartitionKey, StoredShareState]:
         return {}
 
-    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState:
         return await self._call(key, lambda: self._shards.read(key, leader_epoch),
                                 lambda node: self._read_remote(node, key, leader_epoch))
 
@@ -76,14 +76,12 @@ class RemoteShareState:
                     raise
             await asyncio.sleep(BACKOFF_S)
 
-    async def _read_remote(self, node: int, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
+    async def _read_remote(self, node: int, key: SharePartitionKey, leader_epoch: int) -> StoredShareState:
         request = read_req.ReadShareGroupStateRequest(group_id=key.group_id, topics=(read_req.ReadStateData(
             topic_id=key.topic_id, partitions=(read_req.PartitionData(partition=i32(key.partition),
                                                                       leader_epoch=i32(leader_epoch)),)),))
         response: read_resp.ReadShareGroupStateResponse = await self._client.send(node, request)
         [result] = [p for topic in response.results for p in topic.partitions]
-        if result.error_code == ErrorCode.unknown_topic_or_partition:
-            return None
         _raise(result)
         return StoredShareState(result.state_epoch, result.start_offset, tuple(
             StateBatch(b.first_offset, b.last_offset, RecordState(b.delivery_state), b.delivery_count)

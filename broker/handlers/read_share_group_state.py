@@ -2,9 +2,9 @@
 coordinator (cluster mode, broker/share_state_client.py).
 
 Behaviour: each key's state as this broker's share coordinator shard holds it
-(coordinator/share/state_shards.py); a key with none is UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
-share coordinator answers an uninitialised share-partition; one whose shard is not led here
-NOT_COORDINATOR, still loading COORDINATOR_LOAD_IN_PROGRESS. A leader epoch below the one
+(coordinator/share/state_shards.py); a key never initialized is INVALID_REQUEST "Read operation
+on uninitialized share partition not allowed.", as Kafka's share coordinator answers it; one whose
+shard is not led here NOT_COORDINATOR, still loading COORDINATOR_LOAD_IN_PROGRESS. A leader epoch below the one
 recorded for the share-partition is FENCED_LEADER_EPOCH; a higher one is recorded. Requires
 CLUSTER_ACTION on the cluster (an inter-broker API).
 """
@@ -55,15 +55,13 @@ def state_shards(ctx: RequestContext) -> ShareStateShards:
 
 
 async def _partition(shards: ShareStateShards, key: SharePartitionKey, leader_epoch: int) -> dict[str, object]:
+    # an error leaves the schema's zeros, as Kafka's ReadShareGroupStateResponse.toErrorResponseData does
     out: dict[str, object] = {"partition": key.partition, "error_code": ErrorCode.none, "error_message": None,
-                           "state_epoch": -1, "start_offset": -1, "state_batches": []}
+                           "state_epoch": 0, "start_offset": 0, "state_batches": []}
     try:
         stored = await shards.read(key, leader_epoch)
     except KafkaError as exc:
         return out | {"error_code": exc.code, "error_message": exc.message}
-    if stored is None:
-        return out | {"error_code": ErrorCode.unknown_topic_or_partition,
-                      "error_message": f"The share-partition {key} has no state."}
     batches = [{"first_offset": b.first_offset, "last_offset": b.last_offset, "delivery_state": int(b.state),
                 "delivery_count": b.delivery_count} for b in stored.batches]
     return out | {"state_epoch": stored.state_epoch, "start_offset": stored.start_offset, "state_batches": batches}

@@ -97,5 +97,11 @@ class ClusterShareAdmin:
                 states[key] = ((got.state_epoch if got is not None else 0) + 1, offset)
         return errors | await self._admin.initialize(states)
 
+    async def initialize(self, keys: Sequence[SharePartitionKey], state_epoch: int, start_offset: int,
+                         ) -> dict[SharePartitionKey, KafkaError | None]:
+        """Share-partitions first assigned, initialized at state_epoch (start offset -1: their
+        leader starts where share.auto.offset.reset says)."""
+        return await self._admin.initialize(dict.fromkeys(keys, (state_epoch, start_offset)))
+
     async def delete(self, keys: Sequence[SharePartitionKey]) -> dict[SharePartitionKey, KafkaError | None]:
         return await self._admin.delete(keys)

@@ -21,51 +21,24 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import LogSource, TopicPartition
 
+from ..tasks import TaskSupervisor
 from .admin import ClusterShareAdmin, ShareStateAdmin, ShareStateSummary, Summary
 from .dead_letters import DeadLetterSettings, DeadLetterWriter
 from .group import HeartbeatResult, ShareGroup, ShareHeartbeat, TopicInfo, validate
 from .group_store import CONSUMER_OFFSETS, PersistedGroups, ShareGroupStore
-from .partitions import FetchedPartition, ShareGroupSettings, SharePartitionManager
-from .sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartitions, ShareSession, ShareSessionCache
+from .initializer import ShareInitializer
+from .partitions import ShareGroupSettings, SharePartitionManager, UninitializedSharePartition
+from .requests import AckBatches, ShareAckRequest, ShareFetchParams, ShareFetchResult
+from .sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionCache
 from .state_log import SharePartitionKey, ShareStateLog, ShareStateStore
 
-__all__ = ("ShareAckRequest", "ShareCoordinator", "ShareFetchParams", "ShareFetchResult")
+__all__ = ("AckBatches", "ShareAckRequest", "ShareCoordinator", "ShareFetchParams", "ShareFetchResult")
 
 log = logging.getLogger(__name__)
-
-# (topic id, partition) -> (topic partition, [(first offset, last offset, acknowledge types)])
-AckBatches = list[tuple[int, int, tuple[int, ...]]]
-ShareAckRequest = dict[tuple[uuid.UUID, int], tuple[TopicPartition, AckBatches]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShareFetchParams:
-    group_id: str
-    member_id: str
-    epoch: int
-    max_wait_ms: int = 0
-    max_records: int = 500
-    max_bytes: int = 1 << 30
-    whole_batches: bool = True
-    added: SessionPartitions = field(default_factory=dict)
-    forgotten: Sequence[tuple[uuid.UUID, int]] = ()
-    acks: ShareAckRequest = field(default_factory=dict)
-    fetch: bool = True
-    connection: str = ""  # where the request came from: its session ends when that closes
-
-
-@dataclass(slots=True)
-class ShareFetchResult:
-    ack_errors: dict[tuple[uuid.UUID, int], KafkaError | None] = field(default_factory=dict)
-    fetched: dict[tuple[uuid.UUID, int], FetchedPartition] = field(default_factory=dict)
-    errors: dict[tuple[uuid.UUID, int], KafkaError] = field(default_factory=dict)
-    lock_duration_ms: int = 0
-
 
 class ShareCoordinator:
     def __init__(self, logs: LogSource, settings: Callable[[str], ShareGroupSettings], *,
@@ -94,8 +67,10 @@ class ShareCoordinator:
         self._clock_ms = clock_ms
         self.persisted = PersistedGroups(self.groups, ShareGroupStore(logs, group_log, clock_ms) if group_log else None,
                                          lambda g: settings(g).session_timeout_ms, self._topics, clock_ms)
+        self._initializer = ShareInitializer(logs, self.manager, self._admin, self.groups, self.persisted.persist)
         self._task: asyncio.Task[None] | None = None
-        self._ending: set[asyncio.Task[None]] = set()  # sessions ending with their connections
+        # sessions ending with their connections, share-partitions being initialized
+        self._background = TaskSupervisor("share coordinator")
 
     async def start(self) -> None:
         await self.manager.load()
@@ -107,6 +82,7 @@ class ShareCoordinator:
         self._task = asyncio.get_running_loop().create_task(self._run_timers(), name="share-coordinator")
 
     async def stop(self) -> None:
+        await self._background.stop()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -156,9 +132,14 @@ class ShareCoordinator:
                 raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
             group = self.groups[group_id] = ShareGroup(group_id)
         left = hb.member_epoch == FINAL_EPOCH and hb.member_id in group.members
-        result = group.heartbeat(hb, self._topics(), self._clock_ms(), settings.session_timeout_ms,
-                                 self.max_group_size)
+        now = self._clock_ms()
+        result = group.heartbeat(hb, self._topics(), now, settings.session_timeout_ms, self.max_group_size)
+        todo = self._initializer.due(group, now) if hb.member_epoch != FINAL_EPOCH else {}
         await self.persisted.persist(group_id)
+        if todo:  # after the answer, as Kafka's GroupCoordinatorService initializes them
+            epoch = group.group_epoch
+            self._background.spawn(f"initializing share group {group_id}",
+                                   lambda: self._initializer.run(group_id, epoch, todo))
         if left:  # its session stays for the final ShareAcknowledge that clients send after leaving
             await self.manager.release_member(group_id, hb.member_id)
         return result, settings.heartbeat_interval_ms
@@ -180,10 +161,7 @@ class ShareCoordinator:
         a task), as Kafka's share session cache does when a client's connection closes."""
         ended = self.sessions.end_connection(connection)
         if ended:
-            task = asyncio.get_running_loop().create_task(self._end_sessions(connection, ended),
-                                                          name=f"share sessions of {connection}")
-            self._ending.add(task)
-            task.add_done_callback(self._ending.discard)
+            self._background.spawn(f"share sessions of {connection}", lambda: self._end_sessions(connection, ended))
 
     async def _end_sessions(self, connection: str, ended: list[ShareSession]) -> None:
         for session in ended:
@@ -249,6 +227,9 @@ class ShareCoordinator:
                 partition = await self.manager.partition(SharePartitionKey(group_id, topic_id, index), tp)
                 await self.manager.acknowledge(partition, member_id, batches)
                 out[(topic_id, index)] = None
+            except UninitializedSharePartition:  # Kafka has no share-partition to acknowledge at
+                out[(topic_id, index)] = KafkaError(ErrorCode.unknown_topic_or_partition,
+                                                    "This server does not host this topic-partition.")
             except KafkaError as exc:
                 out[(topic_id, index)] = exc
         return out
@@ -373,10 +354,7 @@ class ShareCoordinator:
             errors = {}
             for key, (tp, offset) in offsets.items():
                 await self.manager.alter_start(key, tp, offset)
-        for key, (tp, _) in offsets.items():  # initialized now, as Kafka records them
-            if errors.get(key) is None and (meta := self.logs.topics.get(tp.topic)) is not None:
-                group.initialized[key.topic_id] = max(group.initialized.get(key.topic_id, 0), meta.partitions)
-        await self.persisted.persist(group_id)
+        await self._initializer.altered(group, {key: tp for key, (tp, _) in offsets.items() if errors.get(key) is None})
         return errors
 
     async def delete_offsets(self, group_id: str, topic_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, KafkaError]:

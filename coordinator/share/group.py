@@ -71,10 +71,10 @@ class ShareGroup:
     # the subscribed topics as the last assignment saw them
     topics_seen: dict[str, TopicInfo] = field(default_factory=dict)
     # share-partitions initialized (Kafka's InitializeShareGroupState), the only ones assigned:
-    # topic id -> partition count; and those being initialized: topic id -> (count, the member
-    # whose heartbeat first saw them)
+    # topic id -> partition count; and those being initialized: topic id -> (count, when that
+    # started, ms; 0 if not known, as after a restart)
     initialized: dict[uuid.UUID, int] = field(default_factory=dict)
-    initializing: dict[uuid.UUID, tuple[int, str]] = field(default_factory=dict)
+    initializing: dict[uuid.UUID, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -108,11 +108,9 @@ class ShareGroup:
                              f"known by the group coordinator ({member.member_epoch}). The member must abandon all "
                              "its partitions and rejoin.")
         full = hb.member_epoch == 0
-        self._finish_initializing(member.member_id)
         self._update(member, hb)
         member.deadline_ms = now_ms + session_timeout_ms
         self._refresh(topics)
-        self.start_initializing(member.member_id)
         if member.member_epoch != self.assignment_epoch or full:
             member.member_epoch = self.assignment_epoch
             member.assignment = self.target.get(member.member_id, {})
@@ -135,6 +133,8 @@ class ShareGroup:
         if seen != self.topics_seen:  # Kafka bumps the epoch for the subscribed topics' metadata too
             self.topics_seen = seen
             self.group_epoch += 1
+        elif self.assignment_epoch == self.group_epoch and self._initialized_unassigned():
+            self.group_epoch += 1
         if self.assignment_epoch == self.group_epoch:
             return
         counts = {info.topic_id: min(info.partitions, self.initialized.get(info.topic_id, 0)) for info in seen.values()}
@@ -145,24 +145,48 @@ class ShareGroup:
         self.target = assign(subscriptions, counts, {m.member_id: m.assignment for m in self.members.values()})
         self.assignment_epoch = self.group_epoch
 
-    def start_initializing(self, member_id: str) -> None:
-        """Subscribed share-partitions not yet initialized start being so. Kafka's coordinator
-        initializes them asynchronously after answering, and bumps the group epoch once done: a
-        member gets them at its next heartbeat, by when the members that joined meanwhile are in
-        the assignment too (no first member holds every partition until the others' joins reach
-        it). Here they are initialized by the next heartbeat of the member that first saw them
-        (or of any member, once that one is gone)."""
-        for info in self.topics_seen.values():
-            if self.initialized.get(info.topic_id, 0) < info.partitions and info.topic_id not in self.initializing:
-                self.initializing[info.topic_id] = (info.partitions, member_id)
+    def _initialized_unassigned(self) -> bool:
+        """Kafka's initializedAssignmentPending: the target assignment does not hold exactly the
+        initialized partitions of a subscribed topic (some were initialized since it was made)."""
+        assigned: dict[uuid.UUID, set[int]] = {}
+        for assignment in self.target.values():
+            for topic_id, partitions in assignment.items():
+                assigned.setdefault(topic_id, set()).update(partitions)
+        return bool(self.members) and any(
+            assigned.get(info.topic_id, set()) != set(range(min(info.partitions, done)))
+            for info in self.topics_seen.values() if (done := self.initialized.get(info.topic_id, 0)))
 
-    def _finish_initializing(self, member_id: str) -> None:
-        done = [t for t, (_, by) in self.initializing.items() if by == member_id or by not in self.members]
-        for topic_id in done:
-            count, _ = self.initializing.pop(topic_id)
-            self.initialized[topic_id] = max(count, self.initialized.get(topic_id, 0))
-        if done:
-            self.group_epoch += 1
+    def start_initializing(self, now_ms: int, retry_ms: int) -> dict[uuid.UUID, tuple[range, int]]:
+        """The subscribed share-partitions to initialize now, with their start offset: those not
+        initialized, unless their initialization started less than retry_ms ago (Kafka's
+        subscribedTopicsChangeMap, group.share.initialize.retry.interval.ms). A topic new to the
+        group starts where share.auto.offset.reset says (-1), partitions added to a topic it
+        already had at offset 0, as Kafka 4.4 initializes them. They are recorded as
+        initializing; the caller initializes them at their share coordinators, then calls
+        initialized_now() or initialize_failed(). Until then they are not assigned, so a member
+        gets them at a later heartbeat, by when the members that joined meanwhile share them."""
+        out: dict[uuid.UUID, tuple[range, int]] = {}
+        for info in self.topics_seen.values():
+            done = self.initialized.get(info.topic_id, 0)
+            _, since = self.initializing.get(info.topic_id, (0, -retry_ms))
+            if done < info.partitions and now_ms - since >= retry_ms:
+                known = info.topic_id in self.initialized or info.topic_id in self.initializing
+                self.initializing[info.topic_id] = (info.partitions, now_ms)
+                out[info.topic_id] = (range(done, info.partitions), 0 if known else -1)
+        return out
+
+    def initialized_now(self, topic_id: uuid.UUID, partitions: range) -> None:
+        """Their share coordinators initialized the partitions: they are assigned from the next
+        heartbeat on (which moves the group epoch, _initialized_unassigned)."""
+        self.initialized[topic_id] = max(partitions.stop, self.initialized.get(topic_id, 0))
+        count, _ = self.initializing.get(topic_id, (0, 0))
+        if count <= partitions.stop:
+            self.initializing.pop(topic_id, None)
+
+    def initialize_failed(self, topic_id: uuid.UUID, partitions: range) -> None:
+        """Kafka's uninitializeShareGroupState: the next heartbeat tries them again."""
+        if self.initializing.get(topic_id, (0, 0))[0] == partitions.stop:
+            self.initializing.pop(topic_id, None)
 
     def remove(self, member_id: str) -> None:
         """The member left or its session timed out."""

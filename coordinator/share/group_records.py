@@ -224,7 +224,7 @@ def _apply(group: ShareGroup, key: RecordKey, r: _Reader) -> None:
             r.pos += 1
             member.assignment = r.topics()
         case 15:
-            group.initializing = {t: (_count(p), "") for t, p in r.topics(named=True).items()}
+            group.initializing = {t: (_count(p), 0) for t, p in r.topics(named=True).items()}
             group.initialized = {t: _count(p) for t, p in r.topics(named=True).items()}
 
 

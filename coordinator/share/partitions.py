@@ -1,9 +1,14 @@
 """The share-partitions of this broker (Kafka's SharePartitionManager): each one's record states,
 its initialisation, the reads that acquire records, acknowledgements, and their persistence.
 
-A share-partition starts where share.auto.offset.reset says (latest: the high watermark, or the
-last stable offset under read_committed; earliest: the log start offset; by_duration:<ISO-8601>:
-the first record at or after now minus that duration), or where its persisted state says. Every
+A share-partition exists once its group coordinator initialized it (InitializeShareGroupState,
+when it is first assigned to the group); before that it is refused, as Kafka's SharePartition
+refuses one whose state its share coordinator will not read: UNKNOWN_SERVER_ERROR "Read operation
+on uninitialized share partition not allowed." in a ShareFetch. Initialized with no start offset
+(-1), it starts where share.auto.offset.reset says when first read (latest: the high watermark, or
+the last stable offset under read_committed; earliest: the log start offset;
+by_duration:<ISO-8601>: the first record at or after now minus that duration), else where its
+persisted state says. Every
 change other than an acquisition is written to __share_group_state (state_log.py) before the
 caller is answered: Kafka's persister writes on acknowledgement, release and lock timeout, not
 on acquisition. One lock per share-partition orders its changes and their writes.
@@ -12,9 +17,7 @@ on acquisition. One lock per share-partition orders its changes and their writes
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -27,31 +30,21 @@ from storage.api import IsolationLevel, LogSource, TopicPartition
 from .dead_letters import DeadLetterSource, DeadLetterTopicError, DeadLetterWriter
 from .log_reads import LogRead, batches_covering, read_batches
 from .partition_state import AcquiredRange, RecordState, SharePartitionState
-from .state_log import SharePartitionKey, ShareStateStore, StoredShareState, delivery_complete_count
+from .settings import ShareGroupSettings, initial_offset
+from .state_log import (
+    UNINITIALIZED_START_OFFSET,
+    SharePartitionKey,
+    ShareStateStore,
+    StoredShareState,
+    delivery_complete_count,
+)
 
-__all__ = ("FetchedPartition", "SharePartition", "SharePartitionManager", "ShareGroupSettings")
+__all__ = ("FetchedPartition", "SharePartition", "SharePartitionManager",
+           "ShareGroupSettings", "UninitializedSharePartition")
 
 log = logging.getLogger(__name__)
 
 _READ_CAP: Final = 8 << 20
-_DURATION: Final = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupSettings:
-    """A share group's share.* configs in force (its own, else the broker's)."""
-
-    record_lock_duration_ms: int = 30000
-    delivery_count_limit: int = 5
-    max_record_locks: int = 2000
-    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
-    auto_offset_reset: str = "latest"
-    session_timeout_ms: int = 45000
-    heartbeat_interval_ms: int = 5000
-    # the dead-letter topic while share.version is 2, else "" (KIP-1191), and whether dead letters
-    # carry the record's key and value
-    dlq_topic: str = ""
-    dlq_copy_record: bool = False
 
 
 @dataclass(slots=True)
@@ -82,16 +75,15 @@ def _configured(partition: SharePartition, settings: ShareGroupSettings) -> Shar
     return state
 
 
-def by_duration_ms(value: str) -> int:
-    """The milliseconds of share.auto.offset.reset's by_duration:<ISO-8601 duration>."""
-    match = _DURATION.match(value.removeprefix("by_duration:"))
-    if match is None:
-        raise ValueError(f"not an ISO-8601 duration: {value}")
-    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return int(datetime.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds).total_seconds() * 1000)
-
-
 _FENCED: Final = frozenset({ErrorCode.fenced_leader_epoch, ErrorCode.fenced_state_epoch})
+
+
+class UninitializedSharePartition(KafkaError):
+    """The share coordinator refused to read a share-partition never initialized (INVALID_REQUEST):
+    as Kafka's SharePartition maps that persister error, UNKNOWN_SERVER_ERROR with its message."""
+
+    def __init__(self, message: str | None) -> None:
+        super().__init__(ErrorCode.unknown_server_error, message)
 
 
 def _leadership_error(exc: KafkaError, tp: TopicPartition, leader_epoch: int) -> KafkaError:
@@ -146,35 +138,34 @@ class SharePartitionManager:
         stored = self._stored.get(key)
         leader_epoch = self.leader_epochs.get(tp, -1)
         if stored is None:  # cluster mode: the share coordinator of the key has it
-            try:
-                stored = await self._state_log.read(key, leader_epoch)
-            except KafkaError as exc:
-                raise _leadership_error(exc, tp, leader_epoch) from None
+            stored = await self._read(key, tp, leader_epoch)
             if key in self.partitions:
                 return self.partitions[key]
-        if stored is not None:
-            state = SharePartitionState.restore(stored.start_offset, stored.batches,
-                                                delivery_count_limit=settings.delivery_count_limit,
-                                                max_in_flight=settings.max_record_locks,
-                                                dead_letter_queue=bool(settings.dlq_topic))
-            epoch = stored.state_epoch
-        else:
-            start = await self._initial_offset(tp, settings)
-            state = SharePartitionState(start, delivery_count_limit=settings.delivery_count_limit,
-                                        max_in_flight=settings.max_record_locks)
-            epoch = 0
-        return self.partitions.setdefault(key, SharePartition(key, tp, state, epoch, leader_epoch))
+        start = stored.start_offset
+        if start == UNINITIALIZED_START_OFFSET:
+            start = await initial_offset(self._logs.get_log(tp), settings, self._clock_ms())
+        state = SharePartitionState.restore(start, stored.batches, delivery_count_limit=settings.delivery_count_limit,
+                                            max_in_flight=settings.max_record_locks,
+                                            dead_letter_queue=bool(settings.dlq_topic))
+        return self.partitions.setdefault(key, SharePartition(key, tp, state, stored.state_epoch, leader_epoch))
 
-    async def _initial_offset(self, tp: TopicPartition, settings: ShareGroupSettings) -> int:
-        plog = self._logs.get_log(tp)
-        reset = settings.auto_offset_reset
-        if reset == "earliest":
-            return plog.log_start_offset
-        if reset.startswith("by_duration:"):
-            found = await plog.offset_for_timestamp(self._clock_ms() - by_duration_ms(reset))
-            return found[0] if found is not None else plog.high_watermark
-        committed = settings.isolation_level is IsolationLevel.READ_COMMITTED
-        return plog.last_stable_offset if committed else plog.high_watermark
+    async def _read(self, key: SharePartitionKey, tp: TopicPartition, leader_epoch: int) -> StoredShareState:
+        try:
+            return await self._state_log.read(key, leader_epoch)
+        except KafkaError as exc:
+            if exc.code is ErrorCode.invalid_request:  # never initialized: Kafka's ShareCoordinatorShard
+                raise UninitializedSharePartition(exc.message) from None
+            raise _leadership_error(exc, tp, leader_epoch) from None
+
+    async def initialize(self, keys: Iterable[SharePartitionKey], state_epoch: int, start_offset: int) -> None:
+        """InitializeShareGroupState at this broker's own __share_group_state (not cluster mode):
+        the share-partitions start (again) at state_epoch and start_offset (-1: where
+        share.auto.offset.reset says at their first read)."""
+        for key in keys:
+            stored = StoredShareState(state_epoch, start_offset, ())
+            await self._state_log.write(key, stored)
+            self._drop(key)
+            self._stored[key] = stored
 
     # -- acquiring -----------------------------------------------------------------------------
 
@@ -348,11 +339,18 @@ class SharePartitionManager:
     # -- administration ------------------------------------------------------------------------
 
     async def alter_start(self, key: SharePartitionKey, tp: TopicPartition, offset: int) -> None:
-        """AlterShareGroupOffsets (the group has no members): start again at offset."""
+        """AlterShareGroupOffsets (the group has no members): start again at offset (a
+        share-partition never initialized is initialized so)."""
+        plog = self._logs.get_log(tp)
+        start = min(max(offset, plog.log_start_offset), plog.high_watermark)
+        if key not in self.partitions and key not in self._stored:
+            stored = StoredShareState(0, start, ())
+            await self._state_log.write(key, stored)
+            self._stored[key] = stored
+            return
         partition = await self.partition(key, tp)
         async with partition.lock:
-            plog = self._logs.get_log(tp)
-            partition.state.reset(min(max(offset, plog.log_start_offset), plog.high_watermark))
+            partition.state.reset(start)
             partition.state_epoch += 1
             await self._persist(partition)
 
@@ -390,7 +388,7 @@ class SharePartitionManager:
         """Records from the start offset up to the high watermark not yet acknowledged or archived."""
         stored = self.stored_state(key)
         plog = self._logs.find_log(tp)
-        if stored is None or plog is None:
+        if stored is None or plog is None or stored.start_offset == UNINITIALIZED_START_OFFSET:
             return -1
         partition = self.partitions.get(key)
         done = partition.state.done_in_window() if partition is not None else delivery_complete_count(stored)

@@ -35,8 +35,9 @@ from storage.api import AppendOrigin, LogSource, PartitionLog, TopicPartition
 from ..partitioning import partition_for
 from .partition_state import RecordState, StateBatch
 
-__all__ = ("SHARE_GROUP_STATE_TOPIC", "SharePartitionKey", "ShareStateLog", "ShareStateStore", "StoredShareState",
-           "delivery_complete_count")
+__all__ = ("READ_UNINITIALIZED", "SHARE_GROUP_STATE_TOPIC", "UNINITIALIZED_START_OFFSET", "WRITE_UNINITIALIZED",
+           "SharePartitionKey", "ShareStateLog", "ShareStateStore", "StoredShareState", "delivery_complete_count",
+           "uninitialized")
 
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
 _KEY_TYPE: Final = 0
@@ -44,6 +45,15 @@ _I16, _I32, _BATCH = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q
 _HEADS: Final = {0: struct.Struct(">hiqi"), 1: struct.Struct(">hiiqi")}
 _VERSION: Final = 1
 _READ_BYTES: Final = 1 << 20
+UNINITIALIZED_START_OFFSET: Final = -1  # initialized, its start offset left to its leader (Kafka's PartitionFactory)
+# Kafka's ShareCoordinatorShard messages for a share-partition never initialized
+READ_UNINITIALIZED: Final = "Read operation on uninitialized share partition not allowed."
+WRITE_UNINITIALIZED: Final = "Write operation on uninitialized share partition not allowed."
+
+
+def uninitialized(message: str) -> KafkaError:
+    """A read or write of a share-partition that InitializeShareGroupState never initialized."""
+    return KafkaError(ErrorCode.invalid_request, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +133,10 @@ class ShareStateStore(Protocol):
         """Every state known at start-up (cluster mode: none, each is read when first used)."""
         ...
 
-    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState:
         """leader_epoch: the reading share-partition leader's (the share coordinator records it
-        and fences older leaders with FENCED_LEADER_EPOCH)."""
+        and fences older leaders with FENCED_LEADER_EPOCH); INVALID_REQUEST (uninitialized) for a
+        key never initialized."""
         ...
 
     async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
@@ -157,8 +168,8 @@ class ShareStateLog:
         meta = self._logs.topics.get(SHARE_GROUP_STATE_TOPIC)
         return partition_for(str(key), meta.partitions if meta is not None else self._num_partitions)
 
-    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
-        return None  # load() read them all
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState:
+        raise uninitialized(READ_UNINITIALIZED)  # load() read every state there is
 
     async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
         partitions = await self.ensure_topic()

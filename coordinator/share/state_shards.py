@@ -10,10 +10,13 @@ that got its answer never loses the state, whichever broker dies. The share-part
 read and write here directly, or through ReadShareGroupState / WriteShareGroupState from other
 brokers (broker/share_state_client.py).
 
-Each key's state records the highest leader epoch of the share-partition leaders that read or
-wrote it, as Kafka's ShareSnapshot value does: a read or write with an older leader epoch (a
-paused old leader) is refused with FENCED_LEADER_EPOCH, so it cannot overwrite the newer leader's
-state; a read with a newer one is recorded (written) before it is answered. Writes of one key are
+A key has a state once its group coordinator initialized it (InitializeShareGroupState, when the
+share-partition is first assigned or its offsets are altered); reading or writing a key before
+that is INVALID_REQUEST with Kafka's messages, as Kafka's ShareCoordinatorShard refuses it. Each
+key's state records the highest leader epoch of the share-partition leaders that read or wrote it,
+as Kafka's ShareSnapshot value does: a read or write with an older leader epoch (a paused old
+leader) is refused with FENCED_LEADER_EPOCH, so it cannot overwrite the newer leader's state; a
+read with a newer one is recorded (written) before it is answered. Writes of one key are
 serialized, so a write checked against the recorded epoch is also the next one appended.
 """
 
@@ -28,7 +31,15 @@ from storage.api import LogSource, TopicPartition
 
 from ..shards import CoordinatorShards
 from ..tasks import TaskSupervisor
-from .state_log import SHARE_GROUP_STATE_TOPIC, SharePartitionKey, ShareStateLog, StoredShareState
+from .state_log import (
+    READ_UNINITIALIZED,
+    SHARE_GROUP_STATE_TOPIC,
+    WRITE_UNINITIALIZED,
+    SharePartitionKey,
+    ShareStateLog,
+    StoredShareState,
+    uninitialized,
+)
 
 __all__ = ("ShareStateShards", "check_leader_epoch", "check_state_epoch")
 
@@ -61,9 +72,6 @@ class ShareStateShards:
         self._states: dict[int, dict[SharePartitionKey, StoredShareState]] = {}
         self._loads = TaskSupervisor("share coordinator")
         self._writing: dict[SharePartitionKey, asyncio.Lock] = {}
-        # the leader epochs that read a key without a state yet: kept in memory until its first
-        # write records one (as Kafka's leaderEpochMap), so an older leader cannot write first
-        self._read_epochs: dict[SharePartitionKey, int] = {}
 
     async def on_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
         if tp.topic == SHARE_GROUP_STATE_TOPIC and self.shards.elect(tp.partition, leader_epoch):
@@ -73,10 +81,8 @@ class ShareStateShards:
     async def on_resigned(self, tp: TopicPartition) -> None:
         if tp.topic == SHARE_GROUP_STATE_TOPIC and self.shards.resign(tp.partition):
             gone = self._states.pop(tp.partition, {})
-            for key in [*gone, *self._read_epochs]:
-                if self.log.partition_of(key) == tp.partition:
-                    self._writing.pop(key, None)
-                    self._read_epochs.pop(key, None)
+            for key in gone:
+                self._writing.pop(key, None)
             log.info("no longer the share coordinator of %s: unloaded %d share-partitions", tp, len(gone))
 
     async def _load(self, partition: int, epoch: int) -> None:
@@ -88,48 +94,48 @@ class ShareStateShards:
             log.info("share coordinator of %s-%d: loaded %d share-partitions (coordinator epoch %d)",
                      SHARE_GROUP_STATE_TOPIC, partition, len(states), epoch)
 
-    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState | None:
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> StoredShareState:
         """The key's state (KafkaError NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS if its shard
-        is not loaded here, FENCED_LEADER_EPOCH for an older leader); a newer leader epoch is
-        written first."""
+        is not loaded here, INVALID_REQUEST if it was never initialized, FENCED_LEADER_EPOCH for an
+        older leader); a newer leader epoch is written first."""
         async with self._writing.setdefault(key, asyncio.Lock()):
             stored = self._stored(key)
-            check_leader_epoch(key, self._recorded(key, stored), leader_epoch)
             if stored is None:
-                self._read_epochs[key] = leader_epoch
-            elif leader_epoch > stored.leader_epoch:
+                raise uninitialized(READ_UNINITIALIZED)
+            check_leader_epoch(key, stored.leader_epoch, leader_epoch)
+            if leader_epoch > stored.leader_epoch:
                 log.info("share-partition %s: read with new leader epoch %d", key, leader_epoch)
                 stored = dataclasses.replace(stored, leader_epoch=leader_epoch)
                 await self._append(key, stored)
             return stored
 
     async def write(self, key: SharePartitionKey, state: StoredShareState | None) -> None:
-        """Append the key's state (None deletes it); FENCED_LEADER_EPOCH for an older leader."""
+        """Append the key's state (None deletes it); INVALID_REQUEST if it was never initialized,
+        FENCED_LEADER_EPOCH for an older leader."""
         async with self._writing.setdefault(key, asyncio.Lock()):
             if state is not None:
                 stored = self._stored(key)
-                check_leader_epoch(key, self._recorded(key, stored), state.leader_epoch)
+                if stored is None:
+                    raise uninitialized(WRITE_UNINITIALIZED)
+                check_leader_epoch(key, stored.leader_epoch, state.leader_epoch)
                 check_state_epoch(key, stored, state.state_epoch)
             await self._append(key, state)
-            self._read_epochs.pop(key, None)
 
     async def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> None:
-        """InitializeShareGroupState (AlterShareGroupOffsets): the key starts again at start_offset
-        with no record states, at state_epoch (FENCED_STATE_EPOCH below the recorded one), so the
-        share-partition leader's later writes at the older epoch are fenced and it reads again."""
+        """InitializeShareGroupState: the key starts (again) at start_offset with no record
+        states, at state_epoch (FENCED_STATE_EPOCH below the recorded one), so a share-partition
+        leader's later writes at an older epoch are fenced and it reads again. The group
+        coordinator initializes a share-partition first assigned with start offset -1 (its leader
+        then starts where share.auto.offset.reset says), and altered offsets with theirs."""
         async with self._writing.setdefault(key, asyncio.Lock()):
             stored = self._stored(key)
             check_state_epoch(key, stored, state_epoch)
-            leader_epoch = self._recorded(key, stored)  # none recorded yet: 0, as Kafka's summary shows
-            await self._append(key, StoredShareState(state_epoch, start_offset, (),
-                                                     0 if leader_epoch is None else leader_epoch))
+            leader_epoch = stored.leader_epoch if stored is not None else 0  # none yet: 0, as Kafka's summary shows
+            await self._append(key, StoredShareState(state_epoch, start_offset, (), leader_epoch))
 
     def summary(self, key: SharePartitionKey) -> StoredShareState | None:
         """ReadShareGroupStateSummary: the key's state, with no leader epoch check or update."""
         return self._stored(key)
-
-    def _recorded(self, key: SharePartitionKey, stored: StoredShareState | None) -> int | None:
-        return stored.leader_epoch if stored is not None else self._read_epochs.get(key)
 
     def _stored(self, key: SharePartitionKey) -> StoredShareState | None:
         partition = self.log.partition_of(key)

@@ -85,6 +85,9 @@ class Setup:
         self.manager = SharePartitionManager(self.logs, ShareStateLog(self.logs, 1), lambda _: self.group_settings,
                                              lambda: 1000, DeadLetterWriter(self.logs, lambda: self.dlq, lambda: 777))
         await self.manager.load()
+        # as the group coordinator initializes them when they are first assigned
+        fresh = [self.key(p) for p in (0, 1) if self.manager.stored_state(self.key(p)) is None]
+        await self.manager.initialize(fresh, 0, 0)
         return self
 
     def key(self, partition: int) -> SharePartitionKey:

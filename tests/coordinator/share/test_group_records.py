@@ -6,6 +6,7 @@ coordinator's loader skips these records. Over a real LogManager."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def test_keys_are_kafkas_and_values_round_trip() -> None:
             decode_key(bad)
     t = uuid.UUID(int=7)
     group = ShareGroup("g", group_epoch=4, assignment_epoch=4, initialized={t: 3},
-                       initializing={uuid.UUID(int=8): (2, "m")})
+                       initializing={uuid.UUID(int=8): (2, 5000)})
     group.members["m"] = ShareMember(member_id="m", member_epoch=4, rack_id=None, client_id="c", client_host="/h",
                                      subscribed_topic_names=("a", "b"), assignment={t: frozenset({0, 2})})
     group.target["m"] = {t: frozenset({0, 2})}
@@ -45,7 +46,7 @@ def test_keys_are_kafkas_and_values_round_trip() -> None:
     back = share_group("g", records)
     assert back is not None
     assert (back.group_epoch, back.assignment_epoch, back.initialized) == (4, 4, {t: 3})
-    assert back.initializing == {uuid.UUID(int=8): (2, "")}  # whoever heartbeats next finishes it
+    assert back.initializing == {uuid.UUID(int=8): (2, 0)}  # since unknown: the next heartbeat initializes it
     assert back.members == {"m": ShareMember(member_id="m", member_epoch=4, client_id="c", client_host="/h",
                                              subscribed_topic_names=("a", "b"), assignment={t: frozenset({0, 2})})}
     assert back.target == group.target
@@ -67,6 +68,16 @@ async def _records(logs: LogManager) -> list[tuple[bytes | None, bytes | None]]:
     return [(r.key, r.value) for _, records in read_records(data) for r in records]
 
 
+async def _initialized(coordinator: ShareCoordinator, group_id: str) -> None:
+    """Until the heartbeat's InitializeShareGroupState (a background task) is done."""
+    for _ in range(500):
+        group = coordinator.describe(group_id)
+        if group is not None and group.initialized and not group.initializing:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"share group {group_id} not initialized")
+
+
 @pytest.fixture
 async def logs(tmp_path: Path):  # type: ignore[no-untyped-def]
     logs = LogManager(tmp_path, {})
@@ -82,9 +93,10 @@ async def test_a_group_comes_back_after_a_restart_and_a_deleted_one_does_not(log
     first = _share_coordinator(logs)
     await first.start()
     try:
-        result, _ = await first.heartbeat("g", _hb("m1", 0))
-        result, _ = await first.heartbeat("g", _hb("m1", result.member_epoch))  # initializes the share-partitions
+        result, _ = await first.heartbeat("g", _hb("m1", 0))  # its share-partitions are initialized after the answer
+        await _initialized(first, "g")
         result, _ = await first.heartbeat("g", _hb("m1", result.member_epoch))
+        assert result.assignment == {logs.topics["st"].topic_id: frozenset({0, 1})}
         written = len(await _records(logs))
         await first.heartbeat("g", _hb("m1", result.member_epoch))  # nothing changed: nothing written
         assert len(await _records(logs)) == written

@@ -101,6 +101,7 @@ async def fenced(call: object) -> ErrorCode:
 async def test_the_coordinator_refuses_older_leaders_and_keeps_the_epoch_across_a_reload(
         coordinator: Coordinator) -> None:
     key = key_of(coordinator)
+    await coordinator.shards.initialize(key, 0, -1)
     await coordinator.write(key, STATE)
     stale = StoredShareState(0, 0, (), leader_epoch=2)
     assert await fenced(coordinator.write(key, stale)) is ErrorCode.fenced_leader_epoch
@@ -126,6 +127,7 @@ def leaders(coordinator: Coordinator) -> tuple[SharePartitionManager, ShareParti
 async def test_a_fenced_leader_drops_the_share_partition_and_does_not_acknowledge(coordinator: Coordinator) -> None:
     old, new = leaders(coordinator)
     key = key_of(coordinator)
+    await coordinator.shards.initialize(key, 0, -1)
     partition = await old.partition(key, TP)
     await old.acknowledge(partition, "m", [])  # persisted at leader epoch 1
     assert [(r.first_offset, r.last_offset) for r in (await old.acquire(partition, "m", 10, 1 << 20, True)).ranges] \
@@ -148,9 +150,29 @@ async def test_a_fenced_leader_drops_the_share_partition_and_does_not_acknowledg
 async def test_a_member_leaving_a_fenced_leader_is_released_without_a_write(coordinator: Coordinator) -> None:
     old, new = leaders(coordinator)
     key = key_of(coordinator)
+    await coordinator.shards.initialize(key, 0, -1)
     await old.acquire(await old.partition(key, TP), "m", 10, 1 << 20, True)
     await new.partition(key, TP)
     assert await old.release_member("g", "m") == 4  # released in memory; the write is fenced
     assert key not in old.partitions
-    # the new leader read no state yet: its epoch was kept, so the old leader could not write first
-    assert await coordinator.read(key, 2) is None
+    # the new leader's read recorded its epoch, so the old leader wrote nothing
+    assert await coordinator.read(key, 2) == StoredShareState(0, -1, (), leader_epoch=2)
+
+
+async def test_a_share_partition_never_initialized_is_neither_read_nor_written(coordinator: Coordinator) -> None:
+    key = key_of(coordinator)
+    for call, message in ((coordinator.read(key, 1), "Read operation on uninitialized share partition not allowed."),
+                          (coordinator.write(key, STATE),
+                           "Write operation on uninitialized share partition not allowed.")):
+        with pytest.raises(KafkaError) as e:
+            await call  # type: ignore[misc]
+        assert (e.value.code, e.value.message) == (ErrorCode.invalid_request, message)
+    leader, _ = leaders(coordinator)
+    with pytest.raises(KafkaError) as e:  # as Kafka's SharePartition maps the refusal
+        await leader.partition(key, TP)
+    assert (e.value.code, e.value.message) == (ErrorCode.unknown_server_error,
+                                               "Read operation on uninitialized share partition not allowed.")
+    # initialized with no start offset: the leader starts where share.auto.offset.reset says
+    await coordinator.shards.initialize(key, 3, -1)
+    partition = await leader.partition(key, TP)
+    assert (partition.state_epoch, partition.state.start_offset) == (3, 0)

@@ -37,9 +37,15 @@ def test_members_join_get_partitions_and_move_to_the_group_epoch() -> None:
     # the member and the subscribed topics' metadata each bump the group epoch, as in Kafka; the
     # share-partitions are initialized before they are assigned: nothing yet, as Kafka answers
     assert (a.member_epoch, a.assignment) == (2, {})
+    assert g.start_initializing(0, 30000) == {T1: (range(3), -1)}  # new to the group: share.auto.offset.reset
     b = g.heartbeat(hb("b", 0), TOPICS, 0, 45000, 10)
     assert (b.member_epoch, b.assignment) == (3, {})
-    # a's next heartbeat finds them initialized (the epoch moves): a and b share them out
+    # being initialized: not again until the retry interval has passed
+    assert g.start_initializing(29999, 30000) == {}
+    assert g.start_initializing(30000, 30000) == {T1: (range(3), 0)}
+    # their share coordinator initialized them (the epoch moves): a and b share them out
+    g.initialized_now(T1, range(3))
+    assert (g.initializing, g.start_initializing(30001, 30000)) == ({}, {})
     first = g.heartbeat(hb("a", 2, None), TOPICS, 0, 45000, 10)
     second = g.heartbeat(hb("b", 3, None), TOPICS, 0, 45000, 10)
     assert first.member_epoch == second.member_epoch == 4
@@ -47,6 +53,21 @@ def test_members_join_get_partitions_and_move_to_the_group_epoch() -> None:
     assert sorted(p for r in (first, second) for p in (r.assignment or {})[T1]) == [0, 1, 2]
     assert g.heartbeat(hb("a", 4, None), TOPICS, 0, 45000, 10).assignment is None  # nothing new
     assert g.state == "Stable"
+
+
+def test_a_failed_initialization_is_tried_again_and_new_partitions_are_initialized() -> None:
+    g = ShareGroup("g")
+    g.heartbeat(hb("a", 0), TOPICS, 0, 45000, 10)
+    assert g.start_initializing(0, 30000) == {T1: (range(3), -1)}
+    g.initialize_failed(T1, range(3))
+    assert g.start_initializing(1, 30000) == {T1: (range(3), -1)}  # at once: nothing is initializing
+    g.initialized_now(T1, range(3))
+    # the topic grows: only its new partitions are initialized, the others stay assigned
+    grown = {"t1": TopicInfo(T1, 5)}
+    g.heartbeat(hb("a", g.members["a"].member_epoch, None), grown, 2, 45000, 10)
+    assert g.members["a"].assignment == {T1: frozenset({0, 1, 2})}
+    # partitions added to a topic the group has start at offset 0, as Kafka 4.4 initializes them
+    assert g.start_initializing(2, 30000) == {T1: (range(3, 5), 0)}
 
 
 @pytest.mark.parametrize(("request_", "code"), [

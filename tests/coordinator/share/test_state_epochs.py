@@ -87,6 +87,7 @@ async def test_an_altered_share_partition_fences_its_leader_which_reads_it_again
     leader, _ = leaders(coordinator)
     key = key_of(coordinator)
     admin = ClusterShareAdmin(coordinator.logs, LocalAdmin(coordinator))
+    assert await admin.initialize([key], 0, -1) == {key: None}  # first assigned: the leader starts at earliest
     partition = await leader.partition(key, TP)
     got = await leader.acquire(partition, "m", 10, 1 << 20, True)
     await leader.acknowledge(partition, "m", [(0, 1, ACCEPT)])  # written at state epoch 0

@@ -5,7 +5,8 @@ group coordinator. A kill -9 of the share coordinator's broker with records in f
 share coordinator replays the state, no acknowledged record comes back and every acquired but
 unacknowledged one does, with its delivery count. The share coordinator fences a share-partition
 leader older than the last one that read or wrote the state (FENCED_LEADER_EPOCH), and that leader
-stops serving it: it delivers nothing."""
+stops serving it: it delivers nothing. It refuses to read or write the state of a share-partition
+never initialized (INVALID_REQUEST, Kafka's messages)."""
 
 from __future__ import annotations
 
@@ -96,10 +97,21 @@ def test_the_share_coordinator_fences_an_older_share_partition_leader(cluster: C
     assert cluster.brokers[leader].logged(f"fenced at leader epoch {epoch}")
     with RawClient(cluster.brokers[coordinator_of(cluster, SHARE, f"fence:{topic_id}:0")].bootstrap) as client:
         assert read_state(client, topic_id, epoch + 2).start_offset == 3
+    # a share-partition its group coordinator never initialized: refused with Kafka's messages
+    with RawClient(cluster.brokers[coordinator_of(cluster, SHARE, f"cold:{topic_id}:0")].bootstrap) as client:
+        cold = read_state(client, topic_id, epoch, "cold")
+        assert (cold.error_code, cold.error_message, cold.state_epoch, cold.start_offset) == (
+            ErrorCode.invalid_request, "Read operation on uninitialized share partition not allowed.", 0, 0)
+        write = write_req.PartitionData(partition=i32(0), state_epoch=i32(0), leader_epoch=i32(epoch),
+                                        start_offset=i64(0), state_batches=())
+        answer = client.request(write_req.WriteShareGroupStateRequest(group_id="cold", topics=(
+            write_req.WriteStateData(topic_id=topic_id, partitions=(write,)),))).results[0].partitions[0]
+        assert (answer.error_code, answer.error_message) == (
+            ErrorCode.invalid_request, "Write operation on uninitialized share partition not allowed.")
 
 
-def read_state(client: RawClient, topic_id: object, leader_epoch: int) -> Any:
-    request = read_req.ReadShareGroupStateRequest(group_id="fence", topics=(read_req.ReadStateData(
+def read_state(client: RawClient, topic_id: object, leader_epoch: int, group: str = "fence") -> Any:
+    request = read_req.ReadShareGroupStateRequest(group_id=group, topics=(read_req.ReadStateData(
         topic_id=topic_id, partitions=(read_req.PartitionData(partition=i32(0), leader_epoch=i32(leader_epoch)),)),))  # type: ignore[arg-type]
     return client.request(request).results[0].partitions[0]
 

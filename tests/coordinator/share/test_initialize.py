@@ -1,0 +1,65 @@
+"""InitializeShareGroupState on one broker (coordinator/share/initializer.py): a share-partition is
+served only once the group coordinator initialized it, after the heartbeat that first found it
+subscribed; before that a ShareFetch gets Kafka's UNKNOWN_SERVER_ERROR "Read operation on
+uninitialized share partition not allowed." and an acknowledgement UNKNOWN_TOPIC_OR_PARTITION.
+Initialized with no start offset, the share-partition starts where share.auto.offset.reset says
+when it is first read, also after a restart. Over a real LogManager."""
+
+from __future__ import annotations
+
+from coordinator.share.coordinator import ShareCoordinator, ShareFetchParams
+from coordinator.share.group import ShareHeartbeat
+from coordinator.share.partitions import ShareGroupSettings
+from coordinator.share.state_log import SharePartitionKey, StoredShareState
+from protocol.errors import ErrorCode
+from protocol.records import Record, build_batch
+from storage.api import TopicPartition
+from storage.log_manager import LogManager
+from tests.coordinator.share.test_group_records import OFFSETS, _initialized, logs  # noqa: F401 (a fixture)
+
+SETTINGS = ShareGroupSettings(auto_offset_reset="earliest")
+ACCEPT = (1,)
+
+
+async def started(source: LogManager) -> ShareCoordinator:
+    coordinator = ShareCoordinator(source, lambda _: SETTINGS, group_log=lambda _: OFFSETS)
+    await coordinator.start()
+    return coordinator
+
+
+def fetch(source: LogManager, epoch: int, acks: dict[tuple[object, int], object] | None = None) -> ShareFetchParams:
+    key = (source.topics["st"].topic_id, 0)
+    return ShareFetchParams(group_id="g", member_id="m", epoch=epoch, added={key: TopicPartition("st", 0)},
+                            acks=acks or {})  # type: ignore[arg-type]
+
+
+async def test_a_share_partition_is_served_once_the_group_initialized_it(logs: LogManager) -> None:  # noqa: F811
+    await logs.get_log(TopicPartition("st", 0)).append(bytes(build_batch([Record(value=b"v%d" % i) for i in range(3)])))
+    coordinator = await started(logs)
+    key = (logs.topics["st"].topic_id, 0)
+    try:
+        refused = await coordinator.share_fetch(fetch(logs, 0))
+        assert not refused.fetched
+        assert (refused.errors[key].code, refused.errors[key].message) == (
+            ErrorCode.unknown_server_error, "Read operation on uninitialized share partition not allowed.")
+        acked = await coordinator.share_fetch(fetch(logs, 1, {key: (TopicPartition("st", 0), [(0, 0, ACCEPT)])}))
+        assert acked.ack_errors[key] is not None and acked.ack_errors[key].code is ErrorCode.unknown_topic_or_partition
+        assert coordinator.manager.stored_state(SharePartitionKey("g", key[0], 0)) is None
+        result, _ = await coordinator.heartbeat("g", ShareHeartbeat(
+            member_id="m", member_epoch=0, rack_id=None, subscribed_topic_names=("st",), client_id="c",
+            client_host="/127.0.0.1"))
+        assert result.assignment == {}  # assigned once initialized, from the next heartbeat
+        await _initialized(coordinator, "g")  # both partitions of st
+        group = coordinator.describe("g")
+        assert group is not None
+        stored = coordinator.manager.stored_state(SharePartitionKey("g", key[0], 0))
+        assert stored == StoredShareState(group.group_epoch, -1, ())  # the group epoch, as Kafka initializes it
+    finally:
+        await coordinator.stop()
+    again = await started(logs)  # the initialized state is durable; its start offset found at the first read
+    try:
+        got = await again.share_fetch(fetch(logs, 0))
+        assert not got.errors
+        assert [(r.first_offset, r.last_offset, r.delivery_count) for r in got.fetched[key].ranges] == [(0, 2, 1)]
+    finally:
+        await again.stop()
