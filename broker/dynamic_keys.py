@@ -30,9 +30,10 @@ SSL_STORE_CONFIGS: Final = frozenset({
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
     "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates"})
-# DynamicListenerConfig.ReconfigurableConfigs
+# DynamicListenerConfig.ReconfigurableConfigs; Kafka 4 (KRaft) left advertised.listeners out: a broker
+# registers its endpoints with the controller at start-up.
 LISTENER_CONFIGS: Final = SSL_STORE_CONFIGS | frozenset({
-    "advertised.listeners", "listeners", "listener.security.protocol.map", "principal.builder.class",
+    "listeners", "listener.security.protocol.map", "principal.builder.class",
     "ssl.protocol", "ssl.provider", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keymanager.algorithm",
     "ssl.trustmanager.algorithm", "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
     "ssl.client.auth", "ssl.engine.factory.class", "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config",
@@ -79,7 +80,7 @@ STATIC_CONFIGS: Final = (PROPERTY_FIELDS.keys() | IGNORED_PROPERTIES | {"broker.
 # Kafka's LIST-typed dynamic configs: the ones APPEND and SUBTRACT work on.
 LIST_CONFIGS: Final = frozenset({
     "log.cleanup.policy", "metric.reporters", "ssl.cipher.suites", "ssl.enabled.protocols",
-    "sasl.enabled.mechanisms", "sasl.kerberos.principal.to.local.rules", "listeners", "advertised.listeners"})
+    "sasl.enabled.mechanisms", "sasl.kerberos.principal.to.local.rules", "listeners"})
 # Kafka's thread pools that eosbroker has no property for, with Kafka's defaults: their type is
 # checked here, and a change by more than half or double, as Kafka's DynamicThreadPool refuses it.
 THREAD_POOL_DEFAULTS: Final = {"num.io.threads": 8, "num.network.threads": 3, "num.replica.fetchers": 1,
@@ -95,7 +96,8 @@ def base_name(name: str) -> str:
 
 
 def _kafka_set(names: Iterable[str]) -> str:
-    return f"Set({', '.join(sorted(names))})"
+    """A set in Kafka 4's messages (Java's Set.toString), in sorted order."""
+    return f"[{', '.join(sorted(names))}]"
 
 
 def _refuse_any(names: set[str], why: str) -> None:

@@ -33,13 +33,13 @@ E = ErrorCode
 
 
 @pytest.mark.parametrize(("props", "per_broker", "message"), [
-    ({"log.dirs": "/x", "num.partitions": "3"}, True, "Cannot update these configs dynamically: Set(log.dirs, "
-                                                      "num.partitions)"),
+    ({"log.dirs": "/x", "num.partitions": "3"}, True, "Cannot update these configs dynamically: [log.dirs, "
+                                                      "num.partitions]"),
     ({"ssl.keystore.location": "/k"}, True, "These security configs can be dynamically updated only per-listener "
-                                            "using the listener prefix: Set(ssl.keystore.location)"),
+                                            "using the listener prefix: [ssl.keystore.location]"),
     ({"listener.name.plaintext.ssl.keystore.location": "/k"}, False,
      "Cannot update these configs at default cluster level, broker id must be specified: "
-     "Set(listener.name.plaintext.ssl.keystore.location)"),
+     "[listener.name.plaintext.ssl.keystore.location]"),
     ({"log.retention.ms": "soon"}, True, "Invalid value soon for configuration log.retention.ms: Not a number of "
                                          "type LONG"),
     ({"log.retention.ms": "0"}, False, "log.retention.ms must be unlimited (-1) or, greater than or equal to 1"),
@@ -190,7 +190,7 @@ async def test_refusals_and_validate_only(state: BrokerState) -> None:
     assert [(x.error_code, x.error_message) for x in r.responses][1:] == [
         (E.invalid_request, "Unexpected broker id, expected 1, but received 2"),
         (E.invalid_request, "Node id must be an integer, but it is: one"),
-        (E.invalid_request, "Cannot update these configs dynamically: Set(log.dirs)")]
+        (E.invalid_request, "Cannot update these configs dynamically: [log.dirs]")]
     assert r.responses[0].error_code == E.none
     assert state.dynamic_config is not None and state.dynamic_config.layers() == ({}, {})
 
