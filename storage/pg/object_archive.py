@@ -44,7 +44,9 @@ class ArchiveSettings:
 
 
 DEFAULT_ARCHIVE: Final = ArchiveSettings()
-_RUN_ROWS: Final = ("SELECT base_offset, last_offset, max_timestamp, object_key, byte_start, byte_length "
+# The runs, and in the same snapshot the cleaner's checkpoint (compacted topics), which groups never straddle.
+_RUN_ROWS: Final = ("SELECT base_offset, last_offset, max_timestamp, object_key, byte_start, byte_length, "
+                    "(SELECT cleaner_checkpoint FROM partitions WHERE topic_id = $1 AND partition = $2) AS checkpoint "
                     "FROM batch_runs WHERE topic_id = $1 AND partition = $2 ORDER BY base_offset")
 _FENCE: Final = ("SELECT 1 FROM partitions WHERE topic_id = $1 AND partition = $2 AND leader = $3 "
                  "AND leader_epoch = $4 FOR SHARE")
@@ -86,8 +88,11 @@ def archive_key(node_id: int) -> str:
     return f"archive/{int(time.time() * 1000):013d}-{node_id}-{uuid.uuid4().hex[:16]}"
 
 
-def plan_archive(runs: Sequence[Run], settings: ArchiveSettings) -> list[list[Run]]:
-    """The groups of consecutive small runs to rewrite, each into one object."""
+def plan_archive(runs: Sequence[Run], settings: ArchiveSettings, checkpoint: int = 0) -> list[list[Run]]:
+    """The groups of consecutive small runs to rewrite, each into one object. No group holds runs
+    on both sides of the cleaner's checkpoint: the cleaner counts a run's bytes as clean or dirty
+    by where the run starts, so one that merged the cleaned section with the dirty runs after it
+    counted them all as clean, and the partition was not cleaned again while the archive grew."""
     groups: list[list[Run]] = []
     group: list[Run] = []
     size = 0
@@ -100,6 +105,9 @@ def plan_archive(runs: Sequence[Run], settings: ArchiveSettings) -> list[list[Ru
         if run.byte_length >= settings.target_bytes:  # already an archive: it ends the group
             close(False)
             group, size = [], 0
+        elif group and group[-1].base_offset < checkpoint <= run.base_offset:  # the first dirty run: a new group
+            close(False)
+            group, size = [run], run.byte_length
         elif size + run.byte_length > settings.target_bytes:  # no more fits: the group is full
             close(True)
             group, size = [run], run.byte_length
@@ -138,9 +146,9 @@ async def replace_runs(conn: Connection, part: ArchivedPartition, node_id: int, 
 async def archive_partition(pool: Pool, store: ObjectStore, part: ArchivedPartition, node_id: int,
                             settings: ArchiveSettings) -> int:
     """Rewrite the partition's groups of small runs; returns how many runs were replaced."""
-    runs = [run_from_row(r) for r in await pool.fetch(_RUN_ROWS, part.topic_id, part.partition)]
+    rows = await pool.fetch(_RUN_ROWS, part.topic_id, part.partition)
     replaced = 0
-    for group in plan_archive(runs, settings):
+    for group in plan_archive([run_from_row(r) for r in rows], settings, rows[0]["checkpoint"] if rows else 0):
         if part.being_cleaned():
             # A cleaning pass replaces the runs it read only if they are still as read: rewriting any
             # of them voids it, and under steady writes a pass slower than the archiving interval would

@@ -38,6 +38,13 @@ def test_groups_are_consecutive_small_runs_rewritten_at_min_runs_or_when_full() 
     assert plan_archive(_runs(100, 100), settings) == []
 
 
+def test_groups_never_hold_runs_on_both_sides_of_the_cleaners_checkpoint() -> None:
+    settings = ArchiveSettings(target_bytes=100, min_runs=3)
+    groups = plan_archive(_runs(10, 10, 10, 10, 10, 10, 10), settings, checkpoint=30)
+    assert [[r.base_offset for r in g] for g in groups] == [[0, 10, 20], [30, 40, 50, 60]]
+    assert plan_archive(_runs(10, 10, 10, 10), settings, checkpoint=20) == []  # two and two: too few each
+
+
 async def _stored(store: ObjectStore) -> set[str]:
     return {i.key async for chunk in store.list() for i in chunk if not i.key.startswith("probe/")}
 
