@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from coordinator.group.member import SyncParams
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 
@@ -27,13 +28,12 @@ if TYPE_CHECKING:
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> object:
     require(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
     try:
-        result = await group_coordinator(ctx).sync_group(
-            request.group_id,
+        result = await group_coordinator(ctx).sync_group(request.group_id, SyncParams(
             **member_identity(request),
             protocol_type=getattr(request, "protocol_type", None),
             protocol_name=getattr(request, "protocol_name", None),
             assignments={a.member_id: a.assignment for a in request.assignments},
-        )
+        ))
     except KafkaError as exc:
         return ctx.respond({"throttle_time": 0, "error_code": exc.code, "assignment": b""})
     return ctx.respond({

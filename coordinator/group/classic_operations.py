@@ -62,9 +62,10 @@ class ClassicInConsumerOperations(ConsumerOperations):
         assert group.consumer is not None
         names = {meta.topic_id: name for name, meta in self._logs.topics.items()}
         try:
-            result = classic_sync(group.consumer, member_id=cmd.member_id, generation_id=cmd.generation_id,
-                                  instance_id=cmd.group_instance_id, protocol_type=cmd.protocol_type,
-                                  protocol_name=cmd.protocol_name, names=names, now_ms=self._clock_ms())
+            p = cmd.params
+            result = classic_sync(group.consumer, member_id=p.member_id, generation_id=p.generation_id,
+                                  instance_id=p.group_instance_id, protocol_type=p.protocol_type,
+                                  protocol_name=p.protocol_name, names=names, now_ms=self._clock_ms())
         except KafkaError as exc:
             result = SyncGroupResult(error=exc.code)
         cmd.reply.set_result(result)

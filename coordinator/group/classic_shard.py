@@ -125,17 +125,7 @@ def join(group: GroupMetadata, params: JoinParams, now_ms: int, waiter: object) 
 
 def sync(group: GroupMetadata, cmd: c.SyncGroup, now_ms: int) -> ClassicResult[None]:
     scratch = group.scratch()
-    outcome = scratch.sync(
-        member_id=cmd.member_id,
-        generation_id=cmd.generation_id,
-        group_instance_id=cmd.group_instance_id,
-        protocol_type=cmd.protocol_type,
-        protocol_name=cmd.protocol_name,
-        assignments=cmd.assignments,
-        now_ms=now_ms,
-        waiter=cmd.reply,
-    )
-    return _result(None, scratch, outcome)
+    return _result(None, scratch, scratch.sync(cmd.params, now_ms=now_ms, waiter=cmd.reply))
 
 
 def heartbeat(group: GroupMetadata, member_id: str, generation_id: int,

@@ -18,7 +18,7 @@ from storage.api import TopicPartition
 from ..runtime import ApiError
 from ..transaction.metadata import ProducerIdAndEpoch
 from .consumer_heartbeat import HeartbeatRequest
-from .member import JoinParams
+from .member import JoinParams, SyncParams
 from .metadata import GroupMetadata
 from .offsets import OffsetAndMetadata
 
@@ -71,12 +71,7 @@ class JoinGroup:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncGroup:
     group_id: str
-    member_id: str
-    generation_id: int
-    group_instance_id: str | None
-    protocol_type: str | None
-    protocol_name: str | None
-    assignments: dict[str, bytes]
+    params: SyncParams
     reply: Reply[SyncGroupResult]
 
 

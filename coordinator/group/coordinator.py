@@ -40,7 +40,7 @@ from .consumer_group import ConsumerGroupState
 from .consumer_heartbeat import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from .consumer_persist import ConsumerGroupDescription
 from .log import CONSUMER_OFFSETS_TOPIC, partition_for
-from .member import JoinGroupResult, JoinParams, SyncGroupResult
+from .member import JoinGroupResult, JoinParams, SyncGroupResult, SyncParams
 from .metadata import GroupMetadata
 from .offsets import OffsetAndMetadata
 from .sharding import fail_waiters
@@ -131,29 +131,8 @@ class GroupCoordinator(GroupActor):
     async def join_group(self, group_id: str, params: JoinParams) -> JoinGroupResult:
         return await self._call(lambda r: c.JoinGroup(group_id=group_id, params=params, reply=r))
 
-    async def sync_group(
-        self,
-        group_id: str,
-        *,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None = None,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-        assignments: Mapping[str, bytes] | None = None,
-    ) -> SyncGroupResult:
-        return await self._call(
-            lambda r: c.SyncGroup(
-                group_id=group_id,
-                member_id=member_id,
-                generation_id=generation_id,
-                group_instance_id=group_instance_id,
-                protocol_type=protocol_type,
-                protocol_name=protocol_name,
-                assignments=dict(assignments or {}),
-                reply=r,
-            )
-        )
+    async def sync_group(self, group_id: str, params: SyncParams) -> SyncGroupResult:
+        return await self._call(lambda r: c.SyncGroup(group_id=group_id, params=params, reply=r))
 
     async def heartbeat(
         self,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from protocol.records import Record, decode_uvarint
 from storage.api import TopicPartition
@@ -259,62 +259,35 @@ def _value_reader(data: bytes, schema: str) -> _Reader:
     return r
 
 
+# The decoders name their fields in the schema's order: each keyword argument reads the next one.
+
+
 def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
     r = _value_reader(data, "OffsetCommitValue")
-    offset = r.i64()
-    leader_epoch = r.i32() if r.version >= 3 else -1
-    metadata = r.string()
-    commit_timestamp = r.i64()
-    expire_timestamp = r.i64() if r.version == 1 else None
+    value = OffsetAndMetadata(committed_offset=r.i64(), committed_leader_epoch=r.i32() if r.version >= 3 else -1,
+                              metadata=r.string(), commit_timestamp=r.i64(),
+                              expire_timestamp=r.i64() if r.version == 1 else None)
     r.tagged_fields()
-    return OffsetAndMetadata(
-        committed_offset=offset,
-        committed_leader_epoch=leader_epoch,
-        metadata=metadata,
-        commit_timestamp=commit_timestamp,
-        expire_timestamp=None if expire_timestamp == -1 else expire_timestamp,
-    )
+    return value if value.expire_timestamp != -1 else replace(value, expire_timestamp=None)
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
     r = _value_reader(data, "GroupMetadataValue")
-    protocol_type = r.string()
-    generation = r.i32()
-    protocol = r.nullable_string()
-    leader = r.nullable_string()
-    timestamp = r.i64() if r.version >= 2 else -1
-    members = tuple(_decode_member(r) for _ in range(max(r.array_length(), 0)))
+    value = GroupMetadataValue(protocol_type=r.string(), generation=r.i32(), protocol=r.nullable_string(),
+                               leader=r.nullable_string(), current_state_timestamp=r.i64() if r.version >= 2 else -1,
+                               members=tuple(_decode_member(r) for _ in range(max(r.array_length(), 0))))
     r.tagged_fields()
-    return GroupMetadataValue(
-        protocol_type=protocol_type,
-        generation=generation,
-        protocol=protocol,
-        leader=leader,
-        current_state_timestamp=timestamp,
-        members=members,
-    )
+    return value
 
 
 def _decode_member(r: _Reader) -> MemberMetadataValue:
-    member_id = r.string()
-    instance_id = r.nullable_string() if r.version >= 3 else None
-    client_id = r.string()
-    client_host = r.string()
-    rebalance_timeout = r.i32() if r.version >= 1 else -1
-    session_timeout = r.i32()
-    subscription = r.bytes_()
-    assignment = r.bytes_()
+    value = MemberMetadataValue(member_id=r.string(), group_instance_id=r.nullable_string() if r.version >= 3 else None,
+                                client_id=r.string(), client_host=r.string(),
+                                rebalance_timeout=r.i32() if r.version >= 1 else -1, session_timeout=r.i32(),
+                                subscription=r.bytes_(), assignment=r.bytes_())
     r.tagged_fields()
-    return MemberMetadataValue(
-        member_id=member_id,
-        group_instance_id=instance_id,
-        client_id=client_id,
-        client_host=client_host,
-        rebalance_timeout=session_timeout if rebalance_timeout == -1 else rebalance_timeout,
-        session_timeout=session_timeout,
-        subscription=subscription,
-        assignment=assignment,
-    )
+    # Before v1 a member had one timeout: its session timeout bounded the rebalance too.
+    return value if value.rebalance_timeout != -1 else replace(value, rebalance_timeout=value.session_timeout)
 
 
 def parse_record(

@@ -9,7 +9,7 @@ delivers after writing the group record when Outcome.store_group says so.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -46,6 +46,18 @@ class JoinParams:
     # JoinGroup v9+ (KIP-814): a rejoining static leader of a stable group skips assignment.
     supports_skip_assignment: bool = False
     reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncParams:
+    """What a SyncGroup request says, whatever its version; the leader's carries the assignments."""
+
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None = None
+    protocol_type: str | None = None  # v5+: checked against the group's
+    protocol_name: str | None = None
+    assignments: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

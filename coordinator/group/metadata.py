@@ -20,14 +20,14 @@ next_deadline_ms(), and tests step time by hand.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 
-from .member import JoinGroupResult, JoinParams, MemberMetadata, Outcome, SyncGroupResult
+from .member import JoinGroupResult, JoinParams, MemberMetadata, Outcome, SyncGroupResult, SyncParams
 from .membership import CONSUMER_PROTOCOL_TYPE
 from .rebalance import GroupRebalance
 from .state import GroupState, transition_to
@@ -180,22 +180,10 @@ class GroupMetadata(GroupRebalance):
 
     # -- SyncGroup -------------------------------------------------------------------------------
 
-    def sync(
-        self,
-        *,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None = None,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-        assignments: Mapping[str, bytes] | None = None,
-        now_ms: int,
-        waiter: object,
-    ) -> Outcome:
+    def sync(self, params: SyncParams, *, now_ms: int, waiter: object) -> Outcome:
         """Handle a SyncGroup; the leader's assignment completes every parked follower."""
-        error = self._validate_sync(
-            member_id, generation_id, group_instance_id, protocol_type, protocol_name
-        )
+        member_id = params.member_id
+        error = self._validate_sync(params)
         if error is not None:
             self._reply(waiter, SyncGroupResult(error=error))
             return self._take()
@@ -210,31 +198,23 @@ class GroupMetadata(GroupRebalance):
             self._reply(member.sync_waiter, SyncGroupResult(error=ErrorCode.rebalance_in_progress))
         member.sync_waiter = waiter
         if self.is_leader(member_id):
-            given = assignments or {}
             for mid in self.members:
-                self._own(mid).assignment = given.get(mid, b"")
+                self._own(mid).assignment = params.assignments.get(mid, b"")
             self.state = transition_to(self.state, _S.STABLE, self.group_id)
             self._propagate_assignment(now_ms)
             self._out.store_group = True
         return self._take()
 
-    def _validate_sync(
-        self,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-    ) -> ErrorCode | None:
+    def _validate_sync(self, params: SyncParams) -> ErrorCode | None:
         if self.state is _S.DEAD:
             return ErrorCode.coordinator_not_available
-        error = self.validate_member(member_id, group_instance_id)
+        error = self.validate_member(params.member_id, params.group_instance_id)
         if error is not None:
             return error
-        if generation_id != self.generation_id:
+        if params.generation_id != self.generation_id:
             return ErrorCode.illegal_generation
-        if (protocol_type is not None and protocol_type != self.protocol_type) or (
-            protocol_name is not None and protocol_name != self.protocol_name
+        if (params.protocol_type is not None and params.protocol_type != self.protocol_type) or (
+            params.protocol_name is not None and params.protocol_name != self.protocol_name
         ):
             return ErrorCode.inconsistent_group_protocol
         if self.state is _S.EMPTY:

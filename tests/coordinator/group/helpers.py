@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Sequence
 
 from coordinator.group.config import GroupConfig
-from coordinator.group.member import JoinGroupResult, JoinParams, Outcome, SyncGroupResult
+from coordinator.group.member import JoinGroupResult, JoinParams, Outcome, SyncGroupResult, SyncParams
 from coordinator.group.metadata import GroupMetadata
 
 NO_DELAY = GroupConfig(initial_rebalance_delay_ms=0)
@@ -92,16 +92,9 @@ def stable_group(*clients: str, config: GroupConfig = NO_DELAY) -> tuple[GroupMe
     assignments = {mid: f"assignment-{mid}".encode() for mid in ids}
     for mid in ids:
         if mid != leader:
-            group.sync(
-                member_id=mid, generation_id=group.generation_id, now_ms=0, waiter=f"sync-{mid}"
-            )
-    group.sync(
-        member_id=leader,
-        generation_id=group.generation_id,
-        assignments=assignments,
-        now_ms=0,
-        waiter=f"sync-{leader}",
-    )
+            group.sync(SyncParams(member_id=mid, generation_id=group.generation_id), now_ms=0, waiter=f"sync-{mid}")
+    group.sync(SyncParams(member_id=leader, generation_id=group.generation_id, assignments=assignments),
+               now_ms=0, waiter=f"sync-{leader}")
     assert group.state.value == "Stable"
     del outcome
     return group, [leader] + [m for m in ids if m != leader]

@@ -23,7 +23,7 @@ from coordinator.group import commands as c
 from coordinator.group.classic_shard import ClassicEffect, ClassicResult, Install
 from coordinator.group.config import GroupConfig
 from coordinator.group.loader import PartitionLoader
-from coordinator.group.member import JoinGroupResult
+from coordinator.group.member import JoinGroupResult, SyncParams
 from coordinator.group.metadata import GroupMetadata
 from coordinator.group.offset_shard import KeepAlive
 from coordinator.group.replay import GroupReplay
@@ -135,9 +135,9 @@ class ClassicShardMachine(RuleBasedStateMachine):
         member = self.group.members.get(member_id)
         generation = self.group.generation_id - (1 if stale else 0)
         assignments = {mid: mid.encode() for mid in self.group.members}
-        cmd = c.SyncGroup(group_id="g", member_id=member_id, generation_id=generation,
-                          group_instance_id=member.group_instance_id if member else None, protocol_type=None,
-                          protocol_name=None, assignments=assignments, reply=self._waiter())  # type: ignore[arg-type]
+        sync = SyncParams(member_id=member_id, generation_id=generation,
+                          group_instance_id=member.group_instance_id if member else None, assignments=assignments)
+        cmd = c.SyncGroup(group_id="g", params=sync, reply=self._waiter())  # type: ignore[arg-type]
         self._decide(lambda: classic.sync(self.group, cmd, self.now), fail == 0)
 
     @precondition(lambda self: self.group.state is S.PREPARING_REBALANCE)
@@ -158,10 +158,10 @@ class ClassicShardMachine(RuleBasedStateMachine):
             member = self.group.members.get(member_id)
             if member is None or member.is_awaiting_sync or self.group.state is not S.COMPLETING_REBALANCE:
                 continue
-            cmd = c.SyncGroup(group_id="g", member_id=member_id, generation_id=self.group.generation_id,
+            sync = SyncParams(member_id=member_id, generation_id=self.group.generation_id,
                               group_instance_id=member.group_instance_id, protocol_type="consumer",
-                              protocol_name=self.group.protocol_name, assignments={m: m.encode() for m in order},
-                              reply=self._waiter())  # type: ignore[arg-type]
+                              protocol_name=self.group.protocol_name, assignments={m: m.encode() for m in order})
+            cmd = c.SyncGroup(group_id="g", params=sync, reply=self._waiter())  # type: ignore[arg-type]
             self._decide(lambda: classic.sync(self.group, cmd, self.now), fail == 0)  # noqa: B023
 
     @rule(data=st.data(), stale=st.booleans())

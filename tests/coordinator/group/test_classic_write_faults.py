@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.log import CONSUMER_OFFSETS_TOPIC
-from coordinator.group.member import SyncGroupResult
+from coordinator.group.member import SyncGroupResult, SyncParams
 from coordinator.group.state import GroupState
 from protocol.errors import KafkaError
 from storage.api import TopicPartition
@@ -43,7 +43,7 @@ async def _rejoin_both(coord: GroupCoordinator, leader: str, follower: str, gene
 
 
 async def _parked_sync(coord: GroupCoordinator, member_id: str, generation: int) -> asyncio.Task[SyncGroupResult]:
-    parked = asyncio.ensure_future(coord.sync_group("g", member_id=member_id, generation_id=generation))
+    parked = asyncio.ensure_future(coord.sync_group("g", SyncParams(member_id=member_id, generation_id=generation)))
     await asyncio.sleep(0)  # its command is queued before the leader's
     return parked
 
@@ -57,8 +57,8 @@ async def test_a_failed_sync_write_answers_the_error_and_rebalances(tmp_path: Pa
     tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, coord.partition_for("g").partition)
     faults.break_partition(tp, lambda: KafkaError(ErrorCode.not_enough_replicas))
     parked = await _parked_sync(coord, follower, generation)
-    answer = await coord.sync_group("g", member_id=leader, generation_id=generation,
-                                    assignments={leader: b"A2", follower: b"B2"})
+    answer = await coord.sync_group("g", SyncParams(member_id=leader, generation_id=generation,
+                                                    assignments={leader: b"A2", follower: b"B2"}))
     # Kafka's GroupMetadataManager answers NOT_ENOUGH_REPLICAS on its log as COORDINATOR_NOT_AVAILABLE.
     assert answer.error is ErrorCode.coordinator_not_available
     assert (await parked).error is ErrorCode.coordinator_not_available
@@ -70,8 +70,8 @@ async def test_a_failed_sync_write_answers_the_error_and_rebalances(tmp_path: Pa
     faults.broken.clear()  # healed: the next generation is written
     generation = await _rejoin_both(coord, leader, follower, generation + 1)
     parked = await _parked_sync(coord, follower, generation)
-    answer = await coord.sync_group("g", member_id=leader, generation_id=generation,
-                                    assignments={leader: b"A3", follower: b"B3"})
+    answer = await coord.sync_group("g", SyncParams(member_id=leader, generation_id=generation,
+                                                    assignments={leader: b"A3", follower: b"B3"}))
     assert answer.assignment == b"A3" and (await parked).assignment == b"B3"
     await coord.stop()
     await logs.close()

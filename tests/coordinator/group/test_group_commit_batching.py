@@ -13,6 +13,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.group.log import CONSUMER_OFFSETS_TOPIC, partition_for
+from coordinator.group.member import SyncParams
 from protocol.record_batch import iter_batches
 
 from .helpers import params
@@ -50,7 +51,7 @@ async def test_queued_commits_share_one_append_and_keep_their_own_answers(node: 
     coord = node.coordinator
     assert coord is not None
     leader = (await coord.join_group("team", params(client_id="a"))).member_id
-    await coord.sync_group("team", member_id=leader, generation_id=1, assignments={})
+    await coord.sync_group("team", SyncParams(member_id=leader, generation_id=1, assignments={}))
     before = {p: batches(node, p) for p in range(3)}
     big = "x" * (CONFIG.offset_metadata_max_bytes + 1)
     results = await queued_together(

@@ -17,6 +17,7 @@ from coordinator.group.config import GroupConfig
 from coordinator.group.consumer_heartbeat import ConsumerGroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.log import CONSUMER_OFFSETS_TOPIC
+from coordinator.group.member import SyncParams
 from coordinator.group.offsets import OffsetAndMetadata
 from coordinator.group.state import GroupState
 from coordinator.transaction.metadata import ProducerIdAndEpoch
@@ -133,7 +134,7 @@ async def join_two(coord: GroupCoordinator, group: str = "g"):
     heartbeat that a rebalance started, rejoins."""
     first = await coord.join_group(group, params(client_id="a"))
     leader = first.member_id
-    await coord.sync_group(group, member_id=leader, generation_id=1, assignments={})
+    await coord.sync_group(group, SyncParams(member_id=leader, generation_id=1, assignments={}))
     second_task = asyncio.ensure_future(coord.join_group(group, params(client_id="b")))
     while await coord.heartbeat(group, member_id=leader, generation_id=1) is ErrorCode.none:
         pass
@@ -141,12 +142,10 @@ async def join_two(coord: GroupCoordinator, group: str = "g"):
     second = await second_task
     assert rejoin.generation_id == second.generation_id == 2
     sync_b = asyncio.ensure_future(
-        coord.sync_group(group, member_id=second.member_id, generation_id=2)
+        coord.sync_group(group, SyncParams(member_id=second.member_id, generation_id=2))
     )
-    sync_a = await coord.sync_group(
-        group, member_id=leader, generation_id=2,
-        assignments={leader: b"A", second.member_id: b"B"},
-    )
+    sync_a = await coord.sync_group(group, SyncParams(member_id=leader, generation_id=2,
+                                                      assignments={leader: b"A", second.member_id: b"B"}))
     assert sync_a.assignment == b"A" and (await sync_b).assignment == b"B"
     return leader, second.member_id
 
@@ -195,7 +194,7 @@ async def test_stable_group_survives_restart(node: Node) -> None:
     await coord.commit_offsets("g", {TP0: oam(9)}, member_id=leader, generation_id=2)
     coord = await node.restart()
     assert await coord.heartbeat("g", member_id=follower, generation_id=2) is ErrorCode.none
-    sync = await coord.sync_group("g", member_id=follower, generation_id=2)
+    sync = await coord.sync_group("g", SyncParams(member_id=follower, generation_id=2))
     assert sync.assignment == b"B"
     assert await fetched(coord, "g", [TP0]) == {TP0: (9, ErrorCode.none)}
 
@@ -203,7 +202,7 @@ async def test_stable_group_survives_restart(node: Node) -> None:
 async def commit_then_leave(coord: GroupCoordinator) -> None:
     """One member of "g" commits TP0 at 1 and leaves: an EMPTY group that holds an offset."""
     first = await coord.join_group("g", params(client_id="a"))
-    await coord.sync_group("g", member_id=first.member_id, generation_id=1, assignments={})
+    await coord.sync_group("g", SyncParams(member_id=first.member_id, generation_id=1, assignments={}))
     await coord.commit_offsets("g", {TP0: oam(1)}, member_id=first.member_id, generation_id=1)
     assert await coord.leave_group("g", [(first.member_id, None)]) == (
         ErrorCode.none, [ErrorCode.none]
@@ -312,10 +311,10 @@ async def test_join_errors(node: Node) -> None:
     assert await coord.list_groups() == []
     result = await coord.join_group("g", params(require_known=True))
     assert result.error is ErrorCode.member_id_required
-    assert (await coord.sync_group("", member_id="m", generation_id=1)).error is (
+    assert (await coord.sync_group("", SyncParams(member_id="m", generation_id=1))).error is (
         ErrorCode.invalid_group_id
     )
-    assert (await coord.sync_group("zz", member_id="m", generation_id=1)).error is (
+    assert (await coord.sync_group("zz", SyncParams(member_id="m", generation_id=1))).error is (
         ErrorCode.unknown_member_id
     )
     assert await coord.leave_group("zz", [("m", None)]) == (

@@ -4,6 +4,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.group.config import GroupConfig
+from coordinator.group.member import SyncParams
 from coordinator.group.state import GroupState
 from protocol.errors import KafkaError
 
@@ -66,14 +67,9 @@ def test_second_member_triggers_rebalance_and_generation_bump() -> None:
     assert [m.member_id for m in results["wa"].members] == [leader, "b-2"]
     assert results["wb"].members == () and results["wb"].leader_id == leader
     # The follower's sync waits for the leader's, which hands out the assignment.
-    assert group.sync(member_id="b-2", generation_id=gen + 1, now_ms=21, waiter="sb").replies == []
-    out = group.sync(
-        member_id=leader,
-        generation_id=gen + 1,
-        now_ms=22,
-        waiter="sa",
-        assignments={leader: b"A", "b-2": b"B"},
-    )
+    assert group.sync(SyncParams(member_id="b-2", generation_id=gen + 1), now_ms=21, waiter="sb").replies == []
+    out = group.sync(SyncParams(member_id=leader, generation_id=gen + 1, assignments={leader: b"A", "b-2": b"B"}),
+                     now_ms=22, waiter="sa")
     assert out.store_group
     assert sync_result(out, "sa").assignment == b"A" and sync_result(out, "sb").assignment == b"B"
     assert group.state is S.STABLE
@@ -82,10 +78,8 @@ def test_second_member_triggers_rebalance_and_generation_bump() -> None:
 def test_leader_assignment_missing_members_get_empty_assignment() -> None:
     group, (leader, other) = rebalanced_pair()
     gen = group.generation_id
-    group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb")
-    out = group.sync(
-        member_id=leader, generation_id=gen, now_ms=0, waiter="sa", assignments={leader: b"x"}
-    )
+    group.sync(SyncParams(member_id=other, generation_id=gen), now_ms=0, waiter="sb")
+    out = group.sync(SyncParams(member_id=leader, generation_id=gen, assignments={leader: b"x"}), now_ms=0, waiter="sa")
     assert sync_result(out, "sb").assignment == b""
 
 
@@ -93,10 +87,10 @@ def test_issue_9_second_sync_while_parked_answers_the_first() -> None:
     # Found by the group state machine: the first waiter was dropped, so its request hung.
     group, (leader, other) = rebalanced_pair()
     gen = group.generation_id
-    group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb1")
-    out = group.sync(member_id=other, generation_id=gen, now_ms=0, waiter="sb2")
+    group.sync(SyncParams(member_id=other, generation_id=gen), now_ms=0, waiter="sb1")
+    out = group.sync(SyncParams(member_id=other, generation_id=gen), now_ms=0, waiter="sb2")
     assert sync_result(out, "sb1").error is ErrorCode.rebalance_in_progress
-    out = group.sync(member_id=leader, generation_id=gen, now_ms=0, waiter="sa", assignments={other: b"x"})
+    out = group.sync(SyncParams(member_id=leader, generation_id=gen, assignments={other: b"x"}), now_ms=0, waiter="sa")
     assert sync_result(out, "sb2").assignment == b"x"
 
 
@@ -233,7 +227,7 @@ def test_sync_errors() -> None:
     def err(**kw) -> ErrorCode:
         kw.setdefault("member_id", leader)
         kw.setdefault("generation_id", gen)
-        return sync_result(group.sync(now_ms=0, waiter="w", **kw), "w").error
+        return sync_result(group.sync(SyncParams(**kw), now_ms=0, waiter="w"), "w").error
 
     assert err(member_id="nobody") is ErrorCode.unknown_member_id
     assert err(generation_id=gen - 1) is ErrorCode.illegal_generation
@@ -246,7 +240,7 @@ def test_sync_errors() -> None:
 
 def test_sync_in_stable_returns_current_assignment() -> None:
     group, (leader, follower) = stable_group("a", "b")
-    out = group.sync(member_id=follower, generation_id=group.generation_id, now_ms=0, waiter="w")
+    out = group.sync(SyncParams(member_id=follower, generation_id=group.generation_id), now_ms=0, waiter="w")
     assert sync_result(out, "w").assignment == f"assignment-{follower}".encode()
     assert not out.store_group
 
@@ -254,9 +248,7 @@ def test_sync_in_stable_returns_current_assignment() -> None:
 def test_parked_sync_gets_rebalance_in_progress_when_a_member_joins() -> None:
     group, (leader, follower) = rebalanced_pair()
     assert (
-        group.sync(
-            member_id=follower, generation_id=group.generation_id, now_ms=0, waiter="sb"
-        ).replies
+        group.sync(SyncParams(member_id=follower, generation_id=group.generation_id), now_ms=0, waiter="sb").replies
         == []
     )
     out = group.join(params(client_id="c"), 1, "wc")
@@ -380,7 +372,7 @@ def test_member_that_does_not_rejoin_is_removed_at_rebalance_timeout() -> None:
 def test_member_that_never_syncs_is_removed_after_rebalance_timeout() -> None:
     group, (leader, follower) = rebalanced_pair()
     gen = group.generation_id
-    group.sync(member_id=leader, generation_id=gen, now_ms=1, waiter="sa", assignments={})
+    group.sync(SyncParams(member_id=leader, generation_id=gen, assignments={}), now_ms=1, waiter="sa")
     assert group.state is S.STABLE and group.pending_sync == {follower}
     for t in range(0, REBALANCE, SESSION // 2):
         group.heartbeat(leader, gen, None, t)
@@ -426,15 +418,9 @@ def static_stable_group() -> tuple:
     group.join(params(instance="i2", client_id="b"), 0, "b")
     group.join(params("a-1", instance="i1", client_id="a"), 0, "a2")
     gen = group.generation_id
-    group.sync(member_id="b-2", group_instance_id="i2", generation_id=gen, now_ms=0, waiter="sb")
-    group.sync(
-        member_id="a-1",
-        group_instance_id="i1",
-        generation_id=gen,
-        now_ms=0,
-        waiter="sa",
-        assignments={"a-1": b"A", "b-2": b"B"},
-    )
+    group.sync(SyncParams(member_id="b-2", group_instance_id="i2", generation_id=gen), now_ms=0, waiter="sb")
+    group.sync(SyncParams(member_id="a-1", group_instance_id="i1", generation_id=gen,
+                          assignments={"a-1": b"A", "b-2": b"B"}), now_ms=0, waiter="sa")
     assert group.state is S.STABLE
     return group, gen
 
@@ -454,9 +440,7 @@ def test_static_member_restart_keeps_assignment_without_rebalance() -> None:
     new_id = result.member_id
     assert new_id != "b-2" and group.static_members["i2"] == new_id
     assert group.state is S.STABLE
-    sync = group.sync(
-        member_id=new_id, group_instance_id="i2", generation_id=gen, now_ms=101, waiter="s"
-    )
+    sync = group.sync(SyncParams(member_id=new_id, group_instance_id="i2", generation_id=gen), now_ms=101, waiter="s")
     assert sync_result(sync, "s").assignment == b"B"
     # The old incarnation is fenced.
     assert heartbeat_error(group, "b-2", gen, instance="i2") is ErrorCode.fenced_instance_id
@@ -483,7 +467,7 @@ def test_static_member_with_new_protocol_triggers_rebalance() -> None:
     sub = subscription("t")
     group = new_group()
     group.join(params(instance="i1", protocols=[("range", sub), ("roundrobin", sub)]), 0, "a")
-    group.sync(member_id="c-1", generation_id=1, now_ms=0, waiter="s", assignments={})
+    group.sync(SyncParams(member_id="c-1", generation_id=1, assignments={}), now_ms=0, waiter="s")
     assert group.state is S.STABLE and group.protocol_name == "range"
     # Same protocols in the same order: the stable group is kept.
     group.join(params(instance="i1", protocols=[("range", sub), ("roundrobin", sub)]), 1, "b")
@@ -499,9 +483,7 @@ def test_static_member_replaced_while_completing_fences_old_waiter_and_rebalance
     group.join(params("a-1", instance="i1", client_id="a"), 0, "wa")
     group.join(params("b-2", instance="i2", client_id="b"), 0, "wb")
     assert group.state is S.COMPLETING_REBALANCE
-    group.sync(
-        member_id="b-2", group_instance_id="i2", generation_id=gen + 1, now_ms=0, waiter="sb"
-    )
+    group.sync(SyncParams(member_id="b-2", group_instance_id="i2", generation_id=gen + 1), now_ms=0, waiter="sb")
     out = group.join(params(instance="i2", client_id="b"), 1, "wb2")
     assert sync_result(out, "sb").error is ErrorCode.fenced_instance_id
     assert group.state is S.PREPARING_REBALANCE

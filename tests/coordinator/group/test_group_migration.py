@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.group.consumer_heartbeat import ConsumerGroupConfig, HeartbeatRequest
 from coordinator.group.consumer_protocol import decode_assignment, encode_assignment
 from coordinator.group.coordinator import GroupCoordinator
+from coordinator.group.member import SyncParams
 from coordinator.group.state import GroupState
 from storage.api import TopicPartition
 
@@ -39,14 +40,14 @@ async def classic_pair(coord: GroupCoordinator) -> tuple[str, str]:
     """A Stable classic group "g" at generation 2: a holds t-0,1 and b t-2,3."""
     first = await coord.join_group("g", params(client_id="a"))
     a = first.member_id
-    await coord.sync_group("g", member_id=a, generation_id=1, assignments={a: enc(0, 1, 2, 3)})
+    await coord.sync_group("g", SyncParams(member_id=a, generation_id=1, assignments={a: enc(0, 1, 2, 3)}))
     second = asyncio.ensure_future(coord.join_group("g", params(client_id="b")))
     while await coord.heartbeat("g", member_id=a, generation_id=1) is ErrorCode.none:
         pass
     await coord.join_group("g", params(a, client_id="a"))
     b = (await second).member_id
-    sync_b = asyncio.ensure_future(coord.sync_group("g", member_id=b, generation_id=2))
-    await coord.sync_group("g", member_id=a, generation_id=2, assignments={a: enc(0, 1), b: enc(2, 3)})
+    sync_b = asyncio.ensure_future(coord.sync_group("g", SyncParams(member_id=b, generation_id=2)))
+    await coord.sync_group("g", SyncParams(member_id=a, generation_id=2, assignments={a: enc(0, 1), b: enc(2, 3)}))
     assert decode_assignment((await sync_b).assignment) == {"t": frozenset({2, 3})}
     return a, b
 
@@ -66,8 +67,8 @@ async def rejoin_classic(coord: GroupCoordinator, member: str) -> tuple[int, fro
     """An eager classic client told to rebalance: it gives up everything, joins, then syncs."""
     joined = await coord.join_group("g", params(member, client_id=member))
     assert joined.error is ErrorCode.none and joined.leader_id == "" and joined.members == ()
-    synced = await coord.sync_group("g", member_id=member, generation_id=joined.generation_id,
-                                    protocol_type="consumer", protocol_name="range")
+    synced = await coord.sync_group("g", SyncParams(member_id=member, generation_id=joined.generation_id,
+                                                    protocol_type="consumer", protocol_name="range"))
     assert synced.error is ErrorCode.none, synced
     return joined.generation_id, decode_assignment(synced.assignment).get("t", frozenset())
 
@@ -118,7 +119,7 @@ async def test_a_restart_restores_the_converted_group(node: Node) -> None:
     assert members[a].classic is not None and members[a].classic.session_timeout_ms == SESSION
     assert {n: members[m].assigned.get(tid(node), frozenset()) for n, m in (("a", a), ("b", b), ("c", "c"))} == held
     assert await coord.heartbeat("g", member_id=b, generation_id=3) is ErrorCode.none
-    synced = await coord.sync_group("g", member_id=b, generation_id=3)
+    synced = await coord.sync_group("g", SyncParams(member_id=b, generation_id=3))
     assert decode_assignment(synced.assignment) == {"t": held["b"]}
 
 
@@ -229,7 +230,8 @@ async def test_a_classic_static_member_replacing_the_last_consumer_member_downgr
     coord = node.coordinator
     assert coord is not None
     first = await coord.join_group("g", params(client_id="a"))
-    await coord.sync_group("g", member_id=first.member_id, generation_id=1, assignments={first.member_id: enc(0)})
+    await coord.sync_group("g", SyncParams(member_id=first.member_id, generation_id=1,
+                                           assignments={first.member_id: enc(0)}))
     static = await consumer_join(coord, "s1", instance_id="i1")
     consumer = coord.groups["g"].consumer
     assert consumer is not None and not consumer.members["s1"].uses_classic_protocol
@@ -248,8 +250,8 @@ async def test_a_consumer_static_member_replaces_its_classic_predecessor_at_once
     assert coord is not None
     t = tid(node)
     first = await coord.join_group("g", params(instance="i1", client_id="a"))
-    await coord.sync_group("g", member_id=first.member_id, generation_id=1, group_instance_id="i1",
-                           assignments={first.member_id: enc(0, 1, 2, 3)})
+    await coord.sync_group("g", SyncParams(member_id=first.member_id, generation_id=1, group_instance_id="i1",
+                                           assignments={first.member_id: enc(0, 1, 2, 3)}))
     await consumer_join(coord, "other")  # the upgrade; the classic i1 keeps its partitions
     joined = await consumer_join(coord, "new-i1", instance_id="i1")
     consumer = coord.groups["g"].consumer

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.group.config import GroupConfig
 from coordinator.group.coordinator import GroupCoordinator
 from coordinator.group.log import CONSUMER_OFFSETS_TOPIC
+from coordinator.group.member import SyncParams
 from coordinator.group.offsets import OffsetAndMetadata
 from protocol.errors import KafkaError
 from storage.api import TopicPartition
@@ -61,7 +62,8 @@ async def test_groups_and_offsets_move_with_their_shard(logs: LogManager) -> Non
         await expect(ErrorCode.not_coordinator, first.fetch_offsets("g", [TP0]))
         shard = await elect(first, "g", 1)
         member = await first.join_group("g", params(client_id="a"))
-        await first.sync_group("g", member_id=member.member_id, generation_id=member.generation_id, assignments={})
+        await first.sync_group("g", SyncParams(member_id=member.member_id, generation_id=member.generation_id,
+                                               assignments={}))
         done = await first.commit_offsets("g", {TP0: OffsetAndMetadata(committed_offset=42)},
                                           member_id=member.member_id, generation_id=member.generation_id)
         assert done == {TP0: ErrorCode.none}

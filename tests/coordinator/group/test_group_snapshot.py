@@ -4,6 +4,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from coordinator.group.log import group_metadata_record, parse_record
+from coordinator.group.member import SyncParams
 from coordinator.group.snapshot import describe, load_group, to_value
 from coordinator.group.state import GroupState
 from protocol.errors import KafkaError
@@ -60,7 +61,7 @@ def test_static_members_round_trip() -> None:
     group.join(params(instance="i", client_id="s"), 0, "w")
     group.join(params(group.leader_id, client_id="a"), 0, "w2")
     gen = group.generation_id
-    group.sync(member_id=group.leader_id, generation_id=gen, now_ms=0, waiter="s", assignments={})
+    group.sync(SyncParams(member_id=group.leader_id, generation_id=gen, assignments={}), now_ms=0, waiter="s")
     loaded = reload(group)
     assert loaded.static_members == group.static_members
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from coordinator.group.config import GroupConfig
-from coordinator.group.member import Outcome
+from coordinator.group.member import Outcome, SyncParams
 from coordinator.group.metadata import GroupMetadata
 from coordinator.group.state import GroupState
 from protocol.errors import KafkaError
@@ -74,8 +74,8 @@ class GroupMachine(RuleBasedStateMachine):
         assignments = {m: b"x" for m in self.group.members}
         member = self.group.members.get(member_id)
         instance = member.group_instance_id if member is not None else None
-        outcome = self.group.sync(member_id=member_id, generation_id=gen, group_instance_id=instance,
-                                  assignments=assignments, now_ms=self.now, waiter=w)
+        outcome = self.group.sync(SyncParams(member_id=member_id, generation_id=gen, group_instance_id=instance,
+                                             assignments=assignments), now_ms=self.now, waiter=w)
         self._apply(outcome, w)
 
     @rule(data=st.data())
