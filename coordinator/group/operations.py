@@ -41,14 +41,16 @@ __all__ = ("GroupOperations", "append_error", "resolve")
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# How Kafka's GroupMetadataManager reports a failed __consumer_offsets append to clients.
+# How Kafka's group coordinator reports a failed __consumer_offsets append to clients (4.x's
+# CoordinatorOperationExceptionHelper: a timed-out write is COORDINATOR_NOT_AVAILABLE, which every
+# client retries; the old REBALANCE_IN_PROGRESS is fatal to a librdkafka ConsumerGroupHeartbeat).
 _APPEND_ERRORS = {
     ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
     ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
     ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.request_timed_out: ErrorCode.rebalance_in_progress,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
 }
 _TOO_LARGE = {
     ErrorCode.message_too_large,

@@ -98,3 +98,22 @@ async def test_a_fencing_that_fails_is_tried_again_after_the_backoff(broken: Bro
     clock.now += 1
     await coord.list_groups()
     assert set(consumer(coord).members) == {"b"} and consumer(coord).group_epoch == 3
+
+
+@pytest.mark.parametrize(("stored", "answered"), [
+    (ErrorCode.not_enough_replicas, ErrorCode.coordinator_not_available),
+    (ErrorCode.unknown_topic_or_partition, ErrorCode.coordinator_not_available),
+    # librdkafka ends a consumer-protocol member on a heartbeat answered REBALANCE_IN_PROGRESS
+    # (a fatal error there), so a write that timed out must not be answered so (Kafka 4.x does not).
+    (ErrorCode.request_timed_out, ErrorCode.coordinator_not_available),
+    (ErrorCode.not_leader_or_follower, ErrorCode.not_coordinator),
+    (ErrorCode.kafka_storage_error, ErrorCode.not_coordinator),
+    (ErrorCode.message_too_large, ErrorCode.unknown_server_error),
+])
+async def test_a_failed_write_is_answered_as_kafkas_group_coordinator_does(
+        broken: Broken, stored: ErrorCode, answered: ErrorCode) -> None:
+    broken.log.error = lambda: KafkaError(stored)
+    broken.log.break_again()
+    with pytest.raises(KafkaError) as refused:
+        await join(broken.coord, "a")
+    assert refused.value.code is answered
