@@ -197,7 +197,7 @@ class BrokerConfig:
     cluster_object_orphan_grace_ms: int = prop(600000, INT, at_least=1000)
     # Archiving (storage/pg/object_archive.py): every interval each broker rewrites the small runs of
     # the partitions it leads into per-partition objects of up to archive.bytes, a group once it holds
-    # archive.min.runs runs or is full.
+    # archive.min.runs runs or is full; runs of a quarter of archive.bytes or more stay as they are.
     cluster_object_archive_bytes: int = prop(64 << 20, INT, at_least=1, at_most=1 << 30)
     cluster_object_archive_min_runs: int = prop(32, INT, at_least=2)
     cluster_object_archive_interval_ms: int = prop(10000, INT, at_least=100)

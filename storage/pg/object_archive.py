@@ -1,11 +1,12 @@
 """Archiving (docs/cluster.md): the small runs flushes leave, a partition at a time, rewritten in
 the background into per-partition objects, so the rows of `batch_runs` per partition stay bounded
-(about two per cluster.object.archive.bytes of data, plus the newest flushes) and older reads are
+(at most four per cluster.object.archive.bytes of data, plus the newest flushes) and older reads are
 sequential GETs of one object.
 
-A partition's runs are grouped in offset order: consecutive runs smaller than the target, as many
-as fit in it. A group is rewritten once it holds cluster.object.archive.min.runs runs, or once it is
-full (its next run would not fit), so archives themselves merge until they are full. The bytes are
+A partition's runs are grouped in offset order: consecutive runs smaller than a quarter of the
+target, as many as fit in it. A group is rewritten once it holds cluster.object.archive.min.runs runs,
+or once it is full (its next run would not fit), so small archives merge again, and a run of a
+quarter of the target or more is stored once more at most (_KEPT_FRACTION). The bytes are
 the runs' bytes end to end, unchanged: one object, one run. It is PUT first, then ONE transaction,
 fenced like a flush's commit (this broker leads at the epoch it read), replaces the group's rows by
 the new one, but only if every row is still as it was read (retention, DeleteRecords or the cleaner
@@ -88,6 +89,13 @@ def archive_key(node_id: int) -> str:
     return f"archive/{int(time.time() * 1000):013d}-{node_id}-{uuid.uuid4().hex[:16]}"
 
 
+# A run of at least 1/_KEPT_FRACTION of archive.bytes stays as it is: merging it again would copy
+# at least that much to save one row. Without this every byte of a busy partition was stored three
+# times (its flush, an archive of min.runs flushes, then that archive merged with the next ones until
+# full), and the rewrites ran beside the appends they follow.
+_KEPT_FRACTION: Final = 4
+
+
 def plan_archive(runs: Sequence[Run], settings: ArchiveSettings, checkpoint: int = 0) -> list[list[Run]]:
     """The groups of consecutive small runs to rewrite, each into one object. No group holds runs
     on both sides of the cleaner's checkpoint: the cleaner counts a run's bytes as clean or dirty
@@ -102,7 +110,7 @@ def plan_archive(runs: Sequence[Run], settings: ArchiveSettings, checkpoint: int
             groups.append(group)
 
     for run in runs:
-        if run.byte_length >= settings.target_bytes:  # already an archive: it ends the group
+        if run.byte_length * _KEPT_FRACTION >= settings.target_bytes:  # big enough already: it ends the group
             close(False)
             group, size = [], 0
         elif group and group[-1].base_offset < checkpoint <= run.base_offset:  # the first dirty run: a new group

@@ -32,9 +32,10 @@ def test_groups_are_consecutive_small_runs_rewritten_at_min_runs_or_when_full() 
     settings = ArchiveSettings(target_bytes=100, min_runs=3)
     assert plan_archive(_runs(10, 10), settings) == []  # too few, and room for more
     assert [[r.base_offset for r in g] for g in plan_archive(_runs(10, 10, 10), settings)] == [[0, 10, 20]]
-    # A full run (an archive) splits groups; a group that the next run would overflow is full.
-    groups = plan_archive(_runs(10, 10, 100, 60, 30, 20, 5), settings)
-    assert [[r.base_offset for r in g] for g in groups] == [[30, 40]]  # [50, 60] has room and too few
+    # A run of a quarter of the target or more (an archive) splits groups; a group that the next run
+    # would overflow is full.
+    groups = plan_archive(_runs(10, 10, 100, 20, 24, 24, 24, 20, 5), settings)
+    assert [[r.base_offset for r in g] for g in groups] == [[30, 40, 50, 60]]  # [70, 80] has room and too few
     assert plan_archive(_runs(100, 100), settings) == []
 
 
@@ -43,6 +44,16 @@ def test_groups_never_hold_runs_on_both_sides_of_the_cleaners_checkpoint() -> No
     groups = plan_archive(_runs(10, 10, 10, 10, 10, 10, 10), settings, checkpoint=30)
     assert [[r.base_offset for r in g] for g in groups] == [[0, 10, 20], [30, 40, 50, 60]]
     assert plan_archive(_runs(10, 10, 10, 10), settings, checkpoint=20) == []  # two and two: too few each
+
+
+def test_archives_of_a_quarter_of_the_target_are_not_merged_again() -> None:
+    """Merging them would copy a quarter of the target or more to save one row: each byte of a busy
+    partition is stored twice (its flush, then one archive), not once more per merge."""
+    settings = ArchiveSettings(target_bytes=100, min_runs=3)
+    assert plan_archive(_runs(40, 40, 10, 10), settings) == []  # 40 + 40 + 10 + 10 would fit the target
+    assert plan_archive(_runs(25, 25, 25, 25), settings) == []
+    groups = plan_archive(_runs(30, 24, 24, 24, 24, 40), settings)
+    assert [[r.base_offset for r in g] for g in groups] == [[10, 20, 30, 40]]
 
 
 async def _stored(store: ObjectStore) -> set[str]:
