@@ -9,8 +9,10 @@ delivers after writing the group record when Outcome.store_group says so.
 from __future__ import annotations
 
 import struct
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from kio.schema.errors import ErrorCode
 
@@ -18,15 +20,45 @@ __all__ = (
     "JoinGroupResult",
     "JoinParams",
     "JoinedMember",
+    "MemberIdentity",
     "MemberMetadata",
     "Outcome",
     "Protocol",
     "SyncGroupResult",
+    "SyncParams",
+    "identity",
     "parse_subscribed_topics",
 )
 
 # (protocol name, member metadata): the assignor name and its ConsumerProtocolSubscription bytes.
 Protocol = tuple[str, bytes]
+
+
+class MemberIdentity(TypedDict):
+    """Who a member is: the same in each form a member takes (its JoinGroup, the live member, its
+    __consumer_offsets record, its DescribeGroups summary), so each is built from the other by it."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+
+
+class _Identified(typing.Protocol):
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def client_host(self) -> str: ...
+
+
+def identity(m: _Identified, *, member_id: str | None = None) -> MemberIdentity:
+    """m's identity (under member_id: a joining member's new id)."""
+    return {"member_id": m.member_id if member_id is None else member_id, "group_instance_id": m.group_instance_id,
+            "client_id": m.client_id, "client_host": m.client_host}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.errors import KafkaError
 
-from .member import JoinGroupResult, JoinParams, MemberMetadata, Outcome, SyncGroupResult, SyncParams
+from .member import JoinGroupResult, JoinParams, MemberMetadata, Outcome, SyncGroupResult, SyncParams, identity
 from .membership import CONSUMER_PROTOCOL_TYPE
 from .rebalance import GroupRebalance
 from .state import GroupState, transition_to
@@ -121,10 +121,7 @@ class GroupMetadata(GroupRebalance):
         self, member_id: str, params: JoinParams, now_ms: int, waiter: object
     ) -> None:
         member = MemberMetadata(
-            member_id=member_id,
-            group_instance_id=params.group_instance_id,
-            client_id=params.client_id,
-            client_host=params.client_host,
+            **identity(params, member_id=member_id),
             rebalance_timeout_ms=params.rebalance_timeout_ms,
             session_timeout_ms=params.session_timeout_ms,
             protocol_type=params.protocol_type,

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from .config import GroupConfig
 from .log import GroupMetadataValue, MemberMetadataValue
-from .member import MemberMetadata
+from .member import MemberMetadata, identity
 from .metadata import GroupMetadata
 from .state import GroupState
 
@@ -32,10 +32,7 @@ def to_value(group: GroupMetadata) -> GroupMetadataValue:
         ),
         members=tuple(
             MemberMetadataValue(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
+                **identity(m),
                 rebalance_timeout=m.rebalance_timeout_ms,
                 session_timeout=m.session_timeout_ms,
                 subscription=m.metadata(protocol) if protocol is not None else b"",
@@ -69,10 +66,7 @@ def replay_group(group: GroupMetadata, value: GroupMetadataValue, now_ms: int) -
     group.members, group.static_members = {}, {}
     for m in value.members:
         group.members[m.member_id] = MemberMetadata(
-            member_id=m.member_id,
-            group_instance_id=m.group_instance_id,
-            client_id=m.client_id,
-            client_host=m.client_host,
+            **identity(m),
             rebalance_timeout_ms=m.rebalance_timeout,
             session_timeout_ms=m.session_timeout,
             protocol_type=value.protocol_type,
@@ -120,10 +114,7 @@ def describe(group: GroupMetadata) -> GroupSummary:
         protocol=(group.protocol_name or "") if stable else "",
         members=tuple(
             MemberSummary(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
+                **identity(m),
                 metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
                 assignment=m.assignment if stable else b"",
             )
