@@ -7,6 +7,7 @@ test_client_quotas.py."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,9 @@ async def login(conn: KafkaConnection, transport: FakeTransport) -> None:
 
 async def test_an_expired_session_closes_at_the_next_request(broker_state: MakeState,
                                                              caplog: pytest.LogCaptureFixture) -> None:
-    now = [5000.0]
+    # The session's expiry is set in time.monotonic's seconds (broker/security/sasl.py): a clock
+    # fixed at 5,000 s had it expired at once on a machine up for less than ~83 minutes.
+    now = [time.monotonic()]
     conn, transport = connect(await broker_state(), sasl_security(reauth_ms=30_000), lambda: now[0])
     await login(conn, transport)
     assert str(conn.session.principal) == "User:alice"
