@@ -144,7 +144,9 @@ def _outcomes(group_id: str, response: object, value: Callable[[object], T]) -> 
 
 def _summary(p: object) -> ShareStateSummary | None:
     result: summary_resp.PartitionResult = p  # type: ignore[assignment]
-    if result.start_offset < 0:  # Kafka's answer for a key with no state
+    # a key with no state answers start offset -1 and DeliveryCompleteCount -1; one initialized
+    # with no start offset yet (its leader has not read it) start offset -1 and a count of 0
+    if result.start_offset < 0 and result.delivery_complete_count < 0:
         return None
     return ShareStateSummary(result.state_epoch, result.leader_epoch, result.start_offset,
                              result.delivery_complete_count)
