@@ -80,6 +80,13 @@ class ShareCoordinator:
         for key in self.manager.stored_keys():
             self.groups.setdefault(key.group_id, ShareGroup(key.group_id))
         self._task = asyncio.get_running_loop().create_task(self._run_timers(), name="share-coordinator")
+        self._initialize_missing()
+
+    def _initialize_missing(self) -> None:
+        groups = [g for g, group in self.groups.items() if group.initialized]
+        if groups:
+            self._background.spawn("initializing share-partitions without a state",
+                                   lambda: self._initializer.initialize_missing(groups))
 
     async def stop(self) -> None:
         await self._background.stop()
@@ -97,6 +104,7 @@ class ShareCoordinator:
         self.manager.leader_epochs[tp] = leader_epoch
         if tp.topic == CONSUMER_OFFSETS:
             await self.persisted.load(tp)
+            self._initialize_missing()
 
     async def on_resigned(self, tp: TopicPartition) -> None:
         self.manager.forget(tp)
@@ -348,13 +356,14 @@ class ShareCoordinator:
     async def alter_offsets(self, group_id: str, offsets: Mapping[SharePartitionKey, tuple[TopicPartition, int]]) \
             -> dict[SharePartitionKey, KafkaError | None]:
         group = await self._empty_group(group_id, create=True)
-        if self._admin is not None:  # at the share coordinators; the leaders read it again
-            errors = await self._admin.alter({key: offset for key, (_, offset) in offsets.items()})
-        else:
-            errors = {}
-            for key, (tp, offset) in offsets.items():
-                await self.manager.alter_start(key, tp, offset)
-        await self._initializer.altered(group, {key: tp for key, (tp, _) in offsets.items() if errors.get(key) is None})
+        async with self._initializer.lock(group_id):  # not beside initialize_missing's read-then-write
+            if self._admin is not None:  # at the share coordinators; the leaders read it again
+                errors = await self._admin.alter({key: offset for key, (_, offset) in offsets.items()})
+            else:
+                errors = {}
+                for key, (tp, offset) in offsets.items():
+                    await self.manager.alter_start(key, tp, offset)
+            await self._initializer.altered(group, {k: tp for k, (tp, _) in offsets.items() if errors.get(k) is None})
         return errors
 
     async def delete_offsets(self, group_id: str, topic_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, KafkaError]:

@@ -13,9 +13,10 @@ the next heartbeat tries again (Kafka's uninitializeShareGroupState).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Final
 
 from protocol.errors import KafkaError
@@ -45,6 +46,7 @@ class ShareInitializer:
         self._admin = admin
         self._groups = groups
         self._persist = persist
+        self._locks: dict[str, asyncio.Lock] = {}
 
     @staticmethod
     def due(group: ShareGroup, now_ms: int) -> Todo:
@@ -86,6 +88,37 @@ class ShareInitializer:
             if all(errors.get(k) is None for k in rest if k.topic_id == topic_id):
                 group.initialized_now(topic_id, range(count))
         await self._persist(group.group_id)
+
+    async def initialize_missing(self, group_ids: Iterable[str]) -> None:
+        """Share-partitions the groups record initialized that their share coordinator holds no
+        state for are initialized now with no start offset, where their leader used to start
+        them: eosbroker before this initialization wrote no state until a share-partition's
+        first acknowledgement or release (Kafka's never lack one)."""
+        topics = {meta.topic_id: meta.partitions for meta in self._logs.topics.values()}
+        for group_id in list(group_ids):
+            group = self._groups.get(group_id)
+            if group is None:
+                continue
+            keys = [SharePartitionKey(group_id, t, p) for t, count in group.initialized.items() if t in topics
+                    for p in range(min(count, topics[t]))]
+            async with self.lock(group_id):
+                missing = await self._missing(group_id, keys)
+                if missing:
+                    log.info("share group %s: initializing %d share-partitions recorded initialized without a state",
+                             group_id, len(missing))
+                    await self._initialize(missing, group.group_epoch, UNINITIALIZED_START_OFFSET)
+
+    def lock(self, group_id: str) -> asyncio.Lock:
+        """Held while a group's share-partition states are read and then initialized (here, and by
+        AlterShareGroupOffsets), so that neither writes a state epoch the other has not read."""
+        return self._locks.setdefault(group_id, asyncio.Lock())
+
+    async def _missing(self, group_id: str, keys: list[SharePartitionKey]) -> list[SharePartitionKey]:
+        if not keys:
+            return []
+        if self._admin is None:
+            return [key for key in keys if self._manager.stored_state(key) is None]
+        return [key for key, got in (await self._admin.states(group_id, keys)).items() if got is None]
 
     async def _initialize(self, keys: list[SharePartitionKey], state_epoch: int, start_offset: int,
                           ) -> dict[SharePartitionKey, KafkaError | None]:

@@ -7,6 +7,8 @@ when it is first read, also after a restart. Over a real LogManager."""
 
 from __future__ import annotations
 
+import asyncio
+
 from coordinator.share.coordinator import ShareCoordinator, ShareFetchParams
 from coordinator.share.group import ShareHeartbeat
 from coordinator.share.partitions import ShareGroupSettings
@@ -61,5 +63,34 @@ async def test_a_share_partition_is_served_once_the_group_initialized_it(logs: L
         got = await again.share_fetch(fetch(logs, 0))
         assert not got.errors
         assert [(r.first_offset, r.last_offset, r.delivery_count) for r in got.fetched[key].ranges] == [(0, 2, 1)]
+    finally:
+        await again.stop()
+
+
+async def test_share_partitions_recorded_initialized_without_a_state_are_initialized_at_start(
+        logs: LogManager) -> None:  # noqa: F811
+    """As an eosbroker from before this initialization left them: the group records them
+    initialized, their state was never written."""
+    coordinator = await started(logs)
+    try:
+        await coordinator.heartbeat("g", ShareHeartbeat(member_id="m", member_epoch=0, rack_id=None,
+                                                        subscribed_topic_names=("st",), client_id="c",
+                                                        client_host="/127.0.0.1"))
+        await _initialized(coordinator, "g")
+        keys = [SharePartitionKey("g", logs.topics["st"].topic_id, p) for p in (0, 1)]
+        await coordinator.manager.delete(keys)
+    finally:
+        await coordinator.stop()
+    again = await started(logs)
+    try:
+        for _ in range(500):
+            if all(again.manager.stored_state(k) is not None for k in keys):
+                break
+            await asyncio.sleep(0.01)
+        group = again.describe("g")
+        assert group is not None
+        assert [again.manager.stored_state(k) for k in keys] == [StoredShareState(group.group_epoch, -1, ())] * 2
+        got = await again.share_fetch(fetch(logs, 0))
+        assert not got.errors
     finally:
         await again.stop()
