@@ -5,7 +5,11 @@ machine. An operation on it decides and returns a CoordinatorResult (the records
 response, and the effects to run once the records are durable) without changing anything; the
 runtime writes the records, then has the shard replay them (the same replay that loading a
 shard at start-up or on election uses), then runs the effects and answers. A write that fails
-leaves the shard as it was (revert drops what begin marked as pending).
+leaves the shard as it was (revert drops what begin marked as pending). The write returns the log
+offset of its first record and each record is one log record, so replay gets each record's own
+offset, as Kafka's does (a committed offset remembers the record that holds it); a write that
+cannot say returns None. Both coordinators run here: the transaction coordinator's shards
+(coordinator/transaction/shard.py) and the group coordinator's (coordinator/group/replay.py).
 
 apply holds the actor until the write is durable; apply_later does not (Kafka's runtime defers
 the answer to the write the same way): the records are handed to their logs at once, in decision
