@@ -276,8 +276,9 @@ class CoordinatorRuntime(Generic[M, R, E]):
         else:
             deadline = self.timer.next_deadline_ms()
             timeout = None if deadline is None else max(deadline - self._clock_ms(), 0) / 1000
-            try:
-                first = await asyncio.wait_for(self._queue.get(), timeout)
+            try:  # asyncio.timeout: Python 3.11's wait_for loses a cancel (stop) that comes with a message
+                async with asyncio.timeout(timeout):
+                    first = await self._queue.get()
             except TimeoutError:
                 return []
         batch = [first]

@@ -239,8 +239,9 @@ class ClusterMember:
 
     async def _balancing(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self._next_round_in())
+            try:  # asyncio.timeout: Python 3.11's wait_for loses a cancel that comes with the wake
+                async with asyncio.timeout(self._next_round_in()):
+                    await self._wake.wait()
             except TimeoutError:
                 pass
             self._wake.clear()

@@ -204,8 +204,9 @@ class ShareCoordinator:
                 log.warning("share coordinator timers: %s; trying again", exc)
             except Exception:
                 log.exception("share coordinator timers failed")
-            try:
-                await asyncio.wait_for(self.manager.locks_changed.wait(), wait_s)
+            try:  # asyncio.timeout: Python 3.11's wait_for loses a cancel (stop) that comes with a change
+                async with asyncio.timeout(wait_s):
+                    await self.manager.locks_changed.wait()
             except TimeoutError:
                 pass
 

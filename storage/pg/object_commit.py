@@ -113,8 +113,9 @@ class ObjectGroupCommitter(GroupCommitter):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                try:
-                    item = await asyncio.wait_for(self._queue.get(), remaining)
+                try:  # asyncio.timeout: Python 3.11's wait_for loses a cancel (close) that comes with a write
+                    async with asyncio.timeout(remaining):
+                        item = await self._queue.get()
                 except TimeoutError:
                     break
             else:

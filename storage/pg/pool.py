@@ -126,15 +126,16 @@ async def within(work: Awaitable[T], time_left: Callable[[], float | None]) -> T
     On OutOfTime work is left to end by itself (command_timeout) rather than cancelled: cancelling a
     statement sends PostgreSQL a cancel request over a new connection and waits for it, which with
     the network gone holds the caller as long as the statement would have.
+
+    asyncio.wait, not wait_for: Python 3.11's wait_for returns work's result when the caller is
+    cancelled as work ends, and the cancel is lost: a cleaner's loop went on cleaning and the
+    broker's stop waited for it for good ("did not end within 20 s of SIGTERM").
     """
     task = asyncio.ensure_future(work)
     try:
         while (left := time_left()) is None or left > 0:
-            try:
-                return await asyncio.wait_for(asyncio.shield(task), None if left is None else min(left, _RECHECK_S))
-            except TimeoutError:
-                if task.done():
-                    raise  # work's own timeout
+            if (await asyncio.wait({task}, timeout=None if left is None else min(left, _RECHECK_S)))[0]:
+                return task.result()
     except asyncio.CancelledError:
         task.cancel()  # our caller ends (shutdown): so does the statement
         raise

@@ -1,12 +1,16 @@
 """The cluster's connection pool (storage/pg/pool.py) against a real PostgreSQL: a connection given
 back to the pool costs no round trip (asyncpg's default reset sends one query and commits one
-transaction per release), and a transaction left open is still rolled back."""
+transaction per release), and a transaction left open is still rolled back; and within(), the bound
+of the waits on it, keeps a cancel."""
 
 from __future__ import annotations
 
-import asyncpg
+import asyncio
 
-from storage.pg.pool import create_pool
+import asyncpg
+import pytest
+
+from storage.pg.pool import create_pool, within
 
 _LAST_QUERY = "SELECT query FROM pg_stat_activity WHERE pid = $1"
 
@@ -37,3 +41,20 @@ async def test_a_transaction_left_open_is_rolled_back_on_release(pg_url: str) ->
             assert not conn.is_in_transaction()
     finally:
         await pool.close()
+
+
+async def test_within_keeps_a_cancel_that_comes_as_the_work_ends() -> None:
+    """The caller cancelled in the turn its statement is answered is cancelled: Python 3.11's
+    asyncio.wait_for returned the answer and dropped the cancel, so a cleaner's loop went on after
+    the broker's stop cancelled it, and the stop waited for it past 20 s."""
+    answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    async def statement() -> str:
+        return await answer
+
+    caller = asyncio.ensure_future(within(statement(), lambda: 10.0))
+    await asyncio.sleep(0.01)  # the caller waits for the statement
+    answer.add_done_callback(lambda _: caller.cancel())  # runs right after the statement resumes
+    answer.set_result("row")
+    with pytest.raises(asyncio.CancelledError):
+        await caller
