@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import signal
 import time
@@ -93,21 +94,33 @@ class ObjectGroupCommitter(GroupCommitter):
         crash_after = os.environ.get(CRASH_AFTER_PUT_ENV, "")
         self._crash_after = int(crash_after) if crash_after.isdigit() else None
         self._producer_objects = 0  # objects stored that hold a producer's records (for _crash_after)
+        self._data_left = -math.inf  # when the last flush holding client records left (time.monotonic())
+        self._flushing = 0  # flushes being stored or committed
 
     async def _worker(self) -> None:
         while True:
             async with self._taking:
                 group = await self._gather()
-            await self._commit_group(coalesce(group))
+            self._flushing += 1
+            try:
+                await self._commit_group(coalesce(group))
+            finally:
+                self._flushing -= 1
 
     async def _gather(self) -> list[Queued]:
         """The writes of one flush: from the first, until flush.ms passed or flush.bytes are in,
         or at once with what is queued once one is urgent (BatchRow.urgent: a transaction's next
-        step waits on it, and a one-record transaction waits on four of them one after another)."""
+        step waits on it, and a one-record transaction waits on four of them one after another).
+        While no flush is being stored or committed the window runs from the last flush of client
+        records instead: a write after a quiet spell (a producer's one request, a one-record
+        transaction's data) leaves at once rather than wait for writes that are not coming, and
+        flushes still leave at most about once per flush.ms. While one is, the wait costs little
+        and gathers the writes that come meanwhile (a transaction's next step takes them along)."""
         group = [await self._queue.get()]
         size = _size(group[0][0])
         urgent = _urgent(group[0][0])
-        deadline = time.monotonic() + self._settings.flush_ms / 1000
+        start = time.monotonic() if self._flushing else min(time.monotonic(), self._data_left)
+        deadline = start + self._settings.flush_ms / 1000
         while size < self._settings.flush_bytes and not (urgent and self._queue.empty()):
             if self._queue.empty():
                 remaining = deadline - time.monotonic()
@@ -123,6 +136,8 @@ class ObjectGroupCommitter(GroupCommitter):
             group.append(item)
             size += _size(item[0])
             urgent = urgent or _urgent(item[0])
+        if any(not b.urgent for w, _ in group for b in w.batches):
+            self._data_left = time.monotonic()
         return group
 
     async def _commit_group(self, group: list[Queued]) -> None:

@@ -69,11 +69,16 @@ async def _objects_of(url: str, topic: str) -> dict[int, set[str]]:
 
 def test_requests_pipelined_on_one_connection_share_one_flush_and_are_answered_in_order(
         cluster: ObjectCluster) -> None:
-    # A long flush window: one connection's three requests arrive well within it, and land in
-    # one object only if each is sequenced while the one before waits for the flush.
-    cluster.start(1, settings={"cluster.object.flush.ms": "1500"})
+    # A long flush window, which runs from the last flush of client records (the warm-up's): one
+    # connection's three requests arrive well within it, and land in one object only if each is
+    # sequenced while the one before waits for the flush.
+    cluster.start(1, settings={"cluster.object.flush.ms": "3000"})
     create_topic(cluster, "shared", 3)
+    create_topic(cluster, "warm-up", 1)
     cluster.settled("shared")
+    cluster.settled("warm-up")
+    assert pipelined(cluster.bootstrap(), [produce("warm-up", 0, batch(b"w", producer_id=PRODUCER_ID - 1,
+                                                                       base_sequence=0))]) == [(1, 0, 0)]
     requests = [produce("shared", p, batch(b"%d" % p, producer_id=PRODUCER_ID + p, base_sequence=0))
                 for p in range(3)]
     assert pipelined(cluster.bootstrap(), requests) == [(1, 0, 0), (2, 0, 0), (3, 0, 0)]

@@ -79,6 +79,27 @@ async def test_the_brokers_own_records_do_not_wait_out_flush_ms(
     assert await db.fetchval("SELECT count(*) FROM batch_runs") == 2
 
 
+async def test_the_flush_window_runs_from_the_last_flush_of_client_records(
+    source_factory: SourceFactory, db: asyncpg.Pool
+) -> None:
+    """While no flush is being stored or committed, cluster.object.flush.ms (ten minutes here) counts
+    from the last flush of client records, not from the first write: an append after a quiet spell is
+    flushed at once (had it waited, the test would end in its timeout), the next one waits in the
+    window until a broker's own record takes it along."""
+    source = await source_factory(1, flush=FlushSettings(flush_ms=600_000))
+    await source.create_topic("t", 1)
+    plog = await take(db, source, TP)
+    assert (await plog.append(batch(1, tag=b"a"))).base_offset == 0
+    second = plog.submit(batch(1, tag=b"b"))
+    assert isinstance(second, asyncio.Future)
+    await asyncio.sleep(0.2)  # (time for a flush to be stored and committed, were it not waiting)
+    waited = not second.done()
+    await plog.append(batch(1, tag=b"state"), AppendOrigin.COORDINATOR)
+    assert waited and (await second).base_offset == 1
+    assert [v for _, v in await values(plog)] == [b"a0", b"b0", b"state0"]
+    assert source.committer.objects == 2
+
+
 async def test_a_fenced_flush_records_nothing_and_its_object_is_an_orphan(
     plog: PgPartitionLog, source: PgLogSource, db: asyncpg.Pool
 ) -> None:

@@ -122,14 +122,15 @@ async def test_appends_of_one_partition_in_one_flush_are_one_run(
     source_factory: SourceFactory, s3_store: ObjectStore, db: asyncpg.Pool
 ) -> None:
     plog = await _log(source_factory, s3_store, db, flush_ms=1000)
+    await plog.append(batch(1, tag=b"w-"))  # a flush just left: the window runs from it
     answers = []
     for seq in range(3):  # each sent to the committer on its own, all within one flush's window
         answers.append(_submit(plog, seq))
         await asyncio.sleep(0.05)
-    assert [i.base_offset for i in await asyncio.gather(*answers)] == [0, 1, 2]
-    runs = await db.fetch("SELECT base_offset, last_offset FROM batch_runs")
-    assert [(r["base_offset"], r["last_offset"]) for r in runs] == [(0, 2)]  # one write, fenced once
-    assert [v for _, v in await values(plog)] == [b"0-0", b"1-0", b"2-0"]
+    assert [i.base_offset for i in await asyncio.gather(*answers)] == [1, 2, 3]
+    runs = await db.fetch("SELECT base_offset, last_offset FROM batch_runs ORDER BY base_offset")
+    assert [(r["base_offset"], r["last_offset"]) for r in runs] == [(0, 0), (1, 3)]  # one write, fenced once
+    assert [v for _, v in await values(plog)] == [b"w-0", b"0-0", b"1-0", b"2-0"]
 
 
 async def _read_committed(plog: PgPartitionLog) -> list[bytes]:
