@@ -44,15 +44,18 @@ def _targets(ctx: RequestContext, request: DeleteTopicsRequest) -> list[tuple[st
     return [(name, None) for name in request.topic_names]
 
 
-async def _forget_committed_offsets(ctx: RequestContext, topic: str) -> None:
+async def _forget_committed_offsets(ctx: RequestContext, topic: str, topic_id: uuid.UUID | None) -> None:
     """Groups lose their offsets of a deleted topic (Kafka's handleDeletedPartitions), so a topic
-    created again under the name is not read from stale positions. The deletion stands either way."""
-    groups = ctx.broker.group_coordinator
-    if groups is not None:
-        try:
+    created again under the name is not read from stale positions, and share groups their
+    share-partition states of it. The deletion stands either way."""
+    groups, shares = ctx.broker.group_coordinator, ctx.broker.share_coordinator
+    try:
+        if groups is not None:
             await groups.topics_deleted([topic])
-        except KafkaError as exc:
-            log.warning("offsets of deleted topic %s not dropped: %s", topic, exc)
+        if shares is not None and topic_id is not None:
+            await shares.topics_deleted([topic_id])
+    except KafkaError as exc:
+        log.warning("offsets of deleted topic %s not dropped: %s", topic, exc)
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> object:
@@ -76,7 +79,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> object:
                 raise KafkaError(ErrorCode.topic_authorization_failed, f"internal topic {name} cannot be deleted")
             meta = ctx.broker.logs.topics.get(name)
             await ctx.broker.logs.delete_topic(name)
-            await _forget_committed_offsets(ctx, name)
+            await _forget_committed_offsets(ctx, name, meta.topic_id if meta else None)
             entry["topic_id"] = meta.topic_id if meta else topic_id
         except KafkaError as exc:
             entry |= {"error_code": exc.code, "error_message": exc.message}

@@ -369,7 +369,22 @@ class ShareCoordinator:
 
     async def delete_offsets(self, group_id: str, topic_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, KafkaError]:
         """The topics' states; the topics whose states could not all be deleted, with why."""
-        group = await self._empty_group(group_id)
+        return await self._delete_states(await self._empty_group(group_id), topic_ids)
+
+    async def topics_deleted(self, topic_ids: Sequence[uuid.UUID]) -> None:
+        """Deleted topics' share-partition states go, and the groups coordinated here forget them,
+        as Kafka's group coordinator has them deleted when the topics are."""
+        for group in list(self.groups.values()):
+            gone = [t for t in topic_ids if t in group.initialized or t in group.initializing]
+            try:
+                self._owned(group.group_id)
+            except KafkaError:  # coordinated elsewhere now
+                continue
+            if gone and (failed := await self._delete_states(group, gone)):
+                log.warning("share group %s: states of deleted topics not deleted: %s", group.group_id, failed)
+
+    async def _delete_states(self, group: ShareGroup, topic_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, KafkaError]:
+        group_id = group.group_id
         if self._admin is None:
             await self.manager.delete(k for k in self.manager.stored_keys()
                                       if k.group_id == group_id and k.topic_id in topic_ids)

@@ -16,8 +16,10 @@ import time
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
+from kio.schema.describe_share_group_offsets.v1 import request as describe_req
 from kio.schema.share_acknowledge.v1 import request as ack_req
 from kio.schema.share_fetch.v1 import request as fetch_req
+from kio.schema.types import GroupId
 from kio.static.primitive import i8, i32, i64
 
 from protocol.errors import ErrorCode
@@ -58,8 +60,27 @@ def test_a_partition_added_to_a_topic_the_group_reads_starts_at_offset_0(broker:
         while len(added) < 5 and time.monotonic() < end:
             added += [m.value() for m in consumer.poll(0.5) if m.error() is None and m.partition() == 1]
         assert sorted(added) == [b"new-%d" % i for i in range(5)]
+        with RawClient(broker.bootstrap) as c:
+            assert wait_for_states(c, "grow", 2) == 2
     finally:
         consumer.close()
+    # its deletion takes the group's share-partition states with it (tests/coordinator/share/
+    # test_initialize.py checks they are gone: DescribeShareGroupOffsets names no deleted topic);
+    # the broker fixture fails the test on an error logged meanwhile
+    admin.delete_topics(["grow"])["grow"].result(30)
+
+
+def wait_for_states(c: RawClient, group: str, wanted: int) -> int:
+    """How many share-partitions DescribeShareGroupOffsets lists for the group, once it is `wanted`
+    (or GIVE_UP_S has passed)."""
+    end = time.monotonic() + GIVE_UP_S
+    while True:
+        answer = c.request(describe_req.DescribeShareGroupOffsetsRequest(groups=(
+            describe_req.DescribeShareGroupOffsetsRequestGroup(group_id=GroupId(group), topics=None),)))
+        found = sum(len(t.partitions) for g in answer.groups for t in g.topics)
+        if found == wanted or time.monotonic() > end:
+            return found
+        time.sleep(0.2)
 
 
 def test_a_share_partition_never_initialized_is_not_served(broker: BrokerProcess) -> None:

@@ -94,3 +94,26 @@ async def test_share_partitions_recorded_initialized_without_a_state_are_initial
         assert not got.errors
     finally:
         await again.stop()
+
+
+async def test_a_deleted_topics_share_partition_states_go_with_it(logs: LogManager) -> None:  # noqa: F811
+    coordinator = await started(logs)
+    try:
+        await coordinator.heartbeat("g", ShareHeartbeat(member_id="m", member_epoch=0, rack_id=None,
+                                                        subscribed_topic_names=("st",), client_id="c",
+                                                        client_host="/127.0.0.1"))
+        await _initialized(coordinator, "g")
+        topic_id = logs.topics["st"].topic_id
+        assert coordinator.group_keys("g") == [SharePartitionKey("g", topic_id, p) for p in (0, 1)]
+        await logs.delete_topic("st")
+        await coordinator.topics_deleted([topic_id])
+        group = coordinator.describe("g")
+        assert group is not None and group.initialized == {} and coordinator.group_keys("g") == []
+    finally:
+        await coordinator.stop()
+    again = await started(logs)  # the tombstones and the group's record are durable
+    try:
+        group = again.describe("g")
+        assert group is not None and group.initialized == {} and again.group_keys("g") == []
+    finally:
+        await again.stop()
