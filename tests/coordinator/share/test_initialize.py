@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from coordinator.share.coordinator import ShareCoordinator, ShareFetchParams
-from coordinator.share.group import ShareHeartbeat
+from coordinator.share.group import HeartbeatResult, ShareHeartbeat
 from coordinator.share.partitions import ShareGroupSettings
 from coordinator.share.state_log import SharePartitionKey, StoredShareState
 from protocol.errors import ErrorCode
@@ -27,6 +27,15 @@ async def started(source: LogManager) -> ShareCoordinator:
     coordinator = ShareCoordinator(source, lambda _: SETTINGS, group_log=lambda _: OFFSETS)
     await coordinator.start()
     return coordinator
+
+
+async def joined(coordinator: ShareCoordinator) -> HeartbeatResult:
+    """Member m's join of group g (subscribed to st), once its share-partitions are initialized."""
+    result, _ = await coordinator.heartbeat("g", ShareHeartbeat(
+        member_id="m", member_epoch=0, rack_id=None, subscribed_topic_names=("st",), client_id="c",
+        client_host="/127.0.0.1"))
+    await _initialized(coordinator, "g")
+    return result
 
 
 def fetch(source: LogManager, epoch: int, acks: dict[tuple[object, int], object] | None = None) -> ShareFetchParams:
@@ -47,11 +56,7 @@ async def test_a_share_partition_is_served_once_the_group_initialized_it(logs: L
         acked = await coordinator.share_fetch(fetch(logs, 1, {key: (TopicPartition("st", 0), [(0, 0, ACCEPT)])}))
         assert acked.ack_errors[key] is not None and acked.ack_errors[key].code is ErrorCode.unknown_topic_or_partition
         assert coordinator.manager.stored_state(SharePartitionKey("g", key[0], 0)) is None
-        result, _ = await coordinator.heartbeat("g", ShareHeartbeat(
-            member_id="m", member_epoch=0, rack_id=None, subscribed_topic_names=("st",), client_id="c",
-            client_host="/127.0.0.1"))
-        assert result.assignment == {}  # assigned once initialized, from the next heartbeat
-        await _initialized(coordinator, "g")  # both partitions of st
+        assert (await joined(coordinator)).assignment == {}  # assigned once initialized, from the next heartbeat
         group = coordinator.describe("g")
         assert group is not None
         stored = coordinator.manager.stored_state(SharePartitionKey("g", key[0], 0))
@@ -73,10 +78,7 @@ async def test_share_partitions_recorded_initialized_without_a_state_are_initial
     initialized, their state was never written."""
     coordinator = await started(logs)
     try:
-        await coordinator.heartbeat("g", ShareHeartbeat(member_id="m", member_epoch=0, rack_id=None,
-                                                        subscribed_topic_names=("st",), client_id="c",
-                                                        client_host="/127.0.0.1"))
-        await _initialized(coordinator, "g")
+        await joined(coordinator)
         keys = [SharePartitionKey("g", logs.topics["st"].topic_id, p) for p in (0, 1)]
         await coordinator.manager.delete(keys)
     finally:
@@ -99,10 +101,7 @@ async def test_share_partitions_recorded_initialized_without_a_state_are_initial
 async def test_a_deleted_topics_share_partition_states_go_with_it(logs: LogManager) -> None:  # noqa: F811
     coordinator = await started(logs)
     try:
-        await coordinator.heartbeat("g", ShareHeartbeat(member_id="m", member_epoch=0, rack_id=None,
-                                                        subscribed_topic_names=("st",), client_id="c",
-                                                        client_host="/127.0.0.1"))
-        await _initialized(coordinator, "g")
+        await joined(coordinator)
         topic_id = logs.topics["st"].topic_id
         assert coordinator.group_keys("g") == [SharePartitionKey("g", topic_id, p) for p in (0, 1)]
         await logs.delete_topic("st")
