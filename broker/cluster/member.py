@@ -279,17 +279,25 @@ class ClusterMember:
         if released:
             await self.store.release(released)
             log.info("handed over %d partitions for balance: %s", len(released), _names(tp for tp, _ in released))
-        taken = await self.store.take(moves.take) if moves.take else {}
-        # The other brokers name us the leader from now on, while the logs open one by one: our
-        # coordinators answer their shards as loading meanwhile (the view says which).
-        self.view.opening.update(taken)
-        try:
-            for tp, epoch in sorted(taken.items()):
-                await self._elect(tp, epoch)
-        finally:
-            self.view.opening.difference_update(taken)  # a round cut short (cancelled at stop)
+        taken = await self._take(moves.take)
         if taken:
             log.info("now leading %d partitions; took %s", len(self.view.serving), _names(taken))
+
+    async def _take(self, wanted: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Take the partitions and open them. The other brokers name us their leader once the take
+        commits, before its answer is back here and while the logs open one by one: meanwhile the
+        view reports them electing, and our coordinators answer their shards as loading."""
+        if not wanted:
+            return {}
+        self.view.opening.update(wanted)
+        try:
+            taken = await self.store.take(wanted)
+            self.view.opening.difference_update(set(wanted) - taken.keys())  # another broker's
+            for tp, epoch in sorted(taken.items()):
+                await self._elect(tp, epoch)
+            return taken
+        finally:
+            self.view.opening.difference_update(wanted)  # a round cut short (cancelled at stop)
 
     async def _elect(self, tp: TopicPartition, epoch: int) -> None:
         try:

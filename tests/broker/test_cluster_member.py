@@ -5,7 +5,7 @@ the tests run balancing rounds themselves; a lease "lapses" by SQL, as in test_c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import asyncpg
 import pytest
@@ -204,4 +204,43 @@ async def test_partitions_taken_but_not_open_yet_read_as_electing(members, pool:
         assert not any(two.view.electing(p) for p in rows)
     finally:
         logs.go.set()
+        await two.stop()
+
+
+class SlowTakeAnswer(ClusterStore):
+    """The database takes the partitions at once; its answer reaches the broker only when the test
+    lets it (a loaded broker's event loop, or a slow network, between the commit and the reply)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.committed, self.answer = asyncio.Event(), asyncio.Event()
+
+    async def take(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        taken = await super().take(partitions)
+        self.committed.set()
+        await self.answer.wait()
+        return taken
+
+
+async def test_electing_starts_before_the_take_answers(members, pool: asyncpg.Pool, pg_url: str) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """The other brokers see the take as soon as it commits: the view must say electing from then,
+    not from when the answer is back."""
+    start, events = members
+    one = await start(1)
+    store = SlowTakeAnswer(pool, 2, LEASE_MS, pg_url)
+    two = ClusterMember(store, lambda: BrokerEndpoint(2, "127.0.0.1", 9002), LEASE_MS, Recorder("logs2", events))
+    await two.start()
+    try:
+        await one.stop()
+        round_ = asyncio.ensure_future(two.balance())
+        await store.committed.wait()  # every other broker's next snapshot names 2 now
+        rows = {p.tp: p.leader for p in (await one.store.snapshot()).partitions}
+        mine = [tp for tp, leader in rows.items() if leader == 2]
+        assert mine and all(two.view.electing(tp) for tp in mine)
+        store.answer.set()
+        await round_
+        await settle(two)
+        assert not any(two.view.electing(tp) for tp in rows)
+    finally:
+        store.answer.set()
         await two.stop()
