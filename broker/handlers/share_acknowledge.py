@@ -6,7 +6,8 @@ broker: the session must exist (SHARE_SESSION_NOT_FOUND) and the epoch be the ne
 acknowledgements and releases whatever the member still holds. Each acknowledgement batch gives
 one type for its whole range or one per offset: ACCEPT (1), RELEASE (2), REJECT (3), GAP (0,
 offsets with no record) and, v2, RENEW (4). Each partition's outcome is its error code:
-INVALID_RECORD_STATE for an offset the member does not hold, and the checks of a ShareFetch.
+INVALID_RECORD_STATE for an offset the member does not hold, UNKNOWN_TOPIC_OR_PARTITION for a
+share-partition its group never initialized, and the checks of a ShareFetch.
 The acknowledgement is in __share_group_state before the answer goes.
 Version notes: v2 (KIP-1222) adds IsRenewAck and the RENEW type.
 """

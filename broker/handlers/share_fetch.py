@@ -11,7 +11,10 @@ member does not hold). Then up to MaxRecords records are acquired across the ses
 and answered as whole stored batches with the acquired ranges and their delivery counts; with
 nothing to acquire the fetch waits up to MaxWaitMs for records. Partition checks as a Fetch's:
 TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER;
-READ on the group, else GROUP_AUTHORIZATION_FAILED for the whole request.
+a share-partition its group coordinator never initialized (coordinator/share/initializer.py) is
+UNKNOWN_SERVER_ERROR "Read operation on uninitialized share partition not allowed.", as Kafka's
+SharePartition answers its share coordinator's refusal. READ on the group, else
+GROUP_AUTHORIZATION_FAILED for the whole request.
 Version notes: v2 (KIP-1206, KIP-1222) adds ShareAcquireMode (1: record-limit, exactly MaxRecords
 at most; 0: batch-optimized, whole batches) and IsRenewAck (a request that only renews locks
 fetches nothing), and the RENEW acknowledge type (4).
