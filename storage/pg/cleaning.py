@@ -68,11 +68,21 @@ class PgCleaningPlan:
     forced: bool  # max.compaction.lag.ms passed
 
 
-# Rows of `batches`, or runs of `batch_runs` for object-stored data (counted a run at a time).
+# Rows of `batches` (a batch each: on one side of the checkpoint).
 _BYTES: Final = """
-SELECT coalesce(sum({size}) FILTER (WHERE base_offset < $3), 0) AS clean,
-       coalesce(sum({size}) FILTER (WHERE base_offset >= $3), 0) AS dirty
-FROM {table} WHERE topic_id = $1 AND partition = $2 AND base_offset < $4
+SELECT coalesce(sum(octet_length(data)) FILTER (WHERE base_offset < $3), 0) AS clean,
+       coalesce(sum(octet_length(data)) FILTER (WHERE base_offset >= $3), 0) AS dirty
+FROM batches WHERE topic_id = $1 AND partition = $2 AND base_offset < $4
+"""
+# Runs of `batch_runs` (object-stored data) may hold offsets on both sides of the checkpoint or of the
+# first uncleanable offset (an archive made before archiving kept to one side, a pass's output, which
+# carries the batches past its section as they are): a run's bytes are split in proportion to its offsets.
+_RUN_BYTES: Final = """
+SELECT coalesce(sum(byte_length::bigint * greatest(least(last_offset + 1, $3) - base_offset, 0)
+                    / (last_offset - base_offset + 1)), 0) AS clean,
+       coalesce(sum(byte_length::bigint * greatest(least(last_offset + 1, $4) - greatest(base_offset, $3), 0)
+                    / (last_offset - base_offset + 1)), 0) AS dirty
+FROM batch_runs WHERE topic_id = $1 AND partition = $2 AND base_offset < $4
 """
 
 
@@ -108,9 +118,7 @@ async def first_uncleanable_offset(pool: Pool, store: PartitionStore, state: Cle
 async def dirty_bytes(db: Queries, topic_id: uuid.UUID, partition: int, first_dirty: int,
                       first_uncleanable: int, *, objects: bool = False) -> tuple[int, int]:
     """(clean bytes, dirty bytes) below first_uncleanable; db is a pool or a connection."""
-    sql = _BYTES.format(table="batch_runs", size="byte_length") if objects else \
-        _BYTES.format(table="batches", size="octet_length(data)")
-    row = await db.fetchrow(sql, topic_id, partition, first_dirty, first_uncleanable)
+    row = await db.fetchrow(_RUN_BYTES if objects else _BYTES, topic_id, partition, first_dirty, first_uncleanable)
     assert row is not None  # a SELECT of aggregates answers one row
     return int(row["clean"]), int(row["dirty"])
 

@@ -19,6 +19,7 @@ from storage.api import IsolationLevel
 from storage.cleaner.log_cleaner import CleanerConfig
 from storage.object_store import ObjectStore, ObjectStoreSettings
 from storage.pg.clean_rows import PgCleanResult
+from storage.pg.cleaning import dirty_bytes
 from storage.pg.log_cleaner import PgLogCleaner
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_archive import ArchiveSettings, archive_partition
@@ -243,3 +244,18 @@ async def test_archiving_keeps_the_cleaned_section_apart_from_the_dirty_runs(
     second = await clean(plog, pg_url, settings)
     assert second is not None and second.committed
     assert {k: v for _, k, v in await records(plog)} == {b"k0": b"78", b"k1": b"79", b"k2": b"77"}
+
+
+async def test_a_run_holding_offsets_on_both_sides_of_the_checkpoint_counts_as_both(
+    db: asyncpg.Pool, source: PgLogSource,
+) -> None:
+    """A run is split in proportion to its offsets: an archive merged across the checkpoint before
+    archiving kept to one side (or a pass's output carrying the batches past its section) counted
+    as clean whole, and the partition's dirty ratio read about 0."""
+    await open_compacted(db, source)
+    topic_id = await db.fetchval("SELECT topic_id FROM topics WHERE name = 't'")
+    await db.execute("INSERT INTO batch_runs (topic_id, partition, base_offset, last_offset, max_timestamp, "
+                     "object_key, byte_start, byte_length) VALUES ($1, 0, 0, 99, 0, 'archive/x', 0, 1000)", topic_id)
+    assert await dirty_bytes(db, topic_id, 0, 50, 100, objects=True) == (500, 500)
+    assert await dirty_bytes(db, topic_id, 0, 50, 80, objects=True) == (500, 300)  # up to the first uncleanable
+    assert await dirty_bytes(db, topic_id, 0, 0, 100, objects=True) == (0, 1000)
