@@ -53,8 +53,10 @@ def _partition(ctx: RequestContext, key: SharePartitionKey, name: str, got: Summ
 
 
 def _lag(end: int | None, got: ShareStateSummary) -> int:
-    """The records from the start offset to the high watermark not yet delivered (-1: unknown)."""
-    if end is None or got.delivery_complete_count < 0:
+    """The records from the start offset to the high watermark not yet delivered (-1: unknown, as
+    for a share-partition initialized but not yet read, start offset -1: Kafka 4.4's
+    shouldComputeSharePartitionLag)."""
+    if end is None or got.delivery_complete_count < 0 or got.start_offset < 0:
         return -1
     return max(0, end - got.start_offset - got.delivery_complete_count)
 
