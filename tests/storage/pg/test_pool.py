@@ -1,7 +1,7 @@
 """The cluster's connection pool (storage/pg/pool.py) against a real PostgreSQL: a connection given
 back to the pool costs no round trip (asyncpg's default reset sends one query and commits one
 transaction per release), and a transaction left open is still rolled back; and within(), the bound
-of the waits on it, keeps a cancel."""
+of the waits on it, keeps a cancel and answers work done as its time runs out with its outcome."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from storage.pg.pool import create_pool, within
+from storage.pg.pool import OutOfTime, create_pool, within
 
 _LAST_QUERY = "SELECT query FROM pg_stat_activity WHERE pid = $1"
 
@@ -58,3 +58,32 @@ async def test_within_keeps_a_cancel_that_comes_as_the_work_ends() -> None:
     answer.set_result("row")
     with pytest.raises(asyncio.CancelledError):
         await caller
+
+
+async def test_work_done_as_its_time_runs_out_is_answered_with_its_outcome() -> None:
+    """The work's answer and the end of its time in one turn of the loop (a busy broker's): its result,
+    or OutOfTime if it was not done yet, never a bare TimeoutError for work that succeeded."""
+    loop = asyncio.get_running_loop()
+    results = []
+    for _ in range(50):
+        answer: asyncio.Future[int] = loop.create_future()
+        ends = loop.time() + 0.005
+        loop.call_at(ends, answer.set_result, 42)
+
+        async def work(answer: asyncio.Future[int] = answer) -> int:  # a statement's coroutine
+            return await answer
+
+        try:
+            results.append(await within(work(), lambda ends=ends: ends - loop.time()))
+        except OutOfTime:
+            pass
+    assert results and set(results) == {42}
+
+
+async def test_works_own_timeout_is_raised_as_it_is() -> None:
+    async def times_out() -> None:
+        raise TimeoutError("its own")
+
+    with pytest.raises(TimeoutError, match="its own") as raised:
+        await within(times_out(), lambda: 5.0)
+    assert not isinstance(raised.value, OutOfTime)
