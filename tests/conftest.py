@@ -83,8 +83,12 @@ def pg_server() -> Iterator[PostgresServer]:
     database each through pg_url. Its directory is a fresh one under the system temp dir, not
     pytest's: under root the server runs as `postgres`, which cannot enter pytest's 0700 dirs."""
     server = PostgresServer()
-    with server:
+    server.init()
+    try:
+        server.start()
         yield server
+    finally:
+        server.discard()
 
 
 @pytest.fixture
