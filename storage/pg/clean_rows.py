@@ -65,6 +65,7 @@ class PgCleanResult:
     write_ms: float = 0.0  # the transaction, first write to commit
     lock_ms: float = 0.0  # the partition row held: fence to commit
     dirty_ratio_after: float = 0.0
+    not_committed: str = ""  # why, when the pass knows better than "fenced or no snapshot" (objects: runs changed)
 
 
 def run_pg_clean_pass(task: PgCleanTask) -> PgCleanResult:

@@ -71,9 +71,8 @@ class PgLogCleaner(CleanerService):
         finally:
             plog.cleaning = False
         if not result.committed:
-            log.info("cleaning %s not committed: this broker no longer leads it at epoch %d, no producer "
-                     "snapshot covers the range yet, or its rows changed meanwhile (retention, DeleteRecords)",
-                     plog.tp, task.leader_epoch)
+            log.info("cleaning %s not committed: %s", plog.tp, result.not_committed or f"this broker no longer "
+                     f"leads it at epoch {task.leader_epoch}, or no producer snapshot covers the range yet")
             return None
         try:
             await plog.cleaned(result)

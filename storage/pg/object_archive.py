@@ -140,7 +140,7 @@ async def replace_runs(conn: Connection, part: ArchivedPartition, node_id: int, 
     deleted = await conn.fetchval(_REPLACE, t, p, [r.base_offset for r in old],
                                   [r.object_key for r in old], [r.byte_start for r in old])
     if deleted != len(old):
-        raise ReplacedError("its runs changed meanwhile (retention, DeleteRecords or the cleaner)")
+        raise ReplacedError("its runs changed meanwhile (retention, DeleteRecords, archiving or cleaning)")
     if new:
         await conn.execute(_INSERT_RUNS, t, p, *(list(c) for c in zip(
             *((r.base_offset, r.last_offset, r.max_timestamp, r.object_key, r.byte_start, r.byte_length)

@@ -162,7 +162,8 @@ async def _commit(conn: Any, task: PgCleanTask, old: list[Run], new: list[Run], 
             if await conn.fetchval(FENCE, t, p, task.node_id, task.leader_epoch, result.end_offset,
                                    task.first_uncleanable_offset) is None:
                 raise ReplacedError("fenced, or no producer snapshot covers the cleaned range")
-    except ReplacedError:
+    except ReplacedError as exc:
+        result.not_committed = str(exc)
         return False  # the new objects are orphans: the collector deletes them
     done = time.monotonic()
     result.write_ms = (done - started) * 1000
