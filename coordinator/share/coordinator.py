@@ -148,7 +148,11 @@ class ShareCoordinator:
             epoch = group.group_epoch
             self._background.spawn(f"initializing share group {group_id}",
                                    lambda: self._initializer.run(group_id, epoch, todo))
-        if left:  # its session stays for the final ShareAcknowledge that clients send after leaving
+        # A leaving member's records go back when its share session here ends (the final
+        # ShareAcknowledge, which librdkafka sends beside the leave, applies its acknowledgements
+        # first; or the connection closing); at once if it has none here. Releasing them at the
+        # leave refused the acknowledgements of a closing consumer, and its records came again.
+        if left and self.sessions.get(group_id, hb.member_id) is None:
             await self.manager.release_member(group_id, hb.member_id)
         return result, settings.heartbeat_interval_ms
 
