@@ -3,10 +3,10 @@ for the object-store cases (eosbroker-os1/os3) a real S3 server on loopback hold
 data: versitygw (tests/versitygw_server.py), which spends a third of SeaweedFS's CPU per GB
 written, or SeaweedFS (tests/s3_server.py) with --store seaweedfs.
 
-A ClusterRunning stands where a Running does (bootstrap, CPU, RSS, stop): its CPU and memory are
-the brokers' and the database's together, since in cluster mode PostgreSQL does the storage work
-that the local broker does itself. The object store's CPU is counted apart (store_cpu_s), since in
-production it is a separate service.
+A ClusterRunning stands where a Running does (bootstrap, CPU, RSS, PSS, stop): its CPU and memory
+are the brokers' and the database's together, since in cluster mode PostgreSQL does the storage
+work that the local broker does itself (broker_pss_mb, per broker, alone leaves the database out).
+The object store's CPU is counted apart (store_cpu_s), since in production it is a separate service.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.servers import HOST, REPO_DIR, Running, _spawn_and_wait, free_port
+from bench.servers import HOST, REPO_DIR, Running, _spawn_and_wait, free_port, pss_mb
 from tests.pg_server import PostgresServer
 from tests.s3_server import LoopbackS3Server, S3Server, s3_environment
 from tests.versitygw_server import VersityServer
@@ -58,14 +58,17 @@ class ClusterRunning:
         except (OSError, ValueError, psutil.Error):
             return []
 
-    def _processes(self) -> list[psutil.Process]:
+    def _broker_processes(self) -> list[psutil.Process]:
         procs = []
         for b in self.brokers.values():
             try:
                 procs.append(b.process())
             except psutil.Error:
                 pass
-        return procs + self._pg_processes()
+        return procs
+
+    def _processes(self) -> list[psutil.Process]:
+        return self._broker_processes() + self._pg_processes()
 
     def store_cpu_s(self) -> float | None:
         """The object store's CPU seconds so far (None without one)."""
@@ -89,6 +92,14 @@ class ClusterRunning:
             except psutil.Error:
                 pass
         return total / 2**20
+
+    def pss_mb(self) -> float:
+        """The brokers' and PostgreSQL's PSS: shared_buffers once, not once per backend as in rss_mb."""
+        return pss_mb(self._processes())
+
+    def broker_pss_mb(self) -> float:
+        """The brokers' PSS over their number: what one broker adds, PostgreSQL left out."""
+        return pss_mb(self._broker_processes()) / max(1, len(self.brokers))
 
     def start_broker(self, node_id: int, port: int | None = None) -> Running:
         port = port or free_port()

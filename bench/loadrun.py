@@ -7,6 +7,7 @@ CPU the client and the broker spent on it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -27,15 +28,21 @@ if TYPE_CHECKING:
     from bench.processes import ProcessSetRunning
 
 RSS_SAMPLE_S = 0.1
+# PSS every 10th sample (1 s): reading a process's smaps_rollup walks its page tables, ~9 ms of CPU
+# for a cluster's 11 processes here against ~4 ms for their RSS, which every 0.1 s would take ~6 %
+# of a core from the load being measured on a 2-core machine.
+PSS_EVERY = 10
 
 
 @dataclass(slots=True)
 class RssSampler:
     """Samples RSS (of a broker, or of a cluster's brokers and database) from a thread until
-    stopped; keeps the peak."""
+    stopped, and PSS every PSS_EVERY samples when given pss_mb; keeps the peaks."""
 
     rss_mb: Callable[[], float]
+    pss_mb: Callable[[], float] | None = None
     peak_mb: float = 0.0
+    peak_pss_mb: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -44,9 +51,11 @@ class RssSampler:
         self._thread.start()
 
     def _loop(self) -> None:
-        while True:
+        for sample in itertools.count():
             try:
                 self.peak_mb = max(self.peak_mb, self.rss_mb())
+                if self.pss_mb is not None and sample % PSS_EVERY == 0:
+                    self.peak_pss_mb = max(self.peak_pss_mb, self.pss_mb())
             except psutil.Error:
                 return
             if self._stop.wait(RSS_SAMPLE_S):
@@ -102,7 +111,7 @@ def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning | ProcessSe
     for line in proc.stdout:
         if line.startswith("MARK start"):
             cpu0, wall0, store0 = broker.cpu_s(), time.perf_counter(), _store_cpu_s(broker)
-            sampler = RssSampler(broker.rss_mb)
+            sampler = RssSampler(broker.rss_mb, broker.pss_mb)
             sampler.start()
         elif line.startswith("PROGRESS "):
             print(f"[{time.strftime('%H:%M:%S')}]     {line.removeprefix('PROGRESS ').strip()}",
@@ -117,6 +126,7 @@ def _follow(proc: subprocess.Popen, broker: Running | ClusterRunning | ProcessSe
                 result["store_cores"] = (store - store0) / wall  # beside broker_cores, not in it
             result["metrics"].update(broker_cost(result.get("info", {}), broker_cpu))
             result["broker_rss_peak_mb"] = sampler.stop() if sampler else 0.0
+            result["broker_pss_peak_mb"] = sampler.peak_pss_mb if sampler else 0.0
             sampler = None
     if sampler is not None:
         sampler.stop()

@@ -1,6 +1,6 @@
 """eosbroker as N processes from one command (issue 34) for the harness: `python -m broker --processes N`.
 
-A ProcessSetRunning stands where a Running does (bootstrap, CPU, RSS, stop). Its CPU and memory are
+A ProcessSetRunning stands where a Running does (bootstrap, CPU, RSS, PSS, stop). Its CPU and memory are
 every process's together: the supervisor, its broker processes and anything they start.
 
 The set runs on one local data dir. A broker that refuses that in one line (exit 2, "needs
@@ -25,7 +25,7 @@ import psutil
 
 from bench.cluster import LEASE_MS
 from bench.probe import wait_answering
-from bench.servers import COMMON_SETTINGS, HOST, REPO_DIR, START_TIMEOUT_S
+from bench.servers import COMMON_SETTINGS, HOST, REPO_DIR, START_TIMEOUT_S, pss_mb
 from tests.pg_server import PostgresServer
 
 __all__ = ("ProcessSetRunning", "actual_name", "consecutive_free_ports", "parse_process_counts", "process_set_names",
@@ -96,10 +96,10 @@ class ProcessSetRunning:
     def bootstrap(self) -> str:
         return ",".join(f"{HOST}:{self.port + i}" for i in range(self.processes))
 
-    def _processes(self) -> list[psutil.Process]:
+    def _processes(self, database: bool = True) -> list[psutil.Process]:
         procs: list[psutil.Process] = []
         roots = [self.proc.pid]
-        if self.pg is not None and (self.pg.data / "postmaster.pid").exists():
+        if database and self.pg is not None and (self.pg.data / "postmaster.pid").exists():
             roots.append(int((self.pg.data / "postmaster.pid").read_text().split()[0]))
         for pid in roots:
             try:
@@ -123,6 +123,13 @@ class ProcessSetRunning:
 
     def rss_mb(self) -> float:
         return self._sum(lambda p: p.memory_info().rss) / 2**20
+
+    def pss_mb(self) -> float:
+        return pss_mb(self._processes())
+
+    def broker_pss_mb(self) -> float:
+        """The set's PSS without PostgreSQL's (the supervisor's included) over its processes."""
+        return pss_mb(self._processes(database=False)) / self.processes
 
     def stop(self) -> None:
         if self.proc.poll() is None:

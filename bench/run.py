@@ -29,9 +29,12 @@ from bench.plan import (
     CLEAN_START,
     CLUSTER_CASE_KEYS,
     FAILOVER,
+    IDLE_PSS,
+    IDLE_PSS_PER_BROKER,
     PEAK_RSS,
     PROCESS_CASE_KEYS,
     PROCESS_CASES,
+    PSS_UNDER_W1,
     SCALE_CASES,
     SIZES,
     UNCLEAN_START,
@@ -74,11 +77,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, help="override the size's number of rounds")
     p.add_argument("--only", choices=(*BROKERS, *CLUSTER_BROKERS),
                    help="run against one broker only (with --cluster, one of its brokers)")
-    p.add_argument("--cases", help="comma-separated case keys (default: all), e.g. w1-p1,w6")
+    p.add_argument("--cases", help="comma-separated case keys (default: all), e.g. w1-p1,w6; w7 alone: start-up and "
+                   "idle memory only")
     p.add_argument("--out", type=Path, default=BENCH_DIR / "results")
     p.add_argument("--kafka-heap", default="512m")
     p.add_argument("--idle-settle", type=float, default=2.0,
-                   help="seconds between start-up and the idle RSS reading")
+                   help="seconds between start-up and the idle memory reading")
     p.add_argument("--strict", action="store_true", help="exit 1 if any workload failed")
     p.add_argument("--profile", action="store_true",
                    help="run eosbroker under py-spy and write its top frames (figures then "
@@ -120,11 +124,12 @@ def progress(message: str) -> None:
 
 
 def select_cases(spec: str | None, scale: bool = False) -> tuple[Case, ...]:
+    """The cases a --cases list names (w7, measured in every round, is known and adds none)."""
     known = CASES + SCALE_CASES + PROCESS_CASES
     if not spec:
         return CASES + (SCALE_CASES if scale else ())
     wanted = set(spec.split(","))
-    unknown = wanted - {c.key for c in known}
+    unknown = wanted - {c.key for c in known} - {W7_KEY}
     if unknown:
         raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}")
     return tuple(c for c in known if c.key in wanted)
@@ -170,7 +175,8 @@ def run_case(case: Case, broker: Started, size: Size, rnd: int, logs: Path,
                  f"(see {logs})")
         return entry
     entry.update({k: result[k] for k in ("metrics", "wall_s", "client_cores", "broker_cores", "store_cores",
-                                          "broker_rss_peak_mb", "client_main_thread_cores", "info") if k in result})
+                                          "broker_rss_peak_mb", "broker_pss_peak_mb", "client_main_thread_cores",
+                                          "info") if k in result})
     if PEAK_RSS in case.metrics:
         entry["metrics"][PEAK_RSS] = result["broker_rss_peak_mb"]
     if case.load == "fill_segments" and isinstance(broker, Running):
@@ -219,9 +225,12 @@ def measure(broker: Started, rnd: int, size: Size, cases: tuple[Case, ...],
     progress(f"  {broker.name} answered after {broker.startup_s:.2f} s")
     time.sleep(args.idle_settle)  # let start-up work finish before reading idle memory
     w7 = {"round": rnd, "broker": broker.name, "case": W7_KEY,
-          "metrics": {"start-up s": broker.startup_s, "idle RSS MB": broker.rss_mb()}}
-    warm = run_case(WARMUP, broker, size, rnd, logs, timeout)
-    entries = [w7] + ([warm] if "error" in warm else [])
+          "metrics": {"start-up s": broker.startup_s, "idle RSS MB": broker.rss_mb(), IDLE_PSS: broker.pss_mb(),
+                      IDLE_PSS_PER_BROKER: broker.broker_pss_mb()}}
+    entries = [w7]
+    if cases:  # --cases w7: start-up and idle memory only
+        warm = run_case(WARMUP, broker, size, rnd, logs, timeout)
+        entries += [warm] if "error" in warm else []
     dirt = Dirtier(broker.bootstrap) if broker.name in (CLEANER_ON, CLEANER_OFF) else nullcontext()
     with Scraper(broker.metrics_port, SCRAPE_INTERVAL_S), dirt:
         for case in cases:
@@ -230,10 +239,10 @@ def measure(broker: Started, rnd: int, size: Size, cases: tuple[Case, ...],
             entries.append(run_case(case, broker, size, rnd, logs, timeout))
             if isinstance(broker, ClusterRunning):
                 broker.revive()  # after failover: the next case runs on the whole cluster again
-    under_w1 = [e["broker_rss_peak_mb"] for e in entries
-                if e["case"].startswith("w1-") and "broker_rss_peak_mb" in e]
+    under_w1 = [e for e in entries if e["case"].startswith("w1-") and "broker_rss_peak_mb" in e]
     if under_w1:
-        w7["metrics"]["RSS under w1 MB"] = max(under_w1)
+        w7["metrics"]["RSS under w1 MB"] = max(e["broker_rss_peak_mb"] for e in under_w1)
+        w7["metrics"][PSS_UNDER_W1] = max(e["broker_pss_peak_mb"] for e in under_w1)
     if broker.name == CLEANER_ON and isinstance(broker, Running):
         w7["metrics"].update(pass_figures(broker.log_path))
     return entries
@@ -260,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args.selected = cases  # start() gives the brokers SSL and SASL_SSL listeners when a t case needs them
     if args.cluster:
         brokers = (args.only,) if args.only else tuple(CLUSTER_BROKERS)
-        cases = (*cases, FAILOVER)
+        cases = (*cases, FAILOVER) if cases else ()
     if args.process_sets:
         brokers = tuple(args.process_sets)
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,19 @@ STOP_TIMEOUT_S = 30.0
 KAFKA_JVM_FLAGS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
                    "-Djava.awt.headless=true")
+
+
+def pss_mb(processes: Iterable[psutil.Process]) -> float:
+    """The processes' proportional set size (smaps_rollup's Pss) summed: a page shared by n of them
+    counts 1/n in each, so PostgreSQL's shared_buffers, mapped by every backend, counts once in the
+    sum where RSS counts it once per backend. A process that ended meanwhile counts 0."""
+    total = 0
+    for p in processes:
+        try:
+            total += p.memory_full_info().pss
+        except psutil.Error:
+            pass
+    return total / 2**20
 
 
 def free_port() -> int:
@@ -67,6 +81,13 @@ class Running:
 
     def rss_mb(self) -> float:
         return self.process().memory_info().rss / 2**20
+
+    def pss_mb(self) -> float:
+        return pss_mb([self.process()])
+
+    def broker_pss_mb(self) -> float:
+        """PSS per broker: the one broker's (as for a cluster, whose PostgreSQL it leaves out)."""
+        return self.pss_mb()
 
     def cpu_s(self) -> float:
         times = self.process().cpu_times()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.plan import CASES, W7_KEY
+from bench.plan import CASES, IDLE_PSS, IDLE_PSS_PER_BROKER, PSS_UNDER_W1, W7_KEY
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -24,7 +24,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 # One case of each load generator (bench/load/__main__.py), the one that runs the most of its code,
-# and w1-p1 (w7's "RSS under w1 MB" is read during it): t1-sasl-ssl a producer with another
+# and w1-p1 (w7's "RSS under w1 MB" and "PSS under w1 MB" are read during it): t1-sasl-ssl a producer with another
 # listener's settings, k2-txn ProducerPerformance with transactions, k3-rc ConsumerPerformance over a
 # transactional fill (q1 fills without). The others differ from these in parameters only
 # (partitions, batch sizes, producers, the transaction version, the group protocol); each costs a
@@ -70,7 +70,9 @@ def test_every_workload_has_an_entry(tiny_run: Path) -> None:
 def test_every_workload_gives_figures(tiny_run: Path) -> None:
     runs = json.loads((tiny_run / "results.json").read_text())["runs"]
     by_case = {e["case"]: e for e in runs}
-    assert set(by_case[W7_KEY]["metrics"]) == {"start-up s", "idle RSS MB", "RSS under w1 MB"}
+    memory = by_case[W7_KEY]["metrics"]
+    assert set(memory) == {"start-up s", "idle RSS MB", IDLE_PSS, IDLE_PSS_PER_BROKER, "RSS under w1 MB", PSS_UNDER_W1}
+    assert all(memory[name] > 0 for name in (IDLE_PSS, IDLE_PSS_PER_BROKER, PSS_UNDER_W1))
     for case in (c for c in CASES if c.key in SMOKE_CASES):
         entry = by_case[case.key]
         assert "error" not in entry, entry.get("error")
