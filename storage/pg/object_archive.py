@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..object_store import ObjectStore
-from .object_runs import Run, run_from_row
+from .object_runs import RUN_COLUMNS, Run, run_bytes, run_from_row
 from .pool import Connection, Pool
 
 __all__ = ("ArchiveSettings", "DEFAULT_ARCHIVE", "ArchivedPartition", "archive_key", "archive_loop",
@@ -46,7 +46,7 @@ class ArchiveSettings:
 
 DEFAULT_ARCHIVE: Final = ArchiveSettings()
 # The runs, and in the same snapshot the cleaner's checkpoint (compacted topics), which groups never straddle.
-_RUN_ROWS: Final = ("SELECT base_offset, last_offset, max_timestamp, object_key, byte_start, byte_length, "
+_RUN_ROWS: Final = (f"SELECT {RUN_COLUMNS}, "
                     "(SELECT cleaner_checkpoint FROM partitions WHERE topic_id = $1 AND partition = $2) AS checkpoint "
                     "FROM batch_runs WHERE topic_id = $1 AND partition = $2 ORDER BY base_offset")
 _FENCE: Final = ("SELECT 1 FROM partitions WHERE topic_id = $1 AND partition = $2 AND leader = $3 "
@@ -162,7 +162,7 @@ async def archive_partition(pool: Pool, store: ObjectStore, part: ArchivedPartit
             # of them voids it, and under steady writes a pass slower than the archiving interval would
             # seldom if ever commit. It writes what it cleans into archives itself; the rest waits a round.
             return replaced
-        data = [await store.get_range(r.object_key, r.byte_start, r.byte_start + r.byte_length) for r in group]
+        data = [await run_bytes(store, r) for r in group]
         key, size = archive_key(node_id), sum(len(d) for d in data)
         await store.put(key, data)
         merged = Run(group[0].base_offset, group[-1].last_offset, max(r.max_timestamp for r in group), key, 0, size)

@@ -29,11 +29,11 @@ from ..object_store import ObjectStore
 from .clean_rows import FENCE, PgCleanResult, build_offset_map, connect, rules
 from .cleaning import PgCleanTask, dirty_bytes
 from .object_archive import ArchivedPartition, ReplacedError, archive_key, replace_runs
-from .object_runs import CONTAINING_RUN, Run, run_from_row
+from .object_runs import CONTAINING_RUN, RUN_COLUMNS, Run, run_bytes, run_from_row
 
 __all__ = ("clean_runs", "run_object_clean_pass")
 
-_RUNS: Final = ("SELECT base_offset, last_offset, max_timestamp, object_key, byte_start, byte_length FROM batch_runs "
+_RUNS: Final = (f"SELECT {RUN_COLUMNS} FROM batch_runs "
                 f"WHERE topic_id = $1 AND partition = $2 AND base_offset >= {CONTAINING_RUN} AND base_offset < $4 "
                 "ORDER BY base_offset")
 
@@ -60,7 +60,7 @@ async def _runs(conn: Any, task: PgCleanTask, start: int, end: int) -> list[Run]
 async def _batches(store: ObjectStore, runs: list[Run]) -> AsyncIterator[tuple[RecordBatchHeader, bytes]]:
     """Every batch of the runs, in order; CRCs checked (a pass must never launder corruption)."""
     for run in runs:
-        data = await store.get_range(run.object_key, run.byte_start, run.byte_start + run.byte_length)
+        data = await run_bytes(store, run)
         for pos, header in iter_batches(data, verify_crc=True):
             yield header, data[pos:pos + header.size]
 

@@ -6,7 +6,9 @@ buffered, go into ONE object: each partition's batches laid end to end, one run 
 the store has the object, ONE statement fences every partition (this broker, its leader epoch, the
 expected next offset), records the runs of the partitions that passed (object key, byte range,
 base/last offset, max timestamp) with their aborted transactions and the object itself, and only
-then are the writes acknowledged.
+then are the writes acknowledged. A flush of the broker's own records only (transaction markers, a
+coordinator's state, BatchRow.urgent), up to INLINE_MAX_BYTES, stores no object: the same statement
+holds each run's bytes in its row (batch_runs.data, object key '').
 
 Outcomes: the PUT fails, or is not done within the lease or one lease from its start -> nothing was committed
 (KAFKA_STORAGE_ERROR; the logs re-read their state). The statement fails -> unknown, as with rows,
@@ -49,13 +51,16 @@ CRASH_AFTER_PUT_ENV: Final = "EOSBROKER_FAULT_KILL_AFTER_OBJECT_PUT"
 
 _COMMIT: Final = FENCE + """, r AS (
     INSERT INTO batch_runs (topic_id, partition, base_offset, last_offset, max_timestamp, object_key, byte_start,
-                            byte_length)
-    SELECT r.topic_id, r.partition, r.base_offset, r.last_offset, r.max_timestamp, $7, r.byte_start, r.byte_length
-    FROM unnest($9::uuid[], $10::int[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::int[])
-        AS r(topic_id, partition, base_offset, last_offset, max_timestamp, byte_start, byte_length)
+                            byte_length, data)
+    SELECT r.topic_id, r.partition, r.base_offset, r.last_offset, r.max_timestamp, $7, r.byte_start, r.byte_length,
+           r.data
+    FROM unnest($9::uuid[], $10::int[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::int[],
+                $16::bytea[])
+        AS r(topic_id, partition, base_offset, last_offset, max_timestamp, byte_start, byte_length, data)
     WHERE (r.topic_id, r.partition) IN (SELECT topic_id, partition FROM fenced)
-)""" + insert_aborted(16) + """, o AS (
-    INSERT INTO flush_objects (object_key, node_id, size) SELECT $7, $1, $8 WHERE EXISTS (SELECT 1 FROM fenced)
+)""" + insert_aborted(17) + """, o AS (
+    INSERT INTO flush_objects (object_key, node_id, size) SELECT $7, $1, $8
+    WHERE EXISTS (SELECT 1 FROM fenced) AND $7 <> ''
 )
 SELECT topic_id, partition FROM fenced
 """
@@ -68,6 +73,11 @@ class FlushSettings:
 
 
 DEFAULT_FLUSH: Final = FlushSettings()
+# A flush of the broker's own records only (transaction markers, a coordinator's state) up to this size
+# stores no object: its runs' bytes go in their rows (batch_runs.data, as the issue lets markers stay
+# in the database), so each such step of a transaction (four of a one-record one's five) saves a PUT.
+# The archiver moves them into an object with the runs around them.
+INLINE_MAX_BYTES: Final = 64 << 10
 
 
 def flush_object_key(node_id: int) -> str:
@@ -96,6 +106,7 @@ class ObjectGroupCommitter(GroupCommitter):
         self._producer_objects = 0  # objects stored that hold a producer's records (for _crash_after)
         self._data_left = -math.inf  # when the last flush holding client records left (time.monotonic())
         self._flushing = 0  # flushes being stored or committed
+        self.inline_max_bytes = INLINE_MAX_BYTES  # (a test holding a marker's PUT sets -1)
 
     async def _worker(self) -> None:
         while True:
@@ -141,19 +152,11 @@ class ObjectGroupCommitter(GroupCommitter):
         return group
 
     async def _commit_group(self, group: list[Queued]) -> None:
-        key = flush_object_key(self._node_id)
         parts, runs, size = _layout([w for w, _ in group])
-        try:
-            await within(self._store.put(key, parts), self._put_time_left())
-        except Exception as exc:
-            self._put_failed(group, exc)
+        inline = size <= self.inline_max_bytes and all(b.urgent for w, _ in group for b in w.batches)
+        key = "" if inline else flush_object_key(self._node_id)
+        if not inline and not await self._stored(group, key, parts):
             return
-        if self._put_failing:
-            self._put_failing = False
-            log.info("flushes to the object store succeed again")
-        self.objects += 1
-        if self._crash_after is not None:
-            self._maybe_crash(key, [w for w, _ in group])
         # A write whose predecessor (in an earlier flush) was not committed is left out: its run
         # in this object is never referenced, as a fenced partition's.
         ready = await after_predecessors(group)
@@ -161,7 +164,23 @@ class ObjectGroupCommitter(GroupCommitter):
             return
         kept = {id(reply) for _, reply in ready}
         runs = [run for (_, reply), run in zip(group, runs, strict=True) if id(reply) in kept]
-        await self._run_statement(ready, _COMMIT, self._node_id, *_arguments([w for w, _ in ready], key, size, runs))
+        await self._run_statement(ready, _COMMIT, self._node_id,
+                                  *_arguments([w for w, _ in ready], key, size, runs, inline))
+
+    async def _stored(self, group: list[Queued], key: str, parts: list[bytes]) -> bool:
+        """PUT the flush's object; False (its writes answered) if the store did not take it."""
+        try:
+            await within(self._store.put(key, parts), self._put_time_left())
+        except Exception as exc:
+            self._put_failed(group, exc)
+            return False
+        if self._put_failing:
+            self._put_failing = False
+            log.info("flushes to the object store succeed again")
+        self.objects += 1
+        if self._crash_after is not None:
+            self._maybe_crash(key, [w for w, _ in group])
+        return True
 
     def _put_time_left(self) -> Callable[[], float | None]:
         """The lease's time left, and at most one lease from now: a store that stops answering
@@ -218,20 +237,22 @@ def _layout(writes: list[PartitionWrite]) -> tuple[list[bytes], list[_Run], int]
     return parts, runs, position
 
 
-def _arguments(writes: list[PartitionWrite], key: str, size: int, runs: list[_Run]) -> list[object]:
-    """$2..$21: the fence's columns, the key and size, the runs' columns, the aborted ones'."""
-    cols: list[list[object]] = [[] for _ in range(18)]
+def _arguments(writes: list[PartitionWrite], key: str, size: int, runs: list[_Run], inline: bool) -> list[object]:
+    """$2..$22: the fence's columns, the key and size, the runs' columns (inline: each run's bytes in
+    its row, from byte 0), the aborted ones'."""
+    cols: list[list[object]] = [[] for _ in range(19)]
     for w, (start, length) in zip(writes, runs, strict=True):
         for col, value in zip(cols[0:5], (w.topic_id, w.partition, w.leader_epoch, w.expected_offset,
                                           w.next_offset), strict=True):
             col.append(value)
         if w.batches:
             run = (w.topic_id, w.partition, w.batches[0].base_offset, w.batches[-1].last_offset,
-                   max(b.max_timestamp for b in w.batches), start, length)
-            for col, value in zip(cols[5:12], run, strict=True):
+                   max(b.max_timestamp for b in w.batches), 0 if inline else start, length,
+                   b"".join(b.data for b in w.batches) if inline else None)
+            for col, value in zip(cols[5:13], run, strict=True):
                 col.append(value)
         for a in w.aborted:
-            for col, value in zip(cols[12:18], (w.topic_id, w.partition, a.producer_id, a.first_offset,
+            for col, value in zip(cols[13:19], (w.topic_id, w.partition, a.producer_id, a.first_offset,
                                                 a.last_offset, a.last_stable_offset), strict=True):
                 col.append(value)
     return [*cols[0:5], key, size, *cols[5:]]

@@ -1,6 +1,8 @@
 """Reads of a partition whose record data lives in an object store (storage/pg/object_commit.py):
 `batch_runs` says where each run of batches lies (object key, byte range, offsets, max timestamp),
-and the bytes come by ranged GETs through a cache bounded in bytes, shared by the broker's logs.
+and the bytes come by ranged GETs through a cache bounded in bytes, shared by the broker's logs. A run
+of the broker's own records only (transaction markers, a coordinator's state) may be held inline in
+its row instead (object key '', the bytes in `data`: storage/pg/object_commit.py) until it is archived.
 
 ObjectPartitionStore is a PartitionStore whose batch reads go to runs; everything else (the
 partition row, producer snapshots, aborted transactions) stays in the database's rows. Runs below
@@ -24,16 +26,17 @@ from ..object_store import ObjectNotFoundError, ObjectStore
 from .partition_store import PartitionStore
 from .pool import Pool
 
-__all__ = ("DEFAULT_READ_CACHE_BYTES", "ObjectPartitionStore", "ObjectReader", "CONTAINING_RUN", "Run", "run_from_row")
+__all__ = ("CONTAINING_RUN", "DEFAULT_READ_CACHE_BYTES", "RUN_COLUMNS", "ObjectPartitionStore", "ObjectReader", "Run",
+           "run_bytes", "run_from_row")
 
 DEFAULT_READ_CACHE_BYTES: Final = 64 << 20
 _NO_END: Final = (1 << 63) - 1  # the largest offset
 _RUN_CHUNK: Final = 16  # runs per query of a read; more queries follow while max_bytes allows
-_COLUMNS: Final = "base_offset, last_offset, max_timestamp, object_key, byte_start, byte_length"
+RUN_COLUMNS: Final = "base_offset, last_offset, max_timestamp, object_key, byte_start, byte_length, data"
 # The run holding offset $3: the newest run that starts at or before it.
 CONTAINING_RUN: Final = ("coalesce((SELECT max(base_offset) FROM batch_runs WHERE topic_id = $1 AND partition = $2 "
                       "AND base_offset <= $3), $3)")
-_RUNS: Final = (f"SELECT {_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 "
+_RUNS: Final = (f"SELECT {RUN_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 "
                 f"AND base_offset >= {CONTAINING_RUN} AND base_offset < $4 AND last_offset >= $3 "
                 "ORDER BY base_offset LIMIT $5")
 
@@ -46,11 +49,19 @@ class Run:
     object_key: str
     byte_start: int
     byte_length: int
+    data: bytes | None = None  # the run's bytes, held inline in its row (object_key '')
 
 
 def run_from_row(row: Any) -> Run:
     return Run(row["base_offset"], row["last_offset"], row["max_timestamp"], row["object_key"],
-               row["byte_start"], row["byte_length"])
+               row["byte_start"], row["byte_length"], row["data"])
+
+
+async def run_bytes(store: ObjectStore, run: Run) -> bytes:
+    """The run's bytes, from its row or by a ranged GET (no cache: the archiver's and cleaner's reads)."""
+    if run.data is not None:
+        return run.data
+    return await store.get_range(run.object_key, run.byte_start, run.byte_start + run.byte_length)
 
 
 class ObjectReader:
@@ -66,6 +77,8 @@ class ObjectReader:
         self.gets = 0  # GETs sent (how well the cache serves)
 
     async def read(self, run: Run) -> bytes:
+        if run.data is not None:
+            return run.data
         key = (run.object_key, run.byte_start)
         data = self._cached.get(key)
         if data is not None:
@@ -173,7 +186,7 @@ class ObjectPartitionStore(PartitionStore):
         position = min_offset
         while True:
             rows = await self._pool.fetch(
-                f"SELECT {_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 AND last_offset >= $3 "
+                f"SELECT {RUN_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 AND last_offset >= $3 "
                 "AND base_offset < $4 AND max_timestamp >= $5 ORDER BY base_offset LIMIT 8",
                 self.topic_id, self.partition, position, limit, timestamp)
             for run in map(run_from_row, rows):
@@ -187,7 +200,7 @@ class ObjectPartitionStore(PartitionStore):
 
     async def batch_with_max_timestamp(self, limit: int) -> bytes | None:
         row = await self._pool.fetchrow(
-            f"SELECT {_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 AND base_offset < $3 "
+            f"SELECT {RUN_COLUMNS} FROM batch_runs WHERE topic_id = $1 AND partition = $2 AND base_offset < $3 "
             "ORDER BY max_timestamp DESC, base_offset LIMIT 1", self.topic_id, self.partition, limit)
         if row is None:
             return None

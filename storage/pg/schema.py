@@ -157,6 +157,12 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     ALTER TABLE flush_objects ADD COLUMN unreferenced_since timestamptz;
     """,
+    # 9: a flush of the broker's own records only (transaction markers, a coordinator's state) stores
+    # no object: its runs' bytes are held in their rows (object_key '', storage/pg/object_commit.py)
+    # until the archiver moves them into an object.
+    """
+    ALTER TABLE batch_runs ADD COLUMN data bytea;
+    """,
 )
 
 

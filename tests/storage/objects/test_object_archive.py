@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from storage.api import TopicPartition
+from storage.api import AppendOrigin, TopicPartition
 from storage.object_store import ObjectStore
 from storage.pg.log_source import PgLogSource
 from storage.pg.object_archive import ArchivedPartition, ArchiveSettings, archive_partition, plan_archive
@@ -176,3 +176,18 @@ async def test_the_broker_archives_the_partitions_it_leads_in_the_background(
         await asyncio.sleep(0.05)
     assert await db.fetchval("SELECT count(*) FROM batch_runs WHERE object_key LIKE 'archive/%'") >= 2
     assert [await values(p) for p in (p0, p1)] == expected
+
+
+async def test_runs_held_in_their_rows_are_archived_into_an_object(
+    source_factory: SourceFactory, source: PgLogSource, plog: PgPartitionLog, s3_store: ObjectStore,
+    db: asyncpg.Pool
+) -> None:
+    """The broker's own records flushed alone stay in their rows (no object) until archived."""
+    for i in range(4):
+        await plog.append(batch(1, tag=b"%d-" % i), AppendOrigin.COORDINATOR)
+    assert await db.fetchval("SELECT count(*) FROM batch_runs WHERE object_key = '' AND data IS NOT NULL") == 4
+    assert await archive_partition(source.pool, s3_store, _part(plog), 1, SMALL) == 4
+    runs = await db.fetch("SELECT object_key, data FROM batch_runs")
+    assert len(runs) == 1 and runs[0]["object_key"].startswith("archive/") and runs[0]["data"] is None
+    successor = await take(db, await source_factory(2), TP)
+    assert [v for _, v in await values(successor)] == [b"0-0", b"1-0", b"2-0", b"3-0"]

@@ -63,20 +63,25 @@ async def test_appends_of_many_partitions_share_objects_and_commits(source: PgLo
             len(batch(1, tag=b"%d-" % i)) for i in range(40))
 
 
-async def test_the_brokers_own_records_do_not_wait_out_flush_ms(
+async def test_the_brokers_own_records_do_not_wait_out_flush_ms_and_store_no_object(
     source_factory: SourceFactory, db: asyncpg.Pool
 ) -> None:
     """A coordinator's record or a transaction marker (AppendOrigin.COORDINATOR) is flushed at
     once: with cluster.object.flush.ms at ten minutes each is durable and read back (a flush
-    that waited would end in the test's timeout), one object each."""
+    that waited would end in the test's timeout). A flush of nothing else stores no object: its
+    bytes are held in its run's row, where a new leader reads them."""
     source = await source_factory(1, flush=FlushSettings(flush_ms=600_000))
     await source.create_topic("t", 1)
     plog = await take(db, source, TP)
     await plog.append(batch(1, tag=b"state"), AppendOrigin.COORDINATOR)
     await plog.append(marker(7, commit=True), AppendOrigin.COORDINATOR)
     assert [v for _, v in await values(plog)] == [b"state0"]
-    assert plog.high_watermark == 2 and source.committer.objects == 2
-    assert await db.fetchval("SELECT count(*) FROM batch_runs") == 2
+    assert plog.high_watermark == 2 and source.committer.objects == 0
+    runs = await db.fetch("SELECT object_key, length(data) AS inline FROM batch_runs ORDER BY base_offset")
+    assert [r["object_key"] for r in runs] == ["", ""] and all(r["inline"] for r in runs)
+    assert await db.fetchval("SELECT count(*) FROM flush_objects") == 0
+    successor = await take(db, await source_factory(2), TP)  # no tail cache: it reads the rows
+    assert [v for _, v in await values(successor)] == [b"state0"] and successor.high_watermark == 2
 
 
 async def test_the_flush_window_runs_from_the_last_flush_of_client_records(

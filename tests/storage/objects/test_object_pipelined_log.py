@@ -15,7 +15,7 @@ import pytest
 from protocol.errors import ErrorCode, KafkaError
 from storage.api import AppendOrigin, IsolationLevel, LogAppendInfo
 from storage.object_store import ObjectStore, ObjectStoreError
-from storage.pg.object_commit import FlushSettings
+from storage.pg.object_commit import FlushSettings, ObjectGroupCommitter
 from storage.pg.partition_log import PgPartitionLog
 from tests.storage.objects.conftest import TP, StoreWrapper
 from tests.storage.pg.conftest import SourceFactory
@@ -54,8 +54,11 @@ class _Held(StoreWrapper):
 
 
 async def _log(source_factory: SourceFactory, store: ObjectStore, db: asyncpg.Pool,
-               flush_ms: int = 2) -> PgPartitionLog:
+               flush_ms: int = 2, inline_max_bytes: int | None = None) -> PgPartitionLog:
     source = await source_factory(1, object_store=store, flush=FlushSettings(flush_ms=flush_ms))
+    if inline_max_bytes is not None:
+        assert isinstance(source.committer, ObjectGroupCommitter)
+        source.committer.inline_max_bytes = inline_max_bytes
     await source.create_topic("t", 1)
     return await take(db, source, TP)
 
@@ -141,7 +144,7 @@ async def test_a_commit_marker_holds_the_lso_until_it_is_committed(
     source_factory: SourceFactory, s3_store: ObjectStore, db: asyncpg.Pool
 ) -> None:
     held = _Held(s3_store)
-    plog = await _log(source_factory, held, db)
+    plog = await _log(source_factory, held, db, inline_max_bytes=-1)  # the marker's flush is PUT too
     data = _queued(plog.submit(batch(2, pid=9, epoch=0, seq=0, txn=True)))
     await held.held(1)
     held.waiting[0][1].set_result(True)
