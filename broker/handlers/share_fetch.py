@@ -9,7 +9,8 @@ first, each partition's outcome in AcknowledgeErrorCode (INVALID_RECORD_STATE fo
 member does not hold). Then up to MaxRecords records are acquired across the session's partitions
 (records released or timed out first, then new ones) under a lock of share.record.lock.duration.ms,
 and answered as whole stored batches with the acquired ranges and their delivery counts; with
-nothing to acquire the fetch waits up to MaxWaitMs for records. Partition checks as a Fetch's:
+nothing to acquire the fetch waits up to MaxWaitMs for records. MaxBytes 0 acquires nothing (the
+fetch waits MaxWaitMs and answers no records), as Kafka answers it. Partition checks as a Fetch's:
 TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER;
 a share-partition its group coordinator never initialized (coordinator/share/initializer.py) is
 UNKNOWN_SERVER_ERROR "Read operation on uninitialized share partition not allowed.", as Kafka's
@@ -80,7 +81,7 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> object:
     params = ShareFetchParams(
         group_id=group_id, member_id=member_id, epoch=request.share_session_epoch,
         max_wait_ms=ms(request.max_wait), max_records=max(1, request.max_records),
-        max_bytes=max(1, request.max_bytes), added=named, forgotten=forgotten, acks=acks,
+        max_bytes=max(0, request.max_bytes), added=named, forgotten=forgotten, acks=acks,
         whole_batches=getattr(request, "share_acquire_mode", 0) != _RECORD_LIMIT,
         fetch=not getattr(request, "is_renew_ack", False), connection=connection_id(ctx))
     try:

@@ -248,6 +248,9 @@ class ShareCoordinator:
         return out
 
     async def _fetch(self, session: ShareSession, params: ShareFetchParams, result: ShareFetchResult) -> None:
+        if params.max_bytes <= 0:  # as Kafka, nothing is acquired within 0 bytes: the fetch only waits
+            await asyncio.sleep(params.max_wait_ms / 1000)
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + params.max_wait_ms / 1000
         while True:
