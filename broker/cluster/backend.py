@@ -181,7 +181,8 @@ class ClusterBackend(SharedStores[PgSecurityMetadata, PgBrokerConfigStore]):
                                                                self.config.cluster_object_store_region)
         # Each broker cleans what it leads.
         return PgLogCleaner(self.logs, self.config.cluster_url or "", config, objects=objects,
-                            object_bytes=self.config.cluster_object_archive_bytes)
+                            object_bytes=self.config.cluster_object_archive_bytes,
+                            lease_s=self.config.cluster_lease_ms / 1000)
 
     async def join(self) -> None:
         """Start the logs' background work, register and take a first share of the partitions."""

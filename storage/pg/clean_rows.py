@@ -34,7 +34,7 @@ from ..cleaner.clean_pass import CleanResult, _control_type, _Filter
 from ..cleaner.transactions import CleanedTransactions
 from .cleaning import PgCleanTask, dirty_bytes
 from .partition_store import _CONTAINING
-from .pool import Connection
+from .pool import DEFAULT_CONNECT_TIMEOUT_S, Connection
 
 __all__ = ("FENCE", "PgCleanResult", "build_offset_map", "clean_partition", "connect", "rules", "run_pg_clean_pass")
 
@@ -74,8 +74,12 @@ def run_pg_clean_pass(task: PgCleanTask) -> PgCleanResult:
 
 
 async def connect(task: PgCleanTask) -> Connection:
-    """The worker's own connection to the cluster database."""
-    conn: Connection = await asyncpg.connect(task.url, command_timeout=_STATEMENT_TIMEOUT_S)
+    """The worker's own connection to the cluster database, given up after one lease as the broker's
+    pool's are (behind a dead route it never completes). Its statements keep a long timeout: a pass's
+    rewrite is one statement that grows with the pass, and one bounded by the lease would fail again
+    at every try; a pass its broker no longer leads fails its fence anyway."""
+    timeout = DEFAULT_CONNECT_TIMEOUT_S if task.lease_s is None else task.lease_s
+    conn: Connection = await asyncpg.connect(task.url, command_timeout=_STATEMENT_TIMEOUT_S, timeout=timeout)
     return conn
 
 

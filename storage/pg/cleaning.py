@@ -59,6 +59,8 @@ class PgCleanTask(CleanRules):
     # of up to object_bytes, cluster.object.archive.bytes); None: rows.
     objects: ObjectStoreSettings | None = None
     object_bytes: int = 64 << 20
+    # cluster.lease.ms in seconds: how long the worker waits for its connection (None: asyncpg's 60 s)
+    lease_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

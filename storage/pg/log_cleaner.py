@@ -33,12 +33,13 @@ log = logging.getLogger(__name__)
 class PgLogCleaner(CleanerService):
     def __init__(self, source: PgLogSource, url: str, config: CleanerConfig, *,
                  executor: Callable[[], Executor] | None = None, objects: ObjectStoreSettings | None = None,
-                 object_bytes: int = 64 << 20) -> None:
+                 object_bytes: int = 64 << 20, lease_s: float | None = None) -> None:
         super().__init__(config, executor=executor)
         self.source = source
         self.url = url
         self.objects = objects  # record data in an object store: passes over its runs (object_clean.py)
         self.object_bytes = object_bytes  # cluster.object.archive.bytes: the size of the objects they write
+        self.lease_s = lease_s  # bounds the worker's connection (clean_rows.connect)
 
     async def _dirtiest(self, now_ms: int) -> tuple[PgPartitionLog, PgCleaningPlan] | None:
         return await self.dirtiest(list(self.source.logs.values()), lambda plog: plog.plan_cleaning(
@@ -89,7 +90,8 @@ class PgLogCleaner(CleanerService):
         return stats
 
     async def _clean(self, plan: PgCleaningPlan) -> PgCleanResult:
+        task = replace(plan.task, lease_s=self.lease_s)
         if self.objects is None:
-            return await self.in_worker(run_pg_clean_pass, plan.task)
-        task = replace(plan.task, objects=self.objects, object_bytes=self.object_bytes)
+            return await self.in_worker(run_pg_clean_pass, task)
+        task = replace(task, objects=self.objects, object_bytes=self.object_bytes)
         return await self.in_worker(run_object_clean_pass, task)

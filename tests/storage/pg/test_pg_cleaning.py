@@ -5,7 +5,9 @@ leader-epoch fence, and what a new leader reads and rebuilds after cleaning."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import asyncpg
 import pytest
@@ -318,3 +320,21 @@ async def test_appends_and_reads_go_on_while_a_pass_runs(db, source, pg_url) -> 
     expect = sorted([(o, k, v) for k, (o, v) in want.items()] + [w for w in writes if w[0] >= end])
     for level in IsolationLevel:
         assert await records(plog, level) == expect
+
+
+async def test_a_pass_whose_database_never_answers_fails_after_one_lease(db, source, pg_url) -> None:
+    """The worker's own connection is given up after cluster.lease.ms, as the broker's pool's are, not
+    after asyncpg's 60 s: behind a dead route (here a port that completes the TCP handshake and never
+    answers) the pass fails and the cleaner tries again after its backoff."""
+    plog = await open_compacted(db, source)
+    for i in range(40):
+        await plog.append(kv(b"a", b"%d" % i))
+    plan = await plog.plan_cleaning(pg_url, 10_000, 1 << 20)
+    assert plan is not None
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        task = replace(plan.task, url=f"postgresql://eos@127.0.0.1:{silent.getsockname()[1]}/eos", lease_s=0.5)
+        run = asyncio.ensure_future(asyncio.to_thread(run_pg_clean_pass, task))
+        done, _ = await asyncio.wait({run}, timeout=20)
+    assert done and isinstance(run.exception(), TimeoutError)
