@@ -49,7 +49,9 @@ async def _objects(cluster: ObjectCluster) -> tuple[set[str], set[str], int]:
     stored = {i.key for prefix in ("flush/", "archive/") async for chunk in store.list(prefix) for i in chunk}
     conn = await asyncpg.connect(cluster.url)
     try:
-        read = {r["object_key"] for r in await conn.fetch("SELECT DISTINCT object_key FROM batch_runs")}
+        # Runs held inline in their rows (object_key '': markers, coordinator state) read no object.
+        read = {r["object_key"] for r in await conn.fetch("SELECT DISTINCT object_key FROM batch_runs "
+                                                            "WHERE object_key <> ''")}
         most = await conn.fetchval("SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM batch_runs r "
                                    "JOIN topics t USING (topic_id) WHERE t.name = $1 GROUP BY r.partition) c", TOPIC)
         return stored, read, most
@@ -136,4 +138,6 @@ def test_a_groups_offsets_are_compacted_while_its_commits_go_on(cluster: ObjectC
     finally:
         stop.set()
         thread.join(WAIT_S)
-    assert cluster.brokers[1].logged("archived")  # archiving went on too
+    # Archiving goes on too: it waits a round while a pass is in flight (fc6f021), so on a fast machine
+    # the cleaner can keep the partition busy until the commits stop; it archives the dirty tail then.
+    wait_until(lambda: cluster.brokers[1].logged("archived"), "the archiver to archive runs", WAIT_S)
